@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// errUsage marks a bad command line; the flag package has already said why.
+var errUsage = errors.New("usage")
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// flags is a FlagSet whose defaults come from environment variables, named in the help.
+type flags struct{ *flag.FlagSet }
+
+func newFlags(name, summary string, out io.Writer) flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: gantry %s [flags]\n\n%s\n\nFlags:\n", name, summary)
+		fs.PrintDefaults()
+	}
+	return flags{fs}
+}
+
+func (f flags) str(p *string, name, env, def, help string) {
+	f.StringVar(p, name, envOr(env, def), help+" ($"+env+")")
+}
+
+func (f flags) dur(p *time.Duration, name, env string, def time.Duration, help string) {
+	f.DurationVar(p, name, envDuration(env, def), help+" ($"+env+")")
+}
+
+func (f flags) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if f.NArg() > 0 {
+		fmt.Fprintf(f.Output(), "gantry %s: unexpected argument %q\n", f.Name(), f.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// webFlags are the settings serve and dev share.
+type webFlags struct {
+	addr            string
+	baseURL         string
+	sessionIdle     time.Duration
+	sessionLifetime time.Duration
+}
+
+func (w *webFlags) register(f flags, defAddr, defBaseURL string) {
+	f.str(&w.addr, "addr", "GANTRY_ADDR", defAddr, "address to listen on")
+	f.str(&w.baseURL, "base-url", "GANTRY_BASE_URL", defBaseURL, "public URL of Gantry; https makes cookies Secure")
+	f.dur(&w.sessionIdle, "session-idle", "GANTRY_SESSION_IDLE", 30*time.Minute, "a session unused this long ends")
+	f.dur(&w.sessionLifetime, "session-lifetime", "GANTRY_SESSION_LIFETIME", 12*time.Hour, "a session ends this long after sign-in")
+}

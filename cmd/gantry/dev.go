@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"gantry/models/db"
+	"gantry/models/db/pgcluster"
+	"gantry/models/demo"
+	"gantry/web"
+	"gantry/web/devidp"
+)
+
+const devClientID = "gantry-dev"
+
+func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
+	var (
+		w                webFlags
+		dataDir, idpAddr string
+		pgPort           int
+	)
+	f := newFlags("dev", "Run Gantry with everything embedded: a private PostgreSQL cluster, a development\nOpenID Provider with demo users in two organizations, and demo data.", stdout)
+	w.register(f, "127.0.0.1:8080", "")
+	f.str(&dataDir, "data-dir", "GANTRY_DATA_DIR", ".data", "directory for the private PostgreSQL cluster; reused on the next start")
+	f.str(&idpAddr, "idp-addr", "GANTRY_DEV_IDP_ADDR", "127.0.0.1:5556", "address of the development OpenID Provider")
+	f.IntVar(&pgPort, "pg-port", 0, "port of the private PostgreSQL cluster (default: the last one used, else a free one)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+
+	appLn, err := net.Listen("tcp", w.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (is another gantry dev running?): %w", w.addr, err)
+	}
+	defer appLn.Close()
+	if w.baseURL == "" {
+		w.baseURL = "http://" + appLn.Addr().String()
+	}
+	idpLn, err := net.Listen("tcp", idpAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s for the development OpenID Provider: %w", idpAddr, err)
+	}
+	defer idpLn.Close()
+	issuer := "http://" + idpLn.Addr().String()
+
+	fmt.Fprintf(stdout, "Starting the private PostgreSQL cluster in %s ...\n", filepath.Join(dataDir, "postgres"))
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dataDir, "postgres"), Port: pgPort, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			logger.Error("stopping postgres", "error", err)
+		}
+	}()
+	if err := cluster.EnsureDatabase(ctx, "gantry"); err != nil {
+		return err
+	}
+	dsn := cluster.URL("gantry")
+	if err := migrateDatabase(ctx, dsn); err != nil {
+		return err
+	}
+	gdb, err := db.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	if _, err := demo.Seed(ctx, gdb, issuer); err != nil {
+		return err
+	}
+
+	// The client secret lives only in this process: a new one every start.
+	secret := randomHex(16)
+	idp, err := devidp.New(devidp.Config{
+		Issuer:  issuer,
+		Clients: []devidp.Client{{ID: devClientID, Secret: secret, RedirectURIs: []string{w.baseURL + "/auth/callback"}}},
+		Users:   devUsers(),
+		Logger:  logger,
+	})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveUntilDone(gctx, idpLn, idp) })
+	srv, err := web.New(ctx, web.Config{
+		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
+		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
+	}, gdb)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return serveUntilDone(gctx, appLn, srv.Echo) })
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn)
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintln(stdout, "Stopped.")
+	return nil
+}
+
+// devUsers are the demo users as identities at the development provider.
+func devUsers() []devidp.User {
+	var out []devidp.User
+	for _, u := range demo.Users() {
+		org := u.OrgSlug
+		for _, o := range demo.Orgs {
+			if o.Slug == u.OrgSlug {
+				org = o.Name
+			}
+		}
+		out = append(out, devidp.User{Subject: u.Subject, Email: u.Email, Name: u.Name, Password: u.Password,
+			Note: org + " · " + strings.ToLower(string(u.Role))})
+	}
+	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
+	return hex.EncodeToString(b)
+}

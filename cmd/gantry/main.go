@@ -1,0 +1,83 @@
+// Command gantry is the self-service provisioning portal for OpenTofu.
+//
+//	gantry serve     run the portal against a PostgreSQL URL and an OpenID Provider
+//	gantry dev       run everything embedded: private PostgreSQL, dev OpenID Provider, demo data
+//	gantry migrate   apply the database migrations and exit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `Gantry: self-service provisioning for OpenTofu, where the reviewed plan is the applied plan.
+
+Usage:
+  gantry <command> [flags]
+
+Commands:
+  serve     Run the portal against any PostgreSQL database and any OpenID Provider.
+  dev       Run the portal with everything embedded: a private PostgreSQL cluster under
+            .data/, a development OpenID Provider with demo users, and demo data.
+  migrate   Apply pending database migrations and exit.
+  help      Show this help, or "gantry help <command>" for a command's flags.
+
+Every flag can also be set by the environment variable shown in its help text.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commands maps each subcommand to its entry point.
+var commands = map[string]func(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error{
+	"serve":   runServe,
+	"dev":     runDev,
+	"migrate": runMigrate,
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if args[0] == "help" {
+		args = []string{args[1], "--help"}
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "gantry: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := newLogger(stderr, envOr("GANTRY_LOG_LEVEL", "info"))
+	slog.SetDefault(logger)
+	err := cmd(ctx, args[1:], stdout, logger)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	logger.Error("gantry "+args[0]+" failed", "error", err.Error())
+	fmt.Fprintf(stderr, "gantry %s: %v\n", args[0], err)
+	return 1
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,130 @@
+// Command testenv runs a command with TEST_DATABASE_URL pointing at a
+// PostgreSQL server, for the Taskfile:
+//
+//	go run ./cmd/testenv -- go test ./...
+//
+// If TEST_DATABASE_URL is already set, the command simply runs with it.
+// Otherwise testenv starts a throwaway cluster (fsync off) in a temp dir,
+// shares it with the whole command (so every test binary reuses one server
+// and one migrated template), and removes it when the command exits. The
+// exit code is the command's.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"gantry/models/db/pgcluster"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/testenv -- <command> [args...]")
+		return 2
+	}
+	// Resolve the command first: no point starting postgres for a typo.
+	cmd := exec.Command(args[0], args[1:]...)
+	if cmd.Err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: running %s: %v\n", args[0], cmd.Err)
+		return 127
+	}
+	// Catch signals from the start: dying on Ctrl-C while the cluster runs
+	// would leave postgres and its temp dir behind.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	env := os.Environ()
+	if raw := os.Getenv("TEST_DATABASE_URL"); raw != "" {
+		fmt.Fprintf(os.Stderr, "testenv: using TEST_DATABASE_URL from the environment: %s\n", redact(raw))
+	} else {
+		dir, err := pgcluster.MkdirTemp("gantry-testenv-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "data"), Fast: true})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: starting throwaway postgres (or set TEST_DATABASE_URL): %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := cluster.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			}
+		}()
+		env = append(env, "TEST_DATABASE_URL="+cluster.URL("postgres"))
+		fmt.Fprintf(os.Stderr, "testenv: using throwaway PostgreSQL %s (data in %s, removed on exit)\n", cluster.URL("postgres"), dir)
+	}
+	// A signal that arrived while the cluster was starting cancels the run.
+	select {
+	case sig := <-sigs:
+		return 128 + int(sig.(syscall.Signal))
+	default:
+	}
+	cmd.Env = env
+	return runChild(cmd, sigs)
+}
+
+// runChild runs the command with our stdio and relays SIGINT/SIGTERM to it.
+// On a terminal, Ctrl-C reaches the child directly as well (same process
+// group); the relay matters for signals sent to testenv alone, e.g. by CI.
+func runChild(cmd *exec.Cmd, sigs <-chan os.Signal) int {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: running %s: %v\n", cmd.Path, err)
+		return 127
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig)
+		case err := <-done:
+			return exitCode(err)
+		}
+	}
+}
+
+// exitCode mirrors the child's exit status, using the shell's 128+signal
+// convention when it was killed by a signal.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exitErr.ExitCode()
+}
+
+// redact hides a password in the URL we print.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

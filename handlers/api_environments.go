@@ -1,0 +1,97 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/environment"
+	"gantry/web/paths"
+)
+
+// EnvironmentsAPI mirrors the environment pages as JSON, through the same service and
+// so the same checks. Errors (404, 403, 422 with field messages) come back as JSON from
+// the central error handler.
+type EnvironmentsAPI struct {
+	Service EnvironmentService
+}
+
+// Register adds the API routes to g.
+func (h EnvironmentsAPI) Register(g *echo.Group) {
+	g.GET(paths.APIEnvironments(), h.list)
+	g.POST(paths.APIEnvironments(), h.create)
+	g.GET(paths.RouteAPIEnvironment, h.get)
+	g.PUT(paths.RouteAPIEnvironment, h.update)
+}
+
+type environmentJSON struct {
+	ID               string    `json:"id"`
+	Name             string    `json:"name"`
+	Tier             string    `json:"tier"`
+	RequiresApproval bool      `json:"requires_approval"`
+	Restricted       bool      `json:"restricted"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+type environmentRequest struct {
+	Name             string   `json:"name"`
+	Tier             string   `json:"tier"`
+	RequiresApproval *bool    `json:"requires_approval"`
+	Restricted       bool     `json:"restricted"`
+	Grants           []string `json:"grants"`
+}
+
+func (r environmentRequest) input() environment.Input {
+	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants}
+}
+
+func toJSON(e environment.Environment) environmentJSON {
+	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
+		Restricted: e.Restricted, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+}
+
+func (h EnvironmentsAPI) list(c echo.Context) error {
+	envs, err := h.Service.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]environmentJSON, 0, len(envs))
+	for _, e := range envs {
+		out = append(out, toJSON(e))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"environments": out})
+}
+
+func (h EnvironmentsAPI) get(c echo.Context) error {
+	env, err := h.Service.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJSON(env))
+}
+
+func (h EnvironmentsAPI) create(c echo.Context) error {
+	var req environmentRequest
+	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
+		return err
+	}
+	env, err := h.Service.Create(c.Request().Context(), req.input())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toJSON(env))
+}
+
+func (h EnvironmentsAPI) update(c echo.Context) error {
+	var req environmentRequest
+	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
+		return err
+	}
+	env, err := h.Service.Update(c.Request().Context(), c.Param("id"), req.input())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJSON(env))
+}

@@ -1,0 +1,160 @@
+// Package handlers turns HTTP requests into service calls: bind and read the input,
+// call one service method, render or redirect. Errors go to the central error handler
+// in package web; authorization lives in the services.
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/org"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// EnvironmentService is what the environment pages need.
+type EnvironmentService interface {
+	List(ctx context.Context) ([]environment.Environment, error)
+	Get(ctx context.Context, id string) (environment.Environment, error)
+	Grants(ctx context.Context, id string) ([]string, error)
+	Create(ctx context.Context, in environment.Input) (environment.Environment, error)
+	Update(ctx context.Context, id string, in environment.Input) (environment.Environment, error)
+}
+
+// MemberLister lists the organization's members (for the grants checkboxes).
+type MemberLister interface {
+	Members(ctx context.Context) ([]org.MembershipView, error)
+}
+
+// Environments serves the environment administration pages.
+type Environments struct {
+	Service EnvironmentService
+	Members MemberLister
+}
+
+// Register adds the environment routes to g.
+func (h Environments) Register(g *echo.Group) {
+	g.GET(paths.Environments(), h.list)
+	g.GET(paths.NewEnvironment(), h.new)
+	g.POST(paths.Environments(), h.create)
+	g.GET(paths.RouteEnvironment, h.edit)
+	g.GET(paths.RouteEditEnvironment, h.edit)
+	g.POST(paths.RouteEnvironment, h.update)
+}
+
+func (h Environments) list(c echo.Context) error {
+	envs, err := h.Service.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	rows := make([]views.EnvironmentRow, 0, len(envs))
+	for _, e := range envs {
+		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
+			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted})
+	}
+	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
+}
+
+func (h Environments) new(c echo.Context) error {
+	// Listing environments is the permission check: a viewer gets 403 here, not a form.
+	if _, err := h.Service.List(c.Request().Context()); err != nil {
+		return err
+	}
+	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default"}, nil)
+}
+
+func (h Environments) create(c echo.Context) error {
+	in, approval := environmentInput(c, true)
+	env, err := h.Service.Create(c.Request().Context(), in)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
+			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Errors: v.Fields,
+		}, in.Grants)
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Environment "+env.Name+" created.")
+	return render.Redirect(c, paths.Environments())
+}
+
+func (h Environments) edit(c echo.Context) error {
+	ctx := c.Request().Context()
+	env, err := h.Service.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	grants, err := h.Service.Grants(ctx, env.ID)
+	if err != nil {
+		return err
+	}
+	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
+		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
+	}, grants)
+}
+
+func (h Environments) update(c echo.Context) error {
+	in, approval := environmentInput(c, false)
+	env, err := h.Service.Update(c.Request().Context(), c.Param("id"), in)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
+			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Errors: v.Fields,
+		}, in.Grants)
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Environment "+env.Name+" saved.")
+	return render.Redirect(c, paths.Environments())
+}
+
+// form renders the create/edit form with the organization's members as grant choices.
+func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted []string) error {
+	members, err := h.Members.Members(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,
+			Role: string(m.Role), Granted: slices.Contains(granted, m.UserID)})
+	}
+	return render.Page(c, status, views.EnvironmentForm(p))
+}
+
+// environmentInput reads the form. On create, requires_approval is a three-way choice
+// (tier default, on, off); on edit a checkbox with a hidden "off" fallback.
+func environmentInput(c echo.Context, creating bool) (environment.Input, string) {
+	form, _ := c.FormParams()
+	in := environment.Input{
+		Name:       c.FormValue("name"),
+		Tier:       c.FormValue("tier"),
+		Restricted: c.FormValue("restricted") == "on",
+		Grants:     form["grants"],
+	}
+	approval := "off"
+	values := form["requires_approval"]
+	switch {
+	case creating && (len(values) == 0 || values[0] == "default"):
+		approval = "default"
+	case slices.Contains(values, "on"):
+		approval = "on"
+	}
+	if approval != "default" {
+		on := approval == "on"
+		in.RequiresApproval = &on
+	}
+	return in, approval
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

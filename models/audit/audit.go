@@ -1,0 +1,238 @@
+// Package audit is the append-only, hash-chained audit log. Every mutation in Gantry
+// records its event through Record inside the transaction that makes the change, so the
+// change and its evidence commit together or not at all.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"gantry/models/authz"
+	"gantry/models/db"
+)
+
+// Event is one row of audit_events.
+type Event struct {
+	ID             int64 `gorm:"primaryKey;->"`
+	OrganizationID string
+	Seq            int64
+	OccurredAt     time.Time
+	ActorID        string
+	ActorName      string
+	Action         string
+	TargetType     string
+	TargetID       string
+	Data           json.RawMessage `gorm:"type:jsonb"`
+	PrevHash       []byte
+	Hash           []byte
+}
+
+// TableName pins the table; gorm would guess the same, but the log must not move.
+func (Event) TableName() string { return "audit_events" }
+
+// Entry is what a service says happened; Record adds who, when and the chain.
+type Entry struct {
+	Action     string // e.g. "environment.created"
+	TargetType string // e.g. "environment"
+	TargetID   string
+	Data       any // marshalled to JSON; must not hold secrets
+}
+
+// Log appends events and reads them back.
+type Log struct{ db *gorm.DB }
+
+// New returns the audit log on gdb.
+func New(gdb *gorm.DB) *Log { return &Log{db: gdb} }
+
+// Record appends e for the subject in ctx, in the transaction carried by ctx (it opens
+// one when there is none). Events of one organization are serialised by a transaction
+// advisory lock, so the chain never forks even under concurrent changes.
+func (l *Log) Record(ctx context.Context, e Entry) error {
+	subject, ok := authz.SubjectFrom(ctx)
+	if !ok || subject.OrganizationID == "" {
+		return errors.New("recording audit event: no subject in context")
+	}
+	return l.RecordAs(ctx, subject, e)
+}
+
+// RecordAs is Record for an explicit subject (used where the context has none yet,
+// such as a login).
+func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) error {
+	data, err := canonicalJSON(e.Data)
+	if err != nil {
+		return fmt.Errorf("encoding audit data: %w", err)
+	}
+	return db.Tx(ctx, l.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, l.db)
+		if err := conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", subject.OrganizationID).Error; err != nil {
+			return fmt.Errorf("locking audit chain: %w", err)
+		}
+		var head struct {
+			Now  time.Time
+			Seq  int64
+			Hash []byte
+		}
+		// The database clock, not the portal's, dates every event.
+		err := conn.Raw(`SELECT now() AS now,
+		        COALESCE((SELECT seq FROM audit_events WHERE organization_id = ? ORDER BY seq DESC LIMIT 1), 0) AS seq,
+		        (SELECT hash FROM audit_events WHERE organization_id = ? ORDER BY seq DESC LIMIT 1) AS hash`,
+			subject.OrganizationID, subject.OrganizationID).Scan(&head).Error
+		if err != nil {
+			return fmt.Errorf("reading audit chain head: %w", err)
+		}
+		ev := Event{
+			OrganizationID: subject.OrganizationID,
+			Seq:            head.Seq + 1,
+			OccurredAt:     head.Now.UTC().Truncate(time.Microsecond),
+			ActorID:        subject.UserID,
+			ActorName:      subject.Name,
+			Action:         e.Action,
+			TargetType:     e.TargetType,
+			TargetID:       e.TargetID,
+			Data:           data,
+			PrevHash:       head.Hash,
+		}
+		ev.Hash, err = ev.computeHash()
+		if err != nil {
+			return err
+		}
+		if err := conn.Create(&ev).Error; err != nil {
+			return fmt.Errorf("inserting audit event: %w", err)
+		}
+		return nil
+	})
+}
+
+// hashed is the canonical form an event's hash covers. Field order is fixed by the
+// struct; Data is canonical JSON (sorted keys, no insignificant space), so the bytes
+// are the same when recomputed from the jsonb column months later.
+type hashed struct {
+	OrganizationID string          `json:"organization_id"`
+	Seq            int64           `json:"seq"`
+	OccurredAt     string          `json:"occurred_at"`
+	ActorID        string          `json:"actor_id"`
+	ActorName      string          `json:"actor_name"`
+	Action         string          `json:"action"`
+	TargetType     string          `json:"target_type"`
+	TargetID       string          `json:"target_id"`
+	Data           json.RawMessage `json:"data"`
+}
+
+func (e Event) computeHash() ([]byte, error) {
+	data, err := canonicalJSON(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalising audit data: %w", err)
+	}
+	body, err := json.Marshal(hashed{
+		OrganizationID: e.OrganizationID,
+		Seq:            e.Seq,
+		OccurredAt:     e.OccurredAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		ActorID:        e.ActorID,
+		ActorName:      e.ActorName,
+		Action:         e.Action,
+		TargetType:     e.TargetType,
+		TargetID:       e.TargetID,
+		Data:           data,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding audit event: %w", err)
+	}
+	h := sha256.New()
+	h.Write(e.PrevHash)
+	h.Write(body)
+	return h.Sum(nil), nil
+}
+
+// canonicalJSON encodes v (or re-encodes raw JSON) with sorted object keys and exact
+// numbers, the form that survives a round trip through jsonb unchanged.
+func canonicalJSON(v any) (json.RawMessage, error) {
+	var raw []byte
+	switch t := v.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		raw = t
+	case []byte:
+		raw = t
+	default:
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic) // maps marshal with sorted keys
+}
+
+// ErrChainBroken means an event's hash or link does not match: the log was altered.
+var ErrChainBroken = errors.New("audit chain broken")
+
+// Verify recomputes the chain of organization orgID from its first event and returns
+// the number of events checked, or ErrChainBroken naming the first bad sequence number.
+func (l *Log) Verify(ctx context.Context, orgID string) (int, error) {
+	var events []Event
+	if err := db.Conn(ctx, l.db).Where("organization_id = ?", orgID).Order("seq").Find(&events).Error; err != nil {
+		return 0, fmt.Errorf("reading audit events: %w", err)
+	}
+	var prev []byte
+	for i, ev := range events {
+		if ev.Seq != int64(i+1) {
+			return i, fmt.Errorf("seq %d where %d was expected: %w", ev.Seq, i+1, ErrChainBroken)
+		}
+		if !bytes.Equal(ev.PrevHash, prev) {
+			return i, fmt.Errorf("seq %d does not link to its predecessor: %w", ev.Seq, ErrChainBroken)
+		}
+		want, err := ev.computeHash()
+		if err != nil {
+			return i, err
+		}
+		if !bytes.Equal(ev.Hash, want) {
+			return i, fmt.Errorf("seq %d hash mismatch: %w", ev.Seq, ErrChainBroken)
+		}
+		prev = ev.Hash
+	}
+	return len(events), nil
+}
+
+// Filter narrows a listing of events.
+type Filter struct {
+	TargetType string
+	TargetID   string
+	Limit      int
+}
+
+// List returns the newest events of the subject's organization first. Reading the log
+// needs audit.read.
+func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
+	subject, err := authz.Require(ctx, authz.PermAuditRead)
+	if err != nil {
+		return nil, err
+	}
+	q := db.Conn(ctx, l.db).Where("organization_id = ?", subject.OrganizationID)
+	if f.TargetType != "" {
+		q = q.Where("target_type = ?", f.TargetType)
+	}
+	if f.TargetID != "" {
+		q = q.Where("target_id = ?", f.TargetID)
+	}
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 100
+	}
+	var events []Event
+	if err := q.Order("seq DESC").Limit(f.Limit).Find(&events).Error; err != nil {
+		return nil, fmt.Errorf("listing audit events: %w", err)
+	}
+	return events, nil
+}

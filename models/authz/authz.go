@@ -1,0 +1,131 @@
+// Package authz defines who is acting (the Subject carried in the request context), the
+// roles of an organization and the permissions each role holds. Services call Require at
+// the top of every method; handlers only ask Can to decide what to show.
+package authz
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"gantry/models/errs"
+)
+
+// Role is a member's role in one organization.
+type Role string
+
+const (
+	RoleViewer   Role = "viewer"
+	RoleOperator Role = "operator"
+	RoleAdmin    Role = "admin"
+	RoleOwner    Role = "owner"
+	// RoleAuditor is read-only and may export the audit log; it sits outside the
+	// viewer < operator < admin < owner ladder.
+	RoleAuditor Role = "auditor"
+)
+
+// Roles lists every role in the order shown to people.
+var Roles = []Role{RoleViewer, RoleOperator, RoleAdmin, RoleOwner, RoleAuditor}
+
+// Valid reports whether r is one of the defined roles.
+func (r Role) Valid() bool {
+	for _, known := range Roles {
+		if r == known {
+			return true
+		}
+	}
+	return false
+}
+
+// rank orders the ladder; the auditor has no rank on it.
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	case RoleOwner:
+		return 4
+	}
+	return 0
+}
+
+// AtLeast reports whether r is min or above it on the ladder.
+func (r Role) AtLeast(min Role) bool { return r.rank() > 0 && r.rank() >= min.rank() }
+
+// Permission names one thing a subject may do.
+type Permission string
+
+const (
+	PermOrgRead            Permission = "org.read"
+	PermEnvironmentsManage Permission = "environments.manage"
+	PermAuditRead          Permission = "audit.read"
+	PermProvisioningPlan   Permission = "provisioning.plan"
+	PermProvisioningApply  Permission = "provisioning.apply"
+)
+
+// allows is the one table of which role holds which permission.
+func (r Role) allows(p Permission) bool {
+	switch p {
+	case PermOrgRead:
+		return r.Valid()
+	case PermEnvironmentsManage:
+		return r.AtLeast(RoleAdmin)
+	case PermAuditRead:
+		return r == RoleAuditor || r.AtLeast(RoleAdmin)
+	case PermProvisioningPlan, PermProvisioningApply:
+		return r.AtLeast(RoleOperator)
+	}
+	return false
+}
+
+// Subject is the actor of a request: a signed-in member of one organization, or the
+// system itself (seeding, workers), which acts as an owner of the organization.
+type Subject struct {
+	UserID         string
+	Name           string
+	OrganizationID string
+	Role           Role
+	System         bool
+}
+
+// System returns the subject Gantry uses for its own actions in organization orgID.
+func System(orgID string) Subject {
+	return Subject{UserID: "system", Name: "Gantry", OrganizationID: orgID, Role: RoleOwner, System: true}
+}
+
+// Can reports whether the subject holds permission p in its organization.
+func (s Subject) Can(p Permission) bool { return s.OrganizationID != "" && s.Role.allows(p) }
+
+// LogValue keeps log lines short and free of anything but ids.
+func (s Subject) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("user", s.UserID), slog.String("org", s.OrganizationID), slog.String("role", string(s.Role)))
+}
+
+type ctxKey struct{}
+
+// WithSubject returns ctx carrying s.
+func WithSubject(ctx context.Context, s Subject) context.Context {
+	return context.WithValue(ctx, ctxKey{}, s)
+}
+
+// SubjectFrom returns the subject in ctx, if any.
+func SubjectFrom(ctx context.Context) (Subject, bool) {
+	s, ok := ctx.Value(ctxKey{}).(Subject)
+	return s, ok
+}
+
+// Require returns the subject in ctx when it holds p: ErrUnauthenticated when there is
+// none, ErrForbidden when its role does not allow p.
+func Require(ctx context.Context, p Permission) (Subject, error) {
+	s, ok := SubjectFrom(ctx)
+	if !ok || s.OrganizationID == "" {
+		return Subject{}, errs.ErrUnauthenticated
+	}
+	if !s.Can(p) {
+		return Subject{}, fmt.Errorf("%s needs %s, role is %s: %w", s.UserID, p, s.Role, errs.ErrForbidden)
+	}
+	return s, nil
+}

@@ -1,0 +1,117 @@
+// Package db sets up gorm on PostgreSQL, carries transactions in the context, and
+// translates database errors into the domain errors of package errs, once, here.
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for migrations
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"gantry/models/errs"
+)
+
+// Open connects gorm to the PostgreSQL database at dsn and checks that it answers.
+func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
+	gdb, err := gorm.Open(postgres.Open(dsn), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true, // our services open the transactions they need
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(20)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		return nil, fmt.Errorf("connecting to database: %w", err)
+	}
+	return gdb, nil
+}
+
+// OpenSQL opens a plain database/sql handle (pgx driver), for migrations.
+func OpenSQL(dsn string) (*sql.DB, error) {
+	sqlDB, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	return sqlDB, nil
+}
+
+type txKey struct{}
+
+// Conn returns the transaction carried by ctx, or base bound to ctx when there is none.
+// Stores call it so one service transaction spans every store it touches.
+func Conn(ctx context.Context, base *gorm.DB) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return tx
+	}
+	return base.WithContext(ctx)
+}
+
+// Tx runs fn in a transaction carried by the context it receives; a nested call joins
+// the outer transaction instead of opening a second one.
+func Tx(ctx context.Context, base *gorm.DB, fn func(ctx context.Context) error) error {
+	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return fn(ctx)
+	}
+	return base.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(context.WithValue(ctx, txKey{}, tx))
+	})
+}
+
+// Translate maps database errors onto domain errors: a missing row is ErrNotFound, a
+// unique or foreign-key violation ErrConflict. Other errors pass through unchanged.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("%w", errs.ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%s: %w", pgErr.ConstraintName, errs.ErrConflict)
+		case "23503": // foreign_key_violation
+			return fmt.Errorf("%s: %w", pgErr.ConstraintName, errs.ErrConflict)
+		}
+	}
+	return err
+}
+
+// IsUniqueViolation reports whether err is a unique violation of the named constraint
+// or index, so a service can turn a lost race into a field message.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewID returns a typed, random identifier such as "env-k3q...": the prefix tells a
+// person (and a log reader) what kind of object an id names.
+func NewID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err)) // crypto/rand never fails on Linux
+	}
+	return prefix + "-" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}

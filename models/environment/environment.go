@@ -1,0 +1,86 @@
+// Package environment holds deployment environments: their tier, whether changes need
+// an approval (the gate belongs to the environment) and whether using them needs an
+// explicit grant (restriction is about people, approval about the change).
+package environment
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gantry/models/errs"
+)
+
+// Tier is how close an environment is to customers.
+type Tier string
+
+const (
+	TierDevelopment Tier = "development"
+	TierStaging     Tier = "staging"
+	TierProduction  Tier = "production"
+)
+
+// Tiers in the order shown to people.
+var Tiers = []Tier{TierDevelopment, TierStaging, TierProduction}
+
+// Valid reports whether t is a known tier.
+func (t Tier) Valid() bool { return slices.Contains(Tiers, t) }
+
+// DefaultRequiresApproval is the approval default of a new environment of tier t:
+// production is gated unless an admin says otherwise (a default, not a lock).
+func (t Tier) DefaultRequiresApproval() bool { return t == TierProduction }
+
+// Environment is one row of environments.
+type Environment struct {
+	ID               string
+	OrganizationID   string
+	Name             string
+	Tier             Tier
+	RequiresApproval bool
+	Restricted       bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Grant lets one member use a restricted environment.
+type Grant struct {
+	OrganizationID string
+	EnvironmentID  string `gorm:"primaryKey"`
+	UserID         string `gorm:"primaryKey"`
+	CreatedAt      time.Time
+}
+
+// TableName: gorm would say "grants".
+func (Grant) TableName() string { return "environment_grants" }
+
+// Input is what a person submits to create or edit an environment. RequiresApproval
+// nil means "the tier's default".
+type Input struct {
+	Name             string
+	Tier             string
+	RequiresApproval *bool
+	Restricted       bool
+	Grants           []string // user ids
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks the input on its own (the duplicate-name check needs the database and
+// lives in the service). Field names match the form's input names.
+func (in Input) Validate() *errs.Validation {
+	v := &errs.Validation{}
+	name := strings.TrimSpace(in.Name)
+	switch {
+	case name == "":
+		v.Add("name", "Enter a name.")
+	case len(name) > 63:
+		v.Add("name", "Use at most 63 characters.")
+	case !namePattern.MatchString(name):
+		v.Add("name", "Use lower-case letters, digits and hyphens; start and end with a letter or digit.")
+	}
+	if !Tier(in.Tier).Valid() {
+		v.Add("tier", "Choose development, staging or production.")
+	}
+	return v
+}

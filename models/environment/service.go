@@ -1,0 +1,265 @@
+package environment
+
+import (
+	"context"
+
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+	"gantry/models/errs"
+)
+
+// nameIndex is the unique index that keeps names unique per organization.
+const nameIndex = "environments_org_name_idx"
+
+// Service manages environments. Every method checks the subject's permission first and
+// scopes every query to the subject's organization, so another tenant's environment is
+// ErrNotFound.
+type Service struct {
+	db    *gorm.DB
+	audit *audit.Log
+}
+
+// NewService returns the environment service.
+func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb, audit: log} }
+
+// List returns the environments of the subject's organization by tier, then name.
+func (s *Service) List(ctx context.Context) ([]Environment, error) {
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return nil, err
+	}
+	var envs []Environment
+	err = db.Conn(ctx, s.db).Where("organization_id = ?", subject.OrganizationID).
+		Order("CASE tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, name").
+		Find(&envs).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing environments: %w", err)
+	}
+	return envs, nil
+}
+
+// Get returns environment id of the subject's organization.
+func (s *Service) Get(ctx context.Context, id string) (Environment, error) {
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return Environment{}, err
+	}
+	return s.get(ctx, subject.OrganizationID, id, false)
+}
+
+func (s *Service) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
+	q := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id)
+	if forUpdate {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var env Environment
+	if err := q.Take(&env).Error; err != nil {
+		return Environment{}, fmt.Errorf("reading environment %s: %w", id, db.Translate(err))
+	}
+	return env, nil
+}
+
+// Grants returns the user ids granted use of environment id.
+func (s *Service) Grants(ctx context.Context, id string) ([]string, error) {
+	env, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.grants(ctx, env)
+}
+
+func (s *Service) grants(ctx context.Context, env Environment) ([]string, error) {
+	var ids []string
+	err := db.Conn(ctx, s.db).Model(&Grant{}).
+		Where("organization_id = ? AND environment_id = ?", env.OrganizationID, env.ID).
+		Order("user_id").Pluck("user_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading grants: %w", err)
+	}
+	return ids, nil
+}
+
+// Create adds an environment. Bad input is an *errs.Validation and nothing is written.
+func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return Environment{}, err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	var env Environment
+	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
+		if err := s.validate(ctx, subject.OrganizationID, "", in); err != nil {
+			return err
+		}
+		env = Environment{
+			ID:               db.NewID("env"),
+			OrganizationID:   subject.OrganizationID,
+			Name:             in.Name,
+			Tier:             Tier(in.Tier),
+			RequiresApproval: Tier(in.Tier).DefaultRequiresApproval(),
+			Restricted:       in.Restricted,
+		}
+		if in.RequiresApproval != nil {
+			env.RequiresApproval = *in.RequiresApproval
+		}
+		if err := db.Conn(ctx, s.db).Create(&env).Error; err != nil {
+			return s.nameConflict(err, in.Name)
+		}
+		grants, err := s.replaceGrants(ctx, env, in.Grants)
+		if err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, audit.Entry{
+			Action: "environment.created", TargetType: "environment", TargetID: env.ID,
+			Data: map[string]any{"after": snapshot(env, grants)},
+		})
+	})
+	if err != nil {
+		return Environment{}, err
+	}
+	return env, nil
+}
+
+// Update changes environment id under a row lock and audits the before and after.
+// An update that changes nothing writes nothing, not even an audit event.
+func (s *Service) Update(ctx context.Context, id string, in Input) (Environment, error) {
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return Environment{}, err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	var env Environment
+	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
+		before, err := s.get(ctx, subject.OrganizationID, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.validate(ctx, subject.OrganizationID, id, in); err != nil {
+			return err
+		}
+		beforeGrants, err := s.grants(ctx, before)
+		if err != nil {
+			return err
+		}
+		env = before
+		env.Name = in.Name
+		env.Tier = Tier(in.Tier)
+		if in.RequiresApproval != nil {
+			env.RequiresApproval = *in.RequiresApproval
+		}
+		env.Restricted = in.Restricted
+		afterGrants := normaliseIDs(in.Grants)
+		if env == before && slices.Equal(beforeGrants, afterGrants) {
+			return nil
+		}
+		// Explicit column map: gorm's Updates(struct) would skip false booleans.
+		err = db.Conn(ctx, s.db).Model(&Environment{}).
+			Where("organization_id = ? AND id = ?", env.OrganizationID, env.ID).
+			Updates(map[string]any{
+				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
+				"restricted": env.Restricted, "updated_at": gorm.Expr("now()"),
+			}).Error
+		if err != nil {
+			return s.nameConflict(err, in.Name)
+		}
+		if _, err := s.replaceGrants(ctx, env, afterGrants); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, audit.Entry{
+			Action: "environment.updated", TargetType: "environment", TargetID: env.ID,
+			Data: map[string]any{"before": snapshot(before, beforeGrants), "after": snapshot(env, afterGrants)},
+		})
+	})
+	if err != nil {
+		return Environment{}, err
+	}
+	return s.get(ctx, subject.OrganizationID, id, false)
+}
+
+// validate runs the input's own checks, then those that need the database: a name
+// already taken in the organization, and grants naming people who are not members.
+func (s *Service) validate(ctx context.Context, orgID, selfID string, in Input) error {
+	v := in.Validate()
+	if _, bad := v.Fields["name"]; !bad {
+		var taken int64
+		q := db.Conn(ctx, s.db).Model(&Environment{}).
+			Where("organization_id = ? AND lower(name) = lower(?)", orgID, in.Name)
+		if selfID != "" {
+			q = q.Where("id <> ?", selfID)
+		}
+		if err := q.Count(&taken).Error; err != nil {
+			return fmt.Errorf("checking name: %w", err)
+		}
+		if taken > 0 {
+			v.Add("name", fmt.Sprintf("An environment named %q already exists.", in.Name))
+		}
+	}
+	if ids := normaliseIDs(in.Grants); len(ids) > 0 {
+		var members int64
+		err := db.Conn(ctx, s.db).Table("memberships").
+			Where("organization_id = ? AND user_id IN ?", orgID, ids).Count(&members).Error
+		if err != nil {
+			return fmt.Errorf("checking grants: %w", err)
+		}
+		if int(members) != len(ids) {
+			v.Add("grants", "Grants may only name members of this organization.")
+		}
+	}
+	return v.Err()
+}
+
+// nameConflict turns a unique-index race (two admins creating the same name at once)
+// into the same field message the pre-check gives.
+func (s *Service) nameConflict(err error, name string) error {
+	if db.IsUniqueViolation(err, nameIndex) {
+		v := &errs.Validation{}
+		v.Add("name", fmt.Sprintf("An environment named %q already exists.", name))
+		return v
+	}
+	return fmt.Errorf("saving environment: %w", db.Translate(err))
+}
+
+func (s *Service) replaceGrants(ctx context.Context, env Environment, userIDs []string) ([]string, error) {
+	conn := db.Conn(ctx, s.db)
+	if err := conn.Where("organization_id = ? AND environment_id = ?", env.OrganizationID, env.ID).Delete(&Grant{}).Error; err != nil {
+		return nil, fmt.Errorf("clearing grants: %w", err)
+	}
+	ids := normaliseIDs(userIDs)
+	for _, uid := range ids {
+		if err := conn.Create(&Grant{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
+			return nil, fmt.Errorf("granting %s: %w", uid, db.Translate(err))
+		}
+	}
+	return ids, nil
+}
+
+// normaliseIDs sorts and de-duplicates ids and drops empty ones.
+func normaliseIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// snapshot is the audited form of an environment.
+func snapshot(env Environment, grants []string) map[string]any {
+	if grants == nil {
+		grants = []string{}
+	}
+	return map[string]any{
+		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
+		"restricted": env.Restricted, "grants": grants,
+	}
+}

@@ -1,0 +1,66 @@
+// Package errs holds the domain errors every service returns and the web layer maps to
+// HTTP statuses in one place: not found 404, forbidden 403, conflict 409, invalid 422.
+package errs
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+var (
+	// ErrNotFound covers both "does not exist" and "belongs to another organization":
+	// a caller must not be able to tell the two apart.
+	ErrNotFound = errors.New("not found")
+	// ErrForbidden means the subject is known but its role does not allow the action.
+	ErrForbidden = errors.New("forbidden")
+	// ErrUnauthenticated means there is no signed-in subject at all.
+	ErrUnauthenticated = errors.New("not signed in")
+	// ErrConflict means the request clashes with the current state (a duplicate, a race).
+	ErrConflict = errors.New("conflict")
+)
+
+// Validation carries one message per offending input field. Services return it before
+// writing anything, so a 422 never leaves a partial change behind.
+type Validation struct {
+	Fields map[string]string
+}
+
+// Add records a message for field unless one is already there (the first problem
+// with a field is the one a person should fix first).
+func (v *Validation) Add(field, message string) {
+	if v.Fields == nil {
+		v.Fields = map[string]string{}
+	}
+	if _, ok := v.Fields[field]; !ok {
+		v.Fields[field] = message
+	}
+}
+
+// Err returns v as an error when it holds any message, else nil.
+func (v *Validation) Err() error {
+	if len(v.Fields) == 0 {
+		return nil
+	}
+	return v
+}
+
+func (v *Validation) Error() string {
+	keys := make([]string, 0, len(v.Fields))
+	for k := range v.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+": "+v.Fields[k])
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// AsValidation unwraps err into a *Validation when it is one.
+func AsValidation(err error) (*Validation, bool) {
+	var v *Validation
+	ok := errors.As(err, &v)
+	return v, ok
+}

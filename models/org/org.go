@@ -1,0 +1,192 @@
+// Package org holds organizations, the users who sign in and their memberships (one
+// role per organization).
+package org
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+)
+
+// Organization is a tenant: everything in Gantry belongs to exactly one.
+type Organization struct {
+	ID        string
+	Slug      string
+	Name      string
+	CreatedAt time.Time
+}
+
+// User is one identity at one OpenID Provider.
+type User struct {
+	ID        string
+	Issuer    string
+	Subject   string
+	Email     string
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// DisplayName is the name when the provider gave one, else the e-mail address.
+func (u User) DisplayName() string {
+	if u.Name != "" {
+		return u.Name
+	}
+	if u.Email != "" {
+		return u.Email
+	}
+	return u.Subject
+}
+
+// Membership gives a user one role in one organization.
+type Membership struct {
+	OrganizationID string `gorm:"primaryKey"`
+	UserID         string `gorm:"primaryKey"`
+	Role           authz.Role
+	CreatedAt      time.Time
+}
+
+// MembershipView is a membership with the names a page needs.
+type MembershipView struct {
+	OrganizationID   string
+	OrganizationSlug string
+	OrganizationName string
+	UserID           string
+	UserName         string
+	UserEmail        string
+	Role             authz.Role
+}
+
+// Service manages organizations, users and memberships.
+type Service struct {
+	db    *gorm.DB
+	audit *audit.Log
+}
+
+// NewService returns the organization service.
+func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb, audit: log} }
+
+// UpsertLoginUser finds or creates the user for (issuer, subject) and refreshes the
+// e-mail and name the provider asserts. It is called by the login callback, before any
+// subject exists, so it needs no permission.
+func (s *Service) UpsertLoginUser(ctx context.Context, issuer, subject, email, name string) (User, error) {
+	u := User{ID: db.NewID("usr"), Issuer: issuer, Subject: subject, Email: email, Name: name}
+	err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "issuer"}, {Name: "subject"}},
+		DoUpdates: clause.Assignments(map[string]any{"email": email, "name": name, "updated_at": gorm.Expr("now()")}),
+	}, clause.Returning{}).Create(&u).Error
+	if err != nil {
+		return User{}, fmt.Errorf("saving user: %w", db.Translate(err))
+	}
+	return u, nil
+}
+
+// User returns the user with id.
+func (s *Service) User(ctx context.Context, id string) (User, error) {
+	var u User
+	if err := db.Conn(ctx, s.db).Where("id = ?", id).Take(&u).Error; err != nil {
+		return User{}, fmt.Errorf("reading user: %w", db.Translate(err))
+	}
+	return u, nil
+}
+
+// MembershipsOf lists the organizations user userID belongs to, by name.
+func (s *Service) MembershipsOf(ctx context.Context, userID string) ([]MembershipView, error) {
+	var out []MembershipView
+	err := db.Conn(ctx, s.db).Raw(`
+		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role
+		  FROM memberships m
+		  JOIN organizations o ON o.id = m.organization_id
+		  JOIN users u ON u.id = m.user_id
+		 WHERE m.user_id = ?
+		 ORDER BY o.name`, userID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing memberships: %w", err)
+	}
+	return out, nil
+}
+
+// Members lists the members of the subject's organization.
+func (s *Service) Members(ctx context.Context) ([]MembershipView, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	var out []MembershipView
+	err = db.Conn(ctx, s.db).Raw(`
+		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role
+		  FROM memberships m
+		  JOIN organizations o ON o.id = m.organization_id
+		  JOIN users u ON u.id = m.user_id
+		 WHERE m.organization_id = ?
+		 ORDER BY u.name, u.email`, subject.OrganizationID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing members: %w", err)
+	}
+	return out, nil
+}
+
+// EnsureOrganization creates the organization with slug unless it exists, and returns
+// it. Used by demo seeding and bootstrap; the creation is audited as the system.
+func (s *Service) EnsureOrganization(ctx context.Context, slug, name string) (Organization, error) {
+	var o Organization
+	err := db.Tx(ctx, s.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, s.db)
+		err := conn.Where("slug = ?", slug).Take(&o).Error
+		if err == nil {
+			return nil
+		}
+		if err != gorm.ErrRecordNotFound {
+			return fmt.Errorf("reading organization: %w", err)
+		}
+		o = Organization{ID: db.NewID("org"), Slug: slug, Name: name}
+		if err := conn.Create(&o).Error; err != nil {
+			return fmt.Errorf("creating organization: %w", db.Translate(err))
+		}
+		return s.audit.RecordAs(ctx, authz.System(o.ID), audit.Entry{
+			Action: "organization.created", TargetType: "organization", TargetID: o.ID,
+			Data: map[string]any{"slug": slug, "name": name},
+		})
+	})
+	return o, err
+}
+
+// EnsureMembership gives user userID role in organization orgID (creating or changing
+// the membership) as the system, audited when anything changed.
+func (s *Service) EnsureMembership(ctx context.Context, orgID, userID string, role authz.Role) error {
+	if !role.Valid() {
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, s.db)
+		var m Membership
+		err := conn.Where("organization_id = ? AND user_id = ?", orgID, userID).Take(&m).Error
+		switch {
+		case err == nil && m.Role == role:
+			return nil
+		case err == nil:
+			if err := conn.Model(&m).Where("organization_id = ? AND user_id = ?", orgID, userID).Update("role", role).Error; err != nil {
+				return fmt.Errorf("changing role: %w", err)
+			}
+		case err == gorm.ErrRecordNotFound:
+			if err := conn.Create(&Membership{OrganizationID: orgID, UserID: userID, Role: role}).Error; err != nil {
+				return fmt.Errorf("creating membership: %w", db.Translate(err))
+			}
+		default:
+			return fmt.Errorf("reading membership: %w", err)
+		}
+		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{
+			Action: "membership.role_set", TargetType: "user", TargetID: userID,
+			Data: map[string]any{"role": role},
+		})
+	})
+}

@@ -1,0 +1,65 @@
+// Package views holds Gantry's templ components: the layout, shared components and one
+// page per file, each with one props struct. Components are pure: they read their props
+// and the request's Chrome (who is signed in, where, with which CSRF token) and never
+// do I/O.
+package views
+
+import (
+	"context"
+	"strings"
+)
+
+// Flash is a one-time message shown at the top of the next page.
+type Flash struct {
+	Kind    string // success | error | info
+	Message string
+}
+
+// OrgChoice is one organization the signed-in user belongs to.
+type OrgChoice struct {
+	ID   string
+	Name string
+	Role string
+}
+
+// Chrome is what every page around its content needs to know. The web layer builds it
+// once per request and puts it into the request context.
+type Chrome struct {
+	RequestID     string
+	CSRFToken     string
+	Path          string
+	SignedIn      bool
+	UserName      string
+	UserEmail     string
+	Org           OrgChoice
+	Orgs          []OrgChoice
+	Flashes       []Flash
+	CanManageEnvs bool
+	CanReadAudit  bool
+}
+
+type chromeKey struct{}
+
+// WithChrome returns ctx carrying c.
+func WithChrome(ctx context.Context, c Chrome) context.Context {
+	return context.WithValue(ctx, chromeKey{}, c)
+}
+
+// ChromeFrom returns the chrome in ctx, or the empty chrome of a signed-out visitor.
+func ChromeFrom(ctx context.Context) Chrome {
+	c, _ := ctx.Value(chromeKey{}).(Chrome)
+	return c
+}
+
+// csrfHeaders is the hx-headers value that makes htmx send the CSRF token.
+func csrfHeaders(token string) string {
+	return `{"X-CSRF-Token":"` + token + `"}`
+}
+
+// active marks the navigation link of the current section.
+func active(c Chrome, prefix string) bool {
+	if prefix == "/" {
+		return c.Path == "/"
+	}
+	return strings.HasPrefix(c.Path, prefix)
+}

@@ -1,0 +1,211 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/oauth2"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/org"
+	"gantry/models/session"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+type orgMembership = org.MembershipView
+
+// loginFlowLifetime bounds how long a started sign-in may take at the provider.
+const loginFlowLifetime = 10 * time.Minute
+
+// authenticator is the OpenID Connect relying party: go-oidc for discovery and ID
+// token verification, oauth2 for the authorization code flow with PKCE.
+type authenticator struct {
+	issuer   string
+	oauth    oauth2.Config
+	verifier *oidc.IDTokenVerifier
+}
+
+func newAuthenticator(ctx context.Context, cfg Config) (*authenticator, error) {
+	provider, err := oidc.NewProvider(ctx, cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("discovering OpenID Provider %s: %w", cfg.Issuer, err)
+	}
+	return &authenticator{
+		issuer: cfg.Issuer,
+		oauth: oauth2.Config{
+			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
+			Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
+		},
+		verifier: provider.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
+	}, nil
+}
+
+func randomString() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// safeReturn keeps the post-login redirect on this site: a local absolute path only.
+func safeReturn(to string) string {
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+		return paths.Home()
+	}
+	return to
+}
+
+// login starts the authorization code flow: fresh state, nonce and PKCE verifier,
+// kept server-side in the (anonymous) session, then off to the provider.
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	rs := sessionOf(c)
+	if rs.found && rs.sess.SignedIn() {
+		return c.Redirect(http.StatusFound, safeReturn(c.QueryParam("return_to")))
+	}
+	flow := &session.LoginFlow{
+		State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
+		ReturnTo: safeReturn(c.QueryParam("return_to")), StartedAt: time.Now().UTC(),
+	}
+	if rs.found {
+		rs.sess.Data.Login = flow
+		if err := s.sessions.SaveData(ctx, rs.sess); err != nil {
+			return err
+		}
+	} else {
+		token, sess, err := s.sessions.Create(ctx, session.Data{Login: flow})
+		if err != nil {
+			return err
+		}
+		s.setSessionCookie(c, token)
+		rs.sess, rs.found = sess, true
+	}
+	url := s.auth.oauth.AuthCodeURL(flow.State, oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier))
+	return c.Redirect(http.StatusFound, url)
+}
+
+// signInFailed is the 400 every refused callback answers with.
+func signInFailed(reason string) error {
+	return echo.NewHTTPError(http.StatusBadRequest, "Sign-in failed: "+reason+" Start again from the sign-in link.")
+}
+
+// callback finishes the flow. The stored flow is consumed first, so a callback can be
+// tried once: state, then the code exchange with the PKCE verifier, then the ID
+// token's signature, audience, expiry and nonce must all hold.
+func (s *Server) callback(c echo.Context) error {
+	ctx := c.Request().Context()
+	rs := sessionOf(c)
+	if !rs.found || rs.sess.Data.Login == nil {
+		return signInFailed("this browser has no sign-in in progress (it may have expired).")
+	}
+	flow := *rs.sess.Data.Login
+	rs.sess.Data.Login = nil
+	if err := s.sessions.SaveData(ctx, rs.sess); err != nil {
+		return err
+	}
+	if time.Since(flow.StartedAt) > loginFlowLifetime {
+		return signInFailed("the sign-in took too long.")
+	}
+	if e := c.QueryParam("error"); e != "" {
+		return signInFailed(fmt.Sprintf("the identity provider answered %q (%s).", e, c.QueryParam("error_description")))
+	}
+	if subtle.ConstantTimeCompare([]byte(c.QueryParam("state")), []byte(flow.State)) != 1 {
+		return signInFailed("the state returned by the identity provider does not match this browser's sign-in.")
+	}
+	token, err := s.auth.oauth.Exchange(ctx, c.QueryParam("code"), oauth2.VerifierOption(flow.Verifier))
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "oidc code exchange refused", "error", err)
+		return signInFailed("the identity provider refused the authorization code.")
+	}
+	rawIDToken, _ := token.Extra("id_token").(string)
+	if rawIDToken == "" {
+		return signInFailed("the identity provider sent no ID token.")
+	}
+	idToken, err := s.auth.verifier.Verify(ctx, rawIDToken)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "oidc id token refused", "error", err)
+		return signInFailed("the ID token could not be verified.")
+	}
+	if subtle.ConstantTimeCompare([]byte(idToken.Nonce), []byte(flow.Nonce)) != 1 {
+		return signInFailed("the ID token's nonce does not match this browser's sign-in.")
+	}
+	var claims struct {
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	}
+	if err := idToken.Claims(&claims); err != nil {
+		return signInFailed("the ID token's claims could not be read.")
+	}
+	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.Name, flow.ReturnTo)
+}
+
+// finishSignIn records the user, rotates the session and audits the sign-in in the
+// organization the user lands in.
+func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email, name, returnTo string) error {
+	ctx := c.Request().Context()
+	user, err := s.orgs.UpsertLoginUser(ctx, issuer, subject, email, name)
+	if err != nil {
+		return err
+	}
+	memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
+	if err != nil {
+		return err
+	}
+	var orgID *string
+	if len(memberships) > 0 {
+		orgID = &memberships[0].OrganizationID
+	}
+	token, sess, err := s.sessions.SignIn(ctx, rs.sess, user.ID, orgID)
+	if err != nil {
+		return err
+	}
+	rs.sess = sess
+	s.setSessionCookie(c, token)
+	if orgID != nil {
+		actor := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: *orgID, Role: memberships[0].Role}
+		if err := s.audit.RecordAs(ctx, actor, audit.Entry{Action: "user.signed_in", TargetType: "user", TargetID: user.ID,
+			Data: map[string]any{"issuer": issuer}}); err != nil {
+			return err
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, safeReturn(returnTo))
+}
+
+// logout ends the session here. (The provider's own session, if any, is the
+// provider's business; Gantry never trusts it without a new code exchange.)
+func (s *Server) logout(c echo.Context) error {
+	ctx := c.Request().Context()
+	rs := sessionOf(c)
+	if rs.found {
+		if rs.sess.SignedIn() && rs.sess.OrganizationID != nil {
+			user, err := s.orgs.User(ctx, *rs.sess.UserID)
+			if err == nil {
+				actor := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: *rs.sess.OrganizationID}
+				if err := s.audit.RecordAs(ctx, actor, audit.Entry{Action: "user.signed_out", TargetType: "user", TargetID: user.ID}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.sessions.Delete(ctx, rs.sess); err != nil {
+			return err
+		}
+	}
+	s.clearSessionCookie(c)
+	return render.Redirect(c, paths.SignedOut())
+}
+
+func (s *Server) signedOut(c echo.Context) error {
+	return render.Page(c, http.StatusOK, views.SignedOut())
+}

@@ -1,0 +1,36 @@
+// Package paths builds every URL Gantry links to, so no page or handler assembles a
+// path from strings. Route registration uses the Route* patterns beside them.
+package paths
+
+import "net/url"
+
+const (
+	RouteEnvironment     = "/environments/:id"
+	RouteEditEnvironment = "/environments/:id/edit"
+	RouteAPIEnvironment  = "/api/v1/environments/:id"
+)
+
+func Home() string           { return "/" }
+func Login() string          { return "/login" }
+func Callback() string       { return "/auth/callback" }
+func Logout() string         { return "/logout" }
+func SignedOut() string      { return "/signed-out" }
+func SwitchOrg() string      { return "/org/switch" }
+func Healthz() string        { return "/healthz" }
+func Readyz() string         { return "/readyz" }
+func Static(f string) string { return "/static/" + f }
+
+// LoginReturning is the login URL that comes back to returnTo afterwards.
+func LoginReturning(returnTo string) string {
+	if returnTo == "" || returnTo == Home() {
+		return Login()
+	}
+	return Login() + "?" + url.Values{"return_to": {returnTo}}.Encode()
+}
+
+func Environments() string             { return "/environments" }
+func NewEnvironment() string           { return "/environments/new" }
+func Environment(id string) string     { return "/environments/" + url.PathEscape(id) }
+func EditEnvironment(id string) string { return Environment(id) + "/edit" }
+func APIEnvironments() string          { return "/api/v1/environments" }
+func APIEnvironment(id string) string  { return APIEnvironments() + "/" + url.PathEscape(id) }

@@ -1,0 +1,186 @@
+// Package web assembles Gantry's HTTP server: echo with its middleware (request ids,
+// JSON access logs, recover, security headers, sessions, OIDC login, CSRF), the central
+// error handler and the routes of every handler group.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"gorm.io/gorm"
+
+	"gantry/handlers"
+	"gantry/models/audit"
+	"gantry/models/environment"
+	"gantry/models/org"
+	"gantry/models/session"
+	"gantry/static"
+	"gantry/web/paths"
+)
+
+// Config is everything the web layer is told from outside.
+type Config struct {
+	// BaseURL is the public URL people reach Gantry at, e.g. https://gantry.example.com.
+	// Cookies are Secure (and __Host- prefixed) when it is https.
+	BaseURL string
+	// OIDC relying-party settings.
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// RedirectURL defaults to BaseURL + /auth/callback.
+	RedirectURL string
+	// SessionIdle ends a session unused this long; SessionLifetime ends any session.
+	SessionIdle     time.Duration
+	SessionLifetime time.Duration
+	Logger          *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.BaseURL == "" {
+		return errors.New("base URL is required")
+	}
+	if c.Issuer == "" || c.ClientID == "" {
+		return errors.New("OIDC issuer and client id are required")
+	}
+	if c.RedirectURL == "" {
+		c.RedirectURL = c.BaseURL + paths.Callback()
+	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = 30 * time.Minute
+	}
+	if c.SessionLifetime <= 0 {
+		c.SessionLifetime = 12 * time.Hour
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server is the assembled HTTP application.
+type Server struct {
+	Echo     *echo.Echo
+	cfg      Config
+	db       *gorm.DB
+	sessions *session.Store
+	orgs     *org.Service
+	audit    *audit.Log
+	auth     *authenticator
+}
+
+// New builds the server. It discovers the OpenID Provider, so the provider must answer.
+func New(ctx context.Context, cfg Config, gdb *gorm.DB) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	log := audit.New(gdb)
+	s := &Server{
+		Echo:     echo.New(),
+		cfg:      cfg,
+		db:       gdb,
+		sessions: session.NewStore(gdb, cfg.SessionIdle, cfg.SessionLifetime),
+		orgs:     org.NewService(gdb, log),
+		audit:    log,
+	}
+	auth, err := newAuthenticator(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.auth = auth
+
+	e := s.Echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestID())
+	e.Use(s.accessLog())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
+	e.Use(secureHeaders)
+	e.Use(middleware.BodyLimit("2M"))
+
+	assets, err := fs.Sub(static.FS, ".")
+	if err != nil {
+		return nil, fmt.Errorf("static assets: %w", err)
+	}
+	e.StaticFS("/static", assets)
+	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET(paths.Readyz(), s.ready)
+
+	// Everything below has a session and CSRF protection.
+	web := e.Group("", s.loadSession, s.checkCSRF)
+	web.GET(paths.Login(), s.login)
+	web.GET(paths.Callback(), s.callback)
+	web.POST(paths.Logout(), s.logout)
+	web.GET(paths.SignedOut(), s.signedOut)
+
+	// Everything below needs a signed-in member of an organization.
+	app := web.Group("", s.requireMember)
+	app.POST(paths.SwitchOrg(), s.switchOrg)
+	envs := environment.NewService(gdb, log)
+	handlers.Dashboard{Environments: envs, Activity: log}.Register(app)
+	handlers.Environments{Service: envs, Members: s.orgs}.Register(app)
+	handlers.EnvironmentsAPI{Service: envs}.Register(app)
+	return s, nil
+}
+
+// ready answers 200 when the database answers.
+func (s *Server) ready(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	sqlDB, err := s.db.DB()
+	if err == nil {
+		err = sqlDB.PingContext(ctx)
+	}
+	if err != nil {
+		return c.String(http.StatusServiceUnavailable, "database unavailable")
+	}
+	return c.String(http.StatusOK, "ready")
+}
+
+func (s *Server) accessLog() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		// The path only: query strings can carry OAuth codes and state.
+		LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true, LogRequestID: true,
+		LogRemoteIP: true, LogResponseSize: true, LogRoutePath: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			s.cfg.Logger.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", v.RequestID), slog.String("method", v.Method),
+				slog.String("path", v.URIPath), slog.String("route", v.RoutePath), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.Int64("bytes", v.ResponseSize), slog.String("remote_ip", v.RemoteIP))
+			return nil
+		},
+	})
+}
+
+// contentSecurityPolicy forbids inline script and style and anything not from Gantry
+// itself; form-action keeps forms from posting anywhere else.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		if c.Scheme() == "https" {
+			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		}
+		return next(c)
+	}
+}

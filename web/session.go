@@ -1,0 +1,203 @@
+package web
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/session"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// requestSession is the session of one request, if the browser has a live one.
+type requestSession struct {
+	sess  session.Session
+	found bool
+}
+
+const sessionKey = "gantry.session"
+
+func sessionOf(c echo.Context) *requestSession {
+	rs, _ := c.Get(sessionKey).(*requestSession)
+	if rs == nil {
+		rs = &requestSession{}
+		c.Set(sessionKey, rs)
+	}
+	return rs
+}
+
+func (s *Server) cookieName() string {
+	if s.secureCookies() {
+		return "__Host-gantry_session" // __Host-: Secure, Path=/, no Domain: cannot be planted by a subdomain
+	}
+	return "gantry_session"
+}
+
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.cfg.BaseURL, "https://") }
+
+func (s *Server) setSessionCookie(c echo.Context, token string) {
+	c.SetCookie(&http.Cookie{
+		Name: s.cookieName(), Value: token, Path: "/", HttpOnly: true,
+		Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+func (s *Server) clearSessionCookie(c echo.Context) {
+	c.SetCookie(&http.Cookie{
+		Name: s.cookieName(), Value: "", Path: "/", HttpOnly: true, MaxAge: -1,
+		Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// loadSession finds the browser's session (if any) and sets up the page chrome that
+// every page, even an error page, renders with.
+func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rs := sessionOf(c)
+		if cookie, err := c.Cookie(s.cookieName()); err == nil {
+			sess, err := s.sessions.Load(c.Request().Context(), cookie.Value)
+			switch {
+			case err == nil:
+				rs.sess, rs.found = sess, true
+			case errors.Is(err, errs.ErrNotFound):
+				s.clearSessionCookie(c)
+			default:
+				return err
+			}
+		}
+		if rs.found {
+			render.SetFlasher(c, func(kind, message string) error {
+				rs.sess.Data.Flashes = append(rs.sess.Data.Flashes, session.Flash{Kind: kind, Message: message})
+				return s.sessions.SaveData(c.Request().Context(), rs.sess)
+			})
+		}
+		s.setChrome(c, func(ch *views.Chrome) { ch.CSRFToken = rs.sess.CSRFToken })
+		return next(c)
+	}
+}
+
+// setChrome edits the page chrome carried by the request context.
+func (s *Server) setChrome(c echo.Context, edit func(*views.Chrome)) {
+	req := c.Request()
+	ch := views.ChromeFrom(req.Context())
+	ch.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+	ch.Path = req.URL.Path
+	edit(&ch)
+	c.SetRequest(req.WithContext(views.WithChrome(req.Context(), ch)))
+}
+
+// checkCSRF refuses every state-changing request that does not carry the session's
+// CSRF token, in the form field _csrf or the X-CSRF-Token header (htmx, API).
+func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		rs := sessionOf(c)
+		sent := c.Request().Header.Get("X-CSRF-Token")
+		if sent == "" && !strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
+			sent = c.FormValue("_csrf")
+		}
+		if !rs.found || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(rs.sess.CSRFToken)) != 1 {
+			return echo.NewHTTPError(http.StatusForbidden, "The form was missing its security token or it has expired. Reload the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+// requireMember lets through only a signed-in user, acting in one organization they
+// belong to, and puts that subject into the request context for the services.
+func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		rs := sessionOf(c)
+		if !rs.found || !rs.sess.SignedIn() {
+			if c.Request().Method == http.MethodGet && !render.WantsJSON(c) && c.Request().Header.Get("HX-Request") == "" {
+				return c.Redirect(http.StatusFound, paths.LoginReturning(c.Request().URL.RequestURI()))
+			}
+			return errs.ErrUnauthenticated
+		}
+		user, err := s.orgs.User(ctx, *rs.sess.UserID)
+		if err != nil {
+			return fmt.Errorf("loading signed-in user: %w", err)
+		}
+		memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
+		if err != nil {
+			return err
+		}
+		s.setChrome(c, func(ch *views.Chrome) {
+			ch.SignedIn, ch.UserName, ch.UserEmail = true, user.DisplayName(), user.Email
+		})
+		if len(memberships) == 0 {
+			return render.Page(c, http.StatusForbidden, views.NoOrganization())
+		}
+		current := memberships[0]
+		if rs.sess.OrganizationID != nil {
+			if i := slices.IndexFunc(memberships, func(m orgMembership) bool { return m.OrganizationID == *rs.sess.OrganizationID }); i >= 0 {
+				current = memberships[i]
+			}
+		}
+		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role}
+		c.SetRequest(c.Request().WithContext(authz.WithSubject(ctx, subject)))
+		flashes, err := s.popFlashes(c, rs)
+		if err != nil {
+			return err
+		}
+		s.setChrome(c, func(ch *views.Chrome) {
+			ch.Org = views.OrgChoice{ID: current.OrganizationID, Name: current.OrganizationName, Role: string(current.Role)}
+			ch.Orgs = ch.Orgs[:0]
+			for _, m := range memberships {
+				ch.Orgs = append(ch.Orgs, views.OrgChoice{ID: m.OrganizationID, Name: m.OrganizationName, Role: string(m.Role)})
+			}
+			ch.Flashes = flashes
+			ch.CanManageEnvs = subject.Can(authz.PermEnvironmentsManage)
+			ch.CanReadAudit = subject.Can(authz.PermAuditRead)
+		})
+		return next(c)
+	}
+}
+
+// popFlashes takes the queued flash messages for a full page view (not for htmx
+// fragments or API calls, which would swallow them unseen).
+func (s *Server) popFlashes(c echo.Context, rs *requestSession) ([]views.Flash, error) {
+	if c.Request().Method != http.MethodGet || c.Request().Header.Get("HX-Request") != "" || render.WantsJSON(c) || len(rs.sess.Data.Flashes) == 0 {
+		return nil, nil
+	}
+	out := make([]views.Flash, 0, len(rs.sess.Data.Flashes))
+	for _, f := range rs.sess.Data.Flashes {
+		out = append(out, views.Flash{Kind: f.Kind, Message: f.Message})
+	}
+	rs.sess.Data.Flashes = nil
+	return out, s.sessions.SaveData(c.Request().Context(), rs.sess)
+}
+
+// switchOrg makes another of the user's organizations the current one.
+func (s *Server) switchOrg(c echo.Context) error {
+	ctx := c.Request().Context()
+	rs := sessionOf(c)
+	memberships, err := s.orgs.MembershipsOf(ctx, *rs.sess.UserID)
+	if err != nil {
+		return err
+	}
+	want := c.FormValue("organization_id")
+	i := slices.IndexFunc(memberships, func(m orgMembership) bool { return m.OrganizationID == want })
+	if i < 0 {
+		return fmt.Errorf("organization %q: %w", want, errs.ErrNotFound)
+	}
+	if err := s.sessions.SetOrganization(ctx, rs.sess, want); err != nil {
+		return err
+	}
+	rs.sess.OrganizationID = &want
+	_ = render.Flash(c, "info", "Switched to "+memberships[i].OrganizationName+".")
+	return render.Redirect(c, paths.Home())
+}

@@ -148,7 +148,7 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role}
-		c.SetRequest(c.Request().WithContext(authz.WithSubject(ctx, subject)))
+		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), subject)))
 		flashes, err := s.popFlashes(c, rs)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,14 +29,24 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		w                webFlags
 		dataDir, idpAddr string
 		pgPort           int
+		reset, setupOnly bool
 	)
 	f := newFlags("dev", "Run Gantry with everything embedded: a private PostgreSQL cluster, a development\nOpenID Provider with demo users in two organizations, and demo data.", stdout)
 	w.register(f, "127.0.0.1:8080", "")
 	f.str(&dataDir, "data-dir", "GANTRY_DATA_DIR", ".data", "directory for the private PostgreSQL cluster; reused on the next start")
 	f.str(&idpAddr, "idp-addr", "GANTRY_DEV_IDP_ADDR", "127.0.0.1:5556", "address of the development OpenID Provider")
 	f.IntVar(&pgPort, "pg-port", 0, "port of the private PostgreSQL cluster (default: the last one used, else a free one)")
+	f.BoolVar(&reset, "reset", false, "delete the private cluster's data first, so demo data starts fresh")
+	f.BoolVar(&setupOnly, "setup-only", false, "prepare the cluster, migrations and demo data, then exit")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	pgDir := filepath.Join(dataDir, "postgres")
+	if reset {
+		if err := resetCluster(ctx, pgDir, logger); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Deleted %s.\n", pgDir)
 	}
 
 	appLn, err := net.Listen("tcp", w.addr)
@@ -53,8 +64,8 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	defer idpLn.Close()
 	issuer := "http://" + idpLn.Addr().String()
 
-	fmt.Fprintf(stdout, "Starting the private PostgreSQL cluster in %s ...\n", filepath.Join(dataDir, "postgres"))
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dataDir, "postgres"), Port: pgPort, Logger: logger})
+	fmt.Fprintf(stdout, "Starting the private PostgreSQL cluster in %s ...\n", pgDir)
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: pgDir, Port: pgPort, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -76,6 +87,10 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	}
 	if _, err := demo.Seed(ctx, gdb, issuer); err != nil {
 		return err
+	}
+	if setupOnly {
+		fmt.Fprintf(stdout, "Database ready with demo data: %s\n", dsn)
+		return nil
 	}
 
 	// The client secret lives only in this process: a new one every start.
@@ -105,6 +120,24 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		return err
 	}
 	fmt.Fprintln(stdout, "Stopped.")
+	return nil
+}
+
+// resetCluster stops the private cluster in dir if it is running and deletes it.
+func resetCluster(ctx context.Context, dir string, logger *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
+		// Start reuses a running server, so this finds it whatever state it is in.
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Logger: logger})
+		if err != nil {
+			return fmt.Errorf("reaching the cluster to stop it: %w", err)
+		}
+		if err := cluster.Stop(); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("deleting %s: %w", dir, err)
+	}
 	return nil
 }
 

@@ -83,10 +83,11 @@ func hashToken(token string) []byte {
 func (st *Store) Create(ctx context.Context, data Data) (string, Session, error) {
 	token := randomToken()
 	s := Session{
-		IDHash:    hashToken(token),
-		CSRFToken: randomToken(),
-		Data:      data,
-		ExpiresAt: time.Now().Add(st.Lifetime),
+		IDHash:     hashToken(token),
+		CSRFToken:  randomToken(),
+		Data:       data,
+		LastSeenAt: time.Now(),
+		ExpiresAt:  time.Now().Add(st.Lifetime),
 	}
 	if err := db.Conn(ctx, st.db).Create(&s).Error; err != nil {
 		return "", Session{}, fmt.Errorf("creating session: %w", err)

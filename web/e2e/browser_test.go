@@ -1,0 +1,430 @@
+// Package e2e_test drives the whole application with a real headless Chromium:
+// sign-in through the development OpenID Provider, the environment pages, and the
+// browser's own verdict on the Content-Security-Policy.
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/db/dbtest"
+	"gantry/web/webtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+const (
+	adminEmail    = "admin@acme.test"
+	adminPassword = "admin-acme"
+	adminFirst    = "Adam"
+	envName       = "qa-eu"
+	envTier       = "staging"
+
+	// overallTimeout bounds every browser step of the test together; stepTimeout
+	// bounds each wait, so a missing element fails fast with its own message.
+	overallTimeout = 60 * time.Second
+	stepTimeout    = 15 * time.Second
+	// browserLifetime is a hard stop for Chromium itself (its start included),
+	// a little longer than overallTimeout so a failure can still be captured.
+	browserLifetime = overallTimeout + 30*time.Second
+
+	// Artifacts for a human; not assertions.
+	wideScreenshot  = "/tmp/gantry-env-1280.png"
+	phoneScreenshot = "/tmp/gantry-env-390.png"
+)
+
+func TestEnvironmentsInBrowser(t *testing.T) {
+	app := webtest.Start(t)
+	b := startBrowser(t)
+
+	// 1. Sign in through the provider's login page.
+	signIn(t, b, app)
+	requireHTMXLoaded(t, b)
+
+	// 2. Create an environment through the form.
+	b.do(t, "open the environment list from the navigation",
+		chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/environments"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="environments"]`)),
+	)
+	submitNewEnvironment(t, b, envName, envTier)
+	row := chromedp.CSS(`[data-testid="environment-` + envName + `"]`)
+	b.do(t, "wait for the new row in the list", chromedp.WaitVisible(row))
+	require.Equal(t, app.URL+"/environments", location(t, b), "after a successful create the browser should be on the list")
+	require.Equal(t, envTier, text(t, b, chromedp.CSS(`[data-testid="environment-`+envName+`"] td .badge`)), "tier cell of the new row")
+	require.Contains(t, text(t, b, row), envTier)
+	b.do(t, "wait for the success flash", chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
+	require.Equal(t, "Environment "+envName+" created.", text(t, b, chromedp.CSS(`.flashes .flash-success`)))
+	requireHTMXLoaded(t, b)
+
+	captureLayouts(t, b)
+
+	// 3. The same name again: the server refuses it and the form says why.
+	submitNewEnvironment(t, b, envName, envTier)
+	nameError := chromedp.CSS(`[data-testid="error-name"]`)
+	b.do(t, "wait for the duplicate-name error", chromedp.WaitVisible(nameError))
+	require.Equal(t, fmt.Sprintf("An environment named %q already exists.", envName), text(t, b, nameError))
+	b.do(t, "wait for the error summary", chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="error-summary"]`)), "The environment was not saved")
+	require.Equal(t, http.StatusUnprocessableEntity, b.events.lastDocumentStatus(app.URL+"/environments"),
+		"the duplicate should be answered 422; documents seen: %v", b.events.documentList())
+	require.Equal(t, envName, value(t, b, chromedp.ID("name")), "the form keeps what was typed")
+	require.Equal(t, "true", attribute(t, b, chromedp.ID("name"), "aria-invalid"))
+
+	var count int64
+	require.NoError(t, app.DB.Table("environments").
+		Where("organization_id = ? AND name = ?", app.Orgs["acme"], envName).Count(&count).Error)
+	require.EqualValues(t, 1, count, "exactly one environment %s in acme", envName)
+	var tier string
+	require.NoError(t, app.DB.Raw("SELECT tier FROM environments WHERE organization_id = ? AND name = ?",
+		app.Orgs["acme"], envName).Scan(&tier).Error)
+	require.Equal(t, envTier, tier)
+
+	// 4. What the browser itself reported along the way.
+	requireNoCSPViolations(t, b)
+	requireStaticAssetsOK(t, b, app.URL)
+}
+
+// signIn opens Gantry, follows the redirect to the provider's login page, signs in
+// as the demo admin and waits for the dashboard.
+func signIn(t *testing.T, b *browser, app *webtest.App) {
+	t.Helper()
+	b.do(t, "open Gantry", chromedp.Navigate(app.URL+"/"))
+	b.do(t, "wait for the provider's login form", chromedp.WaitVisible(chromedp.ID("username")))
+	require.True(t, strings.HasPrefix(location(t, b), app.Issuer+"/"),
+		"an anonymous visitor should land on the provider's login page, not %s", location(t, b))
+	b.do(t, "sign in at the provider",
+		chromedp.SendKeys(chromedp.ID("username"), adminEmail),
+		chromedp.SendKeys(chromedp.ID("password"), adminPassword),
+		chromedp.Click(chromedp.ID("sign-in"), chromedp.NodeVisible),
+	)
+	user := chromedp.CSS(`[data-testid="current-user"]`)
+	b.do(t, "wait for the dashboard's signed-in header", chromedp.WaitVisible(user))
+	require.Contains(t, text(t, b, user), adminFirst)
+	require.Equal(t, app.URL+"/", location(t, b), "after sign-in the browser should be back on the dashboard")
+}
+
+// submitNewEnvironment opens the "New environment" form from the list, fills it in
+// and submits it.
+func submitNewEnvironment(t *testing.T, b *browser, name, tier string) {
+	t.Helper()
+	b.do(t, "open the new environment form from the list",
+		chromedp.Click(chromedp.ID("new-environment"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("save-environment")),
+	)
+	b.do(t, "fill in the environment form",
+		chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.SetValue(chromedp.ID("tier"), tier),
+	)
+	require.Equal(t, tier, value(t, b, chromedp.ID("tier")), "tier select")
+	b.do(t, "submit the environment form", chromedp.Click(chromedp.ID("save-environment"), chromedp.NodeVisible))
+}
+
+// requireHTMXLoaded checks that the vendored htmx ran on the current page.
+func requireHTMXLoaded(t *testing.T, b *browser) {
+	t.Helper()
+	version := run(t, b, "read htmx.version", chromedp.Poll[string](`typeof htmx === "object" && htmx.version`,
+		chromedp.WithPollingTimeout(5*time.Second)))
+	require.NotEmpty(t, version, "htmx did not load")
+}
+
+// requireNoCSPViolations fails when the browser refused anything under the
+// Content-Security-Policy, or a script threw.
+func requireNoCSPViolations(t *testing.T, b *browser) {
+	t.Helper()
+	msgs := b.events.messages()
+	for _, m := range msgs {
+		t.Logf("browser console: %s", m)
+	}
+	for _, m := range msgs {
+		require.False(t, strings.Contains(m, "Content Security Policy") || strings.Contains(m, "Refused to"),
+			"the browser reported a Content-Security-Policy violation: %s", m)
+		require.False(t, strings.HasPrefix(m, "exception:"), "a script threw: %s", m)
+	}
+}
+
+// requireStaticAssetsOK checks that the page loaded htmx and the stylesheet from
+// /static/ and that every /static/ response was 200.
+func requireStaticAssetsOK(t *testing.T, b *browser, base string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range b.events.responseList() {
+		if !strings.HasPrefix(r.url, base+"/static/") {
+			continue
+		}
+		require.Equal(t, http.StatusOK, int(r.status), "static asset %s", r.url)
+		seen[r.kind] = true
+		if strings.Contains(r.url, "/static/vendor/htmx-") {
+			seen["htmx"] = true
+		}
+	}
+	require.True(t, seen["htmx"], "htmx was never fetched from /static/vendor/")
+	require.True(t, seen[string(network.ResourceTypeStylesheet)], "no stylesheet fetched from /static/")
+}
+
+// captureLayouts writes full-page screenshots of the current page at a desktop and
+// a phone width, for a human to look at.
+func captureLayouts(t *testing.T, b *browser) {
+	t.Helper()
+	for _, shot := range []struct {
+		path   string
+		width  int64
+		height int64
+		opts   []chromedp.EmulateViewportOption
+	}{
+		{wideScreenshot, 1280, 800, nil},
+		{phoneScreenshot, 390, 844, []chromedp.EmulateViewportOption{chromedp.EmulateMobile, chromedp.EmulatePortrait}},
+	} {
+		b.do(t, fmt.Sprintf("emulate a %d px viewport", shot.width), chromedp.EmulateViewport(shot.width, shot.height, shot.opts...))
+		overflow := run(t, b, "measure horizontal overflow", chromedp.Evaluate[int64](
+			`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		png := run(t, b, "take a full-page screenshot", chromedp.FullScreenshot(100))
+		require.NoError(t, os.WriteFile(shot.path, png, 0o644))
+		t.Logf("screenshot at %d px: %s (page is %d px wider than the viewport)", shot.width, shot.path, overflow)
+	}
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
+}
+
+// browser is one headless Chromium tab and what it reported.
+type browser struct {
+	ctx    context.Context // the tab, with the overall deadline
+	events *browserEvents
+}
+
+// do runs actions with the step timeout and fails the test with what on error.
+func (b *browser) do(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, actions...), "browser step failed: %s", what)
+}
+
+// run runs one action that returns a value, with the step timeout.
+func run[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, action)
+	require.NoError(t, err, "browser step failed: %s", what)
+	return v
+}
+
+func text[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, b, fmt.Sprintf("read the text of %v", sel), chromedp.Text(sel, chromedp.NodeVisible)))
+}
+
+func value[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
+	t.Helper()
+	return run(t, b, fmt.Sprintf("read the value of %v", sel), chromedp.Value(sel))
+}
+
+func attribute[S chromedp.Selectable](t *testing.T, b *browser, sel S, name string) string {
+	t.Helper()
+	return run(t, b, fmt.Sprintf("read %s of %v", name, sel), chromedp.AttributeValue(sel, name)).Value
+}
+
+func location(t *testing.T, b *browser) string {
+	t.Helper()
+	return run(t, b, "read the location", chromedp.Location())
+}
+
+// startBrowser starts headless Chromium with a fresh profile and opens one tab. On
+// failure it saves a screenshot and logs the page's HTML and console.
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromePath(t)
+	profile := t.TempDir()
+	root, cancelRoot := context.WithTimeout(context.Background(), browserLifetime)
+	t.Cleanup(cancelRoot)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(root,
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox, // the test runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 800),
+	)
+	t.Cleanup(cancelAlloc) // waits for Chromium to exit, before the profile is removed
+
+	events := &browserEvents{}
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx,
+		chromedp.WithListener(events.record),
+		chromedp.WithLogf(t.Logf),
+	)
+	t.Cleanup(cancelTab)
+	// The first Do starts the browser and binds its life to tabCtx, which has no
+	// step deadline; later steps use children with deadlines.
+	require.NoError(t, chromedp.Do(tabCtx), "starting Chromium at %s", path)
+
+	ctx, cancel := context.WithTimeout(tabCtx, overallTimeout)
+	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		if t.Failed() {
+			captureFailure(t, tabCtx, events)
+		}
+	})
+	return &browser{ctx: ctx, events: events}
+}
+
+// captureFailure saves a screenshot of the tab and logs its URL, HTML and console.
+func captureFailure(t *testing.T, tabCtx context.Context, events *browserEvents) {
+	ctx, cancel := context.WithTimeout(tabCtx, 10*time.Second)
+	defer cancel()
+	for _, m := range events.messages() {
+		t.Logf("browser console: %s", m)
+	}
+	for _, r := range events.documentList() {
+		t.Logf("document: %d %s", r.status, r.url)
+	}
+	if url, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
+		t.Logf("page URL at failure: %s", url)
+	}
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
+		t.Logf("no failure screenshot: %v", err)
+	} else if f, err := os.CreateTemp("", "gantry-e2e-failure-*.png"); err != nil {
+		t.Logf("no failure screenshot: %v", err)
+	} else {
+		_, werr := f.Write(png)
+		cerr := f.Close()
+		if werr != nil || cerr != nil {
+			t.Logf("no failure screenshot: %v %v", werr, cerr)
+		} else {
+			t.Logf("failure screenshot: %s", filepath.Clean(f.Name()))
+		}
+	}
+	if html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html"))); err != nil {
+		t.Logf("no page HTML: %v", err)
+	} else {
+		t.Logf("page HTML at failure:\n%s", html)
+	}
+}
+
+// chromePath finds Chromium: $CHROME_PATH, then /usr/bin/chromium, then chromium on
+// PATH. A missing browser fails the test; it is a dependency, not an option.
+func chromePath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROME_PATH"); p != "" {
+		found, err := exec.LookPath(p)
+		if err != nil {
+			t.Fatalf("CHROME_PATH=%q is not an executable browser: %v", p, err)
+		}
+		return found
+	}
+	if found, err := exec.LookPath("/usr/bin/chromium"); err == nil {
+		return found
+	}
+	if found, err := exec.LookPath("chromium"); err == nil {
+		return found
+	}
+	t.Fatal("Chromium is required for the browser tests but was not found: install the Debian package `chromium` " +
+		"(apt-get install chromium), or set CHROME_PATH to a Chrome/Chromium executable")
+	return ""
+}
+
+// browserEvents collects, from the tab's event loop, console output, log entries,
+// uncaught exceptions and HTTP responses.
+type browserEvents struct {
+	mu        sync.Mutex
+	console   []string
+	responses []response
+}
+
+type response struct {
+	url, kind string
+	status    int64
+}
+
+// record is a chromedp listener: it runs on the tab's read loop, so it only copies.
+func (e *browserEvents) record(ev any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		e.console = append(e.console, fmt.Sprintf("console.%s: %s", ev.Type, argsText(ev.Args)))
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil {
+			msg += " " + d.Exception.Description
+		}
+		e.console = append(e.console, fmt.Sprintf("exception: %s (%s:%d)", msg, d.URL, d.LineNumber))
+	case *log.EventEntryAdded:
+		en := ev.Entry
+		e.console = append(e.console, fmt.Sprintf("log.%s [%s]: %s (%s)", en.Level, en.Source, en.Text, en.URL))
+	case *network.EventResponseReceived:
+		e.responses = append(e.responses, response{url: ev.Response.URL, kind: string(ev.Type), status: ev.Response.Status})
+	}
+}
+
+func (e *browserEvents) messages() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.console...)
+}
+
+func (e *browserEvents) responseList() []response {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]response(nil), e.responses...)
+}
+
+func (e *browserEvents) documentList() []response {
+	var docs []response
+	for _, r := range e.responseList() {
+		if r.kind == string(network.ResourceTypeDocument) {
+			docs = append(docs, r)
+		}
+	}
+	return docs
+}
+
+// lastDocumentStatus is the status of the latest page load of url, or 0.
+func (e *browserEvents) lastDocumentStatus(url string) int {
+	status := 0
+	for _, r := range e.documentList() {
+		if r.url == url {
+			status = int(r.status)
+		}
+	}
+	return status
+}
+
+// argsText renders console API arguments: strings as they are, other values by
+// their description.
+func argsText(args []*runtime.RemoteObject) string {
+	parts := make([]string, 0, len(args))
+	for _, a := range args {
+		var s string
+		switch {
+		case a.Type == runtime.RemoteObjectTypeString && json.Unmarshal(a.Value, &s) == nil:
+			parts = append(parts, s)
+		case a.Description != "":
+			parts = append(parts, a.Description)
+		default:
+			parts = append(parts, string(a.Value))
+		}
+	}
+	return strings.Join(parts, " ")
+}

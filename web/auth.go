@@ -142,22 +142,28 @@ func (s *Server) callback(c echo.Context) error {
 		return signInFailed("the ID token's nonce does not match this browser's sign-in.")
 	}
 	var claims struct {
-		Email string `json:"email"`
-		Name  string `json:"name"`
+		Email         string `json:"email"`
+		EmailVerified bool   `json:"email_verified"`
+		Name          string `json:"name"`
 	}
 	if err := idToken.Claims(&claims); err != nil {
 		return signInFailed("the ID token's claims could not be read.")
 	}
-	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.Name, flow.ReturnTo)
+	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.EmailVerified, claims.Name, flow.ReturnTo)
 }
 
-// finishSignIn records the user, rotates the session and audits the sign-in in the
+// finishSignIn records the user, accepts invitations for a verified address, rotates the session and audits the sign-in in the
 // organization the user lands in.
-func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email, name, returnTo string) error {
+func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email string, emailVerified bool, name, returnTo string) error {
 	ctx := c.Request().Context()
 	user, err := s.orgs.UpsertLoginUser(ctx, issuer, subject, email, name)
 	if err != nil {
 		return err
+	}
+	if emailVerified {
+		if err := s.orgs.AcceptInvitations(ctx, user); err != nil {
+			return err
+		}
 	}
 	memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/audit"
+	"gantry/models/authz"
 	"gantry/models/db/dbtest"
+	"gantry/models/org"
 	"gantry/web/webtest"
 )
 
@@ -395,4 +397,33 @@ func TestErrorPagesAndHeaders(t *testing.T) {
 	resp = app.Get(t, c, "/no/such/page")
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// TestInvitationBecomesMembership: someone who belongs to no organization sees a page
+// saying so; after an invitation for their verified address, signing in makes them a
+// member with the invited role.
+func TestInvitationBecomesMembership(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	c := app.Client(t)
+	resp := app.LoginAs(t, c, webtest.NewcomerEmail, webtest.NewcomerPassword)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, body, "not a member of any organization")
+
+	orgs := org.NewService(app.DB, audit.New(app.DB))
+	require.NoError(t, orgs.Invite(t.Context(), app.Orgs["globex"], "NewComer@Example.test", authz.RoleOperator))
+
+	c = app.Client(t)
+	resp = app.LoginAs(t, c, webtest.NewcomerEmail, webtest.NewcomerPassword)
+	body = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "Globex")
+	require.Contains(t, body, "operator")
+	var pending int64
+	require.NoError(t, app.DB.Table("invitations").Count(&pending).Error)
+	require.Zero(t, pending, "an accepted invitation is used up")
+	var accepted int64
+	require.NoError(t, app.DB.Table("audit_events").Where("organization_id = ? AND action = 'invitation.accepted'", app.Orgs["globex"]).Count(&accepted).Error)
+	require.EqualValues(t, 1, accepted)
 }

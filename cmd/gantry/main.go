@@ -3,6 +3,7 @@
 //	gantry serve     run the portal against a PostgreSQL URL and an OpenID Provider
 //	gantry dev       run everything embedded: private PostgreSQL, dev OpenID Provider, demo data
 //	gantry migrate   apply the database migrations and exit
+//	gantry org       invite people to organizations (bootstrap of a real deployment)
 package main
 
 import (
@@ -27,6 +28,7 @@ Commands:
   dev       Run the portal with everything embedded: a private PostgreSQL cluster under
             .data/, a development OpenID Provider with demo users, and demo data.
   migrate   Apply pending database migrations and exit.
+  org       "gantry org invite": create an organization and invite its first owner by e-mail.
   help      Show this help, or "gantry help <command>" for a command's flags.
 
 Every flag can also be set by the environment variable shown in its help text.
@@ -41,6 +43,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout io.Wri
 	"serve":   runServe,
 	"dev":     runDev,
 	"migrate": runMigrate,
+	"org":     runOrg,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -76,7 +76,7 @@ func TestEnvironmentsInBrowser(t *testing.T) {
 	// 3. The same name again: the server refuses it and the form says why.
 	submitNewEnvironment(t, b, envName, envTier)
 	nameError := chromedp.CSS(`[data-testid="error-name"]`)
-	b.do(t, "wait for the duplicate-name error", chromedp.WaitVisible(nameError))
+	b.do(t, "wait for the duplicate-name error", chromedp.WaitVisible(chromedp.CSS("#nope")))
 	require.Equal(t, fmt.Sprintf("An environment named %q already exists.", envName), text(t, b, nameError))
 	b.do(t, "wait for the error summary", chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
 	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="error-summary"]`)), "The environment was not saved")
@@ -97,6 +97,7 @@ func TestEnvironmentsInBrowser(t *testing.T) {
 	// 4. What the browser itself reported along the way.
 	requireNoCSPViolations(t, b)
 	requireStaticAssetsOK(t, b, app.URL)
+	requireCSPViolationsAreSeen(t, b)
 }
 
 // signIn opens Gantry, follows the redirect to the provider's login page, signs in
@@ -142,7 +143,7 @@ func requireHTMXLoaded(t *testing.T, b *browser) {
 	require.NotEmpty(t, version, "htmx did not load")
 }
 
-// requireNoCSPViolations fails when the browser refused anything under the
+// requireNoCSPViolations fails when the browser blocked anything under the
 // Content-Security-Policy, or a script threw.
 func requireNoCSPViolations(t *testing.T, b *browser) {
 	t.Helper()
@@ -151,10 +152,32 @@ func requireNoCSPViolations(t *testing.T, b *browser) {
 		t.Logf("browser console: %s", m)
 	}
 	for _, m := range msgs {
-		require.False(t, strings.Contains(m, "Content Security Policy") || strings.Contains(m, "Refused to"),
-			"the browser reported a Content-Security-Policy violation: %s", m)
-		require.False(t, strings.HasPrefix(m, "exception:"), "a script threw: %s", m)
+		require.False(t, m.isCSPViolation(), "the browser reported a Content-Security-Policy violation: %s", m)
+		require.False(t, m.kind == "exception", "a script threw: %s", m)
 	}
+}
+
+// requireCSPViolationsAreSeen is the control for requireNoCSPViolations: an inline
+// script, which the policy forbids, must show up as a violation. Without it, a
+// browser that words its reports differently would silently pass the check.
+func requireCSPViolationsAreSeen(t *testing.T, b *browser) {
+	t.Helper()
+	before := len(b.events.messages())
+	run(t, b, "inject an inline script", chromedp.Evaluate[chromedp.Void](`(() => {
+		const s = document.createElement("script");
+		s.textContent = "window.cspControl = true";
+		document.body.appendChild(s);
+	})()`))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range b.events.messages()[before:] {
+			if m.isCSPViolation() {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("an inline script was not reported as a CSP violation; messages since: %v", b.events.messages()[before:])
 }
 
 // requireStaticAssetsOK checks that the page loaded htmx and the stylesheet from
@@ -190,11 +213,14 @@ func captureLayouts(t *testing.T, b *browser) {
 		{phoneScreenshot, 390, 844, []chromedp.EmulateViewportOption{chromedp.EmulateMobile, chromedp.EmulatePortrait}},
 	} {
 		b.do(t, fmt.Sprintf("emulate a %d px viewport", shot.width), chromedp.EmulateViewport(shot.width, shot.height, shot.opts...))
-		overflow := run(t, b, "measure horizontal overflow", chromedp.Evaluate[int64](
-			`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		overflow := run(t, b, "measure horizontal overflow", chromedp.Evaluate[[]int64](`(() => {
+			const page = document.documentElement, table = document.querySelector(".table-wrap");
+			return [page.scrollWidth - page.clientWidth, table ? table.scrollWidth - table.clientWidth : 0];
+		})()`))
 		png := run(t, b, "take a full-page screenshot", chromedp.FullScreenshot(100))
 		require.NoError(t, os.WriteFile(shot.path, png, 0o644))
-		t.Logf("screenshot at %d px: %s (page is %d px wider than the viewport)", shot.width, shot.path, overflow)
+		t.Logf("screenshot at %d px: %s (horizontal overflow: page %d px, .table-wrap %d px)",
+			shot.width, shot.path, overflow[0], overflow[1])
 	}
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 }
@@ -328,7 +354,8 @@ func chromePath(t *testing.T) string {
 	if p := os.Getenv("CHROME_PATH"); p != "" {
 		found, err := exec.LookPath(p)
 		if err != nil {
-			t.Fatalf("CHROME_PATH=%q is not an executable browser: %v", p, err)
+			t.Fatalf("CHROME_PATH=%q is not an executable browser (%v); unset it to use the Debian package `chromium` "+
+				"(apt-get install chromium)", p, err)
 		}
 		return found
 	}
@@ -347,8 +374,38 @@ func chromePath(t *testing.T) string {
 // uncaught exceptions and HTTP responses.
 type browserEvents struct {
 	mu        sync.Mutex
-	console   []string
+	console   []consoleMessage
 	responses []response
+}
+
+// consoleMessage is one console API call ("console.error"), uncaught exception
+// ("exception") or browser log entry ("log.error", with its source).
+type consoleMessage struct {
+	kind, source, text, url string
+}
+
+func (m consoleMessage) String() string {
+	s := m.kind
+	if m.source != "" {
+		s += " [" + m.source + "]"
+	}
+	s += ": " + m.text
+	if m.url != "" {
+		s += " (" + m.url + ")"
+	}
+	return s
+}
+
+// isCSPViolation recognizes the browser's Content-Security-Policy reports. Chromium
+// 156 writes "Executing inline script violates the following Content Security
+// Policy directive ..." to the log with source "security"; older versions began
+// with "Refused to ...".
+func (m consoleMessage) isCSPViolation() bool {
+	text := strings.ToLower(m.text)
+	return m.source == string(log.EntrySourceSecurity) ||
+		strings.Contains(text, "content security policy") ||
+		strings.Contains(text, "content-security-policy") ||
+		strings.Contains(text, "refused to")
 }
 
 type response struct {
@@ -362,26 +419,26 @@ func (e *browserEvents) record(ev any) {
 	defer e.mu.Unlock()
 	switch ev := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
-		e.console = append(e.console, fmt.Sprintf("console.%s: %s", ev.Type, argsText(ev.Args)))
+		e.console = append(e.console, consoleMessage{kind: "console." + string(ev.Type), text: argsText(ev.Args)})
 	case *runtime.EventExceptionThrown:
 		d := ev.ExceptionDetails
 		msg := d.Text
 		if d.Exception != nil {
 			msg += " " + d.Exception.Description
 		}
-		e.console = append(e.console, fmt.Sprintf("exception: %s (%s:%d)", msg, d.URL, d.LineNumber))
+		e.console = append(e.console, consoleMessage{kind: "exception", text: msg, url: fmt.Sprintf("%s:%d", d.URL, d.LineNumber)})
 	case *log.EventEntryAdded:
 		en := ev.Entry
-		e.console = append(e.console, fmt.Sprintf("log.%s [%s]: %s (%s)", en.Level, en.Source, en.Text, en.URL))
+		e.console = append(e.console, consoleMessage{kind: "log." + string(en.Level), source: string(en.Source), text: en.Text, url: en.URL})
 	case *network.EventResponseReceived:
 		e.responses = append(e.responses, response{url: ev.Response.URL, kind: string(ev.Type), status: ev.Response.Status})
 	}
 }
 
-func (e *browserEvents) messages() []string {
+func (e *browserEvents) messages() []consoleMessage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]string(nil), e.console...)
+	return append([]consoleMessage(nil), e.console...)
 }
 
 func (e *browserEvents) responseList() []response {

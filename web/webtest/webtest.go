@@ -35,6 +35,12 @@ const (
 	ClientSecret = "test-secret-not-used-elsewhere"
 )
 
+// Newcomer is a user the provider knows who belongs to no organization.
+const (
+	NewcomerEmail    = "newcomer@example.test"
+	NewcomerPassword = "newcomer-pass"
+)
+
 // App is one running Gantry with its provider and database.
 type App struct {
 	URL    string // Gantry's base URL
@@ -73,6 +79,7 @@ func Start(t testing.TB) *App {
 	for _, u := range demo.Users() {
 		users = append(users, devidp.User{Subject: u.Subject, Email: u.Email, Name: u.Name, Password: u.Password, Note: u.OrgSlug + " " + string(u.Role)})
 	}
+	users = append(users, devidp.User{Subject: "newcomer", Email: NewcomerEmail, Name: "Nora Newcomer", Password: NewcomerPassword})
 	idp, err := devidp.New(devidp.Config{
 		Issuer:  app.Issuer,
 		Clients: []devidp.Client{{ID: ClientID, Secret: ClientSecret, RedirectURIs: []string{app.URL + "/auth/callback"}}},
@@ -176,13 +183,19 @@ func (a *App) Login(t testing.TB, c *http.Client, email string) {
 	t.Helper()
 	u, ok := demo.Find(email)
 	require.True(t, ok, "no demo user %s", email)
-	action, id := a.StartLogin(t, c)
-	callback := a.SubmitCredentials(t, c, action, id, u.Email, u.Password)
-	req, _ := http.NewRequest(http.MethodGet, callback.String(), nil)
-	resp := Follow(t, c, req, nil)
+	resp := a.LoginAs(t, c, u.Email, u.Password)
 	body := ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, `data-testid="current-user"`, "not signed in after the callback")
+}
+
+// LoginAs runs the OIDC flow with any credentials and returns the final answer.
+func (a *App) LoginAs(t testing.TB, c *http.Client, username, password string) *http.Response {
+	t.Helper()
+	action, id := a.StartLogin(t, c)
+	callback := a.SubmitCredentials(t, c, action, id, username, password)
+	req, _ := http.NewRequest(http.MethodGet, callback.String(), nil)
+	return Follow(t, c, req, nil)
 }
 
 // LoggedIn returns a new client signed in as email.

@@ -1,0 +1,80 @@
+package org
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+)
+
+// Invitation turns into a membership at the first sign-in with a verified e-mail
+// address equal to Email.
+type Invitation struct {
+	OrganizationID string `gorm:"primaryKey"`
+	Email          string `gorm:"primaryKey"`
+	Role           authz.Role
+	CreatedAt      time.Time
+}
+
+// Invite records (or replaces) an invitation as the system: this is the bootstrap path
+// of `gantry org invite`, run by whoever operates the deployment.
+func (s *Service) Invite(ctx context.Context, orgID, email string, role authz.Role) error {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if !role.Valid() {
+		return fmt.Errorf("unknown role %q (one of viewer, operator, admin, owner, auditor)", role)
+	}
+	if !strings.Contains(email, "@") {
+		return fmt.Errorf("%q is not an e-mail address", email)
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		inv := Invitation{OrganizationID: orgID, Email: email, Role: role}
+		err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "organization_id"}, {Name: "email"}},
+			DoUpdates: clause.AssignmentColumns([]string{"role"}),
+		}).Create(&inv).Error
+		if err != nil {
+			return fmt.Errorf("saving invitation: %w", db.Translate(err))
+		}
+		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{
+			Action: "invitation.created", TargetType: "invitation", TargetID: email,
+			Data: map[string]any{"role": role},
+		})
+	})
+}
+
+// AcceptInvitations turns the invitations for user's e-mail address into memberships.
+// Only call it when the provider asserted email_verified: otherwise anyone could claim
+// an invited address.
+func (s *Service) AcceptInvitations(ctx context.Context, user User) error {
+	email := strings.ToLower(strings.TrimSpace(user.Email))
+	if email == "" {
+		return nil
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		var invs []Invitation
+		conn := db.Conn(ctx, s.db)
+		if err := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("email = ?", email).Find(&invs).Error; err != nil {
+			return fmt.Errorf("reading invitations: %w", err)
+		}
+		for _, inv := range invs {
+			if err := s.EnsureMembership(ctx, inv.OrganizationID, user.ID, inv.Role); err != nil {
+				return err
+			}
+			if err := conn.Where("organization_id = ? AND email = ?", inv.OrganizationID, inv.Email).Delete(&Invitation{}).Error; err != nil {
+				return fmt.Errorf("removing accepted invitation: %w", err)
+			}
+			actor := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: inv.OrganizationID, Role: inv.Role}
+			if err := s.audit.RecordAs(ctx, actor, audit.Entry{Action: "invitation.accepted", TargetType: "invitation", TargetID: inv.Email,
+				Data: map[string]any{"role": inv.Role}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -427,3 +427,35 @@ func TestInvitationBecomesMembership(t *testing.T) {
 	require.NoError(t, app.DB.Table("audit_events").Where("organization_id = ? AND action = 'invitation.accepted'", app.Orgs["globex"]).Count(&accepted).Error)
 	require.EqualValues(t, 1, accepted)
 }
+
+// TestOrganizationSwitcher: a member of two organizations switches between them; an
+// organization they do not belong to cannot be switched to.
+func TestOrganizationSwitcher(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	var adminID string
+	require.NoError(t, app.DB.Raw("SELECT id FROM users WHERE email = 'admin@acme.test'").Scan(&adminID).Error)
+	orgs := org.NewService(app.DB, audit.New(app.DB))
+	require.NoError(t, orgs.EnsureMembership(t.Context(), app.Orgs["globex"], adminID, authz.RoleViewer))
+
+	c := app.LoggedIn(t, "admin@acme.test")
+	body := webtest.ReadBody(t, app.Get(t, c, "/"))
+	require.Contains(t, body, `id="org-switch"`)
+	require.Contains(t, body, "<h1>Acme Corp</h1>")
+	token := app.CSRF(t, c)
+
+	resp := app.PostForm(t, c, "/org/switch", url.Values{"_csrf": {token}, "organization_id": {app.Orgs["globex"]}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	body = webtest.ReadBody(t, app.Get(t, c, "/"))
+	require.Contains(t, body, "<h1>Globex</h1>")
+	require.Contains(t, body, "Switched to Globex.")
+	// As a viewer in Globex, environment administration is refused.
+	resp = app.Get(t, c, "/environments")
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	resp = app.PostForm(t, c, "/org/switch", url.Values{"_csrf": {token}, "organization_id": {"org-not-mine"}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}

@@ -49,8 +49,9 @@ const (
 )
 
 func TestEnvironmentsInBrowser(t *testing.T) {
+	chrome := chromePath(t) // fail fast, before the database and servers start
 	app := webtest.Start(t)
-	b := startBrowser(t)
+	b := startBrowser(t, chrome)
 
 	// 1. Sign in through the provider's login page.
 	signIn(t, b, app)
@@ -76,7 +77,7 @@ func TestEnvironmentsInBrowser(t *testing.T) {
 	// 3. The same name again: the server refuses it and the form says why.
 	submitNewEnvironment(t, b, envName, envTier)
 	nameError := chromedp.CSS(`[data-testid="error-name"]`)
-	b.do(t, "wait for the duplicate-name error", chromedp.WaitVisible(chromedp.CSS("#nope")))
+	b.do(t, "wait for the duplicate-name error", chromedp.WaitVisible(nameError))
 	require.Equal(t, fmt.Sprintf("An environment named %q already exists.", envName), text(t, b, nameError))
 	b.do(t, "wait for the error summary", chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
 	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="error-summary"]`)), "The environment was not saved")
@@ -271,9 +272,8 @@ func location(t *testing.T, b *browser) string {
 
 // startBrowser starts headless Chromium with a fresh profile and opens one tab. On
 // failure it saves a screenshot and logs the page's HTML and console.
-func startBrowser(t *testing.T) *browser {
+func startBrowser(t *testing.T, path string) *browser {
 	t.Helper()
-	path := chromePath(t)
 	profile := t.TempDir()
 	root, cancelRoot := context.WithTimeout(context.Background(), browserLifetime)
 	t.Cleanup(cancelRoot)

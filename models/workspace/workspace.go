@@ -1,0 +1,17 @@
+// Package workspace holds workspaces: one OpenTofu state and its runs, inside one
+// environment of one organization. Runs, state versions and locks hang off a workspace
+// (they arrive with the run lifecycle).
+package workspace
+
+import "time"
+
+// Workspace is one row of workspaces. The composite foreign key
+// (organization_id, environment_id) keeps it inside its environment's organization.
+type Workspace struct {
+	ID             string
+	OrganizationID string
+	EnvironmentID  string
+	Name           string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}

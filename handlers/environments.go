@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/org"
@@ -62,8 +63,9 @@ func (h Environments) list(c echo.Context) error {
 }
 
 func (h Environments) new(c echo.Context) error {
-	// Listing environments is the permission check: a viewer gets 403 here, not a form.
-	if _, err := h.Service.List(c.Request().Context()); err != nil {
+	// No service call happens before the form is posted, so ask here: a viewer gets a
+	// 403 page, not a form whose submission would be refused.
+	if _, err := authz.Require(c.Request().Context(), authz.PermEnvironmentsManage); err != nil {
 		return err
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default"}, nil)

@@ -84,6 +84,7 @@ CREATE TABLE sessions (
     expires_at      timestamptz NOT NULL
 );
 CREATE INDEX sessions_expires_idx ON sessions (expires_at);
+CREATE INDEX sessions_last_seen_idx ON sessions (last_seen_at);
 
 -- The audit log: per organization an unbroken sequence, each event's hash covering the
 -- previous event's hash and the event's canonical JSON.

@@ -7,7 +7,7 @@ import "embed"
 
 // FS is served under /static/.
 //
-//go:embed css vendor
+//go:embed css vendor img
 var FS embed.FS
 
 // Vendored file names, referenced by the layout.
@@ -15,4 +15,5 @@ const (
 	HTMX    = "vendor/htmx-2.0.11.min.js"
 	HTMXSSE = "vendor/htmx-ext-sse-2.2.4.min.js"
 	CSS     = "css/gantry.css"
+	Favicon = "img/favicon.svg"
 )

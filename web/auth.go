@@ -75,6 +75,10 @@ func (s *Server) login(c echo.Context) error {
 	if rs.found && rs.sess.SignedIn() {
 		return c.Redirect(http.StatusFound, safeReturn(c.QueryParam("return_to")))
 	}
+	// Sign-ins are rare enough to pay for sweeping abandoned sessions.
+	if _, err := s.sessions.DeleteOver(ctx); err != nil {
+		return err
+	}
 	flow := &session.LoginFlow{
 		State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
 		ReturnTo: safeReturn(c.QueryParam("return_to")), StartedAt: time.Now().UTC(),

@@ -95,6 +95,17 @@ func (st *Store) Create(ctx context.Context, data Data) (string, Session, error)
 	return token, s, nil
 }
 
+// DeleteOver deletes every session past its lifetime or idle timeout. Load refuses
+// them anyway; this keeps the table from growing with abandoned sessions.
+func (st *Store) DeleteOver(ctx context.Context) (int64, error) {
+	res := db.Conn(ctx, st.db).Where("expires_at < now() OR last_seen_at < now() - make_interval(secs => ?)", st.Idle.Seconds()).
+		Delete(&Session{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("deleting over sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
 // Load returns the live session for token. An unknown, expired or idle session is
 // ErrNotFound (and an over one is deleted on the way).
 func (st *Store) Load(ctx context.Context, token string) (Session, error) {

@@ -10,18 +10,21 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Page writes component c with status. For an htmx request that names a target
-// fragment (HX-Target), only that fragment of the same component is rendered, so
-// partial updates never need twin handlers.
+// Page writes component comp with status.
 func Page(c echo.Context, status int, comp templ.Component) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	w.WriteHeader(status)
-	ctx := c.Request().Context()
-	if target := c.Request().Header.Get("HX-Target"); target != "" && c.Request().Header.Get("HX-Request") == "true" {
-		return templ.RenderFragments(ctx, w, comp, target)
-	}
-	return comp.Render(ctx, w)
+	return comp.Render(c.Request().Context(), w)
+}
+
+// Fragment writes only the templ.Fragment named id of comp: htmx partials come from
+// the same component as the full page, never from a twin handler.
+func Fragment(c echo.Context, status int, comp templ.Component, id string) error {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	w.WriteHeader(status)
+	return templ.RenderFragments(c.Request().Context(), w, comp, id)
 }
 
 // Redirect sends the browser to url after a successful form post: 303 for a plain

@@ -36,6 +36,8 @@ type Chrome struct {
 	Flashes       []Flash
 	CanManageEnvs bool
 	CanReadAudit  bool
+	CanRequest    bool
+	CanApprove    bool
 }
 
 type chromeKey struct{}

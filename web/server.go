@@ -18,10 +18,15 @@ import (
 	"gorm.io/gorm"
 
 	"gantry/handlers"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"gantry/models/audit"
+	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/org"
+	"gantry/models/run"
 	"gantry/models/session"
+	"gantry/models/workspace"
 	"gantry/static"
 	"gantry/web/paths"
 )
@@ -66,9 +71,18 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
+// Services are the run machinery the pages drive (built by runner.NewSystem).
+type Services struct {
+	Runs       *run.Service
+	Catalog    *catalog.Catalog
+	ListenPool *pgxpool.Pool
+}
+
 // Server is the assembled HTTP application.
 type Server struct {
-	Echo     *echo.Echo
+	Echo *echo.Echo
+	// Changes fans run changes out to live pages; run it with Changes.Run.
+	Changes  *Changes
 	cfg      Config
 	db       *gorm.DB
 	sessions *session.Store
@@ -78,7 +92,7 @@ type Server struct {
 }
 
 // New builds the server. It discovers the OpenID Provider, so the provider must answer.
-func New(ctx context.Context, cfg Config, gdb *gorm.DB) (*Server, error) {
+func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -90,6 +104,7 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB) (*Server, error) {
 		sessions: session.NewStore(gdb, cfg.SessionIdle, cfg.SessionLifetime),
 		orgs:     org.NewService(gdb, log),
 		audit:    log,
+		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
 	}
 	auth, err := newAuthenticator(ctx, cfg)
 	if err != nil {
@@ -128,6 +143,11 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB) (*Server, error) {
 	handlers.Dashboard{Environments: envs, Activity: log}.Register(app)
 	handlers.Environments{Service: envs, Members: s.orgs}.Register(app)
 	handlers.EnvironmentsAPI{Service: envs}.Register(app)
+	wss := workspace.NewService(gdb)
+	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
+	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)
+	handlers.Runs{Runs: svc.Runs, Workspaces: wss, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
+	handlers.Workspaces{Workspaces: wss, Runs: svc.Runs}.Register(app)
 	return s, nil
 }
 

@@ -162,6 +162,8 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 			ch.Flashes = flashes
 			ch.CanManageEnvs = subject.Can(authz.PermEnvironmentsManage)
 			ch.CanReadAudit = subject.Can(authz.PermAuditRead)
+			ch.CanRequest = subject.Can(authz.PermProvisioningPlan)
+			ch.CanApprove = subject.Can(authz.PermProvisioningApply)
 		})
 		return next(c)
 	}

@@ -18,6 +18,7 @@ import (
 	"gantry/models/db"
 	"gantry/models/db/pgcluster"
 	"gantry/models/demo"
+	"gantry/models/keyring"
 	"gantry/web"
 	"gantry/web/devidp"
 )
@@ -30,12 +31,14 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		dataDir, idpAddr string
 		pgPort           int
 		reset, setupOnly bool
+		sf               systemFlags
 	)
 	f := newFlags("dev", "Run Gantry with everything embedded: a private PostgreSQL cluster, a development\nOpenID Provider with demo users in two organizations, and demo data.", stdout)
 	w.register(f, "127.0.0.1:8080", "")
 	f.str(&dataDir, "data-dir", "GANTRY_DATA_DIR", ".data", "directory for the private PostgreSQL cluster; reused on the next start")
 	f.str(&idpAddr, "idp-addr", "GANTRY_DEV_IDP_ADDR", "127.0.0.1:5556", "address of the development OpenID Provider")
 	f.IntVar(&pgPort, "pg-port", 0, "port of the private PostgreSQL cluster (default: the last one used, else a free one)")
+	sf.register(f)
 	f.BoolVar(&reset, "reset", false, "delete the private cluster's data first, so demo data starts fresh")
 	f.BoolVar(&setupOnly, "setup-only", false, "prepare the cluster, migrations and demo data, then exit")
 	if err := f.parse(args); err != nil {
@@ -104,23 +107,51 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveUntilDone(gctx, idpLn, idp) })
-	srv, err := web.New(ctx, web.Config{
-		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
-		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
-	}, gdb)
+	if sf.keys == "" {
+		if sf.keys, err = devKeys(dataDir); err != nil {
+			return err
+		}
+	}
+	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
 	if err != nil {
 		return err
 	}
-	g.Go(func() error { return serveUntilDone(gctx, appLn, srv.Echo) })
-	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
-		w.baseURL, issuer, dsn)
+	srv, err := web.New(ctx, web.Config{
+		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
+		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
+	}, gdb, web.Services{Runs: sys.Runs, Catalog: sys.Catalog, ListenPool: sys.ListenPool})
+	if err != nil {
+		sys.Close()
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveUntilDone(gctx, idpLn, idp) })
+	g.Go(func() error { return servePortal(gctx, appLn, srv, sys) })
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  runner: %s (SIMULATED: nothing real is planned or applied)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn, sf.runnerName)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	fmt.Fprintln(stdout, "Stopped.")
 	return nil
+}
+
+// devKeys returns the development key-encryption key kept in dataDir/dev-keys,
+// creating it on first use. Development only: `gantry serve` takes its keys from the
+// environment and never from a file.
+func devKeys(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "dev-keys")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	spec := keyring.NewKeySpec("dev-1")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(spec+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing development keys: %w", err)
+	}
+	return spec, nil
 }
 
 // resetCluster stops the private cluster in dir if it is running and deletes it.

@@ -17,6 +17,7 @@ import (
 func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
 	var (
 		w                                       webFlags
+		sf                                      systemFlags
 		dsn, issuer, clientID, secret, redirect string
 		migrate                                 bool
 	)
@@ -27,6 +28,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	f.str(&clientID, "oidc-client-id", "GANTRY_OIDC_CLIENT_ID", "", "OAuth client id registered at the provider")
 	f.str(&secret, "oidc-client-secret", "GANTRY_OIDC_CLIENT_SECRET", "", "OAuth client secret (prefer the environment variable)")
 	f.str(&redirect, "oidc-redirect-url", "GANTRY_OIDC_REDIRECT_URL", "", "callback URL registered at the provider (default: base URL + /auth/callback)")
+	sf.register(f)
 	f.BoolVar(&migrate, "migrate", envOr("GANTRY_MIGRATE", "true") == "true", "apply pending migrations at start ($GANTRY_MIGRATE)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -49,19 +51,24 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if err != nil {
 		return err
 	}
+	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: clientID, ClientSecret: secret, RedirectURL: redirect,
 		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
-	}, gdb)
+	}, gdb, web.Services{Runs: sys.Runs, Catalog: sys.Catalog, ListenPool: sys.ListenPool})
 	if err != nil {
+		sys.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", w.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", w.addr, err)
 	}
-	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL)
-	return serveUntilDone(ctx, ln, srv.Echo)
+	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL, "runner", sf.runnerName)
+	return servePortal(ctx, ln, srv, sys)
 }
 
 // serveUntilDone serves h on ln until ctx ends, then drains in-flight requests.

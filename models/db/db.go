@@ -115,3 +115,14 @@ func NewID(prefix string) string {
 	}
 	return prefix + "-" + strings.ToLower(idEncoding.EncodeToString(b[:]))
 }
+
+// SQLTx returns the database/sql transaction under the gorm transaction carried by ctx,
+// so a library that speaks database/sql (River's InsertTx) joins the same transaction.
+func SQLTx(ctx context.Context) (*sql.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
+	if !ok {
+		return nil, false
+	}
+	sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
+	return sqlTx, ok
+}

@@ -90,7 +90,9 @@ func Seed(ctx context.Context, gdb *gorm.DB, issuer string) (map[string]string, 
 			if have[string(tier)] {
 				continue
 			}
-			if _, err := envs.Create(sysCtx, environment.Input{Name: string(tier), Tier: string(tier)}); err != nil {
+			// Staging is protected in the demo too, so the approval gate is there to try.
+			requires := tier != environment.TierDevelopment
+			if _, err := envs.Create(sysCtx, environment.Input{Name: string(tier), Tier: string(tier), RequiresApproval: &requires}); err != nil {
 				return nil, fmt.Errorf("seeding environment %s: %w", tier, err)
 			}
 		}

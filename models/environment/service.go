@@ -263,3 +263,22 @@ func snapshot(env Environment, grants []string) map[string]any {
 		"restricted": env.Restricted, "grants": grants,
 	}
 }
+
+// Choices returns the environments the subject may request runs in: every
+// environment of the organization except restricted ones without a grant (admins and
+// owners manage grants and are not restricted).
+func (s *Service) Choices(ctx context.Context) ([]Environment, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return nil, err
+	}
+	q := db.Conn(ctx, s.db).Where("organization_id = ?", subject.OrganizationID)
+	if !subject.Role.AtLeast(authz.RoleAdmin) {
+		q = q.Where("NOT restricted OR id IN (SELECT environment_id FROM environment_grants WHERE user_id = ?)", subject.UserID)
+	}
+	var envs []Environment
+	if err := q.Order("CASE tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, name").Find(&envs).Error; err != nil {
+		return nil, fmt.Errorf("listing environments: %w", err)
+	}
+	return envs, nil
+}

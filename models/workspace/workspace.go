@@ -12,6 +12,10 @@ type Workspace struct {
 	OrganizationID string
 	EnvironmentID  string
 	Name           string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	TemplateName   string
+	NextRunNumber  int
+	// ActiveRunID is the apply slot: the one run applying or verifying, if any.
+	ActiveRunID *string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }

@@ -5,6 +5,11 @@ package paths
 import "net/url"
 
 const (
+	RouteTemplate        = "/catalog/:name"
+	RouteRun             = "/runs/:id"
+	RouteRunAction       = "/runs/:id/:action"
+	RouteRunEvents       = "/runs/:id/events"
+	RouteWorkspace       = "/workspaces/:id"
 	RouteEnvironment     = "/environments/:id"
 	RouteEditEnvironment = "/environments/:id/edit"
 	RouteAPIEnvironment  = "/api/v1/environments/:id"
@@ -34,3 +39,21 @@ func Environment(id string) string     { return "/environments/" + url.PathEscap
 func EditEnvironment(id string) string { return Environment(id) + "/edit" }
 func APIEnvironments() string          { return "/api/v1/environments" }
 func APIEnvironment(id string) string  { return APIEnvironments() + "/" + url.PathEscape(id) }
+
+func Catalog() string             { return "/catalog" }
+func Template(name string) string { return "/catalog/" + url.PathEscape(name) }
+func NewRequest(template string) string {
+	return "/requests/new?" + url.Values{"template": {template}}.Encode()
+}
+func Requests() string             { return "/requests" }
+func ValidateRequest() string      { return "/requests/validate" }
+func Run(id string) string         { return "/runs/" + url.PathEscape(id) }
+func RunEvents(id string) string   { return Run(id) + "/events" }
+func RunApprove(id string) string  { return Run(id) + "/approve" }
+func RunReject(id string) string   { return Run(id) + "/reject" }
+func RunCancel(id string) string   { return Run(id) + "/cancel" }
+func RunPlanJSON(id string) string { return Run(id) + "/plan.json" }
+func Workspaces() string           { return "/workspaces" }
+func Workspace(id string) string   { return "/workspaces/" + url.PathEscape(id) }
+func Approvals() string            { return "/approvals" }
+func Audit() string                { return "/audit" }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,9 +23,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	catalogfiles "gantry/catalog"
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/demo"
+	"gantry/models/keyring"
+	"gantry/runner"
+	"gantry/runner/mock"
 	"gantry/web"
 	"gantry/web/devidp"
 )
@@ -41,6 +46,14 @@ const (
 	NewcomerPassword = "newcomer-pass"
 )
 
+// Options change what Start builds.
+type Options struct {
+	// Runner executes runs; default the MockTofuRunner.
+	Runner runner.Runner
+	// CatalogFS replaces the shipped catalog.
+	CatalogFS fs.FS
+}
+
 // App is one running Gantry with its provider and database.
 type App struct {
 	URL    string // Gantry's base URL
@@ -49,11 +62,21 @@ type App struct {
 	DB     *gorm.DB
 	Orgs   map[string]string // demo organization slug -> id
 	Server *web.Server
+	System *runner.System
 }
 
 // Start runs a fresh application for t and stops it when t ends.
-func Start(t testing.TB) *App {
+func Start(t testing.TB) *App { return StartWith(t, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *App {
 	t.Helper()
+	if opts.Runner == nil {
+		opts.Runner = mock.New()
+	}
+	if opts.CatalogFS == nil {
+		opts.CatalogFS = catalogfiles.FS
+	}
 	ctx := context.Background()
 	app := &App{DSN: dbtest.NewURL(t)}
 	var err error
@@ -93,10 +116,27 @@ func Start(t testing.TB) *App {
 	t.Cleanup(idpSrv.Close)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	keys, err := keyring.Parse(keyring.NewKeySpec("test-1"))
+	require.NoError(t, err)
+	app.System, err = runner.NewSystem(ctx, runner.SystemConfig{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
+		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet})
+	require.NoError(t, err)
 	app.Server, err = web.New(ctx, web.Config{
 		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet,
-	}, app.DB)
+	}, app.DB, web.Services{Runs: app.System.Runs, Catalog: app.System.Catalog, ListenPool: app.System.ListenPool})
 	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	require.NoError(t, app.System.Queue.Start(runCtx))
+	changesDone := make(chan struct{})
+	go func() { app.Server.Changes.Run(runCtx); close(changesDone) }()
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = app.System.Queue.Stop(stopCtx)
+		stop()
+		<-changesDone
+		app.System.Close()
+	})
 	appSrv := httptest.NewUnstartedServer(app.Server.Echo)
 	appSrv.Listener.Close()
 	appSrv.Listener = appLn

@@ -1,0 +1,11 @@
+// Package catalog embeds the template catalog shipped with Gantry: templates/<name>/
+// holds each template's manifest (template.yaml), its OpenTofu module (module/) and
+// its provider lock file. models/catalog loads, checks and pins them.
+package catalog
+
+import "embed"
+
+// FS holds the shipped templates (and allowlist.yaml when there is one).
+//
+//go:embed templates
+var FS embed.FS

@@ -1,0 +1,7 @@
+output "bucket_id" {
+  value = sandbox_bucket.this.id
+}
+
+output "url" {
+  value = sandbox_bucket.this.url
+}

@@ -1,0 +1,15 @@
+variable "name" {
+  type = string
+}
+
+variable "cidr" {
+  type = string
+}
+
+variable "subnet_count" {
+  type = number
+}
+
+variable "region" {
+  type = string
+}

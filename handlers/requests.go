@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/catalog"
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/models/workspace"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// RunRequester validates and queues runs.
+type RunRequester interface {
+	Validate(ctx context.Context, req run.Request) (run.Validated, *workspace.Workspace, error)
+	Request(ctx context.Context, req run.Request) (run.Run, error)
+}
+
+// EnvironmentChooser lists the environments the subject may request runs in.
+type EnvironmentChooser interface {
+	Choices(ctx context.Context) ([]environment.Environment, error)
+}
+
+// Requests serves the request form, its inline validation and its submission.
+type Requests struct {
+	Catalog      CatalogReader
+	Runs         RunRequester
+	Environments EnvironmentChooser
+}
+
+// Register adds the request routes to g.
+func (h Requests) Register(g *echo.Group) {
+	g.GET("/requests/new", h.new)
+	g.POST(paths.ValidateRequest(), h.validate)
+	g.POST(paths.Requests(), h.create)
+}
+
+func (h Requests) new(c echo.Context) error {
+	if _, err := authz.Require(c.Request().Context(), authz.PermProvisioningPlan); err != nil {
+		return err
+	}
+	e, err := h.Catalog.Get(c.QueryParam("template"))
+	if err != nil {
+		return err
+	}
+	values := map[string]string{}
+	for _, in := range e.Template.Inputs {
+		if in.Default != nil && !in.Sensitive {
+			values["inputs."+in.Name] = fmt.Sprint(in.Default)
+		}
+	}
+	return h.form(c, http.StatusOK, e, run.Request{Kind: run.KindApply}, values, nil)
+}
+
+// readRequest reads the form: inputs come as "inputs.<name>" fields; a checkbox sends
+// "true" next to its hidden "false".
+func readRequest(c echo.Context) (run.Request, map[string]string, error) {
+	form, err := c.FormParams()
+	if err != nil {
+		return run.Request{}, nil, err
+	}
+	req := run.Request{EnvironmentID: form.Get("environment"), Workspace: form.Get("workspace"), Template: form.Get("template"),
+		Kind: run.Kind(form.Get("kind")), Inputs: map[string]string{}}
+	values := map[string]string{}
+	for key, vals := range form {
+		name, ok := strings.CutPrefix(key, "inputs.")
+		if !ok || len(vals) == 0 {
+			continue
+		}
+		v := vals[len(vals)-1]
+		if slices.Contains(vals, "true") {
+			v = "true"
+		}
+		req.Inputs[name], values[key] = v, v
+	}
+	return req, values, nil
+}
+
+func (h Requests) validate(c echo.Context) error {
+	req, _, err := readRequest(c)
+	if err != nil {
+		return err
+	}
+	field := c.FormValue("_field")
+	_, _, err = h.Runs.Validate(c.Request().Context(), req)
+	msg := ""
+	if v, ok := errs.AsValidation(err); ok {
+		msg = v.Fields[field]
+	} else if err != nil {
+		return err
+	}
+	id := strings.Replace(field, "inputs.", "input-", 1)
+	return render.Page(c, http.StatusOK, views.ErrorSlot(id, field, msg))
+}
+
+func (h Requests) create(c echo.Context) error {
+	req, values, err := readRequest(c)
+	if err != nil {
+		return err
+	}
+	r, err := h.Runs.Request(c.Request().Context(), req)
+	if v, ok := errs.AsValidation(err); ok {
+		e, gerr := h.Catalog.Get(req.Template)
+		if gerr != nil {
+			// Unknown template: nothing to draw a form for; answer with the messages.
+			return err
+		}
+		return h.form(c, http.StatusUnprocessableEntity, e, req, values, v.Fields)
+	}
+	if err != nil {
+		return err
+	}
+	return render.Redirect(c, paths.Run(r.ID))
+}
+
+func (h Requests) form(c echo.Context, status int, e catalog.Entry, req run.Request, values, errors map[string]string) error {
+	envs, err := h.Environments.Choices(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := views.RequestProps{Template: e.Template.Name, TemplateTitle: e.Template.Title, EnvironmentID: req.EnvironmentID,
+		Workspace: req.Workspace, Kind: string(req.Kind), Values: values, Errors: errors}
+	for _, env := range envs {
+		p.Environments = append(p.Environments, views.EnvChoice{ID: env.ID, Name: env.Name, Tier: string(env.Tier),
+			RequiresApproval: env.RequiresApproval, Restricted: env.Restricted})
+	}
+	for _, in := range e.Template.Inputs {
+		p.Fields = append(p.Fields, views.InputField{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum,
+			Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
+	}
+	return render.Page(c, status, views.RequestForm(p))
+}

@@ -1,0 +1,325 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/models/workspace"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// RunService is what the run pages need.
+type RunService interface {
+	Get(ctx context.Context, id string) (run.Run, error)
+	History(ctx context.Context, id string) ([]audit.Event, error)
+	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
+	ListPending(ctx context.Context) ([]run.Run, error)
+	Approve(ctx context.Context, id, planDigest string) (run.Run, error)
+	Reject(ctx context.Context, id, planDigest, reason string) (run.Run, error)
+	Cancel(ctx context.Context, id, reason string) (run.Run, error)
+}
+
+// WorkspaceReader reads workspaces.
+type WorkspaceReader interface {
+	Get(ctx context.Context, id string) (workspace.View, error)
+}
+
+// RunChanges delivers a signal whenever a run of an organization moves.
+type RunChanges interface {
+	Subscribe(orgID string) (<-chan string, func())
+}
+
+// Runs serves the run page, its decisions, its live stream and the approvals inbox.
+type Runs struct {
+	Runs       RunService
+	Workspaces WorkspaceReader
+	Changes    RunChanges
+	// Heartbeat keeps idle live streams open through proxies.
+	Heartbeat time.Duration
+}
+
+// Register adds the run routes to g.
+func (h Runs) Register(g *echo.Group) {
+	g.GET(paths.RouteRun, h.show)
+	g.GET(paths.RouteRunEvents, h.events)
+	g.GET(paths.RouteRun+"/plan.json", h.planJSON)
+	g.POST(paths.RouteRunAction, h.decide)
+	g.GET(paths.Approvals(), h.approvals)
+}
+
+func (h Runs) show(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	live, err := h.live(ctx, r)
+	if err != nil {
+		return err
+	}
+	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
+		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: live}
+	return render.Page(c, http.StatusOK, views.RunPage(p))
+}
+
+// live builds the part of the run page that changes while the run moves.
+func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
+	events, err := h.Runs.History(ctx, r.ID)
+	if err != nil {
+		return views.RunLiveProps{}, err
+	}
+	subject, _ := authz.SubjectFrom(ctx)
+	p := views.RunLiveProps{ID: r.ID, State: string(r.State), StateReason: r.StateReason, Terminal: r.State.Terminal(),
+		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
+		HasPlanJSON: r.PlanJSONArtifactID != nil}
+	for _, a := range run.AvailableActions(r.State) {
+		switch a {
+		case run.ActionApprove:
+			p.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.UserID != r.RequestedBy
+		case run.ActionReject:
+			p.CanReject = subject.Can(authz.PermProvisioningApply)
+		case run.ActionCancel:
+			p.CanCancel = subject.Can(authz.PermProvisioningPlan) && (subject.UserID == r.RequestedBy || subject.Role.AtLeast(authz.RoleAdmin))
+		}
+	}
+	for _, s := range run.Timeline(r, events) {
+		p.Timeline = append(p.Timeline, views.StageRow{Name: s.Name, Status: string(s.Status), At: s.At, Actor: s.Actor, Detail: s.Detail})
+	}
+	if r.PlanDigest != "" {
+		s := r.PlanSummary
+		p.Summary = []views.KV{{Key: "to add", Value: fmt.Sprint(s.Create)}, {Key: "to change in place", Value: fmt.Sprint(s.Update)},
+			{Key: "to replace", Value: fmt.Sprint(s.Replace)}, {Key: "to destroy", Value: fmt.Sprint(s.Delete)}, {Key: "unchanged", Value: fmt.Sprint(s.NoOp)}}
+	}
+	p.Outputs = outputsKV(r.Outputs)
+	for _, l := range []struct {
+		id  *string
+		dst *string
+	}{{r.PlanLogArtifactID, &p.PlanLog}, {r.ApplyLogArtifactID, &p.ApplyLog}, {r.VerifyLogArtifactID, &p.VerifyLog}} {
+		if l.id == nil {
+			continue
+		}
+		body, err := h.Runs.Artifact(ctx, r, l.id)
+		if err != nil {
+			return views.RunLiveProps{}, err
+		}
+		*l.dst = string(body)
+	}
+	for _, ev := range events {
+		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
+	}
+	return p, nil
+}
+
+func reasonOf(ev audit.Event) string {
+	var d struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	return d.Reason
+}
+
+func inputsKV(raw json.RawMessage) []views.KV {
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	out := make([]views.KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, views.KV{Key: k, Value: fmt.Sprint(v)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// outputsKV shows outputs as `tofu output` would, with sensitive values masked.
+func outputsKV(raw json.RawMessage) []views.KV {
+	var m map[string]struct {
+		Value     json.RawMessage `json:"value"`
+		Sensitive bool            `json:"sensitive"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	out := make([]views.KV, 0, len(m))
+	for k, v := range m {
+		val := strings.Trim(string(v.Value), `"`)
+		if v.Sensitive {
+			val = "(sensitive)"
+		}
+		out = append(out, views.KV{Key: k, Value: val})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// decide handles approve, reject and cancel. A decision on a run that moved on, or on
+// another plan than the one shown, is a 409 from the service.
+func (h Runs) decide(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, digest, reason := c.Param("id"), c.FormValue("plan_digest"), c.FormValue("reason")
+	var err error
+	var msg string
+	switch run.Action(c.Param("action")) {
+	case run.ActionApprove:
+		_, err = h.Runs.Approve(ctx, id, digest)
+		msg = "Approved. The apply starts now and must begin within 15 minutes."
+	case run.ActionReject:
+		if strings.TrimSpace(reason) == "" {
+			v := &errs.Validation{}
+			v.Add("reason", "A rejection needs a reason.")
+			return v
+		}
+		_, err = h.Runs.Reject(ctx, id, digest, reason)
+		msg = "Rejected."
+	case run.ActionCancel:
+		_, err = h.Runs.Cancel(ctx, id, reason)
+		msg = "Cancelled."
+	default:
+		return errs.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", msg)
+	return render.Redirect(c, paths.Run(id))
+}
+
+func (h Runs) planJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	body, err := h.Runs.Artifact(ctx, r, r.PlanJSONArtifactID)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+func (h Runs) approvals(c echo.Context) error {
+	ctx := c.Request().Context()
+	runs, err := h.Runs.ListPending(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := h.rows(ctx, runs)
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.Approvals(views.ApprovalsProps{Runs: rows}))
+}
+
+func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {
+	return runRows(ctx, h.Workspaces, runs)
+}
+
+func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.RunRow, error) {
+	cache := map[string]workspace.View{}
+	rows := make([]views.RunRow, 0, len(runs))
+	for _, r := range runs {
+		ws, ok := cache[r.WorkspaceID]
+		if !ok {
+			var err error
+			if ws, err = wss.Get(ctx, r.WorkspaceID); err != nil {
+				return nil, err
+			}
+			cache[r.WorkspaceID] = ws
+		}
+		rows = append(rows, views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
+			Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
+			CreatedAt: r.CreatedAt, Simulated: r.Simulated})
+	}
+	return rows, nil
+}
+
+// events streams the run's live section over SSE: once at connect (so nothing between
+// page load and subscription is missed), then after every change of the run, until
+// it ends or the browser goes away.
+func (h Runs) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID)
+	defer unsubscribe()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
+	defer heartbeat.Stop()
+	for {
+		if err := h.send(ctx, c, r.ID); err != nil {
+			return err
+		}
+		current, err := h.Runs.Get(ctx, r.ID)
+		if err != nil || current.State.Terminal() {
+			return nil
+		}
+		if !waitForChange(ctx, w, changes, r.ID, heartbeat.C) {
+			return nil
+		}
+	}
+}
+
+// waitForChange blocks until run id changes (true) or the stream ends (false),
+// writing SSE comments as heartbeats meanwhile.
+func waitForChange(ctx context.Context, w *echo.Response, changes <-chan string, id string, beat <-chan time.Time) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-beat:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return false
+			}
+			w.Flush()
+		case changed := <-changes:
+			if changed == id {
+				return true
+			}
+		}
+	}
+}
+
+// send writes one "run" event holding the live section's HTML.
+func (h Runs) send(ctx context.Context, c echo.Context, id string) error {
+	r, err := h.Runs.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	p, err := h.live(ctx, r)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := views.RunLive(p).Render(ctx, &buf); err != nil {
+		return err
+	}
+	w := c.Response()
+	fmt.Fprint(w, "event: run\n")
+	for _, line := range strings.Split(buf.String(), "\n") {
+		fmt.Fprintf(w, "data: %s\n", line)
+	}
+	fmt.Fprint(w, "\n")
+	w.Flush()
+	return nil
+}

@@ -1,0 +1,252 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Input types a manifest may declare.
+const (
+	TypeString = "string"
+	TypeNumber = "number"
+	TypeBool   = "bool"
+)
+
+// Divergence kinds: how a drifted or changed value of an input is judged later on.
+const (
+	DivergenceFixed     = "fixed"
+	DivergenceCapacity  = "capacity"
+	DivergenceCount     = "count"
+	DivergenceRetention = "retention"
+	DivergenceScaling   = "scaling"
+)
+
+// Template is a parsed template.yaml. After a successful load its inputs are
+// normalized: Divergence is never empty and Default is nil, a string, a float64
+// or a bool matching the input's type.
+type Template struct {
+	Name        string  `yaml:"name"`
+	Version     string  `yaml:"version"`
+	Title       string  `yaml:"title"`
+	Description string  `yaml:"description"`
+	Owner       string  `yaml:"owner"`
+	Inputs      []Input `yaml:"inputs"`
+	// Prices is the monthly price of one resource of each type.
+	Prices map[string]float64 `yaml:"prices"`
+	// Irreversible lists resource types whose destruction loses data.
+	Irreversible []string `yaml:"irreversible"`
+	// Rollback tells people how (and whether) a change to this template rolls back.
+	Rollback string `yaml:"rollback"`
+}
+
+// Input is one variable a person fills in when using a template.
+type Input struct {
+	Name     string `yaml:"name"`
+	Type     string `yaml:"type"`
+	Required bool   `yaml:"required"`
+	// Default fills the input when a person leaves it empty; see Template.
+	Default any `yaml:"default"`
+	// Enum holds the allowed values as strings; for number inputs they are
+	// compared numerically ("10" allows 10.0).
+	Enum []string `yaml:"enum"`
+	Min  *float64 `yaml:"min"`
+	Max  *float64 `yaml:"max"`
+	// Pattern is a Go regular expression the whole value must match (it is
+	// anchored like an HTML pattern attribute, so "[a-z]+" rejects "ab1").
+	Pattern    string `yaml:"pattern"`
+	Help       string `yaml:"help"`
+	Sensitive  bool   `yaml:"sensitive"`
+	Divergence string `yaml:"divergence"`
+}
+
+var (
+	templateNameRe = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	inputNameRe    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	versionRe      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	resourceTypeRe = regexp.MustCompile(`^[a-z]+_[a-z0-9_]+$`)
+	// yaml.v3 reports unknown keys as "line N: field X not found in type T".
+	unknownFieldRe = regexp.MustCompile(`^line ([0-9]+): field (\S+) not found in type \S+$`)
+)
+
+// parseManifest decodes template.yaml strictly: a misspelt key would otherwise be
+// silently ignored and, say, a "requried: true" input would become optional.
+func parseManifest(data []byte) (Template, error) {
+	var t Template
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&t); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Template{}, errors.New("the file is empty")
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs := make([]string, 0, len(te.Errors))
+			for _, e := range te.Errors {
+				if m := unknownFieldRe.FindStringSubmatch(e); m != nil {
+					e = fmt.Sprintf("line %s: unknown key %q", m[1], m[2])
+				}
+				msgs = append(msgs, e)
+			}
+			return Template{}, errors.New(strings.Join(msgs, "; "))
+		}
+		return Template{}, err
+	}
+	return t, nil
+}
+
+// check validates the manifest of the template in directory dir, normalizes
+// defaults and divergences in place, and returns every problem found.
+func (t *Template) check(dir string) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	switch {
+	case t.Name == "":
+		add("name is required")
+	case t.Name != dir:
+		add("name %q does not match its directory %q", t.Name, dir)
+	}
+	if !versionRe.MatchString(t.Version) {
+		add("version %q is not a semantic version like 1.2.3", t.Version)
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		add("title is required")
+	}
+	if strings.TrimSpace(t.Owner) == "" {
+		add("owner is required")
+	}
+	seen := map[string]bool{}
+	for i := range t.Inputs {
+		in := &t.Inputs[i]
+		field := fmt.Sprintf("inputs[%d]", i)
+		if in.Name != "" {
+			field = "inputs." + in.Name
+		}
+		if !inputNameRe.MatchString(in.Name) {
+			add("%s: name %q must match %s", field, in.Name, inputNameRe)
+		} else if seen[in.Name] {
+			add("%s: the name is used twice", field)
+		}
+		seen[in.Name] = true
+		for _, p := range in.check() {
+			add("%s: %s", field, p)
+		}
+	}
+	for _, rt := range t.Irreversible {
+		if !resourceTypeRe.MatchString(rt) {
+			add("irreversible: %q is not a resource type", rt)
+		}
+	}
+	for rt, price := range t.Prices {
+		if !resourceTypeRe.MatchString(rt) {
+			add("prices: %q is not a resource type", rt)
+		}
+		if price < 0 {
+			add("prices: %s costs %v, less than zero", rt, price)
+		}
+	}
+	return problems
+}
+
+// check validates one input and normalizes it.
+func (in *Input) check() []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	switch in.Divergence {
+	case "":
+		in.Divergence = DivergenceFixed
+	case DivergenceFixed, DivergenceCapacity, DivergenceCount, DivergenceRetention, DivergenceScaling:
+	default:
+		add("divergence %q is not one of fixed, capacity, count, retention, scaling", in.Divergence)
+	}
+	switch in.Type {
+	case TypeString, TypeNumber, TypeBool:
+	default:
+		add("type %q is not one of string, number, bool", in.Type)
+		return problems // nothing else can be judged without a type
+	}
+	if in.Pattern != "" {
+		if in.Type != TypeString {
+			add("pattern applies only to string inputs")
+		} else if _, err := regexp.Compile(in.Pattern); err != nil {
+			add("pattern does not compile: %v", err)
+		}
+	}
+	if (in.Min != nil || in.Max != nil) && in.Type != TypeNumber {
+		add("min and max apply only to number inputs")
+	}
+	if in.Min != nil && in.Max != nil && *in.Min > *in.Max {
+		add("min %s is greater than max %s", formatNumber(*in.Min), formatNumber(*in.Max))
+	}
+	if len(in.Enum) > 0 {
+		if in.Type == TypeBool {
+			add("enum does not apply to bool inputs")
+		}
+		if in.Type == TypeNumber {
+			for _, e := range in.Enum {
+				if _, err := parseNumber(e); err != nil {
+					add("enum value %q is not a number", e)
+				}
+			}
+		}
+	}
+	if len(problems) > 0 || in.Default == nil {
+		return problems
+	}
+	def, err := normalizeDefault(in.Type, in.Default)
+	if err != nil {
+		add("default %v: %v", in.Default, err)
+		return problems
+	}
+	in.Default = def
+	switch kind, msg := in.violation(def); kind {
+	case "":
+	case violationEnum:
+		add("default %v is not one of the enum values %s", def, strings.Join(in.Enum, ", "))
+	case violationPattern:
+		add("default %q does not match pattern %q", def, in.Pattern)
+	default:
+		add("default %v is not allowed: %s", def, msg)
+	}
+	return problems
+}
+
+// normalizeDefault turns a YAML-decoded default into the Go type ValidateInputs
+// produces for the same input, so a default and a typed-in value are alike.
+func normalizeDefault(typ string, v any) (any, error) {
+	switch typ {
+	case TypeString:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return nil, errors.New("is not a string; quote it")
+	case TypeNumber:
+		switch n := v.(type) {
+		case int:
+			return float64(n), nil
+		case int64:
+			return float64(n), nil
+		case uint64:
+			return float64(n), nil
+		case float64:
+			return n, nil
+		}
+		return nil, errors.New("is not a number")
+	case TypeBool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, errors.New("is not true or false")
+	}
+	return nil, fmt.Errorf("unknown type %q", typ)
+}
+
+func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

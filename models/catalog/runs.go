@@ -1,0 +1,45 @@
+package catalog
+
+import (
+	"gantry/models/bundle"
+	"gantry/models/run"
+)
+
+// ForRuns adapts the catalog to what requesting a run needs (run.Catalog).
+func ForRuns(c *Catalog) run.Catalog { return runCatalog{c} }
+
+type runCatalog struct{ c *Catalog }
+
+// masked stands in for a sensitive value wherever inputs are stored or shown.
+const masked = "(sensitive)"
+
+func (rc runCatalog) Validate(name string, raw map[string]string) (run.Validated, error) {
+	e, err := rc.c.Get(name)
+	if err != nil {
+		return run.Validated{}, err
+	}
+	values, v := e.Template.ValidateInputs(raw)
+	if v != nil {
+		return run.Validated{}, v
+	}
+	display := make(map[string]any, len(values))
+	for _, in := range e.Template.Inputs {
+		val, ok := values[in.Name]
+		if !ok {
+			continue
+		}
+		if in.Sensitive {
+			val = masked
+		}
+		display[in.Name] = val
+	}
+	return run.Validated{Template: e.Template.Name, Version: e.Template.Version, ModuleDigest: e.ModuleDigest, Inputs: values, Display: display}, nil
+}
+
+func (rc runCatalog) Generate(v run.Validated, workspaceID, stateAddress string) (bundle.Bundle, error) {
+	e, err := rc.c.Get(v.Template)
+	if err != nil {
+		return bundle.Bundle{}, err
+	}
+	return e.Generate(GenerateInput{WorkspaceID: workspaceID, Inputs: v.Inputs, StateAddress: stateAddress})
+}

@@ -1,0 +1,52 @@
+package run
+
+import (
+	"context"
+	"time"
+)
+
+// JobKind names the background work a run needs next.
+type JobKind string
+
+const (
+	JobPlan   JobKind = "plan"
+	JobApply  JobKind = "apply"
+	JobVerify JobKind = "verify"
+	JobExpire JobKind = "expire"
+)
+
+// Job is one piece of background work for a run. Expire jobs carry the state they
+// expire and run at the deadline; the others run now.
+type Job struct {
+	Kind  JobKind
+	RunID string
+	State State     // for JobExpire: the state that expires
+	RunAt time.Time // zero: as soon as possible
+}
+
+// Enqueuer puts jobs on the queue inside the transaction carried by ctx, so a job
+// exists only if the state change that asked for it committed.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, jobs ...Job) error
+}
+
+// jobsFor is the one place that says which work follows which state.
+func jobsFor(r Run) []Job {
+	switch r.State {
+	case Queued:
+		return []Job{{Kind: JobPlan, RunID: r.ID}}
+	case PendingApproval:
+		if r.DecisionDeadline != nil {
+			return []Job{{Kind: JobExpire, RunID: r.ID, State: PendingApproval, RunAt: *r.DecisionDeadline}}
+		}
+	case Approved:
+		jobs := []Job{{Kind: JobApply, RunID: r.ID}}
+		if r.ApprovalExpiresAt != nil {
+			jobs = append(jobs, Job{Kind: JobExpire, RunID: r.ID, State: Approved, RunAt: *r.ApprovalExpiresAt})
+		}
+		return jobs
+	case Verifying:
+		return []Job{{Kind: JobVerify, RunID: r.ID}}
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+// Package run holds runs: one intent (apply, dry run or destroy) against one workspace,
+// moved through the gate sequence by pure transition methods on the entity and
+// persisted by one locked read-modify-write that also writes the audit event and
+// enqueues the next job.
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Kind is what a run intends.
+type Kind string
+
+const (
+	KindApply    Kind = "apply"
+	KindPlanOnly Kind = "plan_only"
+	KindDestroy  Kind = "destroy"
+)
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool { return k == KindApply || k == KindPlanOnly || k == KindDestroy }
+
+// Summary counts a plan's resource changes by action.
+type Summary struct {
+	Create  int `json:"create"`
+	Update  int `json:"update"`
+	Replace int `json:"replace"`
+	Delete  int `json:"delete"`
+	NoOp    int `json:"no_op"`
+	Read    int `json:"read"`
+}
+
+// Changes is the number of changes that do something.
+func (s Summary) Changes() int { return s.Create + s.Update + s.Replace + s.Delete }
+
+// Run is one row of runs.
+type Run struct {
+	ID             string
+	OrganizationID string
+	WorkspaceID    string
+	EnvironmentID  string
+	Number         int
+	Kind           Kind
+	State          State
+	StateReason    string
+
+	TemplateName    string
+	TemplateVersion string
+	ModuleDigest    string
+	Inputs          json.RawMessage `gorm:"type:jsonb"` // sensitive values masked
+
+	RequestedBy     string
+	RequestedByName string
+
+	Runner    string
+	Simulated bool
+
+	ConfigArtifactID string
+	ConfigDigest     string
+
+	PriorStateVersionID *string
+	PriorSerial         int
+	PriorLineage        string
+
+	PlanRevision       int
+	PlanArtifactID     *string
+	PlanDigest         string
+	PlanJSONArtifactID *string
+	PlanLogArtifactID  *string
+	PlanSummary        Summary `gorm:"serializer:json;type:jsonb"`
+
+	DecisionDeadline *time.Time
+
+	ApprovedBy         *string
+	ApprovedByName     string
+	ApprovedAt         *time.Time
+	ApprovedPlanDigest string
+	ApprovalKind       string // "person" | "self-service"
+	ApprovalExpiresAt  *time.Time
+
+	RejectedBy     *string
+	RejectedByName string
+	RejectedAt     *time.Time
+
+	ApplyLogArtifactID  *string
+	NewStateVersionID   *string
+	Outputs             json.RawMessage `gorm:"type:jsonb"`
+	VerifyLogArtifactID *string
+
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// LogValue keeps run logs to ids and state; inputs may be sensitive.
+func (r Run) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("run", r.ID), slog.String("workspace", r.WorkspaceID), slog.String("state", string(r.State)))
+}
+
+// Label is the run's human name within its workspace, e.g. "#3".
+func (r Run) Label() string { return fmt.Sprintf("#%d", r.Number) }
+
+// transition moves the run to state to, recording why, if the table allows it.
+func (r *Run) transition(to State, reason string) error {
+	if !CanTransition(r.State, to) {
+		return &TransitionError{From: r.State, To: to}
+	}
+	r.State, r.StateReason = to, reason
+	return nil
+}
+
+// Decider is the person (or the system) deciding on a run.
+type Decider struct {
+	UserID string
+	Name   string
+}
+
+// checkEvidence refuses a decision taken on another plan than the run's current one.
+func (r *Run) checkEvidence(planDigest string) error {
+	if planDigest == "" || planDigest != r.PlanDigest {
+		return fmt.Errorf("decision names plan %q, run %s carries %q: %w", planDigest, r.ID, r.PlanDigest, ErrStaleEvidence)
+	}
+	return nil
+}
+
+// Approve records an approval of exactly the plan with planDigest.
+func (r *Run) Approve(d Decider, planDigest string) error {
+	if r.State != PendingApproval {
+		return &TransitionError{From: r.State, To: Approved}
+	}
+	if err := r.checkEvidence(planDigest); err != nil {
+		return err
+	}
+	if err := r.transition(Approved, "approved by "+d.Name); err != nil {
+		return err
+	}
+	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, planDigest, "person"
+	return nil
+}
+
+// SelfServiceApprove is the system's approval of a run no person needs to decide on,
+// bound to the same evidence as a person's (DESIGN §3, risk 1).
+func (r *Run) SelfServiceApprove(rule string) error {
+	if err := r.transition(Approved, "self-service: "+rule); err != nil {
+		return err
+	}
+	system := "system"
+	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &system, "Gantry (self-service)", r.PlanDigest, "self-service"
+	return nil
+}
+
+// Reject records a rejection; it needs a reason and stamps no approval fields.
+func (r *Run) Reject(d Decider, planDigest, reason string) error {
+	if r.State != PendingApproval {
+		return &TransitionError{From: r.State, To: Rejected}
+	}
+	if strings.TrimSpace(reason) == "" {
+		return ErrReasonRequired
+	}
+	if err := r.checkEvidence(planDigest); err != nil {
+		return err
+	}
+	if err := r.transition(Rejected, strings.TrimSpace(reason)); err != nil {
+		return err
+	}
+	r.RejectedBy, r.RejectedByName = &d.UserID, d.Name
+	return nil
+}
+
+// Cancel stops a run that has not started applying.
+func (r *Run) Cancel(d Decider, reason string) error {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "cancelled by " + d.Name
+	}
+	return r.transition(Cancelled, reason)
+}
+
+// StartPlanning moves a queued run into planning.
+func (r *Run) StartPlanning() error { return r.transition(Planning, "") }
+
+// Fail ends the run with the reason a person needs to act on.
+func (r *Run) Fail(reason string) error { return r.transition(Failed, reason) }
+
+// StartApply moves an approved run into applying.
+func (r *Run) StartApply() error { return r.transition(Running, "") }
+
+// Interrupt marks an apply whose worker died: the state lock stays fenced and an admin
+// must recover it; it is never re-applied blindly.
+func (r *Run) Interrupt(reason string) error { return r.transition(ApplyInterrupted, reason) }
+
+// StartVerify moves an applied run into verification.
+func (r *Run) StartVerify() error { return r.transition(Verifying, "") }
+
+// Succeed ends a verified run.
+func (r *Run) Succeed() error { return r.transition(Succeeded, "applied and verified") }
+
+// Expire ends a run whose decision window or approval validity ran out.
+func (r *Run) Expire(reason string) error { return r.transition(Expired, reason) }
+
+// MarkStale ends a run whose plan no longer matches the workspace's state.
+func (r *Run) MarkStale(reason string) error { return r.transition(Stale, reason) }
+
+// FinishPlanAs moves a planning run to the outcome of its plan (PLANNED, NO_CHANGES,
+// PENDING_APPROVAL); self-service approval goes through SelfServiceApprove.
+func (r *Run) FinishPlanAs(to State, reason string) error {
+	if r.State != Planning {
+		return &TransitionError{From: r.State, To: to}
+	}
+	return r.transition(to, reason)
+}

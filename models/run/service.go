@@ -1,0 +1,319 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/artifact"
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+	"gantry/models/errs"
+)
+
+// Timing of the gates (DESIGN §3). The decision window will become per environment.
+const (
+	DefaultDecisionWindow = 7 * 24 * time.Hour
+	ApprovalValidity      = 15 * time.Minute
+)
+
+// RunnerInfo says which executor new runs use and whether it only simulates.
+type RunnerInfo struct {
+	Name      string
+	Simulated bool
+}
+
+// Service moves runs through the gate sequence. Person-facing methods check the
+// subject's permission and scope everything to its organization; worker-facing methods
+// (Begin*/Finish*) act as the system on the run they are given.
+type Service struct {
+	db        *gorm.DB
+	audit     *audit.Log
+	artifacts *artifact.Store
+	enqueuer  Enqueuer
+	catalog   Catalog
+	runner    RunnerInfo
+	// StateAddress builds the http backend address of a workspace for generated config.
+	stateAddress func(workspaceID string) string
+}
+
+// Config wires a Service.
+type Config struct {
+	DB           *gorm.DB
+	Audit        *audit.Log
+	Artifacts    *artifact.Store
+	Enqueuer     Enqueuer
+	Catalog      Catalog
+	Runner       RunnerInfo
+	StateAddress func(workspaceID string) string
+}
+
+// NewService returns the run service.
+func NewService(c Config) *Service {
+	return &Service{db: c.DB, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
+		runner: c.Runner, stateAddress: c.StateAddress}
+}
+
+// now is the database clock: every deadline is judged by it, not by a portal's clock.
+func (s *Service) now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := db.Conn(ctx, s.db).Raw("SELECT now()").Scan(&t).Error; err != nil {
+		return time.Time{}, fmt.Errorf("reading database clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// update is the one locked read-modify-write every transition goes through: lock the
+// row, apply fn, save, audit the transition, enqueue the jobs the new state needs and
+// notify live pages, all in one transaction. orgID "" is the system's lookup by id.
+func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(r *Run, now time.Time) error) (Run, error) {
+	var out Run
+	err := db.Tx(ctx, s.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, s.db)
+		q := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id)
+		if orgID != "" {
+			q = q.Where("organization_id = ?", orgID)
+		}
+		var r Run
+		if err := q.Take(&r).Error; err != nil {
+			return fmt.Errorf("reading run %s: %w", id, db.Translate(err))
+		}
+		now, err := s.now(ctx)
+		if err != nil {
+			return err
+		}
+		before := r.State
+		if err := fn(&r, now); err != nil {
+			return err
+		}
+		if r.State.Terminal() && r.FinishedAt == nil {
+			r.FinishedAt = &now
+		}
+		r.UpdatedAt = now
+		if err := conn.Model(&Run{}).Where("id = ?", r.ID).Select("*").Omit("id", "created_at").Updates(&r).Error; err != nil {
+			return fmt.Errorf("saving run %s: %w", r.ID, err)
+		}
+		if r.State == before {
+			out = r
+			return nil
+		}
+		who := authz.System(r.OrganizationID)
+		if actor != nil {
+			who = *actor
+		}
+		if err := s.audit.RecordAs(ctx, who, transitionEntry(r, before)); err != nil {
+			return err
+		}
+		if err := s.releaseSlotIfDone(ctx, r); err != nil {
+			return err
+		}
+		if jobs := jobsFor(r); len(jobs) > 0 {
+			if err := s.enqueuer.Enqueue(ctx, jobs...); err != nil {
+				return fmt.Errorf("enqueuing %s work for run %s: %w", r.State, r.ID, err)
+			}
+		}
+		if err := notifyChange(ctx, conn, r); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// transitionEntry is the audit event of a state change, with the evidence in force.
+func transitionEntry(r Run, from State) audit.Entry {
+	data := map[string]any{"from": from, "to": r.State, "reason": r.StateReason, "workspace_id": r.WorkspaceID,
+		"number": r.Number, "simulated": r.Simulated}
+	if r.PlanDigest != "" {
+		data["plan_digest"] = r.PlanDigest
+	}
+	if r.State == Approved {
+		data["approved_plan_digest"], data["approval_kind"], data["config_digest"] = r.ApprovedPlanDigest, r.ApprovalKind, r.ConfigDigest
+	}
+	return audit.Entry{Action: "run." + strings.ToLower(string(r.State)), TargetType: "run", TargetID: r.ID, Data: data}
+}
+
+// notifyChange tells live run pages (over LISTEN/NOTIFY, delivered at commit).
+func notifyChange(ctx context.Context, conn *gorm.DB, r Run) error {
+	payload, _ := json.Marshal(map[string]string{"run": r.ID, "workspace": r.WorkspaceID, "org": r.OrganizationID, "state": string(r.State)})
+	if err := conn.Exec("SELECT pg_notify(?, ?)", ChangesChannel, string(payload)).Error; err != nil {
+		return fmt.Errorf("notifying run change: %w", err)
+	}
+	return nil
+}
+
+// ChangesChannel is the LISTEN/NOTIFY channel of run changes.
+const ChangesChannel = "gantry_run_changes"
+
+// releaseSlotIfDone frees the workspace's apply slot when its run is finished. An
+// interrupted apply keeps the slot fenced until an admin recovers the run.
+func (s *Service) releaseSlotIfDone(ctx context.Context, r Run) error {
+	if !r.State.Terminal() {
+		return nil
+	}
+	err := db.Conn(ctx, s.db).Exec("UPDATE workspaces SET active_run_id = NULL, updated_at = now() WHERE id = ? AND active_run_id = ?", r.WorkspaceID, r.ID).Error
+	if err != nil {
+		return fmt.Errorf("releasing apply slot: %w", err)
+	}
+	return nil
+}
+
+// Get returns run id of the subject's organization.
+func (s *Service) Get(ctx context.Context, id string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Run{}, err
+	}
+	var r Run
+	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", subject.OrganizationID, id).Take(&r).Error; err != nil {
+		return Run{}, fmt.Errorf("reading run %s: %w", id, db.Translate(err))
+	}
+	return r, nil
+}
+
+// ListForWorkspace returns the runs of a workspace, newest first.
+func (s *Service) ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	var runs []Run
+	err = db.Conn(ctx, s.db).Where("organization_id = ? AND workspace_id = ?", subject.OrganizationID, workspaceID).
+		Order("number DESC").Limit(limit).Find(&runs).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ListRecent returns the newest runs of the subject's organization.
+func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 200 {
+		limit = 20
+	}
+	var runs []Run
+	err = db.Conn(ctx, s.db).Where("organization_id = ?", subject.OrganizationID).Order("created_at DESC").Limit(limit).Find(&runs).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ListPending returns the runs waiting for a decision in the subject's organization.
+func (s *Service) ListPending(ctx context.Context) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	var runs []Run
+	err = db.Conn(ctx, s.db).Where("organization_id = ? AND state = ?", subject.OrganizationID, PendingApproval).Order("created_at").Find(&runs).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing pending runs: %w", err)
+	}
+	return runs, nil
+}
+
+// History returns the run's audit events, oldest first: the gate timeline's evidence.
+func (s *Service) History(ctx context.Context, id string) ([]audit.Event, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var events []audit.Event
+	err = db.Conn(ctx, s.db).Where("organization_id = ? AND target_type = 'run' AND target_id = ?", r.OrganizationID, r.ID).
+		Order("seq").Find(&events).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading run history: %w", err)
+	}
+	return events, nil
+}
+
+// Artifact returns a decrypted artifact of a run in the subject's organization.
+func (s *Service) Artifact(ctx context.Context, r Run, id *string) ([]byte, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if id == nil || r.OrganizationID != subject.OrganizationID {
+		return nil, errs.ErrNotFound
+	}
+	data, _, err := s.artifacts.Get(ctx, subject.OrganizationID, *id)
+	return data, err
+}
+
+// decider is the subject as the entity's methods see it.
+func decider(s authz.Subject) Decider { return Decider{UserID: s.UserID, Name: s.Name} }
+
+// Approve approves run id's current plan, which must be planDigest: a decision on
+// other evidence than the run now carries is ErrStaleEvidence (409). The approval is
+// valid for ApprovalValidity by the database clock.
+func (s *Service) Approve(ctx context.Context, id, planDigest string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningApply)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, now time.Time) error {
+		// Four eyes: a run waits for a person only when its environment is protected or
+		// its plan is risky, and then the requester may not approve it.
+		if r.RequestedBy == subject.UserID {
+			return fmt.Errorf("the requester of run %s may not approve it: %w", r.ID, errs.ErrForbidden)
+		}
+		if err := r.Approve(decider(subject), planDigest); err != nil {
+			return err
+		}
+		expires := now.Add(ApprovalValidity)
+		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
+		return nil
+	})
+}
+
+// Reject rejects run id with a reason.
+func (s *Service) Reject(ctx context.Context, id, planDigest, reason string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningApply)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, now time.Time) error {
+		if err := r.Reject(decider(subject), planDigest, reason); err != nil {
+			return err
+		}
+		r.RejectedAt = &now
+		return nil
+	})
+}
+
+// Cancel stops run id wherever the state machine allows it. Operators may cancel runs
+// they requested; admins and owners any run.
+func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, _ time.Time) error {
+		if r.RequestedBy != subject.UserID && !subject.Role.AtLeast(authz.RoleAdmin) {
+			return fmt.Errorf("only the requester or an admin may cancel run %s: %w", r.ID, errs.ErrForbidden)
+		}
+		return r.Cancel(decider(subject), reason)
+	})
+}
+
+// IsConflict reports whether err means "the run moved on": an invalid transition or
+// stale evidence, both a 409 for a person.
+func IsConflict(err error) bool {
+	return errors.Is(err, ErrInvalidTransition) || errors.Is(err, ErrStaleEvidence)
+}

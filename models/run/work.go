@@ -1,0 +1,447 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/artifact"
+	"gantry/models/authz"
+	"gantry/models/bundle"
+	"gantry/models/db"
+	"gantry/models/workspace"
+)
+
+// The worker-facing half of the service: each phase begins and finishes in its own
+// locked transaction, and a phase that already began or finished is a no-op, so a
+// duplicated or rescued job never does the work twice.
+
+// ErrSkip means the job has nothing to do: the run already moved past this phase.
+var ErrSkip = errors.New("run already past this phase")
+
+// ErrWorkspaceBusy means another run holds the workspace's apply slot; retry later.
+var ErrWorkspaceBusy = errors.New("workspace is applying another run")
+
+// PlanWork is what a plan job needs.
+type PlanWork struct {
+	Run        Run
+	Config     []byte
+	PriorState []byte // nil when the workspace has no state yet
+	Restarted  bool   // an earlier attempt died while planning; planning again is safe
+}
+
+// StateVersion is one row of state_versions.
+type StateVersion struct {
+	ID             string
+	OrganizationID string
+	WorkspaceID    string
+	Serial         int
+	Lineage        string
+	ArtifactID     string
+	SHA256         string `gorm:"column:sha256"`
+	RunID          *string
+	CreatedAt      time.Time
+}
+
+// latestState returns the workspace's newest state version, or nil.
+func (s *Service) latestState(ctx context.Context, workspaceID string) (*StateVersion, error) {
+	var sv StateVersion
+	err := db.Conn(ctx, s.db).Where("workspace_id = ?", workspaceID).Order("serial DESC").Take(&sv).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state: %w", err)
+	}
+	return &sv, nil
+}
+
+// BeginPlan moves a queued run into PLANNING and returns its config and the state it
+// is planned against. A run found in PLANNING was left there by a worker that died:
+// planning has no side effects, so it is planned again.
+func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error) {
+	var work PlanWork
+	r, err := s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+		switch r.State {
+		case Queued:
+			if err := r.StartPlanning(); err != nil {
+				return err
+			}
+		case Planning:
+			work.Restarted = true
+		default:
+			return ErrSkip
+		}
+		r.PlanRevision++
+		prior, err := s.latestState(ctx, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		r.PriorStateVersionID, r.PriorSerial, r.PriorLineage = nil, 0, ""
+		if prior != nil {
+			r.PriorStateVersionID, r.PriorSerial, r.PriorLineage = &prior.ID, prior.Serial, prior.Lineage
+		}
+		return nil
+	})
+	if err != nil {
+		return PlanWork{}, err
+	}
+	work.Run = r
+	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
+		return PlanWork{}, err
+	}
+	if r.PriorStateVersionID != nil {
+		if work.PriorState, err = s.stateBytes(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
+			return PlanWork{}, err
+		}
+	}
+	return work, nil
+}
+
+func (s *Service) stateBytes(ctx context.Context, orgID, stateVersionID string) ([]byte, error) {
+	var sv StateVersion
+	if err := db.Conn(ctx, s.db).Where("id = ?", stateVersionID).Take(&sv).Error; err != nil {
+		return nil, fmt.Errorf("reading state version: %w", db.Translate(err))
+	}
+	data, _, err := s.artifacts.Get(ctx, orgID, sv.ArtifactID)
+	return data, err
+}
+
+// PlanOutcome is what the runner produced.
+type PlanOutcome struct {
+	Revision   int
+	PlanFile   []byte
+	PlanJSON   []byte
+	Log        []byte
+	HasChanges bool
+}
+
+// FinishPlan stores the plan's artifacts and moves the run to the plan's outcome: a
+// dry run ends PLANNED, a plan without changes NO_CHANGES, and otherwise the run waits
+// for an approval or is approved as self-service (DESIGN §3, until the approval matrix
+// decides it). Only the attempt that still owns the plan revision records anything.
+func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome) (Run, error) {
+	summary, err := SummarizePlan(out.PlanJSON)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+		if r.State != Planning || r.PlanRevision != out.Revision {
+			return ErrSkip
+		}
+		files := []struct {
+			kind artifact.Kind
+			data []byte
+			id   **string
+		}{{artifact.PlanFile, out.PlanFile, &r.PlanArtifactID}, {artifact.PlanJSON, out.PlanJSON, &r.PlanJSONArtifactID}, {artifact.PlanLog, out.Log, &r.PlanLogArtifactID}}
+		for _, f := range files {
+			a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, f.kind, f.data)
+			if err != nil {
+				return err
+			}
+			*f.id = &a.ID
+			if f.kind == artifact.PlanFile {
+				r.PlanDigest = a.SHA256
+			}
+		}
+		r.PlanSummary = summary
+		switch {
+		case r.Kind == KindPlanOnly:
+			return r.FinishPlanAs(Planned, "dry run: planned, never applied")
+		case !out.HasChanges:
+			return r.FinishPlanAs(NoChanges, "the plan has no changes; nothing to apply")
+		}
+		env, err := s.environmentOf(ctx, *r)
+		if err != nil {
+			return err
+		}
+		if reason := approvalNeeded(env, summary, r.Kind); reason != "" {
+			deadline := now.Add(DefaultDecisionWindow)
+			r.DecisionDeadline = &deadline
+			return r.FinishPlanAs(PendingApproval, reason)
+		}
+		if err := r.SelfServiceApprove("creates and in-place updates only, in an environment that does not require approval"); err != nil {
+			return err
+		}
+		expires := now.Add(ApprovalValidity)
+		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
+		return nil
+	})
+}
+
+// approvalNeeded says why a person must decide, or "" for self-service.
+func approvalNeeded(env envGate, s Summary, kind Kind) string {
+	switch {
+	case env.RequiresApproval:
+		return "environment " + env.Name + " requires approval"
+	case kind == KindDestroy || s.Delete > 0:
+		return "the plan destroys resources"
+	case s.Replace > 0:
+		return "the plan replaces resources"
+	}
+	return ""
+}
+
+type envGate struct {
+	Name             string
+	RequiresApproval bool
+}
+
+func (s *Service) environmentOf(ctx context.Context, r Run) (envGate, error) {
+	var env envGate
+	err := db.Conn(ctx, s.db).Table("environments").Select("name, requires_approval").
+		Where("organization_id = ? AND id = ?", r.OrganizationID, r.EnvironmentID).Take(&env).Error
+	if err != nil {
+		return envGate{}, fmt.Errorf("reading environment: %w", db.Translate(err))
+	}
+	return env, nil
+}
+
+// FailPhase ends a run whose phase failed, keeping the runner's log as evidence.
+func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, log []byte, reason string) (Run, error) {
+	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+		want := map[JobKind]State{JobPlan: Planning, JobApply: Running, JobVerify: Verifying}[phase]
+		if r.State != want {
+			return ErrSkip
+		}
+		if len(log) > 0 {
+			kind := map[JobKind]artifact.Kind{JobPlan: artifact.PlanLog, JobApply: artifact.ApplyLog, JobVerify: artifact.VerifyLog}[phase]
+			a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, kind, log)
+			if err != nil {
+				return err
+			}
+			switch phase {
+			case JobPlan:
+				r.PlanLogArtifactID = &a.ID
+			case JobApply:
+				r.ApplyLogArtifactID = &a.ID
+			case JobVerify:
+				r.VerifyLogArtifactID = &a.ID
+			}
+		}
+		return r.Fail(reason)
+	})
+}
+
+// ApplyWork is what an apply job needs.
+type ApplyWork struct {
+	Run        Run
+	Config     []byte
+	PlanFile   []byte
+	PriorState []byte
+}
+
+// BeginApply re-checks everything the approval bound before the first side effect
+// (DESIGN §3): the approval is still valid, the stored plan file still has the approved
+// digest, the approver still may approve, the workspace state is still the one the
+// plan was computed from. Then it takes the workspace's apply slot and moves the run to
+// RUNNING. A run found RUNNING was being applied by a worker that died: it becomes
+// APPLY_INTERRUPTED and is never applied again blindly.
+func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, error) {
+	var work ApplyWork
+	r, err := s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+		switch r.State {
+		case Running:
+			return r.Interrupt("the worker applying this run stopped mid-apply; the workspace stays locked until an admin recovers it")
+		case Approved:
+		default:
+			return ErrSkip
+		}
+		if r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt) {
+			return r.Expire("the approval expired before the apply started")
+		}
+		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
+		if err != nil {
+			return r.Fail("the plan file could not be read: " + err.Error())
+		}
+		if got := bundle.Digest(plan); got != r.ApprovedPlanDigest || r.PlanDigest != r.ApprovedPlanDigest {
+			return r.Fail(fmt.Sprintf("plan digest mismatch: approved %s, stored plan is %s; nothing was applied", r.ApprovedPlanDigest, got))
+		}
+		if err := s.approverStillEntitled(ctx, *r); err != nil {
+			return r.Fail(err.Error())
+		}
+		current, err := s.latestState(ctx, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if !samePredecessor(current, *r) {
+			return r.MarkStale("the workspace state changed after this run was planned; plan again")
+		}
+		if err := s.takeSlot(ctx, *r); err != nil {
+			return err
+		}
+		work.PlanFile = plan
+		return r.StartApply()
+	})
+	if err != nil {
+		return ApplyWork{}, err
+	}
+	if r.State != Running {
+		return ApplyWork{Run: r}, ErrSkip
+	}
+	work.Run = r
+	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
+		return ApplyWork{}, err
+	}
+	if r.PriorStateVersionID != nil {
+		if work.PriorState, err = s.stateBytes(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
+			return ApplyWork{}, err
+		}
+	}
+	return work, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func samePredecessor(current *StateVersion, r Run) bool {
+	if current == nil {
+		return r.PriorStateVersionID == nil
+	}
+	return r.PriorStateVersionID != nil && *r.PriorStateVersionID == current.ID && current.Serial == r.PriorSerial && current.Lineage == r.PriorLineage
+}
+
+// approverStillEntitled checks that a person who approved still holds an approving
+// role in the run's organization (a role removed after approving voids the approval).
+func (s *Service) approverStillEntitled(ctx context.Context, r Run) error {
+	if r.ApprovalKind != "person" || r.ApprovedBy == nil {
+		return nil
+	}
+	var role authz.Role
+	err := db.Conn(ctx, s.db).Table("memberships").Select("role").
+		Where("organization_id = ? AND user_id = ?", r.OrganizationID, *r.ApprovedBy).Scan(&role).Error
+	if err != nil {
+		return fmt.Errorf("checking approver: %w", err)
+	}
+	if !(authz.Subject{OrganizationID: r.OrganizationID, Role: role}).Can(authz.PermProvisioningApply) {
+		return fmt.Errorf("%s no longer holds provisioning.apply; the approval is void", r.ApprovedByName)
+	}
+	return nil
+}
+
+// takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs
+// of one workspace apply one at a time, in the order they were approved.
+func (s *Service) takeSlot(ctx context.Context, r Run) error {
+	var ws workspace.Workspace
+	conn := db.Conn(ctx, s.db)
+	if err := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", r.WorkspaceID).Take(&ws).Error; err != nil {
+		return fmt.Errorf("locking workspace: %w", err)
+	}
+	if ws.ActiveRunID != nil && *ws.ActiveRunID != r.ID {
+		return ErrWorkspaceBusy
+	}
+	var earlier int64
+	err := conn.Model(&Run{}).Where("workspace_id = ? AND state = ? AND number < ?", r.WorkspaceID, Approved, r.Number).Count(&earlier).Error
+	if err != nil {
+		return fmt.Errorf("checking queue order: %w", err)
+	}
+	if earlier > 0 {
+		return ErrWorkspaceBusy
+	}
+	return conn.Model(&workspace.Workspace{}).Where("id = ?", r.WorkspaceID).Update("active_run_id", r.ID).Error
+}
+
+// ApplyOutcome is what the runner's apply produced.
+type ApplyOutcome struct {
+	State   []byte
+	Serial  int
+	Lineage string
+	Outputs []byte
+	Log     []byte
+}
+
+// FinishApply persists the new state version (encrypted) and moves the run to
+// VERIFYING.
+func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
+	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+		if r.State != Running {
+			return ErrSkip
+		}
+		stateArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.State, out.State)
+		if err != nil {
+			return err
+		}
+		sv := StateVersion{ID: db.NewID("sv"), OrganizationID: r.OrganizationID, WorkspaceID: r.WorkspaceID,
+			Serial: out.Serial, Lineage: out.Lineage, ArtifactID: stateArt.ID, SHA256: stateArt.SHA256, RunID: &r.ID}
+		if err := db.Conn(ctx, s.db).Create(&sv).Error; err != nil {
+			return fmt.Errorf("saving state version %d: %w", out.Serial, db.Translate(err))
+		}
+		logArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
+		if err != nil {
+			return err
+		}
+		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &sv.ID, &logArt.ID, out.Outputs
+		return r.StartVerify()
+	})
+}
+
+// VerifyWork is what a verify job needs.
+type VerifyWork struct {
+	Run    Run
+	Config []byte
+	State  []byte
+}
+
+// BeginVerify returns the applied state to verify, or ErrSkip.
+func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, error) {
+	var r Run
+	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&r).Error; err != nil {
+		return VerifyWork{}, fmt.Errorf("reading run %s: %w", runID, db.Translate(err))
+	}
+	if r.State != Verifying || r.NewStateVersionID == nil {
+		return VerifyWork{}, ErrSkip
+	}
+	cfg, _, err := s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID)
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	st, err := s.stateBytes(ctx, r.OrganizationID, *r.NewStateVersionID)
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	return VerifyWork{Run: r, Config: cfg, State: st}, nil
+}
+
+// FinishVerify ends the run: SUCCEEDED when the live resources match the applied
+// state, FAILED with the residual drift otherwise.
+func (s *Service) FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (Run, error) {
+	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+		if r.State != Verifying {
+			return ErrSkip
+		}
+		a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.VerifyLog, log)
+		if err != nil {
+			return err
+		}
+		r.VerifyLogArtifactID = &a.ID
+		if !converged {
+			return r.Fail("verification found drift between the live resources and the applied state")
+		}
+		return r.Succeed()
+	})
+}
+
+// ExpireIfDue ends a run still in state st once its deadline has passed by the
+// database clock. It never prepares an apply.
+func (s *Service) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
+	return s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+		if r.State != st {
+			return ErrSkip
+		}
+		switch {
+		case st == PendingApproval && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
+			return r.Expire("no decision within the decision window")
+		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
+			return r.Expire("the approval expired before the apply started")
+		}
+		return ErrSkip
+	})
+}

@@ -1,0 +1,45 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Delayed wraps a runner so each phase starts after d: for demos that should be
+// watchable and for tests that need a run to stay in a phase for a moment.
+func Delayed(r Runner, d time.Duration) Runner { return delayed{Runner: r, d: d} }
+
+type delayed struct {
+	Runner
+	d time.Duration
+}
+
+func (x delayed) wait(ctx context.Context) error {
+	select {
+	case <-time.After(x.d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (x delayed) Plan(ctx context.Context, req PlanRequest) (PlanResult, error) {
+	if err := x.wait(ctx); err != nil {
+		return PlanResult{}, err
+	}
+	return x.Runner.Plan(ctx, req)
+}
+
+func (x delayed) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
+	if err := x.wait(ctx); err != nil {
+		return ApplyResult{}, err
+	}
+	return x.Runner.Apply(ctx, req)
+}
+
+func (x delayed) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
+	if err := x.wait(ctx); err != nil {
+		return VerifyResult{}, err
+	}
+	return x.Runner.Verify(ctx, req)
+}

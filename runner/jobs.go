@@ -1,0 +1,89 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"gantry/models/db"
+	"gantry/models/run"
+)
+
+// QueueRuns is the River queue every run job goes through.
+const QueueRuns = "runs"
+
+// Job arguments. Each is unique per (run, phase) while it is not finished, so a
+// duplicated request for the same phase inserts nothing.
+
+// PlanArgs asks for the plan of a run.
+type PlanArgs struct {
+	RunID string `json:"run_id" river:"unique"`
+}
+
+func (PlanArgs) Kind() string { return "run.plan" }
+
+// ApplyArgs asks for the apply of an approved run.
+type ApplyArgs struct {
+	RunID string `json:"run_id" river:"unique"`
+}
+
+func (ApplyArgs) Kind() string { return "run.apply" }
+
+// VerifyArgs asks for the verification of an applied run.
+type VerifyArgs struct {
+	RunID string `json:"run_id" river:"unique"`
+}
+
+func (VerifyArgs) Kind() string { return "run.verify" }
+
+// ExpireArgs expires a run still in State at its deadline.
+type ExpireArgs struct {
+	RunID string    `json:"run_id" river:"unique"`
+	State run.State `json:"state" river:"unique"`
+}
+
+func (ExpireArgs) Kind() string { return "run.expire" }
+
+func insertOpts(at time.Time) *river.InsertOpts {
+	return &river.InsertOpts{Queue: QueueRuns, ScheduledAt: at, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// Enqueuer puts run jobs on River inside the caller's transaction (run.Enqueuer).
+type Enqueuer struct {
+	Client *river.Client[*sql.Tx]
+}
+
+// Enqueue inserts jobs with River's InsertManyTx on the database/sql transaction
+// under the gorm transaction in ctx. Without a transaction it refuses: a job must
+// never exist without the state change that asked for it.
+func (e Enqueuer) Enqueue(ctx context.Context, jobs ...run.Job) error {
+	tx, ok := db.SQLTx(ctx)
+	if !ok {
+		return errors.New("enqueuing run jobs outside a transaction")
+	}
+	params := make([]river.InsertManyParams, 0, len(jobs))
+	for _, j := range jobs {
+		var args river.JobArgs
+		switch j.Kind {
+		case run.JobPlan:
+			args = PlanArgs{RunID: j.RunID}
+		case run.JobApply:
+			args = ApplyArgs{RunID: j.RunID}
+		case run.JobVerify:
+			args = VerifyArgs{RunID: j.RunID}
+		case run.JobExpire:
+			args = ExpireArgs{RunID: j.RunID, State: j.State}
+		default:
+			return fmt.Errorf("unknown job kind %q", j.Kind)
+		}
+		params = append(params, river.InsertManyParams{Args: args, InsertOpts: insertOpts(j.RunAt)})
+	}
+	if _, err := e.Client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("inserting jobs: %w", err)
+	}
+	return nil
+}

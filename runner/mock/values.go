@@ -1,0 +1,149 @@
+package mock
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// These helpers reproduce how `tofu show -json` turns values holding unknowns
+// into JSON: unknown leaves are left out of "after" and marked true in
+// "after_unknown"; "*_sensitive" mirrors the value's structure with only the
+// sensitive leaves (none here: the sandbox schema marks nothing sensitive).
+
+// marshalValue encodes a wholly known value as JSON.
+func marshalValue(v cty.Value) json.RawMessage {
+	if v == cty.NilVal {
+		return json.RawMessage("null")
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		// Only unknown values fail to encode; callers strip them first.
+		panic(fmt.Sprintf("mock: encoding a value: %v", err))
+	}
+	return b
+}
+
+// marshalType encodes a value's type as state files and output JSON do.
+func marshalType(t cty.Type) json.RawMessage {
+	b, err := ctyjson.MarshalType(t)
+	if err != nil {
+		panic(fmt.Sprintf("mock: encoding a type: %v", err))
+	}
+	return b
+}
+
+// omitUnknowns drops unknown attributes (and nulls unknown sequence elements, to
+// keep element positions), as tofu does for "after".
+func omitUnknowns(v cty.Value) cty.Value {
+	ty := v.Type()
+	switch {
+	case v.IsNull():
+		return v
+	case !v.IsKnown():
+		return cty.NilVal
+	case ty.IsPrimitiveType():
+		return v
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		var vals []cty.Value
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if kept := omitUnknowns(e); kept != cty.NilVal {
+				vals = append(vals, kept)
+			} else {
+				vals = append(vals, cty.NullVal(e.Type()))
+			}
+		}
+		return cty.TupleVal(vals)
+	default: // map or object
+		vals := map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			if kept := omitUnknowns(e); kept != cty.NilVal {
+				vals[k.AsString()] = kept
+			}
+		}
+		return cty.ObjectVal(vals)
+	}
+}
+
+// unknownAsBool mirrors v with true for unknown leaves; known leaves are left
+// out of objects (so a known map becomes {}), as tofu's after_unknown.
+func unknownAsBool(v cty.Value) cty.Value {
+	ty := v.Type()
+	switch {
+	case v.IsNull():
+		return cty.False
+	case !v.IsKnown():
+		return cty.True
+	case ty.IsPrimitiveType():
+		return cty.False
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		if v.LengthInt() == 0 {
+			return cty.EmptyTupleVal
+		}
+		var vals []cty.Value
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			vals = append(vals, unknownAsBool(e))
+		}
+		return cty.TupleVal(vals)
+	default:
+		vals := map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			if b := unknownAsBool(e); !b.RawEquals(cty.False) {
+				vals[k.AsString()] = b
+			}
+		}
+		return cty.ObjectVal(vals)
+	}
+}
+
+// sensitiveAsBool mirrors v's structure with no sensitive leaves: primitives
+// and nulls are false, collections keep their shape.
+func sensitiveAsBool(v cty.Value) cty.Value {
+	ty := v.Type()
+	switch {
+	case v.IsNull() || !v.IsKnown() || ty.IsPrimitiveType():
+		return cty.False
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		if v.LengthInt() == 0 {
+			return cty.EmptyTupleVal
+		}
+		var vals []cty.Value
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			vals = append(vals, sensitiveAsBool(e))
+		}
+		return cty.TupleVal(vals)
+	default:
+		vals := map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			if b := sensitiveAsBool(e); !b.RawEquals(cty.False) {
+				vals[k.AsString()] = b
+			}
+		}
+		return cty.ObjectVal(vals)
+	}
+}
+
+// afterJSON encodes a planned value: the known part and its after_unknown.
+func afterJSON(v cty.Value) (after, unknown json.RawMessage) {
+	if v.IsWhollyKnown() {
+		return marshalValue(v), json.RawMessage("{}")
+	}
+	return marshalValue(omitUnknowns(v)), marshalValue(unknownAsBool(v))
+}
+
+// sameValue reports whether two values are known and equal. Anything unknown
+// counts as a change, as in tofu's plan.
+func sameValue(a, b cty.Value) bool {
+	if !a.IsWhollyKnown() || !b.IsWhollyKnown() {
+		return false
+	}
+	return a.Equals(b).True()
+}

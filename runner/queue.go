@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+
+	"gantry/models/run"
+)
+
+// QueueConfig configures the River client that runs inside the portal process.
+type QueueConfig struct {
+	// SQLDB is gorm's database/sql pool: jobs are inserted in gorm's transactions.
+	SQLDB *sql.DB
+	// ListenPool carries LISTEN/NOTIFY, so workers wake on insert instead of polling.
+	ListenPool *pgxpool.Pool
+	Runner     Runner
+	Logger     *slog.Logger
+	// RescueStuckJobsAfter: a job still "running" this long after its process died is
+	// handed to another worker. Longer than the longest phase timeout by default.
+	RescueStuckJobsAfter time.Duration
+	// MaxWorkers bounds concurrent run jobs in this process.
+	MaxWorkers int
+	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
+	OnApplyStart func(runID string)
+}
+
+// Queue is the River client and its workers. Build it, hand Enqueuer() to the run
+// service, then Bind the service and Start.
+type Queue struct {
+	Client *river.Client[*sql.Tx]
+	plan   *PlanWorker
+	apply  *ApplyWorker
+	verify *VerifyWorker
+	expire *ExpireWorker
+}
+
+// NewQueue builds the River client with the run workers registered.
+func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RescueStuckJobsAfter <= 0 {
+		cfg.RescueStuckJobsAfter = ApplyTimeout + 15*time.Minute
+	}
+	if cfg.MaxWorkers <= 0 {
+		cfg.MaxWorkers = 10
+	}
+	q := &Queue{
+		plan:   &PlanWorker{Runner: cfg.Runner, Logger: cfg.Logger},
+		apply:  &ApplyWorker{Runner: cfg.Runner, Logger: cfg.Logger, OnStart: cfg.OnApplyStart},
+		verify: &VerifyWorker{Runner: cfg.Runner},
+		expire: &ExpireWorker{},
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.apply); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.verify); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.expire); err != nil {
+		return nil, err
+	}
+	var driver *riverdatabasesql.Driver
+	if cfg.ListenPool != nil {
+		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
+	} else {
+		driver = riverdatabasesql.New(cfg.SQLDB)
+	}
+	client, err := river.NewClient(driver, &river.Config{
+		Logger:               cfg.Logger.With("component", "river"),
+		Queues:               map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:              workers,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		// Woken by LISTEN/NOTIFY on insert; the cooldown bounds how soon after one
+		// fetch the next may happen, which is the floor of approval-to-apply latency.
+		FetchCooldown:     5 * time.Millisecond,
+		FetchPollInterval: 2 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating job queue: %w", err)
+	}
+	q.Client = client
+	return q, nil
+}
+
+// Enqueuer is what the run service uses to insert jobs transactionally.
+func (q *Queue) Enqueuer() run.Enqueuer { return Enqueuer{Client: q.Client} }
+
+// Bind gives the workers the run service they drive.
+func (q *Queue) Bind(runs Lifecycle) {
+	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs = runs, runs, runs, runs
+}
+
+// Start starts working jobs until ctx ends or Stop is called.
+func (q *Queue) Start(ctx context.Context) error {
+	if q.plan.Runs == nil {
+		return fmt.Errorf("job queue started before Bind")
+	}
+	return q.Client.Start(ctx)
+}
+
+// Stop waits for running jobs to finish, up to ctx's deadline, then cancels them.
+func (q *Queue) Stop(ctx context.Context) error {
+	if err := q.Client.Stop(ctx); err != nil {
+		return q.Client.StopAndCancel(context.Background())
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+// Package runner executes the phases of a run (plan, apply, verify) through an
+// executor, and hosts the River workers that drive runs through their lifecycle.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Kind is what a run intends.
+type Kind string
+
+const (
+	KindApply    Kind = "apply"     // plan, then (after any approval) apply
+	KindPlanOnly Kind = "plan_only" // a dry run: plan only, never gated, never applied
+	KindDestroy  Kind = "destroy"   // plan the destruction of everything in the workspace
+)
+
+// PlanRequest is the input of a plan: the config bundle (a tar, see models/bundle)
+// and the workspace's current state (nil when there is none yet).
+type PlanRequest struct {
+	RunID       string
+	WorkspaceID string
+	Kind        Kind
+	Config      []byte
+	PriorState  []byte
+}
+
+// PlanResult is what a plan produced. PlanFile is the artifact apply takes (tofu's
+// saved plan); PlanJSON is `tofu show -json` of it.
+type PlanResult struct {
+	PlanFile   []byte
+	PlanJSON   []byte
+	Log        []byte
+	HasChanges bool
+}
+
+// ApplyRequest applies exactly PlanFile, planned from Config against PriorState.
+type ApplyRequest struct {
+	RunID       string
+	WorkspaceID string
+	Config      []byte
+	PlanFile    []byte
+	PriorState  []byte
+}
+
+// ApplyResult is the new state and the root module's outputs.
+type ApplyResult struct {
+	State   []byte
+	Outputs json.RawMessage // {"name": {"value": ..., "sensitive": bool}}, as `tofu output -json`
+	Log     []byte
+}
+
+// VerifyRequest compares the live resources with State (a refresh-only plan).
+type VerifyRequest struct {
+	RunID       string
+	WorkspaceID string
+	Config      []byte
+	State       []byte
+}
+
+// VerifyResult says whether the live resources match; DriftJSON is the refresh-only
+// plan (`tofu show -json`) when they do not.
+type VerifyResult struct {
+	Converged bool
+	DriftJSON []byte
+	Log       []byte
+}
+
+// Runner executes the phases of one run. Implementations: the MockTofuRunner (runner/mock,
+// SIMULATED), and OpenTofu executors.
+type Runner interface {
+	// Name identifies the executor in the run record, e.g. "mock".
+	Name() string
+	// Simulated is true when nothing real is planned or applied; everything such a
+	// runner produced is labeled SIMULATED wherever it is shown.
+	Simulated() bool
+	Plan(ctx context.Context, req PlanRequest) (PlanResult, error)
+	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
+	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
+}

@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"gorm.io/gorm"
+
+	"gantry/models/artifact"
+	"gantry/models/audit"
+	"gantry/models/catalog"
+	"gantry/models/keyring"
+	"gantry/models/run"
+)
+
+// SystemConfig is what the run machinery is built from.
+type SystemConfig struct {
+	DB        *gorm.DB
+	DSN       string // for the LISTEN/NOTIFY pool
+	Keys      *keyring.Keyring
+	CatalogFS fs.FS
+	Runner    Runner
+	// BaseURL is where runners reach Gantry's state backend.
+	BaseURL              string
+	Logger               *slog.Logger
+	RescueStuckJobsAfter time.Duration
+	MaxWorkers           int
+	OnApplyStart         func(runID string)
+}
+
+// System is the run machinery of one portal process: the catalog, the run service,
+// the River queue and its workers, and the pool that carries LISTEN/NOTIFY.
+type System struct {
+	Catalog    *catalog.Catalog
+	Runs       *run.Service
+	Artifacts  *artifact.Store
+	Queue      *Queue
+	ListenPool *pgxpool.Pool
+}
+
+// NewSystem loads the catalog (pinning template digests in the database) and wires
+// the run service to the queue. Start the queue with System.Queue.Start.
+func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cat, err := catalog.Load(ctx, cfg.CatalogFS, catalog.DBPins{DB: cfg.DB})
+	if err != nil {
+		return nil, fmt.Errorf("loading catalog: %w", err)
+	}
+	for _, e := range cat.All() {
+		if !e.Usable() {
+			cfg.Logger.WarnContext(ctx, "template refused", "template", e.Template.Name, "version", e.Template.Version, "reason", e.Refused)
+		}
+	}
+	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	poolCfg.MaxConns = 4 // LISTEN connections only
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening listen pool: %w", err)
+	}
+	sqlDB, err := cfg.DB.DB()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runner: cfg.Runner, Logger: cfg.Logger,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	arts := artifact.NewStore(cfg.DB, cfg.Keys)
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	runs := run.NewService(run.Config{
+		DB: cfg.DB, Audit: audit.New(cfg.DB), Artifacts: arts, Enqueuer: q.Enqueuer(), Catalog: catalog.ForRuns(cat),
+		Runner:       run.RunnerInfo{Name: cfg.Runner.Name(), Simulated: cfg.Runner.Simulated()},
+		StateAddress: func(workspaceID string) string { return base + "/state/" + workspaceID },
+	})
+	q.Bind(runs)
+	return &System{Catalog: cat, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+}
+
+// Close releases the listen pool (stop the queue first).
+func (s *System) Close() { s.ListenPool.Close() }

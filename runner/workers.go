@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"gantry/models/run"
+)
+
+// Lifecycle is the part of the run service the workers drive.
+type Lifecycle interface {
+	BeginPlan(ctx context.Context, runID string) (run.PlanWork, error)
+	FinishPlan(ctx context.Context, runID string, out run.PlanOutcome) (run.Run, error)
+	FailPhase(ctx context.Context, runID string, phase run.JobKind, log []byte, reason string) (run.Run, error)
+	BeginApply(ctx context.Context, runID string) (run.ApplyWork, error)
+	FinishApply(ctx context.Context, runID string, out run.ApplyOutcome) (run.Run, error)
+	BeginVerify(ctx context.Context, runID string) (run.VerifyWork, error)
+	FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (run.Run, error)
+	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
+}
+
+// Phase timeouts: a job running longer is cancelled. River rescues a job whose
+// process died once RescueStuckJobsAfter (longer than these) has passed.
+const (
+	PlanTimeout   = 30 * time.Minute
+	ApplyTimeout  = 2 * time.Hour
+	VerifyTimeout = 30 * time.Minute
+)
+
+// skipped treats "the run already moved past this phase" as a finished job.
+func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
+
+// PlanWorker plans runs.
+type PlanWorker struct {
+	river.WorkerDefaults[PlanArgs]
+	Runs   Lifecycle
+	Runner Runner
+	Logger *slog.Logger
+}
+
+func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return PlanTimeout }
+
+func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
+	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID)
+	if skipped(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if work.Restarted {
+		w.Logger.WarnContext(ctx, "planning again after an interrupted attempt", "run", job.Args.RunID, "attempt", job.Attempt)
+	}
+	res, err := w.Runner.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
+		Config: work.Config, PriorState: work.PriorState})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
+		}
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, res.Log, "plan failed: "+err.Error())
+		return ignoreSkip(ferr)
+	}
+	_, err = w.Runs.FinishPlan(ctx, work.Run.ID, run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile,
+		PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
+	return ignoreSkip(err)
+}
+
+func ignoreSkip(err error) error {
+	if skipped(err) {
+		return nil
+	}
+	return err
+}
+
+// ApplyWorker applies approved runs, one at a time per workspace.
+type ApplyWorker struct {
+	river.WorkerDefaults[ApplyArgs]
+	Runs   Lifecycle
+	Runner Runner
+	Logger *slog.Logger
+	// OnStart, if set, is called when an apply passed its checks and is about to run
+	// (used by the queue-latency benchmark).
+	OnStart func(runID string)
+}
+
+func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return ApplyTimeout }
+
+// busyRetry is how soon an apply waiting for its workspace tries again.
+const busyRetry = 2 * time.Second
+
+func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error {
+	work, err := w.Runs.BeginApply(ctx, job.Args.RunID)
+	switch {
+	case errors.Is(err, run.ErrWorkspaceBusy):
+		return river.JobSnooze(busyRetry)
+	case skipped(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	if w.OnStart != nil {
+		w.OnStart(work.Run.ID)
+	}
+	// From here on the apply has side effects: any failure ends the run (a retry of
+	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
+	res, err := w.Runner.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
+		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState})
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
+		return ignoreSkip(ferr)
+	}
+	serial, lineage, err := stateHeader(res.State)
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "the apply produced an unreadable state: "+err.Error())
+		return ignoreSkip(ferr)
+	}
+	_, err = w.Runs.FinishApply(ctx, work.Run.ID, run.ApplyOutcome{State: res.State, Serial: serial, Lineage: lineage,
+		Outputs: res.Outputs, Log: res.Log})
+	return ignoreSkip(err)
+}
+
+// stateHeader reads serial and lineage from a state file.
+func stateHeader(state []byte) (int, string, error) {
+	var h struct {
+		Serial  int    `json:"serial"`
+		Lineage string `json:"lineage"`
+	}
+	if err := json.Unmarshal(state, &h); err != nil {
+		return 0, "", err
+	}
+	if h.Serial < 1 || h.Lineage == "" {
+		return 0, "", fmt.Errorf("state has serial %d and lineage %q", h.Serial, h.Lineage)
+	}
+	return h.Serial, h.Lineage, nil
+}
+
+// VerifyWorker runs the refresh-only comparison after an apply.
+type VerifyWorker struct {
+	river.WorkerDefaults[VerifyArgs]
+	Runs   Lifecycle
+	Runner Runner
+}
+
+func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return VerifyTimeout }
+
+func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
+	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID)
+	if skipped(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res, err := w.Runner.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config, State: work.State})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobVerify, res.Log, "verification failed: "+err.Error())
+		return ignoreSkip(ferr)
+	}
+	_, err = w.Runs.FinishVerify(ctx, work.Run.ID, res.Converged, append(res.Log, res.DriftJSON...))
+	return ignoreSkip(err)
+}
+
+// ExpireWorker ends runs whose decision window or approval validity ran out.
+type ExpireWorker struct {
+	river.WorkerDefaults[ExpireArgs]
+	Runs Lifecycle
+}
+
+func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
+	_, err := w.Runs.ExpireIfDue(ctx, job.Args.RunID, job.Args.State)
+	return ignoreSkip(err)
+}

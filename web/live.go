@@ -1,0 +1,110 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"gantry/models/run"
+)
+
+// RunChange is one notification that a run moved.
+type RunChange struct {
+	RunID       string `json:"run"`
+	WorkspaceID string `json:"workspace"`
+	OrgID       string `json:"org"`
+	State       string `json:"state"`
+}
+
+// Changes fans run changes out to live pages. One connection LISTENs for the whole
+// process (the notification is sent inside the transaction that changed the run, so
+// it arrives only if the change committed); subscribers get a signal, never the data,
+// and re-read what they show through the services, with the viewer's permissions.
+type Changes struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+
+	mu   sync.Mutex
+	subs map[chan string]string // channel of run ids -> organization id
+}
+
+// NewChanges returns a broker on pool; Run must be started for it to deliver.
+func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
+	return &Changes{pool: pool, logger: logger, subs: map[chan string]string{}}
+}
+
+// Subscribe returns a channel of the ids of runs that changed in organization orgID,
+// and a function that ends the subscription. Slow subscribers miss signals rather
+// than block others; they re-read the run anyway.
+func (c *Changes) Subscribe(orgID string) (<-chan string, func()) {
+	ch := make(chan string, 16)
+	c.mu.Lock()
+	c.subs[ch] = orgID
+	c.mu.Unlock()
+	return ch, func() {
+		c.mu.Lock()
+		delete(c.subs, ch)
+		c.mu.Unlock()
+	}
+}
+
+func (c *Changes) publish(change RunChange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ch, org := range c.subs {
+		if org != change.OrgID {
+			continue
+		}
+		select {
+		case ch <- change.RunID:
+		default:
+		}
+	}
+}
+
+// Run listens until ctx ends, reconnecting with backoff when the connection drops.
+func (c *Changes) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := c.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.logger.WarnContext(ctx, "run change listener stopped; reconnecting", "error", err, "backoff", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (c *Changes) listen(ctx context.Context) error {
+	pooled, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A listening connection must never go back to the pool: take it out and close it.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+run.ChangesChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var change RunChange
+		if err := json.Unmarshal([]byte(n.Payload), &change); err != nil {
+			c.logger.WarnContext(ctx, "unreadable run change", "error", err)
+			continue
+		}
+		c.publish(change)
+	}
+}

@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds the shipped templates (and allowlist.yaml when there is one).
 //
-//go:embed templates
+//go:embed all:templates
 var FS embed.FS

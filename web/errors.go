@@ -70,7 +70,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case render.WantsJSON(c) || c.Request().Header.Get("HX-Request") == "true" && p.Status == http.StatusUnauthorized:
 		werr = c.JSON(p.Status, p)
 	default:
-		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Message, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
+		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Message, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
 		if p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest {
 			props.ActionHref, props.ActionLabel = paths.Login(), "Sign in"
 		}

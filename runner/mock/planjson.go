@@ -105,9 +105,9 @@ type configModule struct {
 }
 
 type moduleCallDoc struct {
-	Source      string                    `json:"source"`
+	Source      string                   `json:"source"`
 	Expressions map[string]expressionDoc `json:"expressions,omitempty"`
-	Module      configModule              `json:"module"`
+	Module      configModule             `json:"module"`
 }
 
 type configVariable struct {

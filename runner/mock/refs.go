@@ -52,14 +52,12 @@ func splitReference(trav hcl.Traversal) (subject string, rest hcl.Traversal, con
 // traversalString renders a traversal as written: a.b[0]["k"].
 func traversalString(trav hcl.Traversal) string {
 	var b strings.Builder
-	for i, step := range trav {
+	for _, step := range trav {
 		switch s := step.(type) {
 		case hcl.TraverseRoot:
 			b.WriteString(s.Name)
 		case hcl.TraverseAttr:
-			if i > 0 {
-				b.WriteByte('.')
-			}
+			b.WriteByte('.')
 			b.WriteString(s.Name)
 		case hcl.TraverseIndex:
 			b.WriteString(indexString(s.Key))

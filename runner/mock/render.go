@@ -178,10 +178,9 @@ func attributeLines(c *change) (lines []string, hidden int) {
 		replacing[p] = true
 	}
 	for _, name := range names {
-		after := c.after.GetAttr(name)
 		switch {
 		case c.is(actCreate):
-			if !after.IsNull() {
+			if after := c.after.GetAttr(name); !after.IsNull() {
 				rows = append(rows, row{"+", name, renderValue(after), ""})
 			}
 		case c.is(actDelete):
@@ -189,7 +188,7 @@ func attributeLines(c *change) (lines []string, hidden int) {
 				rows = append(rows, row{"-", name, renderValue(before) + " -> null", ""})
 			}
 		default:
-			before := c.before.GetAttr(name)
+			before, after := c.before.GetAttr(name), c.after.GetAttr(name)
 			note := ""
 			if replacing[name] {
 				note = " # forces replacement"

@@ -1,0 +1,133 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
+	"gantry/web/webtest"
+)
+
+// waitForState polls the run until it reaches want (or fails the test).
+func waitForState(t *testing.T, app *webtest.App, runID string, want run.State) run.Run {
+	t.Helper()
+	var r run.Run
+	require.Eventually(t, func() bool {
+		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
+		return r.State == want || (r.State.Terminal() && r.State != want)
+	}, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, want, r.State, "run ended %s: %s", r.State, r.StateReason)
+	return r
+}
+
+var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
+
+func requestRun(t *testing.T, app *webtest.App, c *http.Client, form url.Values) string {
+	t.Helper()
+	form.Set("_csrf", app.CSRF(t, c))
+	resp := app.PostForm(t, c, "/requests", form)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m, resp.Header.Get("Location"))
+	return m[1]
+}
+
+func TestRequestApproveApplyFlow(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	runID := requestRun(t, app, operator, url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"orders-db"},
+		"kind": {"apply"}, "inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
+		"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}})
+
+	r := waitForState(t, app, runID, run.PendingApproval)
+	require.Equal(t, "environment staging requires approval", r.StateReason)
+	require.Equal(t, 3, r.PlanSummary.Create)
+	require.True(t, r.Simulated)
+
+	// The requester may not approve their own run.
+	resp := app.PostForm(t, operator, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, operator)}, "plan_digest": {r.PlanDigest}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	admin := app.LoggedIn(t, "admin@acme.test")
+	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+runID))
+	require.Contains(t, page, "SIMULATED")
+	require.Contains(t, page, r.PlanDigest)
+	// Approving other evidence than the run carries is a conflict, and changes nothing.
+	resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {"sha256:0000"}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	r = waitForState(t, app, runID, run.Succeeded)
+	require.Equal(t, r.PlanDigest, r.ApprovedPlanDigest)
+	require.NotNil(t, r.NewStateVersionID)
+	require.Contains(t, string(r.Outputs), "endpoint")
+
+	var events []struct {
+		Action    string
+		ActorName string
+	}
+	require.NoError(t, app.DB.Table("audit_events").Where("target_id = ?", runID).Order("seq").Find(&events).Error)
+	var got []string
+	for _, e := range events {
+		got = append(got, e.Action+" by "+e.ActorName)
+	}
+	require.Equal(t, []string{
+		"run.queued by Olivia (Acme Corp operator)",
+		"run.planning by Gantry",
+		"run.pending_approval by Gantry",
+		"run.approved by Adam (Acme Corp admin)",
+		"run.running by Gantry",
+		"run.verifying by Gantry",
+		"run.succeeded by Gantry",
+	}, got)
+	page = webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
+	require.Contains(t, page, "SUCCEEDED")
+	require.Contains(t, page, "Adam (Acme Corp admin)")
+}
+
+func TestDryRunIsNeverGated(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	prod := app.OrgEnvironmentID(t, "acme", "production")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {prod}, "workspace": {"logs"},
+		"kind": {"plan_only"}, "inputs.name": {"logs-archive"}})
+	r := waitForState(t, app, runID, run.Planned)
+	require.Nil(t, r.ApprovedBy)
+	require.Nil(t, r.NewStateVersionID, "a dry run never applies")
+	var applyJobs int64
+	require.NoError(t, app.DB.Table("river_job").Where("kind = 'run.apply'").Count(&applyJobs).Error)
+	require.Zero(t, applyJobs)
+}
+
+func TestSelfServiceInUnprotectedEnvironment(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	runID := requestRun(t, app, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
+		"kind": {"apply"}, "inputs.name": {"dev-net"}, "inputs.subnet_count": {"2"}})
+	r := waitForState(t, app, runID, run.Succeeded)
+	require.Equal(t, "self-service", r.ApprovalKind)
+	require.Equal(t, r.PlanDigest, r.ApprovedPlanDigest)
+
+	// Same inputs again: nothing to change, nothing applied.
+	again := requestRun(t, app, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
+		"kind": {"apply"}, "inputs.name": {"dev-net"}, "inputs.subnet_count": {"2"}})
+	waitForState(t, app, again, run.NoChanges)
+	body := webtest.ReadBody(t, app.Get(t, operator, "/workspaces"))
+	require.True(t, strings.Contains(body, "net"))
+}

@@ -94,6 +94,15 @@ type Run struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt *time.Time
+
+	// moves are the transitions made since the run was read, in order; the service
+	// audits each one (gorm ignores unexported fields).
+	moves []move
+}
+
+type move struct {
+	from, to State
+	reason   string
 }
 
 // LogValue keeps run logs to ids and state; inputs may be sensitive.
@@ -109,6 +118,7 @@ func (r *Run) transition(to State, reason string) error {
 	if !CanTransition(r.State, to) {
 		return &TransitionError{From: r.State, To: to}
 	}
+	r.moves = append(r.moves, move{from: r.State, to: to, reason: reason})
 	r.State, r.StateReason = to, reason
 	return nil
 }
@@ -188,6 +198,15 @@ func (r *Run) Fail(reason string) error { return r.transition(Failed, reason) }
 
 // StartApply moves an approved run into applying.
 func (r *Run) StartApply() error { return r.transition(Running, "") }
+
+// RefuseApply ends an approved run whose pre-apply checks failed: the worker started
+// (RUNNING) and stopped before its first side effect (FAILED), as the table requires.
+func (r *Run) RefuseApply(reason string) error {
+	if err := r.StartApply(); err != nil {
+		return err
+	}
+	return r.Fail(reason + "; nothing was applied")
+}
 
 // Interrupt marks an apply whose worker died: the state lock stays fenced and an admin
 // must recover it; it is never re-applied blindly.

@@ -100,7 +100,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		if err := conn.Model(&Run{}).Where("id = ?", r.ID).Select("*").Omit("id", "created_at").Updates(&r).Error; err != nil {
 			return fmt.Errorf("saving run %s: %w", r.ID, err)
 		}
-		if r.State == before {
+		if r.State == before && len(r.moves) == 0 {
 			out = r
 			return nil
 		}
@@ -108,8 +108,10 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		if actor != nil {
 			who = *actor
 		}
-		if err := s.audit.RecordAs(ctx, who, transitionEntry(r, before)); err != nil {
-			return err
+		for _, m := range r.moves {
+			if err := s.audit.RecordAs(ctx, who, transitionEntry(r, m)); err != nil {
+				return err
+			}
 		}
 		if err := s.releaseSlotIfDone(ctx, r); err != nil {
 			return err
@@ -128,17 +130,17 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 	return out, err
 }
 
-// transitionEntry is the audit event of a state change, with the evidence in force.
-func transitionEntry(r Run, from State) audit.Entry {
-	data := map[string]any{"from": from, "to": r.State, "reason": r.StateReason, "workspace_id": r.WorkspaceID,
+// transitionEntry is the audit event of one state change, with the evidence in force.
+func transitionEntry(r Run, m move) audit.Entry {
+	data := map[string]any{"from": m.from, "to": m.to, "reason": m.reason, "workspace_id": r.WorkspaceID,
 		"number": r.Number, "simulated": r.Simulated}
 	if r.PlanDigest != "" {
 		data["plan_digest"] = r.PlanDigest
 	}
-	if r.State == Approved {
+	if m.to == Approved {
 		data["approved_plan_digest"], data["approval_kind"], data["config_digest"] = r.ApprovedPlanDigest, r.ApprovalKind, r.ConfigDigest
 	}
-	return audit.Entry{Action: "run." + strings.ToLower(string(r.State)), TargetType: "run", TargetID: r.ID, Data: data}
+	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data}
 }
 
 // notifyChange tells live run pages (over LISTEN/NOTIFY, delivered at commit).

@@ -256,13 +256,14 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 		}
 		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
 		if err != nil {
-			return r.Fail("the plan file could not be read: " + err.Error())
+			return r.RefuseApply("the plan file could not be read: " + err.Error())
 		}
 		if got := bundle.Digest(plan); got != r.ApprovedPlanDigest || r.PlanDigest != r.ApprovedPlanDigest {
-			return r.Fail(fmt.Sprintf("plan digest mismatch: approved %s, stored plan is %s; nothing was applied", r.ApprovedPlanDigest, got))
+			return r.RefuseApply(fmt.Sprintf("plan digest mismatch: approved %s, the run carries %s and the stored plan file is %s",
+				r.ApprovedPlanDigest, r.PlanDigest, got))
 		}
 		if err := s.approverStillEntitled(ctx, *r); err != nil {
-			return r.Fail(err.Error())
+			return r.RefuseApply(err.Error())
 		}
 		current, err := s.latestState(ctx, r.WorkspaceID)
 		if err != nil {

@@ -649,3 +649,67 @@ func TestVerifyAlwaysConverges(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, res.Converged)
 }
+
+// editedPostgres returns the postgres template with main.tf edited by replace.
+func editedPostgres(t *testing.T, old, new string) map[string][]byte {
+	t.Helper()
+	files := templateFiles(t, "postgres")
+	main := string(files["modules/postgres/main.tf"])
+	edited := strings.Replace(main, old, new, 1)
+	require.NotEqual(t, main, edited, "the test's edit of the template must apply")
+	files["modules/postgres/main.tf"] = []byte(edited)
+	return files
+}
+
+func TestLifecycleIgnoreChangesAndPreventDestroy(t *testing.T) {
+	t.Parallel()
+	const anchor = "  encrypted             = true\n"
+	ignoring := editedPostgres(t, anchor, anchor+"  lifecycle {\n    ignore_changes = [size]\n  }\n")
+	first := makeBundle(t, "postgres", ignoring, postgresInputs())
+	applied := apply(t, first, plan(t, runner.KindApply, first, nil), nil)
+	in := postgresInputs()
+	in["size"] = `"large"`
+	res := plan(t, runner.KindApply, makeBundle(t, "postgres", ignoring, in), applied.State)
+	require.False(t, res.HasChanges)
+
+	protected := editedPostgres(t, anchor, anchor+"  lifecycle {\n    prevent_destroy = true\n  }\n")
+	first = makeBundle(t, "postgres", protected, postgresInputs())
+	applied = apply(t, first, plan(t, runner.KindApply, first, nil), nil)
+	in = postgresInputs()
+	in["engine_version"] = `"17"`
+	_, err := mock.New().Plan(context.Background(), runner.PlanRequest{WorkspaceID: workspace, Kind: runner.KindApply, Config: makeBundle(t, "postgres", protected, in), PriorState: applied.State})
+	require.ErrorContains(t, err, "modules/postgres/main.tf:19: instance cannot be destroyed: resource module.postgres.sandbox_database.this has lifecycle.prevent_destroy set")
+	_, err = mock.New().Plan(context.Background(), runner.PlanRequest{WorkspaceID: workspace, Kind: runner.KindDestroy, Config: first, PriorState: applied.State})
+	require.ErrorContains(t, err, "instance cannot be destroyed")
+}
+
+func TestApplyRunsInDependencyOrder(t *testing.T) {
+	t.Parallel()
+	cfg, first := appliedPostgres(t)
+	log := string(first.Log)
+	network := strings.Index(log, "module.postgres.sandbox_network.this: Creating...")
+	subnet := strings.Index(log, "module.postgres.sandbox_subnet.this: Creating...")
+	database := strings.Index(log, "module.postgres.sandbox_database.this: Creating...")
+	require.True(t, network >= 0 && network < subnet && subnet < database, log)
+
+	destroyed := string(apply(t, cfg, plan(t, runner.KindDestroy, cfg, first.State), first.State).Log)
+	network = strings.Index(destroyed, "module.postgres.sandbox_network.this: Destroying...")
+	database = strings.Index(destroyed, "module.postgres.sandbox_database.this: Destroying...")
+	require.True(t, database >= 0 && database < network, destroyed)
+}
+
+func TestRemovedModuleIsDeletedWithItsReason(t *testing.T) {
+	t.Parallel()
+	_, first := appliedPostgres(t)
+	bucket := makeBundle(t, "bucket", templateFiles(t, "bucket"), map[string]string{
+		"name": `"logs"`, "versioning": "true", "retention_days": "30", "region": `"eu-west"`,
+	})
+	p := decodePlan(t, plan(t, runner.KindApply, bucket, first.State))
+	require.Equal(t, "create", p.actions()["module.bucket.sandbox_bucket.this"])
+	for _, rc := range p.ResourceChanges {
+		if rc.ModuleAddress == "module.postgres" {
+			require.Equal(t, []string{"delete"}, rc.Change.Actions)
+			require.Equal(t, "delete_because_no_module", rc.ActionReason)
+		}
+	}
+}

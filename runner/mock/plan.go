@@ -318,3 +318,51 @@ func (p *plan) summary() string {
 	add, change, destroy := p.counts()
 	return fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", add, change, destroy)
 }
+
+// executionOrder lists the changes so that every change comes after the
+// changes of the resources it depends on (ties in address order): the order
+// creates run in, and in reverse the order destroys run in.
+func (p *plan) executionOrder() []*change {
+	pending := map[string]bool{}
+	for _, c := range p.changes {
+		pending[c.addr.resource()] = true
+	}
+	var order []*change
+	done := map[*change]bool{}
+	for len(order) < len(p.changes) {
+		var ready []*change
+		for _, c := range p.changes {
+			if !done[c] && !waitsFor(c, pending) {
+				ready = append(ready, c)
+			}
+		}
+		if len(ready) == 0 { // a cycle in recorded dependencies: fall back to address order
+			for _, c := range p.changes {
+				if !done[c] {
+					ready = append(ready, c)
+				}
+			}
+		}
+		for _, c := range ready {
+			done[c] = true
+			order = append(order, c)
+		}
+		pending = map[string]bool{}
+		for _, c := range p.changes {
+			if !done[c] {
+				pending[c.addr.resource()] = true
+			}
+		}
+	}
+	return order
+}
+
+// waitsFor reports whether c depends on a resource that still has pending changes.
+func waitsFor(c *change, pending map[string]bool) bool {
+	for _, d := range c.deps {
+		if pending[d] && d != c.addr.resource() {
+			return true
+		}
+	}
+	return false
+}

@@ -196,9 +196,6 @@ func (p *plan) outputChanges() map[string]valueChange {
 	for _, o := range p.outputs {
 		sensitive := marshalValue(cty.BoolVal(o.sensitive))
 		vc := valueChange{Actions: o.actions, Before: marshalValue(o.before), BeforeSensitive: sensitive, AfterSensitive: sensitive}
-		if o.before == cty.NilVal {
-			vc.Before = json.RawMessage("null")
-		}
 		if o.after.IsWhollyKnown() {
 			vc.After, vc.AfterUnknown = marshalValue(o.after), json.RawMessage("false")
 		} else {

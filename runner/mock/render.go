@@ -288,18 +288,18 @@ func padLeft(s string, width int) string {
 }
 
 // applyLog renders the apply as tofu's apply output does: destroys first (in
-// reverse dependency order), then creates and updates, then the deposed objects
-// of create-before-destroy replacements.
+// reverse dependency order), then creates and updates (dependencies first), then
+// the deposed objects of create-before-destroy replacements.
 func (p *plan) applyLog(a *applied) []byte {
 	var b strings.Builder
 	b.WriteString(simulatedApplyLine + "\n\n")
-	for i := len(p.changes) - 1; i >= 0; i-- {
-		c := p.changes[i]
-		if c.is(actDelete) || c.is(actDeleteCreate) {
+	order := p.executionOrder()
+	for i := len(order) - 1; i >= 0; i-- {
+		if c := order[i]; c.is(actDelete) || c.is(actDeleteCreate) {
 			writeDestroy(&b, c.addr.String(), c.before)
 		}
 	}
-	for _, c := range p.changes {
+	for _, c := range order {
 		final := a.final[c.addr]
 		switch {
 		case c.is(actCreate) || c.replaces():
@@ -308,8 +308,8 @@ func (p *plan) applyLog(a *applied) []byte {
 			fmt.Fprintf(&b, "%s: Modifying... [id=%s]\n%s: Modifications complete after 0s [id=%s]\n", c.addr, idOf(c.before), c.addr, idOf(final))
 		}
 	}
-	for _, c := range p.changes {
-		if c.is(actCreateDelete) {
+	for i := len(order) - 1; i >= 0; i-- {
+		if c := order[i]; c.is(actCreateDelete) {
 			writeDestroy(&b, c.addr.String()+" (deposed object)", c.before)
 		}
 	}

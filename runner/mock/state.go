@@ -47,7 +47,7 @@ type stateInstance struct {
 	IndexKey            *int            `json:"index_key,omitempty"`
 	SchemaVersion       uint64          `json:"schema_version"`
 	Attributes          json.RawMessage `json:"attributes"`
-	SensitiveAttributes []string        `json:"sensitive_attributes"`
+	SensitiveAttributes json.RawMessage `json:"sensitive_attributes"`
 	Dependencies        []string        `json:"dependencies,omitempty"`
 	CreateBeforeDestroy bool            `json:"create_before_destroy,omitempty"`
 }
@@ -197,7 +197,7 @@ func encodeState(serial uint64, lineage string, instances []*instance, outputs m
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].addr.less(sorted[j].addr) })
 	for _, in := range sorted {
 		si := stateInstance{
-			SchemaVersion: 0, Attributes: marshalValue(in.value), SensitiveAttributes: []string{},
+			SchemaVersion: 0, Attributes: marshalValue(in.value), SensitiveAttributes: json.RawMessage("[]"),
 			Dependencies: in.deps, CreateBeforeDestroy: in.cbd,
 		}
 		if in.addr.index >= 0 {

@@ -1,0 +1,291 @@
+package runner_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	catalogfiles "gantry/catalog"
+	"gantry/models/artifact"
+	"gantry/models/authz"
+	"gantry/models/db"
+	"gantry/models/db/dbtest"
+	"gantry/models/demo"
+	"gantry/models/keyring"
+	"gantry/models/run"
+	"gantry/runner"
+	"gantry/runner/mock"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// harness is the run machinery on a fresh database with the demo data.
+type harness struct {
+	t      testing.TB
+	db     *gorm.DB
+	sys    *runner.System
+	orgID  string
+	users  map[string]authz.Subject // by role
+	envs   map[string]string        // name -> id
+	keys   *keyring.Keyring
+	cancel context.CancelFunc
+}
+
+type harnessOpts struct {
+	runner       runner.Runner
+	onApplyStart func(string)
+	rescueAfter  time.Duration
+}
+
+func newHarness(t testing.TB, opts harnessOpts) *harness {
+	t.Helper()
+	ctx := context.Background()
+	dsn := dbtest.NewURL(t)
+	gdb, err := db.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := gdb.DB(); err == nil {
+			s.Close()
+		}
+	})
+	orgs, err := demo.Seed(ctx, gdb, "https://idp.test")
+	require.NoError(t, err)
+	h := &harness{t: t, db: gdb, orgID: orgs["acme"], users: map[string]authz.Subject{}, envs: map[string]string{}}
+	for _, u := range demo.Users() {
+		if u.OrgSlug != "acme" {
+			continue
+		}
+		var id string
+		require.NoError(t, gdb.Raw("SELECT id FROM users WHERE subject = ?", u.Subject).Scan(&id).Error)
+		h.users[string(u.Role)] = authz.Subject{UserID: id, Name: u.Name, OrganizationID: h.orgID, Role: u.Role}
+	}
+	var envs []struct{ ID, Name string }
+	require.NoError(t, gdb.Raw("SELECT id, name FROM environments WHERE organization_id = ?", h.orgID).Scan(&envs).Error)
+	for _, e := range envs {
+		h.envs[e.Name] = e.ID
+	}
+	if opts.runner == nil {
+		opts.runner = mock.New()
+	}
+	h.keys, err = keyring.Parse(keyring.NewKeySpec("test-1"))
+	require.NoError(t, err)
+	h.sys, err = runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
+		Runner: opts.runner, BaseURL: "http://gantry.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnApplyStart: opts.onApplyStart, RescueStuckJobsAfter: opts.rescueAfter})
+	require.NoError(t, err)
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	require.NoError(h.t, h.sys.Queue.Start(ctx))
+}
+
+func (h *harness) stop() {
+	if h.cancel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.sys.Queue.Stop(ctx)
+		h.cancel()
+		h.cancel = nil
+	}
+}
+
+func (h *harness) as(role string) context.Context {
+	return authz.WithSubject(context.Background(), h.users[role])
+}
+
+func (h *harness) requestBucket(env, ws, name string, kind run.Kind) run.Run {
+	h.t.Helper()
+	r, err := h.sys.Runs.Request(h.as("operator"), run.Request{EnvironmentID: h.envs[env], Workspace: ws, Template: "bucket",
+		Kind: kind, Inputs: map[string]string{"name": name}})
+	require.NoError(h.t, err)
+	return r
+}
+
+func (h *harness) waitFor(id string, want ...run.State) run.Run {
+	h.t.Helper()
+	var r run.Run
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		require.NoError(h.t, h.db.Where("id = ?", id).Take(&r).Error)
+		for _, w := range want {
+			if r.State == w {
+				return r
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var jobs []struct {
+		Kind, State string
+		Errors      string
+	}
+	h.db.Raw("SELECT kind, state, coalesce(errors::text, '') AS errors FROM river_job WHERE args->>'run_id' = ?", id).Scan(&jobs)
+	h.t.Fatalf("run %s is %s (%s), want %v; jobs: %+v", id, r.State, r.StateReason, want, jobs)
+	return r
+}
+
+func (h *harness) stateVersions(workspaceID string) int64 {
+	var n int64
+	require.NoError(h.t, h.db.Table("state_versions").Where("workspace_id = ?", workspaceID).Count(&n).Error)
+	return n
+}
+
+// TestAlteredPlanIsRefused: the plan changes between approval and apply (its recorded
+// digest, or the stored plan file itself): the worker ends the run FAILED and applies
+// nothing.
+func TestAlteredPlanIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tamper := range []string{"digest", "plan file"} {
+		t.Run(tamper, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, harnessOpts{})
+			h.start()
+			r := h.requestBucket("staging", "evidence", "evidence-bucket", run.KindApply)
+			r = h.waitFor(r.ID, run.PendingApproval)
+			h.stop() // the apply must not start before the tampering
+
+			_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+			require.NoError(t, err)
+			switch tamper {
+			case "digest":
+				require.NoError(t, h.db.Exec("UPDATE runs SET plan_digest = 'sha256:0000000000000000' WHERE id = ?", r.ID).Error)
+			case "plan file":
+				other, err := h.sys.Artifacts.Put(context.Background(), r.OrganizationID, r.WorkspaceID, artifact.PlanFile, []byte(`{"simulated":true,"changes":[]}`))
+				require.NoError(t, err)
+				require.NoError(t, h.db.Exec("UPDATE runs SET plan_artifact_id = ? WHERE id = ?", other.ID, r.ID).Error)
+			}
+			h.start()
+			r = h.waitFor(r.ID, run.Failed, run.Succeeded)
+			require.Equal(t, run.Failed, r.State)
+			require.Contains(t, r.StateReason, "plan digest mismatch")
+			require.Contains(t, r.StateReason, "nothing was applied")
+			require.Zero(t, h.stateVersions(r.WorkspaceID), "nothing may be applied")
+		})
+	}
+}
+
+// TestOneApplyAtATimePerWorkspace: runs of one workspace apply one at a time, in order.
+func TestOneApplyAtATimePerWorkspace(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var order []string
+	h := newHarness(t, harnessOpts{runner: runner.Delayed(mock.New(), 150*time.Millisecond), onApplyStart: func(id string) {
+		mu.Lock()
+		order = append(order, id)
+		mu.Unlock()
+	}})
+	h.start()
+	first := h.requestBucket("development", "shared", "shared-one", run.KindApply)
+	second := h.requestBucket("development", "shared", "shared-one", run.KindApply)
+	// Watch the workspace: never two runs applying or verifying at once.
+	done := make(chan struct{})
+	var overlap bool
+	go func() {
+		defer close(done)
+		for {
+			var busy int64
+			h.db.Table("runs").Where("workspace_id = ? AND state IN ('RUNNING','VERIFYING')", first.WorkspaceID).Count(&busy)
+			if busy > 1 {
+				overlap = true
+			}
+			var finished int64
+			h.db.Table("runs").Where("workspace_id = ? AND state IN ('SUCCEEDED','FAILED','STALE','NO_CHANGES')", first.WorkspaceID).Count(&finished)
+			if finished == 2 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	a := h.waitFor(first.ID, run.Succeeded, run.Failed)
+	b := h.waitFor(second.ID, run.Succeeded, run.Failed, run.Stale, run.NoChanges)
+	<-done
+	require.False(t, overlap, "two runs of one workspace applied at once")
+	require.Equal(t, run.Succeeded, a.State)
+	// Both were planned against the empty state; the second may not apply over the first.
+	require.Equal(t, run.Stale, b.State, b.StateReason)
+	require.Equal(t, []string{first.ID}, order)
+}
+
+func TestCancelAndRejectRecordNoApproval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	h.start()
+	r := h.waitFor(h.requestBucket("staging", "decide", "decide-bucket", run.KindApply).ID, run.PendingApproval)
+	_, err := h.sys.Runs.Reject(h.as("admin"), r.ID, r.PlanDigest, " ")
+	require.ErrorIs(t, err, run.ErrReasonRequired)
+	rejected, err := h.sys.Runs.Reject(h.as("admin"), r.ID, r.PlanDigest, "wrong region for this data")
+	require.NoError(t, err)
+	require.Equal(t, run.Rejected, rejected.State)
+	require.Nil(t, rejected.ApprovedBy)
+	_, err = h.sys.Runs.Approve(h.as("owner"), r.ID, r.PlanDigest)
+	require.ErrorIs(t, err, run.ErrInvalidTransition, "a rejected run cannot be approved")
+
+	c := h.waitFor(h.requestBucket("staging", "decide2", "decide-two", run.KindApply).ID, run.PendingApproval)
+	_, err = h.sys.Runs.Cancel(h.as("viewer"), c.ID, "")
+	require.Error(t, err)
+	cancelled, err := h.sys.Runs.Cancel(h.as("operator"), c.ID, "no longer needed")
+	require.NoError(t, err)
+	require.Equal(t, run.Cancelled, cancelled.State)
+	require.NotNil(t, cancelled.FinishedAt)
+}
+
+// TestExpiry: a decision window or approval validity that ran out (by the database
+// clock) ends the run EXPIRED; an expired run can never be approved.
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	h.start()
+	r := h.waitFor(h.requestBucket("staging", "late", "late-bucket", run.KindApply).ID, run.PendingApproval)
+	require.NoError(t, h.db.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", r.ID).Error)
+	_, err := h.sys.Runs.ExpireIfDue(context.Background(), r.ID, run.PendingApproval)
+	require.NoError(t, err)
+	r = h.waitFor(r.ID, run.Expired)
+	_, err = h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+	require.ErrorIs(t, err, run.ErrInvalidTransition)
+
+	// Not yet due: nothing happens.
+	r2 := h.waitFor(h.requestBucket("staging", "early", "early-bucket", run.KindApply).ID, run.PendingApproval)
+	_, err = h.sys.Runs.ExpireIfDue(context.Background(), r2.ID, run.PendingApproval)
+	require.ErrorIs(t, err, run.ErrSkip)
+
+	// An approval whose validity ran out before the apply started expires instead of applying.
+	h.stop()
+	_, err = h.sys.Runs.Approve(h.as("admin"), r2.ID, r2.PlanDigest)
+	require.NoError(t, err)
+	require.NoError(t, h.db.Exec("UPDATE runs SET approval_expires_at = now() - interval '1 second' WHERE id = ?", r2.ID).Error)
+	h.start()
+	r2 = h.waitFor(r2.ID, run.Expired)
+	require.Zero(t, h.stateVersions(r2.WorkspaceID))
+}
+
+// TestInterruptedApplyIsNeverReapplied: a run found RUNNING when its apply job starts
+// (its worker died mid-apply) becomes APPLY_INTERRUPTED and keeps the workspace fenced.
+func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	h.start()
+	r := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
+	h.stop()
+	_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+	require.NoError(t, err)
+	// Simulate the dead worker: it had moved the run to RUNNING and taken the slot.
+	require.NoError(t, h.db.Exec("UPDATE runs SET state = 'RUNNING' WHERE id = ?", r.ID).Error)
+	require.NoError(t, h.db.Exec("UPDATE workspaces SET active_run_id = ? WHERE id = ?", r.ID, r.WorkspaceID).Error)
+	_, err = h.sys.Runs.BeginApply(context.Background(), r.ID)
+	require.ErrorIs(t, err, run.ErrSkip)
+	r = h.waitFor(r.ID, run.ApplyInterrupted)
+	require.Zero(t, h.stateVersions(r.WorkspaceID))
+	var active *string
+	require.NoError(t, h.db.Raw("SELECT active_run_id FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&active).Error)
+	require.NotNil(t, active, "the workspace stays fenced until an admin recovers the run")
+}

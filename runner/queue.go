@@ -25,6 +25,8 @@ type QueueConfig struct {
 	// RescueStuckJobsAfter: a job still "running" this long after its process died is
 	// handed to another worker. Longer than the longest phase timeout by default.
 	RescueStuckJobsAfter time.Duration
+	// Timeouts of the phases; zero fields take the defaults.
+	Timeouts Timeouts
 	// MaxWorkers bounds concurrent run jobs in this process.
 	MaxWorkers int
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
@@ -46,16 +48,22 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	t := cfg.Timeouts.withDefaults()
 	if cfg.RescueStuckJobsAfter <= 0 {
-		cfg.RescueStuckJobsAfter = ApplyTimeout + 15*time.Minute
+		cfg.RescueStuckJobsAfter = max(t.Plan, t.Apply, t.Verify) + 15*time.Minute
+	}
+	if cfg.RescueStuckJobsAfter < t.Apply {
+		// Only for tests and experiments: a job could be handed to a second worker
+		// while its first worker is still alive and working.
+		cfg.Logger.Warn("job rescue window is shorter than the longest phase timeout", "rescue_after", cfg.RescueStuckJobsAfter, "apply_timeout", t.Apply)
 	}
 	if cfg.MaxWorkers <= 0 {
 		cfg.MaxWorkers = 10
 	}
 	q := &Queue{
-		plan:   &PlanWorker{Runner: cfg.Runner, Logger: cfg.Logger},
-		apply:  &ApplyWorker{Runner: cfg.Runner, Logger: cfg.Logger, OnStart: cfg.OnApplyStart},
-		verify: &VerifyWorker{Runner: cfg.Runner},
+		plan:   &PlanWorker{Runner: cfg.Runner, Logger: cfg.Logger, PhaseTimeout: t.Plan},
+		apply:  &ApplyWorker{Runner: cfg.Runner, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
+		verify: &VerifyWorker{Runner: cfg.Runner, PhaseTimeout: t.Verify},
 		expire: &ExpireWorker{},
 	}
 	workers := river.NewWorkers()
@@ -82,6 +90,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		Queues:               map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		// The default for workers without their own Timeout; River requires it to be
+		// at most the rescue window.
+		JobTimeout: min(time.Minute, cfg.RescueStuckJobsAfter),
 		// Woken by LISTEN/NOTIFY on insert; the cooldown bounds how soon after one
 		// fetch the next may happen, which is the floor of approval-to-apply latency.
 		FetchCooldown:     5 * time.Millisecond,

@@ -29,6 +29,7 @@ type SystemConfig struct {
 	BaseURL              string
 	Logger               *slog.Logger
 	RescueStuckJobsAfter time.Duration
+	Timeouts             Timeouts
 	MaxWorkers           int
 	OnApplyStart         func(runID string)
 }
@@ -73,7 +74,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		return nil, err
 	}
 	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runner: cfg.Runner, Logger: cfg.Logger,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		pool.Close()
 		return nil, err

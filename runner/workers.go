@@ -25,13 +25,32 @@ type Lifecycle interface {
 	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
 }
 
-// Phase timeouts: a job running longer is cancelled. River rescues a job whose
-// process died once RescueStuckJobsAfter (longer than these) has passed.
+// Default phase timeouts: a job running longer is cancelled. A job whose process
+// died is handed to another worker once both its timeout and RescueStuckJobsAfter
+// have passed (River never rescues a job that may still be within its timeout).
 const (
 	PlanTimeout   = 30 * time.Minute
 	ApplyTimeout  = 2 * time.Hour
 	VerifyTimeout = 30 * time.Minute
 )
+
+// Timeouts are the phase timeouts in force; zero fields take the defaults.
+type Timeouts struct {
+	Plan, Apply, Verify time.Duration
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Plan <= 0 {
+		t.Plan = PlanTimeout
+	}
+	if t.Apply <= 0 {
+		t.Apply = ApplyTimeout
+	}
+	if t.Verify <= 0 {
+		t.Verify = VerifyTimeout
+	}
+	return t
+}
 
 // skipped treats "the run already moved past this phase" as a finished job.
 func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
@@ -39,12 +58,13 @@ func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
 // PlanWorker plans runs.
 type PlanWorker struct {
 	river.WorkerDefaults[PlanArgs]
-	Runs   Lifecycle
-	Runner Runner
-	Logger *slog.Logger
+	Runs         Lifecycle
+	Runner       Runner
+	Logger       *slog.Logger
+	PhaseTimeout time.Duration
 }
 
-func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return PlanTimeout }
+func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID)
@@ -86,10 +106,11 @@ type ApplyWorker struct {
 	Logger *slog.Logger
 	// OnStart, if set, is called when an apply passed its checks and is about to run
 	// (used by the queue-latency benchmark).
-	OnStart func(runID string)
+	OnStart      func(runID string)
+	PhaseTimeout time.Duration
 }
 
-func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return ApplyTimeout }
+func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return w.PhaseTimeout }
 
 // busyRetry is how soon an apply waiting for its workspace tries again.
 const busyRetry = 2 * time.Second
@@ -143,11 +164,12 @@ func stateHeader(state []byte) (int, string, error) {
 // VerifyWorker runs the refresh-only comparison after an apply.
 type VerifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
-	Runs   Lifecycle
-	Runner Runner
+	Runs         Lifecycle
+	Runner       Runner
+	PhaseTimeout time.Duration
 }
 
-func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return VerifyTimeout }
+func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
 	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID)

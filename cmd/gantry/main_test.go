@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -12,7 +13,18 @@ import (
 	"gantry/models/db/dbtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+func TestMain(m *testing.M) {
+	// The crash test runs this test binary as the portal: with GANTRY_TEST_MAIN set it
+	// is `gantry` with the arguments in GANTRY_TEST_ARGS.
+	if os.Getenv("GANTRY_TEST_MAIN") == "1" {
+		var args []string
+		if err := json.Unmarshal([]byte(os.Getenv("GANTRY_TEST_ARGS")), &args); err != nil {
+			panic(err)
+		}
+		os.Exit(run(args, os.Stdout, os.Stderr))
+	}
+	os.Exit(dbtest.Main(m))
+}
 
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer

@@ -27,13 +27,17 @@ type systemFlags struct {
 	runnerName  string
 	rescueAfter time.Duration
 	runnerDelay time.Duration
+	timeouts    runner.Timeouts
 }
 
 func (s *systemFlags) register(f flags) {
 	f.str(&s.keys, "keys", "GANTRY_KEYS", "", "key-encryption keys for artifacts and state, id:base64(32 bytes)[,older...]; the first seals (keep it in the environment)")
 	f.str(&s.catalogDir, "catalog-dir", "GANTRY_CATALOG_DIR", "", "template catalog directory with templates/<name>/ (default: the catalog built into the binary)")
 	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "mock", "executor for runs: mock (SIMULATED, no infrastructure)")
-	f.dur(&s.rescueAfter, "job-rescue-after", "GANTRY_JOB_RESCUE_AFTER", runner.ApplyTimeout+15*time.Minute, "a job whose process died is handed to another worker after this long")
+	f.dur(&s.timeouts.Plan, "plan-timeout", "GANTRY_PLAN_TIMEOUT", runner.PlanTimeout, "a plan running longer is cancelled; a plan whose process died is redone after this long")
+	f.dur(&s.timeouts.Apply, "apply-timeout", "GANTRY_APPLY_TIMEOUT", runner.ApplyTimeout, "an apply running longer is cancelled")
+	f.dur(&s.timeouts.Verify, "verify-timeout", "GANTRY_VERIFY_TIMEOUT", runner.VerifyTimeout, "a verification running longer is cancelled")
+	f.dur(&s.rescueAfter, "job-rescue-after", "GANTRY_JOB_RESCUE_AFTER", runner.ApplyTimeout+15*time.Minute, "a job whose process died is handed to another worker after this long (and after its phase timeout)")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
 }
 
@@ -79,7 +83,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 		return nil, err
 	}
 	return runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: r,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter})
+		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts})
 }
 
 // servePortal runs the job queue, the live-change listener and the HTTP server until

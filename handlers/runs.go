@@ -271,7 +271,14 @@ func (h Runs) events(c echo.Context) error {
 			return err
 		}
 		current, err := h.Runs.Get(ctx, r.ID)
-		if err != nil || current.State.Terminal() {
+		if err != nil {
+			return nil
+		}
+		if current.State.Terminal() {
+			// Tell the page to close the stream (sse-close="end"); a plain close would
+			// make the browser reconnect.
+			fmt.Fprint(w, "event: end\ndata: done\n\n")
+			w.Flush()
 			return nil
 		}
 		if !waitForChange(ctx, w, changes, r.ID, heartbeat.C) {

@@ -52,6 +52,8 @@ type Options struct {
 	Runner runner.Runner
 	// CatalogFS replaces the shipped catalog.
 	CatalogFS fs.FS
+	// DSN reuses an existing database (see RestartWith) instead of a fresh one.
+	DSN string
 }
 
 // App is one running Gantry with its provider and database.
@@ -78,7 +80,10 @@ func StartWith(t testing.TB, opts Options) *App {
 		opts.CatalogFS = catalogfiles.FS
 	}
 	ctx := context.Background()
-	app := &App{DSN: dbtest.NewURL(t)}
+	app := &App{DSN: opts.DSN}
+	if app.DSN == "" {
+		app.DSN = dbtest.NewURL(t)
+	}
 	var err error
 	app.DB, err = db.Open(ctx, app.DSN)
 	require.NoError(t, err)
@@ -143,6 +148,14 @@ func StartWith(t testing.TB, opts Options) *App {
 	appSrv.Start()
 	t.Cleanup(appSrv.Close)
 	return app
+}
+
+// RestartWith starts a second Gantry on the database of an earlier one, as a restart
+// or another replica would.
+func RestartWith(t testing.TB, earlier *App, opts Options) *App {
+	t.Helper()
+	opts.DSN = earlier.DSN
+	return StartWith(t, opts)
 }
 
 // Client is a browser-like HTTP client: it keeps cookies and does not follow

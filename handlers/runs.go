@@ -38,9 +38,9 @@ type WorkspaceReader interface {
 	Get(ctx context.Context, id string) (workspace.View, error)
 }
 
-// RunChanges delivers a signal whenever a run of an organization moves.
+// RunChanges delivers a signal whenever a run moves.
 type RunChanges interface {
-	Subscribe(orgID string) (<-chan string, func())
+	Subscribe(orgID, runID string) (<-chan struct{}, func())
 }
 
 // Runs serves the run page, its decisions, its live stream and the approvals inbox.
@@ -257,7 +257,7 @@ func (h Runs) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID)
+	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID, r.ID)
 	defer unsubscribe()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -267,29 +267,29 @@ func (h Runs) events(c echo.Context) error {
 	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
 	defer heartbeat.Stop()
 	for {
-		if err := h.send(ctx, c, r.ID); err != nil {
+		// Decide on the state that was rendered: re-reading here could see a newer
+		// terminal state and close the stream before the page was shown it.
+		shown, err := h.send(ctx, c, r.ID)
+		if err != nil {
 			return err
 		}
-		current, err := h.Runs.Get(ctx, r.ID)
-		if err != nil {
-			return nil
-		}
-		if current.State.Terminal() {
+		if shown.Terminal() {
 			// Tell the page to close the stream (sse-close="end"); a plain close would
 			// make the browser reconnect.
 			fmt.Fprint(w, "event: end\ndata: done\n\n")
 			w.Flush()
 			return nil
 		}
-		if !waitForChange(ctx, w, changes, r.ID, heartbeat.C) {
+		// A change after the read above is already queued in changes: nothing is missed.
+		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
 	}
 }
 
-// waitForChange blocks until run id changes (true) or the stream ends (false),
+// waitForChange blocks until the run changes (true) or the stream ends (false),
 // writing SSE comments as heartbeats meanwhile.
-func waitForChange(ctx context.Context, w *echo.Response, changes <-chan string, id string, beat <-chan time.Time) bool {
+func waitForChange(ctx context.Context, w *echo.Response, changes <-chan struct{}, beat <-chan time.Time) bool {
 	for {
 		select {
 		case <-ctx.Done():
@@ -299,27 +299,26 @@ func waitForChange(ctx context.Context, w *echo.Response, changes <-chan string,
 				return false
 			}
 			w.Flush()
-		case changed := <-changes:
-			if changed == id {
-				return true
-			}
+		case <-changes:
+			return true
 		}
 	}
 }
 
-// send writes one "run" event holding the live section's HTML.
-func (h Runs) send(ctx context.Context, c echo.Context, id string) error {
+// send writes one "run" event holding the live section's HTML and returns the state
+// it showed.
+func (h Runs) send(ctx context.Context, c echo.Context, id string) (run.State, error) {
 	r, err := h.Runs.Get(ctx, id)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p, err := h.live(ctx, r)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var buf bytes.Buffer
 	if err := views.RunLive(p).Render(ctx, &buf); err != nil {
-		return err
+		return "", err
 	}
 	w := c.Response()
 	fmt.Fprint(w, "event: run\n")
@@ -328,5 +327,5 @@ func (h Runs) send(ctx context.Context, c echo.Context, id string) error {
 	}
 	fmt.Fprint(w, "\n")
 	w.Flush()
-	return nil
+	return r.State, nil
 }

@@ -29,21 +29,25 @@ type Changes struct {
 	logger *slog.Logger
 
 	mu   sync.Mutex
-	subs map[chan string]string // channel of run ids -> organization id
+	subs map[chan struct{}]subscription
 }
+
+// subscription is one live page's interest: one run of one organization.
+type subscription struct{ orgID, runID string }
 
 // NewChanges returns a broker on pool; Run must be started for it to deliver.
 func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
-	return &Changes{pool: pool, logger: logger, subs: map[chan string]string{}}
+	return &Changes{pool: pool, logger: logger, subs: map[chan struct{}]subscription{}}
 }
 
-// Subscribe returns a channel of the ids of runs that changed in organization orgID,
-// and a function that ends the subscription. Slow subscribers miss signals rather
-// than block others; they re-read the run anyway.
-func (c *Changes) Subscribe(orgID string) (<-chan string, func()) {
-	ch := make(chan string, 16)
+// Subscribe returns a channel that receives a signal whenever run runID of
+// organization orgID changes, and a function that ends the subscription. Signals
+// coalesce (the channel holds at most one): the subscriber re-reads the run anyway, so
+// none is lost and nobody blocks the listener.
+func (c *Changes) Subscribe(orgID, runID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
 	c.mu.Lock()
-	c.subs[ch] = orgID
+	c.subs[ch] = subscription{orgID: orgID, runID: runID}
 	c.mu.Unlock()
 	return ch, func() {
 		c.mu.Lock()
@@ -55,13 +59,13 @@ func (c *Changes) Subscribe(orgID string) (<-chan string, func()) {
 func (c *Changes) publish(change RunChange) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for ch, org := range c.subs {
-		if org != change.OrgID {
+	for ch, sub := range c.subs {
+		if sub.orgID != change.OrgID || sub.runID != change.RunID {
 			continue
 		}
 		select {
-		case ch <- change.RunID:
-		default:
+		case ch <- struct{}{}:
+		default: // a signal is already pending
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bufio"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -130,4 +131,68 @@ func TestSelfServiceInUnprotectedEnvironment(t *testing.T) {
 	waitForState(t, app, again, run.NoChanges)
 	body := webtest.ReadBody(t, app.Get(t, operator, "/workspaces"))
 	require.True(t, strings.Contains(body, "net"))
+}
+
+// TestRunEventsStream: the live stream sends the run's section at once, again after
+// every change, and ends with an "end" event when the run is finished.
+func TestRunEventsStream(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"stream"},
+		"kind": {"apply"}, "inputs.name": {"stream-bucket"}})
+	r := waitForState(t, app, runID, run.PendingApproval)
+
+	resp := app.Get(t, operator, "/runs/"+runID+"/events")
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var name string
+		var data strings.Builder
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data.WriteString(strings.TrimPrefix(line, "data: "))
+			case line == "" && name != "":
+				events <- name + " " + data.String()
+				name = ""
+				data.Reset()
+			}
+		}
+	}()
+	next := func() string {
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "stream ended early")
+			return e
+		case <-time.After(15 * time.Second):
+			t.Fatal("no event")
+			return ""
+		}
+	}
+	require.Contains(t, next(), ">PENDING_APPROVAL<", "the current state comes at once")
+
+	admin := app.LoggedIn(t, "admin@acme.test")
+	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	webtest.ReadBody(t, approve)
+	require.Equal(t, http.StatusSeeOther, approve.StatusCode)
+	var last string
+	for {
+		e := next()
+		if strings.HasPrefix(e, "end ") {
+			break
+		}
+		last = e
+	}
+	require.Contains(t, last, ">SUCCEEDED<", "the last section shown is the final state")
+	_, open := <-events
+	require.False(t, open, "the server closes the stream after end")
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -52,7 +53,12 @@ func (h Dashboard) show(c echo.Context) error {
 		}
 		props.ShowActivity = true
 		for _, e := range events {
-			props.Activity = append(props.Activity, views.ActivityItem{At: e.OccurredAt, Actor: e.ActorName, Action: e.Action, Target: e.TargetID})
+			var d struct {
+				Simulated bool `json:"simulated"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			props.Activity = append(props.Activity, views.ActivityItem{At: e.OccurredAt, Actor: e.ActorName, Action: e.Action,
+				Target: e.TargetID, Simulated: d.Simulated})
 		}
 	}
 	return render.Page(c, http.StatusOK, views.Dashboard(props))

@@ -37,6 +37,8 @@ type authenticator struct {
 }
 
 func newAuthenticator(ctx context.Context, cfg Config) (*authenticator, error) {
+	// A bounded client: an unreachable provider is a clear error at start, not a hang.
+	ctx = oidc.ClientContext(ctx, &http.Client{Timeout: 15 * time.Second})
 	provider, err := oidc.NewProvider(ctx, cfg.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("discovering OpenID Provider %s: %w", cfg.Issuer, err)

@@ -107,6 +107,9 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err != nil {
 		return err
 	}
+	// The provider must answer before Gantry starts: Gantry discovers it at start.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveUntilDone(gctx, idpLn, idp) })
 	if sf.keys == "" {
 		if sf.keys, err = devKeys(dataDir); err != nil {
 			return err
@@ -124,8 +127,6 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		sys.Close()
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveUntilDone(gctx, idpLn, idp) })
 	g.Go(func() error { return servePortal(gctx, appLn, srv, sys) })
 	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  runner: %s (SIMULATED: nothing real is planned or applied)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
 		w.baseURL, issuer, dsn, sf.runnerName)

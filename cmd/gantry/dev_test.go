@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/db/pgcluster"
+)
+
+var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)
+var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
+
+// startDev runs this test binary as `gantry dev` and waits for its banner.
+func startDev(t *testing.T, dataDir string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
+	t.Helper()
+	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0"})
+	require.NoError(t, err)
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS=")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
+	})
+	var mu sync.Mutex
+	var out strings.Builder
+	banner := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			line := lines.Text()
+			mu.Lock()
+			out.WriteString(line + "\n")
+			if m := runningAt.FindStringSubmatch(line); m != nil {
+				appURL = m[1]
+			}
+			if m := idpAt.FindStringSubmatch(line); m != nil {
+				issuer = m[1]
+			}
+			mu.Unlock()
+			if strings.HasPrefix(line, "Press Ctrl-C") {
+				close(banner)
+			}
+		}
+	}()
+	output = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String() + stderr.String()
+	}
+	select {
+	case <-banner:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("gantry dev did not come up:\n%s", output())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, appURL)
+	return cmd, appURL, issuer, output
+}
+
+// TestDevStartsEverything: `gantry dev` brings up PostgreSQL, migrations, the
+// development OpenID Provider, demo data and Gantry; Ctrl-C stops all of it; a second
+// start reuses the data directory.
+func TestDevStartsEverything(t *testing.T) {
+	dataDir, err := pgcluster.MkdirTemp("gantry-dev-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dataDir) })
+
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for start := 1; start <= 2; start++ {
+		cmd, appURL, issuer, output := startDev(t, dataDir)
+		resp, err := noRedirect.Get(appURL + "/readyz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		resp, err = noRedirect.Get(appURL + "/login")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusFound, resp.StatusCode)
+		require.True(t, strings.HasPrefix(resp.Header.Get("Location"), issuer+"/authorize?"), resp.Header.Get("Location"))
+		// The provider's login page lists the demo users with their passwords.
+		page, err := http.Get(resp.Header.Get("Location"))
+		require.NoError(t, err)
+		body, _ := io.ReadAll(page.Body)
+		page.Body.Close()
+		require.Contains(t, string(body), "admin@acme.test")
+		require.Contains(t, string(body), "admin-acme")
+
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		require.NoError(t, cmd.Wait(), output())
+		require.Contains(t, output(), "Stopped.")
+		_, err = os.Stat(filepath.Join(dataDir, "postgres", "postmaster.pid"))
+		require.True(t, os.IsNotExist(err), "postgres still running after Ctrl-C (start %d)", start)
+		_, err = os.Stat(filepath.Join(dataDir, "postgres", "PG_VERSION"))
+		require.NoError(t, err, "the cluster stays for the next start")
+	}
+}

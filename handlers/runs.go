@@ -31,6 +31,7 @@ type RunService interface {
 	Approve(ctx context.Context, id, planDigest string) (run.Run, error)
 	Reject(ctx context.Context, id, planDigest, reason string) (run.Run, error)
 	Cancel(ctx context.Context, id, reason string) (run.Run, error)
+	Recover(ctx context.Context, id, reason string) (run.Run, error)
 }
 
 // WorkspaceReader reads workspaces.
@@ -99,6 +100,8 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 			p.CanReject = subject.Can(authz.PermProvisioningApply)
 		case run.ActionCancel:
 			p.CanCancel = subject.Can(authz.PermProvisioningPlan) && (subject.UserID == r.RequestedBy || subject.Role.AtLeast(authz.RoleAdmin))
+		case run.ActionRecover:
+			p.CanRecover = subject.Can(authz.PermEnvironmentsManage)
 		}
 	}
 	for _, s := range run.Timeline(r, events) {
@@ -189,6 +192,14 @@ func (h Runs) decide(c echo.Context) error {
 	case run.ActionCancel:
 		_, err = h.Runs.Cancel(ctx, id, reason)
 		msg = "Cancelled."
+	case run.ActionRecover:
+		if strings.TrimSpace(reason) == "" {
+			v := &errs.Validation{}
+			v.Add("reason", "Say what you checked before closing the interrupted apply.")
+			return v
+		}
+		_, err = h.Runs.Recover(ctx, id, reason)
+		msg = "Recovered: the run is closed and the workspace is free."
 	default:
 		return errs.ErrNotFound
 	}

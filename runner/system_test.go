@@ -288,4 +288,20 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	var active *string
 	require.NoError(t, h.db.Raw("SELECT active_run_id FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&active).Error)
 	require.NotNil(t, active, "the workspace stays fenced until an admin recovers the run")
+
+	// The documented recovery: an admin closes the run with a reason; the workspace is free.
+	_, err = h.sys.Runs.Recover(h.as("operator"), r.ID, "checked the bucket by hand")
+	require.Error(t, err, "recovery needs an admin")
+	_, err = h.sys.Runs.Recover(h.as("admin"), r.ID, "")
+	require.ErrorIs(t, err, run.ErrReasonRequired)
+	recovered, err := h.sys.Runs.Recover(h.as("admin"), r.ID, "checked the bucket by hand")
+	require.NoError(t, err)
+	require.Equal(t, run.Failed, recovered.State)
+	require.NoError(t, h.db.Raw("SELECT active_run_id FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&active).Error)
+	require.Nil(t, active)
+	h.start()
+	next := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
+	_, err = h.sys.Runs.Approve(h.as("admin"), next.ID, next.PlanDigest)
+	require.NoError(t, err)
+	h.waitFor(next.ID, run.Succeeded)
 }

@@ -212,6 +212,18 @@ func (r *Run) RefuseApply(reason string) error {
 // must recover it; it is never re-applied blindly.
 func (r *Run) Interrupt(reason string) error { return r.transition(ApplyInterrupted, reason) }
 
+// Recover closes an interrupted apply: an admin checked what the dead worker left
+// behind; the run ends FAILED and the workspace is free again.
+func (r *Run) Recover(d Decider, reason string) error {
+	if r.State != ApplyInterrupted {
+		return &TransitionError{From: r.State, To: Failed}
+	}
+	if strings.TrimSpace(reason) == "" {
+		return ErrReasonRequired
+	}
+	return r.transition(Failed, "recovered by "+d.Name+" after an interrupted apply: "+strings.TrimSpace(reason))
+}
+
 // StartVerify moves an applied run into verification.
 func (r *Run) StartVerify() error { return r.transition(Verifying, "") }
 

@@ -314,6 +314,19 @@ func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
 	})
 }
 
+// Recover closes an interrupted apply (APPLY_INTERRUPTED -> FAILED) once an admin has
+// checked the workspace, which releases its apply slot. It needs an admin or owner and
+// a reason.
+func (s *Service) Recover(ctx context.Context, id, reason string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, _ time.Time) error {
+		return r.Recover(decider(subject), reason)
+	})
+}
+
 // IsConflict reports whether err means "the run moved on": an invalid transition or
 // stale evidence, both a 409 for a person.
 func IsConflict(err error) bool {

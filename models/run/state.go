@@ -84,21 +84,28 @@ const (
 	ActionApprove Action = "approve"
 	ActionReject  Action = "reject"
 	ActionCancel  Action = "cancel"
+	// ActionRecover closes an interrupted apply after an admin checked the workspace
+	// (the state lock is then released and later runs may apply).
+	ActionRecover Action = "recover"
 )
 
 // actionTargets maps each person-initiated action to the state it moves a run to.
 // Approval and rejection are decisions on a run waiting for one, so they also require
 // PENDING_APPROVAL (the table's PLANNING -> APPROVED is the system's self-service path).
-var actionTargets = map[Action]State{ActionApprove: Approved, ActionReject: Rejected, ActionCancel: Cancelled}
+var actionTargets = map[Action]State{ActionApprove: Approved, ActionReject: Rejected, ActionCancel: Cancelled, ActionRecover: Failed}
 
 // AvailableActions are the actions the table allows from s, in display order.
 func AvailableActions(s State) []Action {
 	var out []Action
-	for _, a := range []Action{ActionApprove, ActionReject, ActionCancel} {
+	for _, a := range []Action{ActionApprove, ActionReject, ActionCancel, ActionRecover} {
 		if !CanTransition(s, actionTargets[a]) {
 			continue
 		}
 		if (a == ActionApprove || a == ActionReject) && s != PendingApproval {
+			continue
+		}
+		// Failing a run is the system's move everywhere but after an interrupted apply.
+		if a == ActionRecover && s != ApplyInterrupted {
 			continue
 		}
 		out = append(out, a)

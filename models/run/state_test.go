@@ -60,6 +60,8 @@ func TestAvailableActions(t *testing.T) {
 	require.Equal(t, []Action{ActionCancel}, AvailableActions(Approved))
 	require.Equal(t, []Action{ActionCancel}, AvailableActions(Queued))
 	require.Empty(t, AvailableActions(Running))
+	require.Equal(t, []Action{ActionRecover}, AvailableActions(ApplyInterrupted))
+	require.Empty(t, AvailableActions(Verifying))
 	require.Empty(t, AvailableActions(Succeeded))
 }
 

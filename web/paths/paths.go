@@ -51,6 +51,7 @@ func Run(id string) string         { return "/runs/" + url.PathEscape(id) }
 func RunEvents(id string) string   { return Run(id) + "/events" }
 func RunApprove(id string) string  { return Run(id) + "/approve" }
 func RunReject(id string) string   { return Run(id) + "/reject" }
+func RunRecover(id string) string  { return Run(id) + "/recover" }
 func RunCancel(id string) string   { return Run(id) + "/cancel" }
 func RunPlanJSON(id string) string { return Run(id) + "/plan.json" }
 func Workspaces() string           { return "/workspaces" }

@@ -14,6 +14,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/catalog"
+	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/run"
 )
@@ -37,7 +38,9 @@ type SystemConfig struct {
 // System is the run machinery of one portal process: the catalog, the run service,
 // the River queue and its workers, and the pool that carries LISTEN/NOTIFY.
 type System struct {
-	Catalog    *catalog.Catalog
+	Catalog *catalog.Catalog
+	// Identity mints workload identity tokens per job phase (issuer BaseURL/workload).
+	Identity   *identity.Issuer
 	Runs       *run.Service
 	Artifacts  *artifact.Store
 	Queue      *Queue
@@ -87,7 +90,8 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		StateAddress: func(workspaceID string) string { return base + "/state/" + workspaceID },
 	})
 	q.Bind(runs)
-	return &System{Catalog: cat, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
+	return &System{Catalog: cat, Identity: ident, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -23,6 +23,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
+	"gantry/models/identity"
 	"gantry/models/org"
 	"gantry/models/run"
 	"gantry/models/session"
@@ -73,6 +74,7 @@ func (c *Config) setDefaults() error {
 
 // Services are the run machinery the pages drive (built by runner.NewSystem).
 type Services struct {
+	Identity   *identity.Issuer
 	Runs       *run.Service
 	Catalog    *catalog.Catalog
 	ListenPool *pgxpool.Pool
@@ -128,6 +130,22 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	e.StaticFS("/static", assets)
 	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET(paths.Readyz(), s.ready)
+	if svc.Identity != nil {
+		// The workload identity issuer's public half: clouds that trust Gantry's workload
+		// tokens fetch discovery and keys here.
+		e.GET(paths.WorkloadDiscovery(), func(c echo.Context) error {
+			c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=300")
+			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, svc.Identity.Discovery())
+		})
+		e.GET(paths.WorkloadJWKS(), func(c echo.Context) error {
+			keys, err := svc.Identity.JWKS(c.Request().Context())
+			if err != nil {
+				return err
+			}
+			c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=60")
+			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, keys)
+		})
+	}
 
 	// Everything below has a session and CSRF protection.
 	web := e.Group("", s.loadSession, s.checkCSRF)

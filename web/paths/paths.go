@@ -58,3 +58,8 @@ func Workspaces() string           { return "/workspaces" }
 func Workspace(id string) string   { return "/workspaces/" + url.PathEscape(id) }
 func Approvals() string            { return "/approvals" }
 func Audit() string                { return "/audit" }
+
+// WorkloadIssuer is the path of Gantry's workload identity issuer (under the base URL).
+func WorkloadIssuer() string    { return "/workload" }
+func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid-configuration" }
+func WorkloadJWKS() string      { return WorkloadIssuer() + "/jwks" }

@@ -1,0 +1,99 @@
+// Package identity makes Gantry a workload identity issuer: for each job phase it mints
+// a short-lived ES256 JWT naming the organization, environment, workspace, run and
+// phase, which a cloud (the sandbox cloud, or a real one through web identity
+// federation) verifies against Gantry's published OIDC discovery document and JWKS,
+// then enforces the token's scope. No standing cloud credential is needed.
+//
+// Signing keys live in workload_keys, private halves sealed by the keyring, shared by
+// every portal replica. They rotate on a period; a rotated key stays published until
+// every token it signed has expired, so verification never breaks during a rotation.
+package identity
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Phase is the job phase a token is minted for; it decides the token's scope.
+type Phase string
+
+const (
+	PhasePlan   Phase = "plan"
+	PhaseApply  Phase = "apply"
+	PhaseVerify Phase = "verify"
+)
+
+// Scopes a cloud enforces: plan and verify only read, apply writes (to the workspace
+// the subject names, nothing more).
+const (
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+)
+
+// Valid reports whether p is a known phase.
+func (p Phase) Valid() bool { return p == PhasePlan || p == PhaseApply || p == PhaseVerify }
+
+// Scope is what a token for phase p may do: only apply writes.
+func (p Phase) Scope() string {
+	if p == PhaseApply {
+		return ScopeWrite
+	}
+	return ScopeRead
+}
+
+// ErrInvalidClaims means the claims cannot be put in (or were not found in) a token.
+var ErrInvalidClaims = errors.New("invalid workload claims")
+
+// Claims is what a workload token asserts: which job, of which run, in which
+// workspace, environment and organization.
+type Claims struct {
+	OrganizationID string
+	EnvironmentID  string
+	WorkspaceID    string
+	RunID          string
+	Phase          Phase
+}
+
+// Validate refuses empty ids, ids containing ':' (the subject separator, so a subject
+// always parses one way: "ws:a:run:b" cannot be forged from a crafted id) and unknown
+// phases.
+func (c Claims) Validate() error {
+	for _, f := range []struct{ name, value string }{
+		{"organization", c.OrganizationID},
+		{"environment", c.EnvironmentID},
+		{"workspace", c.WorkspaceID},
+		{"run", c.RunID},
+	} {
+		if f.value == "" {
+			return fmt.Errorf("%s id is empty: %w", f.name, ErrInvalidClaims)
+		}
+		if strings.Contains(f.value, ":") {
+			return fmt.Errorf("%s id %q contains ':': %w", f.name, f.value, ErrInvalidClaims)
+		}
+	}
+	if !c.Phase.Valid() {
+		return fmt.Errorf("phase %q is not plan, apply or verify: %w", c.Phase, ErrInvalidClaims)
+	}
+	return nil
+}
+
+// Subject is the token's sub: every level of the job's place, so a cloud's trust
+// policy can match on a prefix (an environment) or the whole (one run's apply).
+func (c Claims) Subject() string {
+	return "org:" + c.OrganizationID + ":env:" + c.EnvironmentID + ":ws:" + c.WorkspaceID +
+		":run:" + c.RunID + ":phase:" + string(c.Phase)
+}
+
+// LogValue logs the ids and phase; claims hold nothing secret, the token does and is
+// never logged.
+func (c Claims) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("organization", c.OrganizationID),
+		slog.String("environment", c.EnvironmentID),
+		slog.String("workspace", c.WorkspaceID),
+		slog.String("run", c.RunID),
+		slog.String("phase", string(c.Phase)),
+	)
+}

@@ -17,6 +17,7 @@ import (
 	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/run"
+	"gantry/models/state"
 )
 
 // SystemConfig is what the run machinery is built from.
@@ -41,6 +42,7 @@ type System struct {
 	Catalog *catalog.Catalog
 	// Identity mints workload identity tokens per job phase (issuer BaseURL/workload).
 	Identity   *identity.Issuer
+	State      *state.Service
 	Runs       *run.Service
 	Artifacts  *artifact.Store
 	Queue      *Queue
@@ -86,12 +88,16 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	runs := run.NewService(run.Config{
 		DB: cfg.DB, Audit: audit.New(cfg.DB), Artifacts: arts, Enqueuer: q.Enqueuer(), Catalog: catalog.ForRuns(cat),
-		Runner:       run.RunnerInfo{Name: cfg.Runner.Name(), Simulated: cfg.Runner.Simulated()},
-		StateAddress: func(workspaceID string) string { return base + "/state/" + workspaceID },
+		Runner: run.RunnerInfo{Name: cfg.Runner.Name(), Simulated: cfg.Runner.Simulated()},
+		StateAddress: func(workspaceID string) string {
+			address, _ := state.Addresses(base, workspaceID)
+			return address
+		},
 	})
 	q.Bind(runs)
 	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
-	return &System{Catalog: cat, Identity: ident, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+	states := state.NewService(cfg.DB, arts, audit.New(cfg.DB))
+	return &System{Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -27,6 +27,7 @@ import (
 	"gantry/models/org"
 	"gantry/models/run"
 	"gantry/models/session"
+	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/static"
 	"gantry/web/paths"
@@ -75,6 +76,7 @@ func (c *Config) setDefaults() error {
 // Services are the run machinery the pages drive (built by runner.NewSystem).
 type Services struct {
 	Identity   *identity.Issuer
+	State      *state.Service
 	Runs       *run.Service
 	Catalog    *catalog.Catalog
 	ListenPool *pgxpool.Pool
@@ -121,7 +123,9 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(secureHeaders)
-	e.Use(middleware.BodyLimit("2M"))
+	// State bodies can be large; the state handler caps them itself.
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "2M",
+		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/state/") }}))
 
 	assets, err := fs.Sub(static.FS, ".")
 	if err != nil {
@@ -130,6 +134,10 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	e.StaticFS("/static", assets)
 	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET(paths.Readyz(), s.ready)
+	if svc.State != nil {
+		// The OpenTofu http backend: job credentials (Basic auth), no session or CSRF.
+		handlers.State{Backend: svc.State}.Register(e.Group(""))
+	}
 	if svc.Identity != nil {
 		// The workload identity issuer's public half: clouds that trust Gantry's workload
 		// tokens fetch discovery and keys here.

@@ -29,6 +29,7 @@ Commands:
             .data/, a development OpenID Provider with demo users, and demo data.
   migrate   Apply pending database migrations and exit.
   org       "gantry org invite": create an organization and invite its first owner by e-mail.
+  keys      "gantry keys rotate": re-wrap every data key under the first key of --keys.
   help      Show this help, or "gantry help <command>" for a command's flags.
 
 Every flag can also be set by the environment variable shown in its help text.
@@ -44,6 +45,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout io.Wri
 	"dev":     runDev,
 	"migrate": runMigrate,
 	"org":     runOrg,
+	"keys":    runKeys,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

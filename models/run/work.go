@@ -329,7 +329,7 @@ func (s *Service) approverStillEntitled(ctx context.Context, r Run) error {
 }
 
 // takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs
-// of one workspace apply one at a time, in the order they were approved.
+// of one workspace apply one at a time, in the order they were requested.
 func (s *Service) takeSlot(ctx context.Context, r Run) error {
 	var ws workspace.Workspace
 	conn := db.Conn(ctx, s.db)
@@ -339,8 +339,11 @@ func (s *Service) takeSlot(ctx context.Context, r Run) error {
 	if ws.ActiveRunID != nil && *ws.ActiveRunID != r.ID {
 		return ErrWorkspaceBusy
 	}
+	// Runs apply in the order they were requested: an earlier run that may still apply
+	// (not finished, not a dry run) goes first, even if this one was approved sooner.
 	var earlier int64
-	err := conn.Model(&Run{}).Where("workspace_id = ? AND state = ? AND number < ?", r.WorkspaceID, Approved, r.Number).Count(&earlier).Error
+	err := conn.Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind <> ? AND state IN ?", r.WorkspaceID, r.Number, KindPlanOnly,
+		[]State{Queued, Planning, PolicyBlocked, PendingApproval, Approved}).Count(&earlier).Error
 	if err != nil {
 		return fmt.Errorf("checking queue order: %w", err)
 	}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/artifact"
+	"gantry/models/db"
+	"gantry/models/db/dbtest"
+	"gantry/models/identity"
+	"gantry/models/keyring"
+)
+
+// TestKeysRotate: `gantry keys rotate` re-wraps artifacts and workload signing keys
+// under the new key; afterwards the old key is no longer needed.
+func TestKeysRotate(t *testing.T) {
+	ctx := context.Background()
+	dsn := dbtest.NewURL(t)
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"migrate", "--database-url", dsn}, &out, &errOut), errOut.String())
+	gdb, err := db.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := gdb.DB(); err == nil {
+			s.Close()
+		}
+	})
+	require.NoError(t, gdb.Exec(`INSERT INTO organizations (id, slug, name) VALUES ('org-1', 'one', 'One');
+		INSERT INTO environments (id, organization_id, name, tier, requires_approval) VALUES ('env-1', 'org-1', 'dev', 'development', false);
+		INSERT INTO workspaces (id, organization_id, environment_id, name) VALUES ('ws-1', 'org-1', 'env-1', 'w')`).Error)
+
+	oldSpec, newSpec := keyring.NewKeySpec("k1"), keyring.NewKeySpec("k2")
+	old, err := keyring.Parse(oldSpec)
+	require.NoError(t, err)
+	art, err := artifact.NewStore(gdb, old).Put(ctx, "org-1", "ws-1", artifact.State, []byte(`{"serial":1}`))
+	require.NoError(t, err)
+	_, _, err = identity.NewIssuer(gdb, old, "https://gantry.test/workload", identity.Options{}).Mint(ctx,
+		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-1", Phase: identity.PhasePlan})
+	require.NoError(t, err)
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "re-wrapped 1 artifacts and 1 workload keys under key k2")
+
+	var stale int64
+	require.NoError(t, gdb.Raw("SELECT (SELECT count(*) FROM artifacts WHERE key_id <> 'k2') + (SELECT count(*) FROM workload_keys WHERE key_id <> 'k2')").Scan(&stale).Error)
+	require.Zero(t, stale)
+	onlyNew, err := keyring.Parse(newSpec)
+	require.NoError(t, err)
+	data, _, err := artifact.NewStore(gdb, onlyNew).Get(ctx, "org-1", art.ID)
+	require.NoError(t, err)
+	require.Equal(t, `{"serial":1}`, string(data))
+	_, _, err = identity.NewIssuer(gdb, onlyNew, "https://gantry.test/workload", identity.Options{}).Mint(ctx,
+		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-2", Phase: identity.PhaseApply})
+	require.NoError(t, err, "the signing key opens with the new key alone")
+
+	require.Equal(t, 1, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", "k9:" + strings.Repeat("A", 43) + "="}, &out, &errOut))
+}

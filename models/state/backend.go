@@ -1,0 +1,341 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"gantry/models/artifact"
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/bundle"
+	"gantry/models/db"
+)
+
+// lockRow is one row of state_locks.
+type lockRow struct {
+	WorkspaceID    string `gorm:"primaryKey"`
+	OrganizationID string
+	LockID         *string
+	Info           []byte `gorm:"type:jsonb"`
+	RunID          *string
+	CredentialID   *string
+	Fence          int64
+	AcquiredAt     *time.Time
+}
+
+func (lockRow) TableName() string { return "state_locks" }
+
+func (r lockRow) held() bool { return r.LockID != nil }
+
+func (r lockRow) lock() Lock {
+	l := Lock{WorkspaceID: r.WorkspaceID, Held: r.held(), Info: r.Info, Fence: r.Fence}
+	if r.held() {
+		l.LockID, l.RunID, l.CredentialID, l.AcquiredAt = *r.LockID, deref(r.RunID), deref(r.CredentialID), *r.AcquiredAt
+	}
+	return l
+}
+
+func (r lockRow) lockedError() *LockedError {
+	return &LockedError{Holder: json.RawMessage(r.Info), LockID: deref(r.LockID)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// lockWorkspace returns workspaceID's lock row, locked FOR UPDATE until the
+// transaction in ctx ends, creating it (free) on first use. Every write, lock and
+// unlock of a workspace goes through it, so they are serialised per workspace.
+func (s *Service) lockWorkspace(ctx context.Context, orgID, workspaceID string) (lockRow, error) {
+	conn := db.Conn(ctx, s.db)
+	err := conn.Exec(`INSERT INTO state_locks (workspace_id, organization_id) VALUES (?, ?) ON CONFLICT (workspace_id) DO NOTHING`,
+		workspaceID, orgID).Error
+	if err != nil {
+		return lockRow{}, fmt.Errorf("creating lock of %s: %w", workspaceID, db.Translate(err))
+	}
+	var row lockRow
+	err = conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("workspace_id = ? AND organization_id = ?", workspaceID, orgID).Take(&row).Error
+	if err != nil {
+		return lockRow{}, fmt.Errorf("locking state of %s: %w", workspaceID, db.Translate(err))
+	}
+	return row, nil
+}
+
+// lockFor is lockWorkspace for a request made with cred. After taking the row lock it
+// checks again that cred is still live: FenceAndRelease revokes under the same row
+// lock, so a job fenced while its request was on the way cannot slip in behind the
+// fence with a credential it authenticated a moment earlier.
+func (s *Service) lockFor(ctx context.Context, cred Credential, workspaceID string) (lockRow, error) {
+	lock, err := s.lockWorkspace(ctx, cred.OrganizationID, workspaceID)
+	if err != nil {
+		return lockRow{}, err
+	}
+	var live int64
+	err = db.Conn(ctx, s.db).Model(&credentialRow{}).Where("id = ? AND revoked_at IS NULL AND expires_at > now()", cred.ID).Count(&live).Error
+	if err != nil {
+		return lockRow{}, fmt.Errorf("checking credential %s: %w", cred.ID, err)
+	}
+	if live == 0 {
+		return lockRow{}, fmt.Errorf("credential %s is no longer live: %w", cred.ID, ErrBadCredentials)
+	}
+	return lock, nil
+}
+
+// Latest returns the newest state version of workspaceID in organization orgID, or
+// ErrNoState.
+func (s *Service) Latest(ctx context.Context, orgID, workspaceID string) (Version, error) {
+	var v Version
+	err := db.Conn(ctx, s.db).Where("organization_id = ? AND workspace_id = ?", orgID, workspaceID).Order("serial DESC").Take(&v).Error
+	if isNotFound(err) {
+		return Version{}, ErrNoState
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("reading state of %s: %w", workspaceID, err)
+	}
+	return v, nil
+}
+
+// Read returns the decrypted latest state of workspaceID, or ErrNoState.
+func (s *Service) Read(ctx context.Context, cred Credential, workspaceID string) ([]byte, error) {
+	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
+		return nil, err
+	}
+	v, err := s.Latest(ctx, cred.OrganizationID, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	data, _, err := s.artifacts.Get(ctx, cred.OrganizationID, v.ArtifactID)
+	return data, err
+}
+
+// stateHeader is what the backend reads of a state document.
+type stateHeader struct {
+	Version *int    `json:"version"`
+	Serial  *uint64 `json:"serial"`
+	Lineage string  `json:"lineage"`
+}
+
+func parseState(data []byte) (stateHeader, error) {
+	var h stateHeader
+	if err := json.Unmarshal(data, &h); err != nil {
+		return h, fmt.Errorf("state is not JSON: %v: %w", err, ErrMalformed)
+	}
+	switch {
+	case h.Version == nil:
+		return h, fmt.Errorf("state has no version: %w", ErrMalformed)
+	case h.Serial == nil || *h.Serial < 1 || *h.Serial > math.MaxInt32:
+		return h, fmt.Errorf("state serial must be between 1 and %d: %w", math.MaxInt32, ErrMalformed)
+	case h.Lineage == "":
+		return h, fmt.Errorf("state has no lineage: %w", ErrMalformed)
+	}
+	return h, nil
+}
+
+// Write stores data as the workspace's next state version, for an apply credential.
+// lockID is the ?ID= tofu sends when it holds the lock: while the workspace is locked
+// only the holder (same lock id, same run) may write, and a write naming a lock that
+// is no longer held (released, or fenced after its job was declared dead) is refused.
+// The state must keep the workspace's lineage and move its serial forward; the same
+// serial with the same bytes again is an idempotent success (a retried request).
+func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockID string, data []byte) error {
+	if err := s.authorize(ctx, cred, workspaceID, true); err != nil {
+		return err
+	}
+	h, err := parseState(data)
+	if err != nil {
+		return err
+	}
+	serial := int64(*h.Serial)
+	digest := bundle.Digest(data)
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		lock, err := s.lockFor(ctx, cred, workspaceID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case lock.held() && (lockID != *lock.LockID || cred.RunID != deref(lock.RunID)):
+			return lock.lockedError()
+		case !lock.held() && lockID != "":
+			return fmt.Errorf("writing under lock %s: %w", lockID, ErrLockNotHeld)
+		}
+		current, err := s.Latest(ctx, cred.OrganizationID, workspaceID)
+		switch {
+		case err == nil:
+			if h.Lineage != current.Lineage {
+				return fmt.Errorf("lineage %s over %s: %w", h.Lineage, current.Lineage, ErrLineageChanged)
+			}
+			if serial == current.Serial && digest == current.SHA256 {
+				return nil // the same write again: already stored
+			}
+			if serial <= current.Serial {
+				return fmt.Errorf("serial %d over %d: %w", serial, current.Serial, ErrSerialRegressed)
+			}
+		case !errors.Is(err, ErrNoState):
+			return err
+		}
+		art, err := s.artifacts.Put(ctx, cred.OrganizationID, workspaceID, artifact.State, data)
+		if err != nil {
+			return err
+		}
+		runID := cred.RunID
+		v := Version{ID: db.NewID("sv"), OrganizationID: cred.OrganizationID, WorkspaceID: workspaceID, Serial: serial,
+			Lineage: h.Lineage, ArtifactID: art.ID, SHA256: art.SHA256, RunID: &runID}
+		if err := db.Conn(ctx, s.db).Omit("CreatedAt").Create(&v).Error; err != nil {
+			return fmt.Errorf("saving state version %d: %w", serial, db.Translate(err))
+		}
+		// The audit names the version, never its content: state holds secrets.
+		return s.audit.RecordAs(ctx, authz.System(cred.OrganizationID), audit.Entry{Action: "state.version_created",
+			TargetType: "workspace", TargetID: workspaceID, Data: map[string]any{"state_version_id": v.ID, "serial": serial,
+				"lineage": h.Lineage, "sha256": art.SHA256, "run_id": cred.RunID, "credential_id": cred.ID}})
+	})
+}
+
+func parseLockInfo(info []byte) (LockInfo, error) {
+	var li LockInfo
+	if err := json.Unmarshal(info, &li); err != nil {
+		return li, fmt.Errorf("lock info is not JSON: %v: %w", err, ErrMalformed)
+	}
+	if li.ID == "" {
+		return li, fmt.Errorf("lock info has no ID: %w", ErrMalformed)
+	}
+	return li, nil
+}
+
+// Lock takes workspaceID's lock for cred's run with tofu's LockInfo document info. A
+// lock held by anyone else is a *LockedError carrying the holder's LockInfo. Taking a
+// lock already held under the same lock id by the same credential succeeds again, so
+// a retried request whose first answer was lost does not lock its own sender out.
+func (s *Service) Lock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
+	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
+		return err
+	}
+	li, err := parseLockInfo(info)
+	if err != nil {
+		return err
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		lock, err := s.lockFor(ctx, cred, workspaceID)
+		if err != nil {
+			return err
+		}
+		if lock.held() {
+			if *lock.LockID == li.ID && deref(lock.CredentialID) == cred.ID {
+				return nil
+			}
+			return lock.lockedError()
+		}
+		// Every acquisition gets the next fence: a lock id names one holding, and the
+		// fence orders holdings, never going back.
+		err = db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = ?, info = ?, run_id = ?, credential_id = ?,
+			fence = fence + 1, acquired_at = now() WHERE workspace_id = ?`,
+			li.ID, string(info), cred.RunID, cred.ID, workspaceID).Error
+		if err != nil {
+			return fmt.Errorf("taking lock of %s: %w", workspaceID, db.Translate(err))
+		}
+		return nil
+	})
+}
+
+// Unlock releases workspaceID's lock when info names it and cred's run holds it. An
+// unlock of a free lock succeeds (a retried unlock); any other holder is a
+// *LockedError. tofu force-unlock sends a LockInfo with only the ID: the same rule
+// applies, so a job cannot break another run's lock; the orchestrator does that with
+// FenceAndRelease.
+func (s *Service) Unlock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
+	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
+		return err
+	}
+	li, err := parseLockInfo(info)
+	if err != nil {
+		return err
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		lock, err := s.lockFor(ctx, cred, workspaceID)
+		if err != nil {
+			return err
+		}
+		if !lock.held() {
+			return nil
+		}
+		if *lock.LockID != li.ID || deref(lock.RunID) != cred.RunID {
+			return lock.lockedError()
+		}
+		return s.release(ctx, workspaceID)
+	})
+}
+
+func (s *Service) release(ctx context.Context, workspaceID string) error {
+	err := db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = NULL, info = NULL, run_id = NULL, credential_id = NULL,
+		acquired_at = NULL WHERE workspace_id = ?`, workspaceID).Error
+	if err != nil {
+		return fmt.Errorf("releasing lock of %s: %w", workspaceID, err)
+	}
+	return nil
+}
+
+// LockOf returns the lock state of workspaceID (Held false when free), for the
+// orchestrator to find a lock whose job is gone.
+func (s *Service) LockOf(ctx context.Context, workspaceID string) (Lock, error) {
+	var row lockRow
+	err := db.Conn(ctx, s.db).Where("workspace_id = ?", workspaceID).Take(&row).Error
+	if isNotFound(err) {
+		return Lock{WorkspaceID: workspaceID}, nil
+	}
+	if err != nil {
+		return Lock{}, fmt.Errorf("reading lock of %s: %w", workspaceID, err)
+	}
+	return row.lock(), nil
+}
+
+// FenceAndRelease is the orchestrator's answer to a dead job of run runID: it
+// revokes every live state credential of the run, so the job, should it still be
+// running somewhere, can neither write nor unlock; releases the workspace lock if that
+// run holds it; and bumps the fence. It is idempotent and audited as
+// "state.lock_fenced".
+//
+// Call it before issuing credentials for a retry of the same run: it revokes every
+// credential the run has at that moment.
+func (s *Service) FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error {
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		var orgID string
+		err := db.Conn(ctx, s.db).Table("workspaces").Select("organization_id").Where("id = ?", workspaceID).Take(&orgID).Error
+		if err != nil {
+			return fmt.Errorf("reading workspace %s: %w", workspaceID, db.Translate(err))
+		}
+		lock, err := s.lockWorkspace(ctx, orgID, workspaceID)
+		if err != nil {
+			return err
+		}
+		revoked, err := s.revoke(ctx, runID, "fenced: "+reason)
+		if err != nil {
+			return err
+		}
+		released := lock.held() && deref(lock.RunID) == runID
+		if released {
+			if err := s.release(ctx, workspaceID); err != nil {
+				return err
+			}
+		}
+		var fence int64
+		if err := db.Conn(ctx, s.db).Raw(`UPDATE state_locks SET fence = fence + 1 WHERE workspace_id = ? RETURNING fence`, workspaceID).
+			Scan(&fence).Error; err != nil {
+			return fmt.Errorf("fencing %s: %w", workspaceID, err)
+		}
+		data := map[string]any{"run_id": runID, "reason": reason, "released": released, "fence": fence,
+			"credentials_revoked": revoked}
+		if released {
+			data["lock_id"] = *lock.LockID
+		}
+		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "state.lock_fenced",
+			TargetType: "workspace", TargetID: workspaceID, Data: data})
+	})
+}

@@ -1,0 +1,10 @@
+//go:build !unix
+
+package tofu
+
+import "errors"
+
+// lockFile is unavailable here: tofu runs on Linux (and macOS for development).
+func lockFile(string) (func(), error) {
+	return nil, errors.New("file locking is not supported on this platform")
+}

@@ -29,6 +29,8 @@ type QueueConfig struct {
 	Timeouts Timeouts
 	// MaxWorkers bounds concurrent run jobs in this process.
 	MaxWorkers int
+	// Credentials mints per-phase credentials for runners that are not simulated.
+	Credentials CredentialSource
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
 	OnApplyStart func(runID string)
 }
@@ -61,9 +63,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		cfg.MaxWorkers = 10
 	}
 	q := &Queue{
-		plan:   &PlanWorker{Runner: cfg.Runner, Logger: cfg.Logger, PhaseTimeout: t.Plan},
-		apply:  &ApplyWorker{Runner: cfg.Runner, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
-		verify: &VerifyWorker{Runner: cfg.Runner, PhaseTimeout: t.Verify},
+		plan:   &PlanWorker{Runner: cfg.Runner, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
+		apply:  &ApplyWorker{Runner: cfg.Runner, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
+		verify: &VerifyWorker{Runner: cfg.Runner, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
 		expire: &ExpireWorker{},
 	}
 	workers := river.NewWorkers()

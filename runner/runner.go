@@ -16,6 +16,17 @@ const (
 	KindDestroy  Kind = "destroy"   // plan the destruction of everything in the workspace
 )
 
+// Credentials are the job-scoped secrets one phase runs with: minted for that phase
+// (the apply's only after approval), short-lived, and handed to the executor only as
+// process environment or a mounted secret file, never written into configuration.
+type Credentials struct {
+	// StateUsername and StatePassword authenticate to Gantry's state backend
+	// (TF_HTTP_USERNAME / TF_HTTP_PASSWORD).
+	StateUsername, StatePassword string
+	// CloudToken is the workload identity token the provider presents to the cloud.
+	CloudToken string
+}
+
 // PlanRequest is the input of a plan: the config bundle (a tar, see models/bundle)
 // and the workspace's current state (nil when there is none yet).
 type PlanRequest struct {
@@ -24,6 +35,7 @@ type PlanRequest struct {
 	Kind        Kind
 	Config      []byte
 	PriorState  []byte
+	Credentials Credentials
 }
 
 // PlanResult is what a plan produced. PlanFile is the artifact apply takes (tofu's
@@ -42,9 +54,12 @@ type ApplyRequest struct {
 	Config      []byte
 	PlanFile    []byte
 	PriorState  []byte
+	Credentials Credentials
 }
 
-// ApplyResult is the new state and the root module's outputs.
+// ApplyResult is the new state and the root module's outputs. A runner whose tofu
+// writes state through Gantry's http backend leaves State nil: the backend already
+// stored the version.
 type ApplyResult struct {
 	State   []byte
 	Outputs json.RawMessage // {"name": {"value": ..., "sensitive": bool}}, as `tofu output -json`
@@ -57,6 +72,7 @@ type VerifyRequest struct {
 	WorkspaceID string
 	Config      []byte
 	State       []byte
+	Credentials Credentials
 }
 
 // VerifyResult says whether the live resources match; DriftJSON is the refresh-only

@@ -78,14 +78,17 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		pool.Close()
 		return nil, err
 	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	arts := artifact.NewStore(cfg.DB, cfg.Keys)
+	states := state.NewService(cfg.DB, arts, audit.New(cfg.DB))
+	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
 	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runner: cfg.Runner, Logger: cfg.Logger,
+		Credentials:          jobCredentials{state: states, identity: ident},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	arts := artifact.NewStore(cfg.DB, cfg.Keys)
-	base := strings.TrimRight(cfg.BaseURL, "/")
 	runs := run.NewService(run.Config{
 		DB: cfg.DB, Audit: audit.New(cfg.DB), Artifacts: arts, Enqueuer: q.Enqueuer(), Catalog: catalog.ForRuns(cat),
 		Runner: run.RunnerInfo{Name: cfg.Runner.Name(), Simulated: cfg.Runner.Simulated()},
@@ -93,10 +96,9 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 			address, _ := state.Addresses(base, workspaceID)
 			return address
 		},
+		Fencer: states,
 	})
 	q.Bind(runs)
-	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
-	states := state.NewService(cfg.DB, arts, audit.New(cfg.DB))
 	return &System{Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
 }
 

@@ -52,6 +52,20 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
+// credentialsFor mints the phase's credentials for a runner that touches real
+// infrastructure, and returns the function that ends them when the phase is over. A
+// simulated runner gets none.
+func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.Run, phase run.JobKind, ttl time.Duration) (Credentials, func(), error) {
+	if r.Simulated() || src == nil {
+		return Credentials{}, func() {}, nil
+	}
+	creds, err := src.ForPhase(ctx, rn, phase, ttl)
+	if err != nil {
+		return Credentials{}, nil, fmt.Errorf("minting %s credentials: %w", phase, err)
+	}
+	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), rn.ID) }, nil
+}
+
 // skipped treats "the run already moved past this phase" as a finished job.
 func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
 
@@ -60,6 +74,7 @@ type PlanWorker struct {
 	river.WorkerDefaults[PlanArgs]
 	Runs         Lifecycle
 	Runner       Runner
+	Creds        CredentialSource
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
 }
@@ -77,8 +92,13 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	if work.Restarted {
 		w.Logger.WarnContext(ctx, "planning again after an interrupted attempt", "run", job.Args.RunID, "attempt", job.Attempt)
 	}
+	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobPlan, w.PhaseTimeout)
+	if err != nil {
+		return err
+	}
+	defer revoke()
 	res, err := w.Runner.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
-		Config: work.Config, PriorState: work.PriorState})
+		Config: work.Config, PriorState: work.PriorState, Credentials: creds})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
@@ -103,6 +123,7 @@ type ApplyWorker struct {
 	river.WorkerDefaults[ApplyArgs]
 	Runs   Lifecycle
 	Runner Runner
+	Creds  CredentialSource
 	Logger *slog.Logger
 	// OnStart, if set, is called when an apply passed its checks and is about to run
 	// (used by the queue-latency benchmark).
@@ -128,18 +149,27 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.OnStart != nil {
 		w.OnStart(work.Run.ID)
 	}
+	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobApply, w.PhaseTimeout)
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, nil, err.Error()+"; nothing was applied")
+		return ignoreSkip(ferr)
+	}
+	defer revoke()
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
 	res, err := w.Runner.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
-		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState})
+		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds})
 	if err != nil {
 		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	serial, lineage, err := stateHeader(res.State)
-	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "the apply produced an unreadable state: "+err.Error())
-		return ignoreSkip(ferr)
+	var serial int
+	var lineage string
+	if res.State != nil { // else tofu wrote the state through the backend
+		if serial, lineage, err = stateHeader(res.State); err != nil {
+			_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "the apply produced an unreadable state: "+err.Error())
+			return ignoreSkip(ferr)
+		}
 	}
 	_, err = w.Runs.FinishApply(ctx, work.Run.ID, run.ApplyOutcome{State: res.State, Serial: serial, Lineage: lineage,
 		Outputs: res.Outputs, Log: res.Log})
@@ -166,6 +196,7 @@ type VerifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
 	Runs         Lifecycle
 	Runner       Runner
+	Creds        CredentialSource
 	PhaseTimeout time.Duration
 }
 
@@ -179,7 +210,13 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	if err != nil {
 		return err
 	}
-	res, err := w.Runner.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config, State: work.State})
+	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobVerify, w.PhaseTimeout)
+	if err != nil {
+		return err
+	}
+	defer revoke()
+	res, err := w.Runner.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
+		State: work.State, Credentials: creds})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

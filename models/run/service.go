@@ -42,6 +42,13 @@ type Service struct {
 	runner    RunnerInfo
 	// StateAddress builds the http backend address of a workspace for generated config.
 	stateAddress func(workspaceID string) string
+	fencer       Fencer
+}
+
+// Fencer releases a dead job's state lock and revokes its credentials (the state
+// backend implements it).
+type Fencer interface {
+	FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error
 }
 
 // Config wires a Service.
@@ -53,12 +60,13 @@ type Config struct {
 	Catalog      Catalog
 	Runner       RunnerInfo
 	StateAddress func(workspaceID string) string
+	Fencer       Fencer
 }
 
 // NewService returns the run service.
 func NewService(c Config) *Service {
 	return &Service{db: c.DB, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
-		runner: c.Runner, stateAddress: c.StateAddress}
+		runner: c.Runner, stateAddress: c.StateAddress, fencer: c.Fencer}
 }
 
 // now is the database clock: every deadline is judged by it, not by a portal's clock.

@@ -208,6 +208,11 @@ func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, lo
 		if r.State != want {
 			return ErrSkip
 		}
+		// A failed phase may have left its state lock behind (tofu killed mid-run):
+		// fence it, so that job can never write again and the next run can lock.
+		if err := s.fence(ctx, *r, reason); err != nil {
+			return err
+		}
 		if len(log) > 0 {
 			kind := map[JobKind]artifact.Kind{JobPlan: artifact.PlanLog, JobApply: artifact.ApplyLog, JobVerify: artifact.VerifyLog}[phase]
 			a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, kind, log)
@@ -225,6 +230,18 @@ func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, lo
 		}
 		return r.Fail(reason)
 	})
+}
+
+// fence releases the workspace state lock held by r's job and revokes its
+// credentials. A simulated run never touched the state backend.
+func (s *Service) fence(ctx context.Context, r Run, reason string) error {
+	if s.fencer == nil || r.Simulated {
+		return nil
+	}
+	if err := s.fencer.FenceAndRelease(ctx, r.WorkspaceID, r.ID, reason); err != nil {
+		return fmt.Errorf("fencing the state lock of run %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // ApplyWork is what an apply job needs.
@@ -246,6 +263,9 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 	r, err := s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
 		switch r.State {
 		case Running:
+			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
+				return err
+			}
 			return r.Interrupt("the worker applying this run stopped mid-apply; the workspace stays locked until an admin recovers it")
 		case Approved:
 		default:
@@ -362,27 +382,42 @@ type ApplyOutcome struct {
 	Log     []byte
 }
 
-// FinishApply persists the new state version (encrypted) and moves the run to
-// VERIFYING.
+// FinishApply records the state the apply produced and moves the run to VERIFYING.
+// A runner that returns the state (the mock) has it stored here as a new encrypted
+// version; a runner whose tofu wrote it through the http backend returns none, and the
+// version the backend stored for this run is the one recorded.
 func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
 	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
 		if r.State != Running {
 			return ErrSkip
 		}
-		stateArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.State, out.State)
-		if err != nil {
-			return err
-		}
-		sv := StateVersion{ID: db.NewID("sv"), OrganizationID: r.OrganizationID, WorkspaceID: r.WorkspaceID,
-			Serial: out.Serial, Lineage: out.Lineage, ArtifactID: stateArt.ID, SHA256: stateArt.SHA256, RunID: &r.ID}
-		if err := db.Conn(ctx, s.db).Create(&sv).Error; err != nil {
-			return fmt.Errorf("saving state version %d: %w", out.Serial, db.Translate(err))
+		var versionID string
+		if out.State != nil {
+			stateArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.State, out.State)
+			if err != nil {
+				return err
+			}
+			sv := StateVersion{ID: db.NewID("sv"), OrganizationID: r.OrganizationID, WorkspaceID: r.WorkspaceID,
+				Serial: out.Serial, Lineage: out.Lineage, ArtifactID: stateArt.ID, SHA256: stateArt.SHA256, RunID: &r.ID}
+			if err := db.Conn(ctx, s.db).Create(&sv).Error; err != nil {
+				return fmt.Errorf("saving state version %d: %w", out.Serial, db.Translate(err))
+			}
+			versionID = sv.ID
+		} else {
+			latest, err := s.latestState(ctx, r.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if latest == nil || latest.RunID == nil || *latest.RunID != r.ID {
+				return r.Fail("the apply finished but wrote no state through the backend")
+			}
+			versionID = latest.ID
 		}
 		logArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
 		if err != nil {
 			return err
 		}
-		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &sv.ID, &logArt.ID, out.Outputs
+		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &versionID, &logArt.ID, out.Outputs
 		return r.StartVerify()
 	})
 }

@@ -1,0 +1,181 @@
+package cloud
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"gantry/sandbox/api"
+)
+
+// Scopes a workload identity token can carry.
+const (
+	ScopeRead  = "read"  // plan and verify: GET only
+	ScopeWrite = "write" // apply: may change the workspace's objects and the org's policies
+)
+
+// Identity is a verified workload identity: the private claims of a Gantry job token.
+type Identity struct {
+	Subject   string
+	Org       string // gantry_org
+	Env       string // gantry_env
+	Workspace string // gantry_ws
+	Run       string // gantry_run
+	Phase     string // gantry_phase: plan, apply, verify, ...
+	Scope     string // "read" or "write"
+	Expiry    time.Time
+}
+
+// Namespace is the workspace namespace the identity acts in.
+func (id Identity) Namespace() api.Namespace {
+	return api.Namespace{Org: id.Org, Env: id.Env, Workspace: id.Workspace}
+}
+
+// claims are the token's private claims.
+type claims struct {
+	Org       string `json:"gantry_org"`
+	Env       string `json:"gantry_env"`
+	Workspace string `json:"gantry_ws"`
+	Run       string `json:"gantry_run"`
+	Phase     string `json:"gantry_phase"`
+	Scope     string `json:"scope"`
+}
+
+// errIssuerUnavailable: the issuer's discovery document or keys could not be fetched.
+var errIssuerUnavailable = errors.New("the identity issuer cannot be reached yet")
+
+// authError is a rejected token; its message never contains the token.
+type authError struct{ msg string }
+
+func (e *authError) Error() string { return e.msg }
+
+// discoveryRetry is the least time between two discovery attempts while the issuer is down.
+const discoveryRetry = 250 * time.Millisecond
+
+// verifierFor returns the token verifier, discovering the issuer first if that has not worked yet.
+func (s *Server) verifierFor() (*oidc.IDTokenVerifier, error) {
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	if s.verifier != nil {
+		return s.verifier, nil
+	}
+	if !s.lastAttempt.IsZero() && time.Since(s.lastAttempt) < discoveryRetry {
+		return nil, fmt.Errorf("%w: %v", errIssuerUnavailable, s.lastErr)
+	}
+	if err := s.discoverLocked(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errIssuerUnavailable, err)
+	}
+	return s.verifier, nil
+}
+
+// discoverLocked fetches the issuer's discovery document; s.authMu must be held.
+func (s *Server) discoverLocked() error {
+	s.lastAttempt = time.Now()
+	ctx, cancel := context.WithTimeout(s.bg, 5*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(ctx, s.cfg.Issuer)
+	if err != nil {
+		s.lastErr = err
+		s.log.Warn("sandbox cloud: identity issuer discovery failed; retrying on the next request", "issuer", s.cfg.Issuer, "error", err)
+		return err
+	}
+	cfg := &oidc.Config{ClientID: s.cfg.Audience}
+	var disc struct {
+		Algs []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&disc); err == nil && len(disc.Algs) == 0 {
+		// The issuer does not advertise its algorithms; accept the common asymmetric ones rather
+		// than go-oidc's RS256-only default.
+		cfg.SupportedSigningAlgs = []string{oidc.RS256, oidc.ES256, oidc.ES384, oidc.PS256, oidc.EdDSA}
+	}
+	// Verifier fetches the JWKS with a background context (keeping the HTTP client from s.bg) and
+	// refetches it when a token names an unknown key, so the issuer can rotate keys.
+	s.verifier = p.Verifier(cfg)
+	s.lastErr = nil
+	s.log.Info("sandbox cloud: trusting identity issuer", "issuer", s.cfg.Issuer, "audience", s.cfg.Audience)
+	return nil
+}
+
+// authenticate verifies the request's bearer token.
+func (s *Server) authenticate(r *http.Request) (Identity, error) {
+	raw, ok := bearer(r)
+	if !ok {
+		return Identity{}, &authError{"missing bearer token: send Authorization: Bearer <workload identity token>"}
+	}
+	v, err := s.verifierFor()
+	if err != nil {
+		return Identity{}, err
+	}
+	tok, err := v.Verify(r.Context(), raw)
+	if err != nil {
+		if strings.Contains(err.Error(), "failed to verify signature: fetching keys") {
+			return Identity{}, fmt.Errorf("%w: %s", errIssuerUnavailable, redact(err.Error(), raw))
+		}
+		return Identity{}, &authError{"invalid token: " + redact(err.Error(), raw)}
+	}
+	var c claims
+	if err := tok.Claims(&c); err != nil {
+		return Identity{}, &authError{"invalid token claims: " + redact(err.Error(), raw)}
+	}
+	for _, req := range []struct{ name, val string }{{"gantry_org", c.Org}, {"gantry_env", c.Env}, {"gantry_ws", c.Workspace}} {
+		if req.val == "" {
+			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim is missing; the sandbox cloud only accepts Gantry workload identity tokens", req.name)}
+		}
+		if len(req.val) > 200 {
+			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim is too long", req.name)}
+		}
+	}
+	if c.Scope != ScopeRead && c.Scope != ScopeWrite {
+		return Identity{}, &authError{fmt.Sprintf("invalid token: the scope claim must be %q or %q", ScopeRead, ScopeWrite)}
+	}
+	// Gantry only grants write to apply jobs; a write token of another phase was not minted by it.
+	if c.Scope == ScopeWrite && c.Phase != "apply" {
+		return Identity{}, &authError{fmt.Sprintf("invalid token: scope %q is only granted to the apply phase, not %q", ScopeWrite, c.Phase)}
+	}
+	return Identity{
+		Subject: tok.Subject, Org: c.Org, Env: c.Env, Workspace: c.Workspace,
+		Run: c.Run, Phase: c.Phase, Scope: c.Scope, Expiry: tok.Expiry,
+	}, nil
+}
+
+// bearer returns the request's bearer token.
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// redact removes the token and its parts from a message, in case a library quotes them.
+func redact(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, token, "[token]")
+	for _, part := range strings.Split(token, ".") {
+		if len(part) >= 8 {
+			msg = strings.ReplaceAll(msg, part, "[token]")
+		}
+	}
+	return msg
+}
+
+// isAdmin compares the request's bearer token with the admin token in constant time (over
+// digests, so the comparison does not reveal the token's length either).
+func (s *Server) isAdmin(r *http.Request) bool {
+	raw, ok := bearer(r)
+	if !ok || s.adminDigest == nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return subtle.ConstantTimeCompare(sum[:], s.adminDigest) == 1
+}

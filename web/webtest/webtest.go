@@ -54,6 +54,9 @@ type Options struct {
 	CatalogFS fs.FS
 	// DSN reuses an existing database (see RestartWith) instead of a fresh one.
 	DSN string
+	// Listener, when set, is where Gantry serves (so its URL can be known before Start,
+	// e.g. by a cloud that must trust Gantry's workload issuer).
+	Listener net.Listener
 }
 
 // App is one running Gantry with its provider and database.
@@ -95,8 +98,11 @@ func StartWith(t testing.TB, opts Options) *App {
 
 	idpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	appLn, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	appLn := opts.Listener
+	if appLn == nil {
+		appLn, err = net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+	}
 	app.Issuer = "http://" + idpLn.Addr().String()
 	app.URL = "http://" + appLn.Addr().String()
 

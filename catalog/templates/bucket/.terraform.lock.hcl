@@ -4,5 +4,7 @@
 provider "portal.local/sandbox/sandbox" {
   version     = "0.1.0"
   constraints = "0.1.0"
-  hashes      = []
+  hashes = [
+    "h1:bPPpQ8qNKb29styYuZ6ZMVlIeoUYbCazWuv1zKq4TmM=",
+  ]
 }

@@ -1,0 +1,78 @@
+package tofurun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"gantry/runner/tofu"
+)
+
+// Process runs tofu as a plain child process of the portal: the development executor.
+// It is NOT isolated: the job shares the portal's user, filesystem and network, so pages
+// label its runs "not isolated". Credentials still reach tofu only as environment.
+type Process struct {
+	Tofu string // path of the pinned tofu binary
+	// CLIConfig is the CLI configuration (filesystem mirror only).
+	CLIConfig string
+	// CloudEndpoint is SANDBOX_ENDPOINT as seen from the host.
+	CloudEndpoint string
+}
+
+func (p *Process) Name() string   { return "process" }
+func (p *Process) Isolated() bool { return false }
+
+// Health checks that tofu runs.
+func (p *Process) Health(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, p.Tofu, "version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tofu version: %v: %s", err, out)
+	}
+	if _, err := os.Stat(p.CLIConfig); err != nil {
+		return fmt.Errorf("CLI configuration: %w", err)
+	}
+	return nil
+}
+
+// Run runs tofu in workdir with nothing from the portal's environment but what
+// tofu.Env sets, the cloud endpoint and the job's secrets.
+func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, string, error) {
+	home := filepath.Join(workdir, ".home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return 0, "", err
+	}
+	cmd := exec.CommandContext(ctx, p.Tofu, c.Args...)
+	cmd.Dir = workdir
+	cmd.Env = append(tofu.Env(p.CLIConfig, home), "SANDBOX_ENDPOINT="+p.CloudEndpoint)
+	for k, v := range c.Secrets {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	// Its own process group, so a cancelled job takes the provider plugins with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, "", nil
+	case errors.As(err, &exit):
+		if ctx.Err() != nil {
+			return exitCode(exit), "the job was cancelled or exceeded its time limit", nil
+		}
+		return exitCode(exit), "", nil
+	default:
+		return 0, "", err
+	}
+}
+
+func exitCode(e *exec.ExitError) int {
+	if ws, ok := e.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return e.ExitCode()
+}

@@ -1,0 +1,278 @@
+// Package tofurun is the live runner: it runs OpenTofu (init, validate, plan -out, show
+// -json; apply of the saved plan file; a refresh-only plan to verify) through an
+// Executor that decides where the process runs: a plain host process for development
+// ("not isolated") or a runc container.
+package tofurun
+
+import (
+	"bytes"
+	"encoding/json"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gantry/models/bundle"
+	"gantry/runner"
+)
+
+// Command is one tofu invocation in a job's working directory.
+type Command struct {
+	Args []string
+	// Secrets are handed to the process only as environment (or a mounted secret file,
+	// the executor's choice): state backend credentials and the workload token.
+	Secrets map[string]string
+	Stdout  io.Writer
+	Stderr  io.Writer
+}
+
+// Executor runs tofu commands for a job whose files are in workdir (a host directory).
+type Executor interface {
+	// Name identifies the executor: "process" or "oci".
+	Name() string
+	// Isolated is false for the process executor, which pages label "not isolated".
+	Isolated() bool
+	// Run runs tofu with c.Args in workdir and returns its exit code. An error means
+	// the executor could not run it at all; Explain, when non-empty, says why a run was
+	// killed (memory, pids or time limit).
+	Run(ctx context.Context, workdir string, c Command) (exit int, explain string, err error)
+	// Health reports whether the executor can run jobs now.
+	Health(ctx context.Context) error
+}
+
+// Runner implements runner.Runner with OpenTofu on an Executor.
+type Runner struct {
+	Exec Executor
+	// WorkRoot holds one fresh working directory per phase, removed afterwards.
+	WorkRoot string
+}
+
+// New returns a live runner.
+func New(exec Executor, workRoot string) *Runner { return &Runner{Exec: exec, WorkRoot: workRoot} }
+
+func (r *Runner) Name() string    { return "tofu/" + r.Exec.Name() }
+func (r *Runner) Simulated() bool { return false }
+
+// job is one phase's working directory and log.
+type job struct {
+	r     *Runner
+	dir   string
+	log   bytes.Buffer
+	creds runner.Credentials
+}
+
+func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
+	if err := os.MkdirAll(r.WorkRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("creating work root: %w", err)
+	}
+	dir, err := os.MkdirTemp(r.WorkRoot, "job-")
+	if err != nil {
+		return nil, fmt.Errorf("creating job directory: %w", err)
+	}
+	b, err := bundle.FromTar(cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	for name, body := range b.Files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	return &job{r: r, dir: dir, creds: creds}, nil
+}
+
+func (j *job) close() { os.RemoveAll(j.dir) }
+
+// ErrTofu is a tofu command that failed; its output is in the log.
+var ErrTofu = errors.New("tofu failed")
+
+// secrets are the job's credentials as the environment tofu and the provider read.
+func (j *job) secrets() map[string]string {
+	out := map[string]string{}
+	if j.creds.StateUsername != "" {
+		out["TF_HTTP_USERNAME"], out["TF_HTTP_PASSWORD"] = j.creds.StateUsername, j.creds.StatePassword
+	}
+	if j.creds.CloudToken != "" {
+		out["SANDBOX_TOKEN"] = j.creds.CloudToken
+	}
+	return out
+}
+
+// run runs one command with its standard output going to out (errors to the log). It returns the exit code; codes
+// not in ok are an error naming the command, and a killed run says why in the log.
+func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
+	fmt.Fprintf(&j.log, "$ tofu %s\n", strings.Join(args, " "))
+	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: &j.log})
+	if err != nil {
+		return code, fmt.Errorf("running tofu %s: %w", args[0], err)
+	}
+	if explain != "" {
+		fmt.Fprintf(&j.log, "\n%s\n", explain)
+		return code, fmt.Errorf("tofu %s: %s: %w", args[0], explain, ErrTofu)
+	}
+	for _, c := range ok {
+		if code == c {
+			return code, nil
+		}
+	}
+	return code, fmt.Errorf("tofu %s exited with %d (see the log): %w", args[0], code, ErrTofu)
+}
+
+// tofu runs a command whose output belongs in the job log.
+func (j *job) tofu(ctx context.Context, ok []int, args ...string) (int, error) {
+	return j.run(ctx, &j.log, ok, args...)
+}
+
+// capture runs a command whose standard output is data (show -json, output -json): it
+// is returned, and goes to the log only when the command fails.
+func (j *job) capture(ctx context.Context, args ...string) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := j.run(ctx, &buf, []int{0}, args...); err != nil {
+		j.log.Write(buf.Bytes())
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (j *job) init(ctx context.Context) error {
+	// The lock file in the bundle is authoritative: -lockfile=readonly refuses any
+	// provider that does not match it, and the CLI config has no network source.
+	_, err := j.tofu(ctx, []int{0}, "init", "-input=false", "-no-color", "-lockfile=readonly")
+	return err
+}
+
+// Plan runs init, validate, plan -out and show -json.
+func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
+	j, err := r.newJob(req.Config, req.Credentials)
+	if err != nil {
+		return runner.PlanResult{}, err
+	}
+	defer j.close()
+	res, err := j.plan(ctx, req.Kind == runner.KindDestroy)
+	res.Log = j.log.Bytes()
+	return res, err
+}
+
+func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error) {
+	if err := j.init(ctx); err != nil {
+		return runner.PlanResult{}, err
+	}
+	if _, err := j.tofu(ctx, []int{0}, "validate", "-no-color"); err != nil {
+		return runner.PlanResult{}, err
+	}
+	args := []string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=plan.bin"}
+	if destroy {
+		args = append(args, "-destroy")
+	}
+	code, err := j.tofu(ctx, []int{0, 2}, args...)
+	if err != nil {
+		return runner.PlanResult{}, err
+	}
+	planFile, err := os.ReadFile(filepath.Join(j.dir, "plan.bin"))
+	if err != nil {
+		return runner.PlanResult{}, fmt.Errorf("reading the saved plan: %w", err)
+	}
+	planJSON, err := j.capture(ctx, "show", "-json", "plan.bin")
+	if err != nil {
+		return runner.PlanResult{}, err
+	}
+	return runner.PlanResult{PlanFile: planFile, PlanJSON: planJSON, HasChanges: code == 2}, nil
+}
+
+// Apply applies exactly the stored plan file: `tofu apply plan.bin`, never a new plan.
+// The state goes to Gantry's backend, so the result carries none.
+func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
+	j, err := r.newJob(req.Config, req.Credentials)
+	if err != nil {
+		return runner.ApplyResult{}, err
+	}
+	defer j.close()
+	res, err := j.apply(ctx, req.PlanFile)
+	res.Log = j.log.Bytes()
+	return res, err
+}
+
+func (j *job) apply(ctx context.Context, planFile []byte) (runner.ApplyResult, error) {
+	if err := j.init(ctx); err != nil {
+		return runner.ApplyResult{}, err
+	}
+	if err := os.WriteFile(filepath.Join(j.dir, "plan.bin"), planFile, 0o644); err != nil {
+		return runner.ApplyResult{}, fmt.Errorf("writing the plan file: %w", err)
+	}
+	if _, err := j.tofu(ctx, []int{0}, "apply", "-input=false", "-no-color", "plan.bin"); err != nil {
+		return runner.ApplyResult{}, err
+	}
+	outputs, err := j.capture(ctx, "output", "-json")
+	if err != nil {
+		return runner.ApplyResult{}, err
+	}
+	return runner.ApplyResult{Outputs: outputs}, nil
+}
+
+// Verify runs a refresh-only plan: no changes means the live resources match the
+// applied state; otherwise the refresh-only plan is the residual drift.
+func (r *Runner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.VerifyResult, error) {
+	j, err := r.newJob(req.Config, req.Credentials)
+	if err != nil {
+		return runner.VerifyResult{}, err
+	}
+	defer j.close()
+	res, err := j.verify(ctx)
+	res.Log = j.log.Bytes()
+	return res, err
+}
+
+func (j *job) verify(ctx context.Context) (runner.VerifyResult, error) {
+	if err := j.init(ctx); err != nil {
+		return runner.VerifyResult{}, err
+	}
+	code, err := j.tofu(ctx, []int{0, 2}, "plan", "-refresh-only", "-input=false", "-no-color", "-detailed-exitcode", "-out=verify.bin")
+	if err != nil {
+		return runner.VerifyResult{}, err
+	}
+	if code == 0 {
+		return runner.VerifyResult{Converged: true}, nil
+	}
+	drift, err := j.capture(ctx, "show", "-json", "verify.bin")
+	if err != nil {
+		return runner.VerifyResult{}, err
+	}
+	changed, err := resourcesDrifted(drift)
+	if err != nil {
+		return runner.VerifyResult{}, err
+	}
+	// A refresh-only plan also reports changed outputs (after a destroy, every output
+	// goes away); only resources that differ from the state are drift.
+	return runner.VerifyResult{Converged: !changed, DriftJSON: drift}, nil
+}
+
+// resourcesDrifted reports whether a refresh-only plan found any resource whose live
+// object differs from the state.
+func resourcesDrifted(planJSON []byte) (bool, error) {
+	var doc struct {
+		ResourceDrift []struct {
+			Change struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_drift"`
+	}
+	if err := json.Unmarshal(planJSON, &doc); err != nil {
+		return false, fmt.Errorf("reading the refresh-only plan: %w", err)
+	}
+	for _, d := range doc.ResourceDrift {
+		if len(d.Change.Actions) != 1 || d.Change.Actions[0] != "no-op" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

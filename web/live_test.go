@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +30,16 @@ type liveApp struct {
 	cloudDir string
 }
 
-func startLive(t *testing.T) liveApp {
+// liveOptions adjust startLive: a wrapper around the sandbox cloud's handler (to slow
+// it down) and around the executor (to kill a command).
+type liveOptions struct {
+	cloud func(http.Handler) http.Handler
+	exec  func(tofurun.Executor) tofurun.Executor
+}
+
+func startLive(t *testing.T) liveApp { return startLiveWith(t, liveOptions{}) }
+
+func startLiveWith(t *testing.T, opts liveOptions) liveApp {
 	t.Helper()
 	tc, err := tofu.PrepareToolchain(t.Context(), "..", t.TempDir(), testLogWriter{t})
 	require.NoError(t, err)
@@ -36,9 +48,16 @@ func startLive(t *testing.T) liveApp {
 	cloudDir := t.TempDir()
 	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: "http://" + ln.Addr().String() + "/workload", AdminToken: "admin-test-token"})
 	require.NoError(t, err)
-	cloudSrv := httptest.NewServer(sc)
+	var handler http.Handler = sc
+	if opts.cloud != nil {
+		handler = opts.cloud(handler)
+	}
+	cloudSrv := httptest.NewServer(handler)
 	t.Cleanup(cloudSrv.Close)
-	exec := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}
+	var exec tofurun.Executor = &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}
+	if opts.exec != nil {
+		exec = opts.exec(exec)
+	}
 	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir())})
 	return liveApp{App: app, cloudDir: cloudDir}
 }
@@ -124,4 +143,92 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	for _, kind := range []string{"database", "subnet", "network"} {
 		require.Zero(t, app.cloudObjects(t, kind), kind)
 	}
+}
+
+// TestLiveStalePlanNeverApplies: two runs planned from the same state; the first is
+// approved and applied; the second ends STALE and never applies.
+func TestLiveStalePlanNeverApplies(t *testing.T) {
+	t.Parallel()
+	app := startLive(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	bucket := func(retention string) url.Values {
+		return url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"logs"}, "kind": {"apply"},
+			"inputs.name": {"logs-archive"}, "inputs.retention_days": {retention}}
+	}
+	base := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("30")), run.PendingApproval)
+	approve(t, app.App, admin, base)
+	waitForState(t, app.App, base.ID, run.Succeeded)
+
+	first := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("60")), run.PendingApproval)
+	second := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("90")), run.PendingApproval)
+	require.Equal(t, first.PriorSerial, second.PriorSerial, "both planned from the same state")
+	approve(t, app.App, admin, first)
+	waitForState(t, app.App, first.ID, run.Succeeded)
+	approve(t, app.App, admin, second)
+	second = waitForState(t, app.App, second.ID, run.Stale)
+	require.Contains(t, second.StateReason, "state changed after this run was planned")
+	var versions int64
+	require.NoError(t, app.DB.Table("state_versions").Where("workspace_id = ? AND run_id = ?", second.WorkspaceID, second.ID).Count(&versions).Error)
+	require.Zero(t, versions, "the stale run wrote no state")
+}
+
+// killingExecutor kills `tofu apply` after a moment, as an OOM kill or a crashed node
+// would, leaving tofu's state lock behind.
+type killingExecutor struct {
+	tofurun.Executor
+	after time.Duration
+	kills *atomic.Int32 // how many applies are still to be killed
+}
+
+func (k killingExecutor) Run(ctx context.Context, dir string, c tofurun.Command) (int, string, error) {
+	if len(c.Args) > 0 && c.Args[0] == "apply" && k.kills.Add(-1) >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, k.after)
+		defer cancel()
+	}
+	return k.Executor.Run(ctx, dir, c)
+}
+
+// TestLiveApplyKilled: tofu killed mid-apply ends the run FAILED with the lock fenced;
+// the next run of the workspace then locks, plans and applies normally.
+func TestLiveApplyKilled(t *testing.T) {
+	t.Parallel()
+	slowDatabases := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/v1/database") {
+				time.Sleep(5 * time.Second)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	var kills atomic.Int32
+	kills.Store(1)
+	app := startLiveWith(t, liveOptions{cloud: slowDatabases, exec: func(e tofurun.Executor) tofurun.Executor {
+		return killingExecutor{Executor: e, after: 2 * time.Second, kills: &kills}
+	}})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	form := url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"killed"}, "kind": {"apply"}, "inputs.name": {"killed-db"}}
+	r := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
+	approve(t, app.App, admin, r)
+	r = waitForState(t, app.App, r.ID, run.Failed)
+	require.Contains(t, r.StateReason, "apply failed")
+	var lock struct {
+		LockID *string
+		Fence  int64
+	}
+	require.NoError(t, app.DB.Raw("SELECT lock_id, fence FROM state_locks WHERE workspace_id = ?", r.WorkspaceID).Scan(&lock).Error)
+	require.Nil(t, lock.LockID, "the dead job's lock is released")
+	require.Positive(t, lock.Fence)
+	var fenced int64
+	require.NoError(t, app.DB.Table("audit_events").Where("action = 'state.lock_fenced' AND target_id = ?", r.WorkspaceID).Count(&fenced).Error)
+	require.EqualValues(t, 1, fenced)
+
+	// The workspace is usable again: the next run locks the state, plans and applies.
+	next := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
+	approve(t, app.App, admin, next)
+	waitForState(t, app.App, next.ID, run.Succeeded)
 }

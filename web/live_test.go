@@ -19,6 +19,7 @@ import (
 	"gantry/models/run"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
+	"gantry/sandbox/client"
 	"gantry/sandbox/cloud"
 	"gantry/web/webtest"
 )
@@ -34,7 +35,8 @@ type liveApp struct {
 // it down) and around the executor (to kill a command).
 type liveOptions struct {
 	cloud func(http.Handler) http.Handler
-	exec  func(tofurun.Executor) tofurun.Executor
+	// exec wraps the executor; it gets the cloud's URL for out-of-band changes.
+	exec func(e tofurun.Executor, cloudURL string) tofurun.Executor
 }
 
 func startLive(t *testing.T) liveApp { return startLiveWith(t, liveOptions{}) }
@@ -56,7 +58,7 @@ func startLiveWith(t *testing.T, opts liveOptions) liveApp {
 	t.Cleanup(cloudSrv.Close)
 	var exec tofurun.Executor = &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}
 	if opts.exec != nil {
-		exec = opts.exec(exec)
+		exec = opts.exec(exec, cloudSrv.URL)
 	}
 	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir())})
 	return liveApp{App: app, cloudDir: cloudDir}
@@ -205,7 +207,7 @@ func TestLiveApplyKilled(t *testing.T) {
 	}
 	var kills atomic.Int32
 	kills.Store(1)
-	app := startLiveWith(t, liveOptions{cloud: slowDatabases, exec: func(e tofurun.Executor) tofurun.Executor {
+	app := startLiveWith(t, liveOptions{cloud: slowDatabases, exec: func(e tofurun.Executor, _ string) tofurun.Executor {
 		return killingExecutor{Executor: e, after: 2 * time.Second, kills: &kills}
 	}})
 	operator := app.LoggedIn(t, "operator@acme.test")
@@ -231,4 +233,47 @@ func TestLiveApplyKilled(t *testing.T) {
 	next := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
 	approve(t, app.App, admin, next)
 	waitForState(t, app.App, next.ID, run.Succeeded)
+}
+
+// driftingExecutor changes every bucket out of band (break-glass admin API) right after
+// `tofu apply` finished: the verification that follows must find the drift.
+type driftingExecutor struct {
+	tofurun.Executor
+	cloud *client.Client
+}
+
+func (d driftingExecutor) Run(ctx context.Context, dir string, c tofurun.Command) (int, string, error) {
+	code, explain, err := d.Executor.Run(ctx, dir, c)
+	if err == nil && code == 0 && len(c.Args) > 0 && c.Args[0] == "apply" {
+		buckets, lerr := d.cloud.AdminList(ctx, "bucket")
+		if lerr != nil {
+			return code, explain, lerr
+		}
+		for _, b := range buckets {
+			if _, uerr := d.cloud.AdminUpdate(ctx, "bucket", b.ID, map[string]any{"retention_days": 1}, "drift test"); uerr != nil {
+				return code, explain, uerr
+			}
+		}
+	}
+	return code, explain, err
+}
+
+// TestLiveVerificationFindsDrift: a change made out of band between apply and
+// verification fails the run's verification, with the drift recorded and shown.
+func TestLiveVerificationFindsDrift(t *testing.T) {
+	t.Parallel()
+	app := startLiveWith(t, liveOptions{exec: func(e tofurun.Executor, cloudURL string) tofurun.Executor {
+		admin, err := client.New(cloudURL, "admin-test-token")
+		require.NoError(t, err)
+		return driftingExecutor{Executor: e, cloud: admin}
+	}})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	id := requestRun(t, app.App, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"drifty"},
+		"kind": {"apply"}, "inputs.name": {"drifty-bucket"}})
+	r := waitForState(t, app.App, id, run.Failed)
+	require.Contains(t, r.StateReason, "verification found drift")
+	require.NotNil(t, r.VerifyLogArtifactID)
+	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+id))
+	require.Contains(t, page, "retention_days", "the drift is shown on the run page")
 }

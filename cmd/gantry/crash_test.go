@@ -62,19 +62,7 @@ func TestPortalKilledWhilePlanning(t *testing.T) {
 		}
 	})
 
-	// An OpenID Provider for the portal to discover at start.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	issuer := "http://" + ln.Addr().String()
-	idp, err := devidp.New(devidp.Config{Issuer: issuer, Clients: []devidp.Client{{ID: "gantry", Secret: "s", RedirectURIs: []string{"http://127.0.0.1:1/auth/callback"}}},
-		Users: []devidp.User{{Subject: "u", Email: "u@example.test", Password: "p"}}})
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(idp)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-
+	issuer := startTestIssuer(t)
 	orgs, err := demo.Seed(ctx, gdb, issuer)
 	require.NoError(t, err)
 	keySpec := keyring.NewKeySpec("crash-1")
@@ -134,4 +122,78 @@ func TestPortalKilledWhilePlanning(t *testing.T) {
 	var revision int
 	require.NoError(t, gdb.Raw("SELECT plan_revision FROM runs WHERE id = ?", r.ID).Scan(&revision).Error)
 	require.Equal(t, 2, revision, "planned again after the crash")
+}
+
+// TestPortalKilledWhileApplying: the portal dies (SIGKILL) while a run is RUNNING. On
+// restart the run becomes APPLY_INTERRUPTED and is never applied again blindly.
+func TestPortalKilledWhileApplying(t *testing.T) {
+	ctx := context.Background()
+	dsn := dbtest.NewURL(t)
+	gdb, err := db.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := gdb.DB(); err == nil {
+			s.Close()
+		}
+	})
+	issuer := startTestIssuer(t)
+	orgs, err := demo.Seed(ctx, gdb, issuer)
+	require.NoError(t, err)
+	keySpec := keyring.NewKeySpec("crash-2")
+	keys, err := keyring.Parse(keySpec)
+	require.NoError(t, err)
+	sys, err := runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: catalogfiles.FS, Runner: mock.New(),
+		BaseURL: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(sys.Close)
+	var operator, admin, staging string
+	require.NoError(t, gdb.Raw("SELECT id FROM users WHERE subject = 'acme-operator'").Scan(&operator).Error)
+	require.NoError(t, gdb.Raw("SELECT id FROM users WHERE subject = 'acme-admin'").Scan(&admin).Error)
+	require.NoError(t, gdb.Raw("SELECT id FROM environments WHERE organization_id = ? AND name = 'staging'", orgs["acme"]).Scan(&staging).Error)
+	asOperator := authz.WithSubject(ctx, authz.Subject{UserID: operator, Name: "Olivia", OrganizationID: orgs["acme"], Role: authz.RoleOperator})
+	asAdmin := authz.WithSubject(ctx, authz.Subject{UserID: admin, Name: "Adam", OrganizationID: orgs["acme"], Role: authz.RoleAdmin})
+	r, err := sys.Runs.Request(asOperator, runpkg.Request{EnvironmentID: staging, Workspace: "crash-apply", Template: "bucket",
+		Kind: runpkg.KindApply, Inputs: map[string]string{"name": "crash-apply"}})
+	require.NoError(t, err)
+
+	env := []string{"GANTRY_DATABASE_URL=" + dsn, "GANTRY_KEYS=" + keySpec, "GANTRY_OIDC_ISSUER=" + issuer,
+		"GANTRY_OIDC_CLIENT_ID=gantry", "GANTRY_OIDC_CLIENT_SECRET=s", "GANTRY_BASE_URL=http://127.0.0.1:1", "GANTRY_ADDR=127.0.0.1:0"}
+	state := func() runpkg.Run {
+		var got runpkg.Run
+		require.NoError(t, gdb.Where("id = ?", r.ID).Take(&got).Error)
+		return got
+	}
+	first, out1 := startPortal(t, env, "--runner-delay=1s", "--apply-timeout=3s", "--job-rescue-after=3s")
+	require.Eventually(t, func() bool { return state().State == runpkg.PendingApproval }, 30*time.Second, 20*time.Millisecond, "no plan:\n%s", out1)
+	_, err = sys.Runs.Approve(asAdmin, r.ID, state().PlanDigest)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return state().State == runpkg.Running }, 30*time.Second, 5*time.Millisecond, "apply never started:\n%s", out1)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	require.Equal(t, runpkg.Running, state().State)
+
+	second, out2 := startPortal(t, env, "--apply-timeout=3s", "--job-rescue-after=3s")
+	require.Eventually(t, func() bool { return state().State == runpkg.ApplyInterrupted }, 2*time.Minute, 100*time.Millisecond, "not interrupted:\n%s", out2)
+	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.Wait(), out2)
+	var versions int64
+	require.NoError(t, gdb.Table("state_versions").Where("run_id = ?", r.ID).Count(&versions).Error)
+	require.Zero(t, versions, "never applied blindly")
+}
+
+// startTestIssuer runs an OpenID Provider for the portal to discover at start.
+func startTestIssuer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	issuer := "http://" + ln.Addr().String()
+	idp, err := devidp.New(devidp.Config{Issuer: issuer, Clients: []devidp.Client{{ID: "gantry", Secret: "s", RedirectURIs: []string{"http://127.0.0.1:1/auth/callback"}}},
+		Users: []devidp.User{{Subject: "u", Email: "u@example.test", Password: "p"}}})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(idp)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return issuer
 }

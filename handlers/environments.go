@@ -57,7 +57,7 @@ func (h Environments) list(c echo.Context) error {
 	rows := make([]views.EnvironmentRow, 0, len(envs))
 	for _, e := range envs {
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
-			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted})
+			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -76,7 +76,7 @@ func (h Environments) create(c echo.Context) error {
 	env, err := h.Service.Create(c.Request().Context(), in)
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Errors: v.Fields,
+			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor, Errors: v.Fields,
 		}, in.Grants)
 	}
 	if err != nil {
@@ -98,6 +98,7 @@ func (h Environments) edit(c echo.Context) error {
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
+		Executor: env.Executor,
 	}, grants)
 }
 
@@ -106,7 +107,7 @@ func (h Environments) update(c echo.Context) error {
 	env, err := h.Service.Update(c.Request().Context(), c.Param("id"), in)
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Errors: v.Fields,
+			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor, Errors: v.Fields,
 		}, in.Grants)
 	}
 	if err != nil {
@@ -138,6 +139,7 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		Tier:       c.FormValue("tier"),
 		Restricted: c.FormValue("restricted") == "on",
 		Grants:     form["grants"],
+		Executor:   c.FormValue("executor"),
 	}
 	approval := "off"
 	values := form["requires_approval"]

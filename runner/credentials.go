@@ -13,7 +13,8 @@ import (
 // CredentialSource mints the credentials of one job phase and ends them afterwards.
 type CredentialSource interface {
 	ForPhase(ctx context.Context, r run.Run, phase run.JobKind, ttl time.Duration) (Credentials, error)
-	Revoke(ctx context.Context, runID string) error
+	// Revoke ends exactly the credentials ForPhase returned.
+	Revoke(ctx context.Context, c Credentials) error
 }
 
 // jobCredentials issues state backend credentials and a workload identity token per
@@ -50,7 +51,8 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, phase run.JobKi
 	return Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, nil
 }
 
-func (j jobCredentials) Revoke(ctx context.Context, runID string) error {
-	_, err := j.state.Revoke(ctx, runID)
-	return err
+func (j jobCredentials) Revoke(ctx context.Context, c Credentials) error {
+	// The workload token cannot be revoked; it expires within 15 minutes and is scoped
+	// to this run's phase. The state credential ends now.
+	return j.state.RevokeCredential(ctx, c.StateUsername)
 }

@@ -20,7 +20,7 @@ type QueueConfig struct {
 	SQLDB *sql.DB
 	// ListenPool carries LISTEN/NOTIFY, so workers wake on insert instead of polling.
 	ListenPool *pgxpool.Pool
-	Runner     Runner
+	Runners    RunnerSet
 	Logger     *slog.Logger
 	// RescueStuckJobsAfter: a job still "running" this long after its process died is
 	// handed to another worker. Longer than the longest phase timeout by default.
@@ -63,9 +63,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		cfg.MaxWorkers = 10
 	}
 	q := &Queue{
-		plan:   &PlanWorker{Runner: cfg.Runner, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
-		apply:  &ApplyWorker{Runner: cfg.Runner, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
-		verify: &VerifyWorker{Runner: cfg.Runner, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
+		plan:   &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
+		apply:  &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
+		verify: &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
 		expire: &ExpireWorker{},
 	}
 	workers := river.NewWorkers()

@@ -26,7 +26,10 @@ type SystemConfig struct {
 	DSN       string // for the LISTEN/NOTIFY pool
 	Keys      *keyring.Keyring
 	CatalogFS fs.FS
-	Runner    Runner
+	// Runner is the deployment's default executor; Extra are the others environments
+	// may choose. Names must differ.
+	Runner Runner
+	Extra  []Runner
 	// BaseURL is where runners reach Gantry's state backend.
 	BaseURL              string
 	Logger               *slog.Logger
@@ -39,6 +42,8 @@ type SystemConfig struct {
 // System is the run machinery of one portal process: the catalog, the run service,
 // the River queue and its workers, and the pool that carries LISTEN/NOTIFY.
 type System struct {
+	// Runners are the executors on offer, by name.
+	Runners RunnerSet
 	Catalog *catalog.Catalog
 	// Identity mints workload identity tokens per job phase (issuer BaseURL/workload).
 	Identity   *identity.Issuer
@@ -82,7 +87,17 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	arts := artifact.NewStore(cfg.DB, cfg.Keys)
 	states := state.NewService(cfg.DB, arts, audit.New(cfg.DB))
 	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
-	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runner: cfg.Runner, Logger: cfg.Logger,
+	set := RunnerSet{}
+	offered := run.Runners{Default: cfg.Runner.Name()}
+	for _, r := range append([]Runner{cfg.Runner}, cfg.Extra...) {
+		if _, dup := set[r.Name()]; dup {
+			pool.Close()
+			return nil, fmt.Errorf("two runners are named %s", r.Name())
+		}
+		set[r.Name()] = r
+		offered.Available = append(offered.Available, run.RunnerInfo{Name: r.Name(), Simulated: r.Simulated()})
+	}
+	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runners: set, Logger: cfg.Logger,
 		Credentials:          jobCredentials{state: states, identity: ident},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
@@ -91,7 +106,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	}
 	runs := run.NewService(run.Config{
 		DB: cfg.DB, Audit: audit.New(cfg.DB), Artifacts: arts, Enqueuer: q.Enqueuer(), Catalog: catalog.ForRuns(cat),
-		Runner: run.RunnerInfo{Name: cfg.Runner.Name(), Simulated: cfg.Runner.Simulated()},
+		Runners: offered,
 		StateAddress: func(workspaceID string) string {
 			address, _ := state.Addresses(base, workspaceID)
 			return address
@@ -99,7 +114,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		Fencer: states,
 	})
 	q.Bind(runs)
-	return &System{Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+	return &System{Runners: set, Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -52,6 +52,18 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
+// RunnerSet holds the runners of this process by name; a run names the one it was
+// planned with, and every phase of it uses that one.
+type RunnerSet map[string]Runner
+
+// For returns the runner named name.
+func (rs RunnerSet) For(name string) (Runner, error) {
+	if r, ok := rs[name]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("the %s executor is not available in this Gantry", name)
+}
+
 // credentialsFor mints the phase's credentials for a runner that touches real
 // infrastructure, and returns the function that ends them when the phase is over. A
 // simulated runner gets none.
@@ -63,7 +75,7 @@ func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.
 	if err != nil {
 		return Credentials{}, nil, fmt.Errorf("minting %s credentials: %w", phase, err)
 	}
-	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), rn.ID) }, nil
+	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), creds) }, nil
 }
 
 // skipped treats "the run already moved past this phase" as a finished job.
@@ -73,7 +85,7 @@ func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
 type PlanWorker struct {
 	river.WorkerDefaults[PlanArgs]
 	Runs         Lifecycle
-	Runner       Runner
+	Runners      RunnerSet
 	Creds        CredentialSource
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
@@ -92,12 +104,17 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	if work.Restarted {
 		w.Logger.WarnContext(ctx, "planning again after an interrupted attempt", "run", job.Args.RunID, "attempt", job.Attempt)
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobPlan, w.PhaseTimeout)
+	rn, err := w.Runners.For(work.Run.Runner)
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, nil, err.Error())
+		return ignoreSkip(ferr)
+	}
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobPlan, w.PhaseTimeout)
 	if err != nil {
 		return err
 	}
 	defer revoke()
-	res, err := w.Runner.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
+	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
 		Config: work.Config, PriorState: work.PriorState, Credentials: creds})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -121,10 +138,10 @@ func ignoreSkip(err error) error {
 // ApplyWorker applies approved runs, one at a time per workspace.
 type ApplyWorker struct {
 	river.WorkerDefaults[ApplyArgs]
-	Runs   Lifecycle
-	Runner Runner
-	Creds  CredentialSource
-	Logger *slog.Logger
+	Runs    Lifecycle
+	Runners RunnerSet
+	Creds   CredentialSource
+	Logger  *slog.Logger
 	// OnStart, if set, is called when an apply passed its checks and is about to run
 	// (used by the queue-latency benchmark).
 	OnStart      func(runID string)
@@ -149,7 +166,12 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.OnStart != nil {
 		w.OnStart(work.Run.ID)
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobApply, w.PhaseTimeout)
+	rn, err := w.Runners.For(work.Run.Runner)
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, nil, err.Error()+"; nothing was applied")
+		return ignoreSkip(ferr)
+	}
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobApply, w.PhaseTimeout)
 	if err != nil {
 		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
@@ -157,7 +179,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	defer revoke()
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
-	res, err := w.Runner.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
+	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds})
 	if err != nil {
 		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
@@ -195,7 +217,7 @@ func stateHeader(state []byte) (int, string, error) {
 type VerifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
 	Runs         Lifecycle
-	Runner       Runner
+	Runners      RunnerSet
 	Creds        CredentialSource
 	PhaseTimeout time.Duration
 }
@@ -210,12 +232,17 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	if err != nil {
 		return err
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, w.Runner, work.Run, run.JobVerify, w.PhaseTimeout)
+	rn, err := w.Runners.For(work.Run.Runner)
+	if err != nil {
+		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobVerify, nil, err.Error())
+		return ignoreSkip(ferr)
+	}
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobVerify, w.PhaseTimeout)
 	if err != nil {
 		return err
 	}
 	defer revoke()
-	res, err := w.Runner.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
+	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
 		State: work.State, Credentials: creds})
 	if err != nil {
 		if ctx.Err() != nil {

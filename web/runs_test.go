@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -23,8 +24,26 @@ func waitForState(t *testing.T, app *webtest.App, runID string, want run.State) 
 		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
 		return r.State == want || (r.State.Terminal() && r.State != want)
 	}, 20*time.Second, 20*time.Millisecond)
-	require.Equal(t, want, r.State, "run ended %s: %s", r.State, r.StateReason)
+	require.Equal(t, want, r.State, "run ended %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app, r))
 	return r
+}
+
+// phaseLogs returns the run's plan, apply and verification logs, for failure messages.
+func phaseLogs(t *testing.T, app *webtest.App, r run.Run) string {
+	t.Helper()
+	var b strings.Builder
+	for name, id := range map[string]*string{"plan": r.PlanLogArtifactID, "apply": r.ApplyLogArtifactID, "verify": r.VerifyLogArtifactID} {
+		if id == nil {
+			continue
+		}
+		data, _, err := app.System.Artifacts.Get(t.Context(), r.OrganizationID, *id)
+		if err != nil {
+			fmt.Fprintf(&b, "--- %s log: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s log:\n%s\n", name, data)
+	}
+	return b.String()
 }
 
 var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)

@@ -75,6 +75,7 @@ func (c *Config) setDefaults() error {
 
 // Services are the run machinery the pages drive (built by runner.NewSystem).
 type Services struct {
+	Executors  handlers.ExecutorHealth
 	Identity   *identity.Issuer
 	State      *state.Service
 	Runs       *run.Service
@@ -174,6 +175,9 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)
 	handlers.Runs{Runs: svc.Runs, Workspaces: wss, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: wss, Runs: svc.Runs}.Register(app)
+	if svc.Executors != nil {
+		handlers.Executors{Runners: svc.Executors}.Register(app)
+	}
 	return s, nil
 }
 

@@ -39,8 +39,11 @@ type Environment struct {
 	Tier             Tier
 	RequiresApproval bool
 	Restricted       bool
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// Executor runs the environment's jobs: "default" (the deployment's), "mock",
+	// "tofu/process" or "tofu/oci".
+	Executor  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Grant lets one member use a restricted environment.
@@ -62,7 +65,11 @@ type Input struct {
 	RequiresApproval *bool
 	Restricted       bool
 	Grants           []string // user ids
+	Executor         string   // "" means "default"
 }
+
+// Executors are the values an environment's executor may take.
+var Executors = []string{"default", "mock", "tofu/process", "tofu/oci"}
 
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
@@ -81,6 +88,9 @@ func (in Input) Validate() *errs.Validation {
 	}
 	if !Tier(in.Tier).Valid() {
 		v.Add("tier", "Choose development, staging or production.")
+	}
+	if in.Executor != "" && !slices.Contains(Executors, in.Executor) {
+		v.Add("executor", "Choose default, mock, tofu/process or tofu/oci.")
 	}
 	return v
 }

@@ -106,6 +106,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 			Tier:             Tier(in.Tier),
 			RequiresApproval: Tier(in.Tier).DefaultRequiresApproval(),
 			Restricted:       in.Restricted,
+			Executor:         executorOrDefault(in.Executor),
 		}
 		if in.RequiresApproval != nil {
 			env.RequiresApproval = *in.RequiresApproval
@@ -156,6 +157,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			env.RequiresApproval = *in.RequiresApproval
 		}
 		env.Restricted = in.Restricted
+		if in.Executor != "" {
+			env.Executor = in.Executor
+		}
 		afterGrants := normaliseIDs(in.Grants)
 		if env == before && slices.Equal(beforeGrants, afterGrants) {
 			return nil
@@ -165,7 +169,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			Where("organization_id = ? AND id = ?", env.OrganizationID, env.ID).
 			Updates(map[string]any{
 				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
-				"restricted": env.Restricted, "updated_at": gorm.Expr("now()"),
+				"restricted": env.Restricted, "executor": env.Executor, "updated_at": gorm.Expr("now()"),
 			}).Error
 		if err != nil {
 			return s.nameConflict(err, in.Name)
@@ -260,8 +264,15 @@ func snapshot(env Environment, grants []string) map[string]any {
 	}
 	return map[string]any{
 		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
-		"restricted": env.Restricted, "grants": grants,
+		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
 	}
+}
+
+func executorOrDefault(e string) string {
+	if e == "" {
+		return "default"
+	}
+	return e
 }
 
 // Choices returns the environments the subject may request runs in: every

@@ -27,6 +27,8 @@ type Validated struct {
 	ModuleDigest string
 	Inputs       map[string]any // typed values, as the generated config gets them
 	Display      map[string]any // the same with sensitive values masked: what is stored and shown
+	// Runner is the executor the environment's jobs run on (set by Service.Validate).
+	Runner RunnerInfo
 }
 
 // Catalog is what requesting a run needs from the template catalog.
@@ -61,9 +63,13 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	if !req.Kind.Valid() {
 		v.Add("kind", "Choose apply, dry run or destroy.")
 	}
-	envName, err := s.checkEnvironment(ctx, subject, req.EnvironmentID, v)
+	envName, executor, err := s.checkEnvironment(ctx, subject, req.EnvironmentID, v)
 	if err != nil {
 		return Validated{}, nil, err
+	}
+	chosen, runnerOK := s.runners.pick(executor)
+	if _, bad := v.Fields["environment"]; !bad && !runnerOK {
+		v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", envName, executor))
 	}
 	name := strings.TrimSpace(req.Workspace)
 	if !workspaceName.MatchString(name) {
@@ -100,6 +106,7 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 			return Validated{}, nil, fmt.Errorf("reading workspace: %w", err)
 		}
 	}
+	validated.Runner = chosen
 	if req.Kind == KindDestroy && ws == nil {
 		v.Add("workspace", "There is nothing to destroy: the workspace does not exist.")
 	}
@@ -109,35 +116,36 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 // checkEnvironment adds a field message unless the environment belongs to the
 // subject's organization and the subject may use it (a restricted environment needs an
 // explicit grant; admins and owners manage grants and are not restricted).
-func (s *Service) checkEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (string, error) {
+func (s *Service) checkEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (name, executor string, err error) {
 	if strings.TrimSpace(id) == "" {
 		v.Add("environment", "Choose an environment.")
-		return "", nil
+		return "", "", nil
 	}
 	var env struct {
 		Name       string
 		Restricted bool
+		Executor   string
 	}
-	err := db.Conn(ctx, s.db).Table("environments").Select("name, restricted").
+	err = db.Conn(ctx, s.db).Table("environments").Select("name, restricted, executor").
 		Where("organization_id = ? AND id = ?", subject.OrganizationID, id).Take(&env).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		v.Add("environment", "Choose one of this organization's environments.")
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading environment: %w", err)
+		return "", "", fmt.Errorf("reading environment: %w", err)
 	}
 	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
 		var granted int64
 		err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", id, subject.UserID).Count(&granted).Error
 		if err != nil {
-			return "", fmt.Errorf("reading grants: %w", err)
+			return "", "", fmt.Errorf("reading grants: %w", err)
 		}
 		if granted == 0 {
 			v.Add("environment", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))
 		}
 	}
-	return env.Name, nil
+	return env.Name, env.Executor, nil
 }
 
 // Request validates and queues a run: the workspace (created on first use), the
@@ -180,7 +188,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 			Number: ws.NextRunNumber, Kind: req.Kind, State: Queued, StateReason: "request validated, configuration generated",
 			TemplateName: validated.Template, TemplateVersion: validated.Version, ModuleDigest: validated.ModuleDigest,
 			Inputs: display, RequestedBy: subject.UserID, RequestedByName: subject.Name,
-			Runner: s.runner.Name, Simulated: s.runner.Simulated, ConfigArtifactID: cfgArt.ID, ConfigDigest: cfgArt.SHA256,
+			Runner: validated.Runner.Name, Simulated: validated.Runner.Simulated, ConfigArtifactID: cfgArt.ID, ConfigDigest: cfgArt.SHA256,
 		}
 		conn := db.Conn(ctx, s.db)
 		if err := conn.Create(&r).Error; err != nil {

@@ -24,10 +24,30 @@ const (
 	ApprovalValidity      = 15 * time.Minute
 )
 
-// RunnerInfo says which executor new runs use and whether it only simulates.
+// RunnerInfo names an executor this deployment offers and whether it only simulates.
 type RunnerInfo struct {
 	Name      string
 	Simulated bool
+}
+
+// Runners are the executors on offer: the deployment's default and every runner an
+// environment may name.
+type Runners struct {
+	Default   string
+	Available []RunnerInfo
+}
+
+// pick resolves an environment's executor setting to an available runner.
+func (rs Runners) pick(executor string) (RunnerInfo, bool) {
+	if executor == "" || executor == "default" {
+		executor = rs.Default
+	}
+	for _, r := range rs.Available {
+		if r.Name == executor {
+			return r, true
+		}
+	}
+	return RunnerInfo{}, false
 }
 
 // Service moves runs through the gate sequence. Person-facing methods check the
@@ -39,7 +59,7 @@ type Service struct {
 	artifacts *artifact.Store
 	enqueuer  Enqueuer
 	catalog   Catalog
-	runner    RunnerInfo
+	runners   Runners
 	// StateAddress builds the http backend address of a workspace for generated config.
 	stateAddress func(workspaceID string) string
 	fencer       Fencer
@@ -58,7 +78,7 @@ type Config struct {
 	Artifacts    *artifact.Store
 	Enqueuer     Enqueuer
 	Catalog      Catalog
-	Runner       RunnerInfo
+	Runners      Runners
 	StateAddress func(workspaceID string) string
 	Fencer       Fencer
 }
@@ -66,7 +86,7 @@ type Config struct {
 // NewService returns the run service.
 func NewService(c Config) *Service {
 	return &Service{db: c.DB, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
-		runner: c.Runner, stateAddress: c.StateAddress, fencer: c.Fencer}
+		runners: c.Runners, stateAddress: c.StateAddress, fencer: c.Fencer}
 }
 
 // now is the database clock: every deadline is judged by it, not by a portal's clock.

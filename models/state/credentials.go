@@ -129,6 +129,25 @@ func (s *Service) Revoke(ctx context.Context, runID string) (int, error) {
 	return n, err
 }
 
+// RevokeCredential ends one credential (a finished phase's), leaving the run's other
+// credentials alone: the next phase of the same run may already hold its own.
+func (s *Service) RevokeCredential(ctx context.Context, id string) error {
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		var revoked []credentialRow
+		err := db.Conn(ctx, s.db).Raw(`UPDATE state_credentials SET revoked_at = now()
+			WHERE id = ? AND revoked_at IS NULL RETURNING id, organization_id, workspace_id, run_id`, id).Scan(&revoked).Error
+		if err != nil {
+			return fmt.Errorf("revoking state credential %s: %w", id, err)
+		}
+		if len(revoked) == 0 {
+			return nil
+		}
+		r := revoked[0]
+		return s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "state.credentials_revoked",
+			TargetType: "workspace", TargetID: r.WorkspaceID, Data: map[string]any{"run_id": r.RunID, "credential_ids": []string{id}, "reason": "phase finished"}})
+	})
+}
+
 // revoke revokes runID's live credentials inside the caller's transaction and audits
 // it per organization (a run has one) when any was live.
 func (s *Service) revoke(ctx context.Context, runID, reason string) (int, error) {

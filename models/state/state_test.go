@@ -200,3 +200,18 @@ func TestStateRotateKeys(t *testing.T) {
 	require.NoError(t, f.DB.Raw("SELECT count(*) FROM audit_events WHERE action = 'keys.rewrapped'").Scan(&audited).Error)
 	require.Equal(t, 2, audited, "one event per organization")
 }
+
+// TestRevokeCredentialLeavesTheNextPhaseAlone: a finished phase's credential ends; the
+// credential the run's next phase already holds keeps working.
+func TestRevokeCredentialLeavesTheNextPhaseAlone(t *testing.T) {
+	t.Parallel()
+	f := statetest.New(t)
+	ctx := context.Background()
+	applyUser, applyPass := f.Issue(t, f.WorkspaceID, f.RunID, state.PhaseApply)
+	verifyUser, verifyPass := f.Issue(t, f.WorkspaceID, f.RunID, state.PhaseVerify)
+	require.NoError(t, f.Service.RevokeCredential(ctx, applyUser))
+	_, err := f.Service.Authenticate(ctx, applyUser, applyPass)
+	require.Error(t, err)
+	_, err = f.Service.Authenticate(ctx, verifyUser, verifyPass)
+	require.NoError(t, err)
+}

@@ -6,8 +6,8 @@ package tofurun
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +93,9 @@ func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
 
 func (j *job) close() { os.RemoveAll(j.dir) }
 
+// lockTimeout is how long a command waits for the workspace's state lock.
+const lockTimeout = "2m"
+
 // ErrTofu is a tofu command that failed; its output is in the log.
 var ErrTofu = errors.New("tofu failed")
 
@@ -170,7 +173,9 @@ func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error)
 	if _, err := j.tofu(ctx, []int{0}, "validate", "-no-color"); err != nil {
 		return runner.PlanResult{}, err
 	}
-	args := []string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=plan.bin"}
+	// Plans of one workspace may overlap (each locks the state briefly): wait for the
+	// lock rather than fail.
+	args := []string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-lock-timeout=" + lockTimeout, "-out=plan.bin"}
 	if destroy {
 		args = append(args, "-destroy")
 	}
@@ -209,7 +214,7 @@ func (j *job) apply(ctx context.Context, planFile []byte) (runner.ApplyResult, e
 	if err := os.WriteFile(filepath.Join(j.dir, "plan.bin"), planFile, 0o644); err != nil {
 		return runner.ApplyResult{}, fmt.Errorf("writing the plan file: %w", err)
 	}
-	if _, err := j.tofu(ctx, []int{0}, "apply", "-input=false", "-no-color", "plan.bin"); err != nil {
+	if _, err := j.tofu(ctx, []int{0}, "apply", "-input=false", "-no-color", "-lock-timeout="+lockTimeout, "plan.bin"); err != nil {
 		return runner.ApplyResult{}, err
 	}
 	outputs, err := j.capture(ctx, "output", "-json")
@@ -236,7 +241,7 @@ func (j *job) verify(ctx context.Context) (runner.VerifyResult, error) {
 	if err := j.init(ctx); err != nil {
 		return runner.VerifyResult{}, err
 	}
-	code, err := j.tofu(ctx, []int{0, 2}, "plan", "-refresh-only", "-input=false", "-no-color", "-detailed-exitcode", "-out=verify.bin")
+	code, err := j.tofu(ctx, []int{0, 2}, "plan", "-refresh-only", "-input=false", "-no-color", "-detailed-exitcode", "-lock-timeout="+lockTimeout, "-out=verify.bin")
 	if err != nil {
 		return runner.VerifyResult{}, err
 	}
@@ -276,3 +281,9 @@ func resourcesDrifted(planJSON []byte) (bool, error) {
 	}
 	return false, nil
 }
+
+// Health reports whether the executor can run jobs now.
+func (r *Runner) Health(ctx context.Context) error { return r.Exec.Health(ctx) }
+
+// Isolated reports whether jobs run isolated (runc) or as plain processes.
+func (r *Runner) Isolated() bool { return r.Exec.Isolated() }

@@ -63,3 +63,5 @@ func Audit() string                { return "/audit" }
 func WorkloadIssuer() string    { return "/workload" }
 func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid-configuration" }
 func WorkloadJWKS() string      { return WorkloadIssuer() + "/jwks" }
+
+func Executors() string { return "/executors" }

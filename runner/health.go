@@ -1,0 +1,39 @@
+package runner
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// Status is what the executors page shows of one runner.
+type Status struct {
+	Name      string
+	Simulated bool
+	Isolated  bool
+	Healthy   bool
+	Problem   string
+}
+
+// Statuses checks every runner (each bounded to a few seconds) and returns them by name.
+// A runner without a Health method (the mock) is healthy; one without Isolated is not
+// isolated unless it is simulated.
+func (rs RunnerSet) Statuses(ctx context.Context) []Status {
+	out := make([]Status, 0, len(rs))
+	for name, r := range rs {
+		st := Status{Name: name, Simulated: r.Simulated(), Healthy: true}
+		if iso, ok := r.(interface{ Isolated() bool }); ok {
+			st.Isolated = iso.Isolated()
+		}
+		if h, ok := r.(interface{ Health(context.Context) error }); ok {
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := h.Health(hctx); err != nil {
+				st.Healthy, st.Problem = false, err.Error()
+			}
+			cancel()
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

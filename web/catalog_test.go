@@ -15,7 +15,7 @@ import (
 )
 
 // catalogWith is the shipped catalog plus extra files.
-func catalogWith(t *testing.T, extra map[string]string) fstest.MapFS {
+func catalogWith(t testing.TB, extra map[string]string) fstest.MapFS {
 	t.Helper()
 	m := fstest.MapFS{}
 	require.NoError(t, fs.WalkDir(catalogfiles.FS, ".", func(path string, d fs.DirEntry, err error) error {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,20 +29,24 @@ import (
 // cloud that trusts Gantry's workload identity issuer.
 type liveApp struct {
 	*webtest.App
-	cloudDir string
+	cloudDir  string
+	exec      tofurun.Executor
+	toolchain tofu.Toolchain
 }
 
 // liveOptions adjust startLive: a wrapper around the sandbox cloud's handler (to slow
 // it down) and around the executor (to kill a command).
 type liveOptions struct {
-	cloud func(http.Handler) http.Handler
+	// catalog replaces the shipped catalog.
+	catalog fs.FS
+	cloud   func(http.Handler) http.Handler
 	// exec wraps the executor; it gets the cloud's URL for out-of-band changes.
 	exec func(e tofurun.Executor, cloudURL string) tofurun.Executor
 }
 
 func startLive(t *testing.T) liveApp { return startLiveWith(t, liveOptions{}) }
 
-func startLiveWith(t *testing.T, opts liveOptions) liveApp {
+func startLiveWith(t testing.TB, opts liveOptions) liveApp {
 	t.Helper()
 	tc, err := tofu.PrepareToolchain(t.Context(), "..", t.TempDir(), testLogWriter{t})
 	require.NoError(t, err)
@@ -60,8 +65,8 @@ func startLiveWith(t *testing.T, opts liveOptions) liveApp {
 	if opts.exec != nil {
 		exec = opts.exec(exec, cloudSrv.URL)
 	}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir())})
-	return liveApp{App: app, cloudDir: cloudDir}
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir()), CatalogFS: opts.catalog})
+	return liveApp{App: app, cloudDir: cloudDir, exec: exec, toolchain: tc}
 }
 
 // cloudObjects counts the live objects of a kind in the sandbox cloud's store.

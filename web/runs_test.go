@@ -17,7 +17,7 @@ import (
 )
 
 // waitForState polls the run until it reaches want (or fails the test).
-func waitForState(t *testing.T, app *webtest.App, runID string, want run.State) run.Run {
+func waitForState(t testing.TB, app *webtest.App, runID string, want run.State) run.Run {
 	t.Helper()
 	var r run.Run
 	require.Eventually(t, func() bool {
@@ -29,7 +29,7 @@ func waitForState(t *testing.T, app *webtest.App, runID string, want run.State) 
 }
 
 // phaseLogs returns the run's plan, apply and verification logs, for failure messages.
-func phaseLogs(t *testing.T, app *webtest.App, r run.Run) string {
+func phaseLogs(t testing.TB, app *webtest.App, r run.Run) string {
 	t.Helper()
 	var b strings.Builder
 	for name, id := range map[string]*string{"plan": r.PlanLogArtifactID, "apply": r.ApplyLogArtifactID, "verify": r.VerifyLogArtifactID} {
@@ -48,7 +48,7 @@ func phaseLogs(t *testing.T, app *webtest.App, r run.Run) string {
 
 var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
 
-func requestRun(t *testing.T, app *webtest.App, c *http.Client, form url.Values) string {
+func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values) string {
 	t.Helper()
 	form.Set("_csrf", app.CSRF(t, c))
 	resp := app.PostForm(t, c, "/requests", form)

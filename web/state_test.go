@@ -538,7 +538,7 @@ func TestStateConcurrentLock(t *testing.T) {
 }
 
 // testLogWriter sends build progress to the test log.
-type testLogWriter struct{ t *testing.T }
+type testLogWriter struct{ t testing.TB }
 
 func (w testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))

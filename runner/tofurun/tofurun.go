@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"gantry/models/bundle"
 	"gantry/runner"
@@ -115,7 +116,9 @@ func (j *job) secrets() map[string]string {
 // not in ok are an error naming the command, and a killed run says why in the log.
 func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
 	fmt.Fprintf(&j.log, "$ tofu %s\n", strings.Join(args, " "))
+	started := time.Now()
 	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: &j.log})
+	fmt.Fprintf(&j.log, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
 	if err != nil {
 		return code, fmt.Errorf("running tofu %s: %w", args[0], err)
 	}

@@ -19,6 +19,7 @@ import (
 	"gantry/models/db/pgcluster"
 	"gantry/models/demo"
 	"gantry/models/keyring"
+	"gantry/sandbox/cloud"
 	"gantry/web"
 	"gantry/web/devidp"
 )
@@ -29,6 +30,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	var (
 		w                webFlags
 		dataDir, idpAddr string
+		sandboxAddr      string
 		pgPort           int
 		reset, setupOnly bool
 		sf               systemFlags
@@ -37,6 +39,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	w.register(f, "127.0.0.1:8080", "")
 	f.str(&dataDir, "data-dir", "GANTRY_DATA_DIR", ".data", "directory for the private PostgreSQL cluster; reused on the next start")
 	f.str(&idpAddr, "idp-addr", "GANTRY_DEV_IDP_ADDR", "127.0.0.1:5556", "address of the development OpenID Provider")
+	f.str(&sandboxAddr, "sandbox-addr", "GANTRY_DEV_SANDBOX_ADDR", "127.0.0.1:8790", "address of the embedded sandbox cloud")
 	f.IntVar(&pgPort, "pg-port", 0, "port of the private PostgreSQL cluster (default: the last one used, else a free one)")
 	sf.register(f)
 	f.BoolVar(&reset, "reset", false, "delete the private cluster's data first, so demo data starts fresh")
@@ -60,6 +63,11 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if w.baseURL == "" {
 		w.baseURL = "http://" + appLn.Addr().String()
 	}
+	sandboxLn, err := net.Listen("tcp", sandboxAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s for the sandbox cloud: %w", sandboxAddr, err)
+	}
+	defer sandboxLn.Close()
 	idpLn, err := net.Listen("tcp", idpAddr)
 	if err != nil {
 		return fmt.Errorf("listening on %s for the development OpenID Provider: %w", idpAddr, err)
@@ -115,6 +123,28 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 			return err
 		}
 	}
+	// The embedded sandbox cloud trusts Gantry's workload identity issuer; its
+	// break-glass admin token is kept in .data for the manual change path.
+	adminToken, err := devSecret(filepath.Join(dataDir, "sandbox-admin-token"))
+	if err != nil {
+		return err
+	}
+	cloudSrv, err := cloud.New(ctx, cloud.Config{DataDir: filepath.Join(dataDir, "sandbox-cloud"), Issuer: w.baseURL + "/workload",
+		AdminToken: adminToken, Logger: logger})
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return serveUntilDone(gctx, sandboxLn, cloudSrv) })
+	if sf.cloudEndpoint == "" {
+		sf.cloudEndpoint = "http://" + sandboxLn.Addr().String()
+	}
+	if sf.runnerName == "" {
+		sf.runnerName = "tofu/process"
+	}
+	if sf.workDir == "" {
+		sf.workDir = filepath.Join(dataDir, "work")
+	}
+	fmt.Fprintln(stdout, "Preparing the OpenTofu toolchain (the first build of OpenTofu takes a few minutes) ...")
 	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
 	if err != nil {
 		return err
@@ -128,13 +158,28 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		return err
 	}
 	g.Go(func() error { return servePortal(gctx, appLn, srv, sys) })
-	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  runner: %s (SIMULATED: nothing real is planned or applied)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
-		w.baseURL, issuer, dsn, sf.runnerName)
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn, sf.runnerName, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	fmt.Fprintln(stdout, "Stopped.")
 	return nil
+}
+
+// devSecret returns the random secret kept in path, creating it on first use.
+func devSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	secret := randomHex(24)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return secret, nil
 }
 
 // devKeys returns the development key-encryption key kept in dataDir/dev-keys,

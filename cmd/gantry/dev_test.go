@@ -26,7 +26,7 @@ var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 // startDev runs this test binary as `gantry dev` and waits for its banner.
 func startDev(t *testing.T, dataDir string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
 	t.Helper()
-	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0"})
+	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
 	require.NoError(t, err)
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS=")
@@ -105,6 +105,7 @@ func TestDevStartsEverything(t *testing.T) {
 		page.Body.Close()
 		require.Contains(t, string(body), "admin@acme.test")
 		require.Contains(t, string(body), "admin-acme")
+		require.Contains(t, output(), "default executor: tofu/process", "dev runs live OpenTofu by default")
 
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		require.NoError(t, cmd.Wait(), output())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // The sandbox provider every catalog template uses.
@@ -42,29 +43,62 @@ func BuildProvider(ctx context.Context, repoRoot, dir string, log io.Writer) (st
 }
 
 // PrepareToolchain makes sure the pinned tofu exists (building it on demand), builds
-// the sandbox provider and lays out the offline mirror and CLI config under dir.
+// the sandbox provider and lays out the offline mirror and CLI config under dir. It
+// needs the source tree (development and tests); deployments use ToolchainFrom with
+// prebuilt binaries.
 func PrepareToolchain(ctx context.Context, repoRoot, dir string, log io.Writer) (Toolchain, error) {
 	repoRoot, err := filepath.Abs(repoRoot)
 	if err != nil {
 		return Toolchain{}, err
 	}
-	var tc Toolchain
-	if tc.Tofu, err = EnsureBinary(ctx, repoRoot, log); err != nil {
+	tofuPath, err := EnsureBinary(ctx, repoRoot, log)
+	if err != nil {
 		return Toolchain{}, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "provider"), 0o755); err != nil {
 		return Toolchain{}, err
 	}
-	if tc.Provider, err = BuildProvider(ctx, repoRoot, filepath.Join(dir, "provider"), log); err != nil {
+	provider, err := BuildProvider(ctx, repoRoot, filepath.Join(dir, "provider"), log)
+	if err != nil {
 		return Toolchain{}, err
 	}
-	tc.Mirror = filepath.Join(dir, "mirror")
+	return ToolchainFrom(tofuPath, provider, dir)
+}
+
+// ToolchainFrom lays out the offline mirror and CLI config under dir for prebuilt tofu
+// and provider binaries.
+func ToolchainFrom(tofuPath, providerPath, dir string) (Toolchain, error) {
+	tc := Toolchain{Tofu: tofuPath, Provider: providerPath, Mirror: filepath.Join(dir, "mirror"), CLIConfig: filepath.Join(dir, "tofurc.hcl")}
+	for _, p := range []string{tofuPath, providerPath} {
+		if _, err := os.Stat(p); err != nil {
+			return Toolchain{}, fmt.Errorf("toolchain: %w", err)
+		}
+	}
+	var err error
 	if tc.Lock, err = BuildMirror(tc.Provider, tc.Mirror, ProviderSource, ProviderVersion, ProviderPlatform); err != nil {
 		return Toolchain{}, err
 	}
-	tc.CLIConfig = filepath.Join(dir, "tofurc.hcl")
 	if err := WriteCLIConfig(tc.CLIConfig, tc.Mirror); err != nil {
 		return Toolchain{}, err
 	}
 	return tc, nil
+}
+
+// RepoRoot finds the source tree's root (the directory of the go.mod of module
+// "gantry") from dir upwards, for development and tests.
+func RepoRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(data), "module gantry\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not inside Gantry's source tree (no go.mod of module gantry above %s)", dir)
+		}
+		dir = parent
+	}
 }

@@ -1,0 +1,389 @@
+package tofurun_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	catalogfiles "gantry/catalog"
+	"gantry/models/catalog"
+	"gantry/runner"
+	"gantry/runner/oci"
+	"gantry/runner/tofu"
+	"gantry/runner/tofurun"
+	"gantry/sandbox/sandboxtest"
+)
+
+// The tests run real containers: they need root and runc (Debian package runc); they
+// skip otherwise.
+
+const (
+	stateUser   = "job-cred-1"
+	statePass   = "sbx-STATEPASS-5e1d0c"
+	workspaceID = "ws-1"
+)
+
+// stateBackend is a minimal tofu http backend (GET/POST the state, LOCK/UNLOCK) that
+// insists on the job's Basic credentials.
+type stateBackend struct {
+	mu     sync.Mutex
+	state  []byte
+	locked []byte
+	calls  []string
+}
+
+func (b *stateBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, r.Method+" "+r.URL.Path)
+	if u, p, ok := r.BasicAuth(); !ok || u != stateUser || p != statePass {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	switch {
+	case r.URL.Path == "/state/"+workspaceID && r.Method == http.MethodGet:
+		if b.state == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Write(b.state)
+	case r.URL.Path == "/state/"+workspaceID && r.Method == http.MethodPost:
+		b.state = body
+	case r.URL.Path == "/state/"+workspaceID+"/lock" && r.Method == "LOCK":
+		if b.locked != nil {
+			w.WriteHeader(http.StatusLocked)
+			w.Write(b.locked)
+			return
+		}
+		b.locked = body
+	case r.URL.Path == "/state/"+workspaceID+"/lock" && r.Method == "UNLOCK":
+		b.locked = nil
+	default:
+		http.Error(w, "no", http.StatusNotFound)
+	}
+}
+
+type ociEnv struct {
+	tc       tofu.Toolchain
+	fwd      string
+	dir      string
+	port     int    // the state backend's TCP port (host) = StatePort (container)
+	cloudURL string // the cloud over TCP (process executor)
+	state    *stateBackend
+	iss      *sandboxtest.Issuer
+	cloud    *sandboxtest.Cloud
+	stateSk  string
+	cloudSk  string
+	config   []byte // the postgres template's config bundle
+	ex       *oci.Executor
+}
+
+func requireRunc(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the OCI executor needs root (runc); CI runs as root")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Fatal("runc is not installed: apt-get install runc")
+	}
+}
+
+func serve(t *testing.T, ln net.Listener, h http.Handler) {
+	t.Helper()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { srv.Close() })
+}
+
+func unixSocket(t *testing.T, name string) (string, net.Listener) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	path := filepath.Join(dir, name+".sock")
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o666))
+	return path, ln
+}
+
+func setupOCI(t *testing.T) *ociEnv {
+	t.Helper()
+	requireRunc(t)
+	e := &ociEnv{dir: t.TempDir(), state: &stateBackend{}}
+	var err error
+	e.tc, err = tofu.PrepareToolchain(t.Context(), "../..", e.dir, io.Discard)
+	require.NoError(t, err)
+	e.fwd, err = tofurun.BuildFwd(t.Context(), "../..", e.dir)
+	require.NoError(t, err)
+
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	e.port = tcp.Addr().(*net.TCPAddr).Port
+	serve(t, tcp, e.state)
+	var ln net.Listener
+	e.stateSk, ln = unixSocket(t, "state")
+	serve(t, ln, e.state)
+
+	e.iss = sandboxtest.NewIssuer(t)
+	e.cloud = sandboxtest.NewCloud(t, e.iss)
+	e.cloudURL = e.cloud.URL
+	e.cloudSk, ln = unixSocket(t, "cloud")
+	serve(t, ln, e.cloud.Server)
+
+	cat, err := catalog.Load(t.Context(), catalogfiles.FS, &catalog.MemoryPins{})
+	require.NoError(t, err)
+	entry, err := cat.Get("postgres")
+	require.NoError(t, err)
+	inputs, verr := entry.Template.ValidateInputs(map[string]string{"name": "orders", "engine_version": "16", "size": "small",
+		"storage_gb": "20", "backup_retention_days": "7", "network_cidr": "10.30.0.0/16"})
+	require.Nil(t, verr)
+	b, err := entry.Generate(catalog.GenerateInput{WorkspaceID: workspaceID, Inputs: inputs,
+		StateAddress: fmt.Sprintf("http://127.0.0.1:%d/state/%s", e.port, workspaceID)})
+	require.NoError(t, err)
+	e.config, _, err = b.Tar()
+	require.NoError(t, err)
+
+	e.ex = &oci.Executor{
+		StateRoot:  filepath.Join(e.dir, "runc"),
+		BundleRoot: filepath.Join(e.dir, "bundles"),
+		CgroupRoot: fmt.Sprintf("gantry-tofurun-test-%d-%s", os.Getpid(), strings.ToLower(t.Name())),
+	}
+	t.Cleanup(func() {
+		for _, m := range cgroupMounts(t) {
+			_ = syscall.Rmdir(filepath.Join(m, e.ex.CgroupRoot))
+		}
+	})
+	return e
+}
+
+func (e *ociEnv) newOCI(t *testing.T, limits oci.Limits, timeout time.Duration) *tofurun.OCI {
+	t.Helper()
+	o, err := tofurun.NewOCI(t.Context(), tofurun.OCIConfig{
+		Toolchain: e.tc, Fwd: e.fwd, RootfsDir: filepath.Join(e.dir, "rootfs"),
+		StateSocket: e.stateSk, StatePort: e.port, CloudSocket: e.cloudSk,
+		Limits: limits, Timeout: timeout, Executor: e.ex,
+	})
+	require.NoError(t, err)
+	return o
+}
+
+func (e *ociEnv) creds(t *testing.T, phase, scope string) runner.Credentials {
+	return runner.Credentials{StateUsername: stateUser, StatePassword: statePass,
+		CloudToken: e.iss.Mint(t, sandboxtest.Claims{Org: "acme", Env: "staging", Workspace: workspaceID, Run: "run-1", Phase: phase, Scope: scope})}
+}
+
+func cgroupMounts(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) >= 5 && len(g) >= 1 && (g[0] == "cgroup" || g[0] == "cgroup2") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// assertClean: no container, bundle or job cgroup is left.
+func (e *ociEnv) assertClean(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("runc", "--root", e.ex.StateRoot, "list", "-q").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Empty(t, strings.TrimSpace(string(out)))
+	ents, err := os.ReadDir(e.ex.BundleRoot)
+	require.NoError(t, err)
+	require.Empty(t, ents)
+	for _, m := range cgroupMounts(t) {
+		ents, _ := os.ReadDir(filepath.Join(m, e.ex.CgroupRoot))
+		for _, ent := range ents {
+			require.False(t, ent.IsDir(), "cgroup left: %s", filepath.Join(m, e.ex.CgroupRoot, ent.Name()))
+		}
+	}
+}
+
+// TestOCIPlanApply runs the postgres template's plan and apply through the OCI
+// executor: the state backend is reached through fwd, the cloud through its socket,
+// the credentials arrive as environment only.
+func TestOCIPlanApply(t *testing.T) {
+	e := setupOCI(t)
+	o := e.newOCI(t, oci.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUs: 1}, 2*time.Minute)
+	require.Equal(t, "oci", o.Name())
+	require.True(t, o.Isolated())
+	require.NoError(t, o.Health(t.Context()))
+	r := tofurun.New(o, filepath.Join(e.dir, "work"))
+	require.Equal(t, "tofu/oci", r.Name())
+
+	plan, err := r.Plan(t.Context(), runner.PlanRequest{RunID: "run-1", WorkspaceID: workspaceID, Kind: runner.KindApply,
+		Config: e.config, Credentials: e.creds(t, "plan", "read")})
+	require.NoError(t, err, "%s", plan.Log)
+	require.True(t, plan.HasChanges)
+	require.Contains(t, string(plan.Log), "Plan: 3 to add, 0 to change, 0 to destroy.")
+	require.Contains(t, string(plan.PlanJSON), `"sandbox_database"`)
+
+	apply, err := r.Apply(t.Context(), runner.ApplyRequest{RunID: "run-1", WorkspaceID: workspaceID, Config: e.config,
+		PlanFile: plan.PlanFile, Credentials: e.creds(t, "apply", "write")})
+	require.NoError(t, err, "%s", apply.Log)
+	require.Contains(t, string(apply.Outputs), "orders.db.sandbox.internal:5432")
+	e.state.mu.Lock()
+	state, calls := e.state.state, strings.Join(e.state.calls, "\n")
+	e.state.mu.Unlock()
+	require.Contains(t, string(state), "sandbox_database", calls)
+	require.Contains(t, calls, "LOCK /state/ws-1/lock")
+
+	// The secrets are nowhere on disk (the job directories are gone; the rootfs and the
+	// executor's roots never saw them).
+	for _, root := range []string{e.dir} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				b, _ := os.ReadFile(p)
+				for _, s := range []string{statePass} {
+					require.False(t, bytes.Contains(b, []byte(s)), "secret in %s", p)
+				}
+			}
+			return nil
+		})
+	}
+	e.assertClean(t)
+}
+
+// TestOCIRunDetails: the files tofu creates in the workdir are given back to its
+// owner, the environment is exactly the documented one, and limits are explained.
+func TestOCIRunDetails(t *testing.T) {
+	e := setupOCI(t)
+	o := e.newOCI(t, oci.Limits{}, time.Minute)
+
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "main.tf"), []byte(`terraform {
+  required_providers {
+    sandbox = {
+      source  = "portal.local/sandbox/sandbox"
+      version = "0.1.0"
+    }
+  }
+}
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(work, ".terraform.lock.hcl"), e.tc.Lock.File(), 0o644))
+	var out bytes.Buffer
+	code, explain, err := o.Run(t.Context(), work, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"},
+		Secrets: map[string]string{"SANDBOX_TOKEN": "tok"}, Stdout: &out, Stderr: &out})
+	require.NoError(t, err)
+	require.Equal(t, 0, code, out.String())
+	require.Empty(t, explain)
+	n := 0
+	require.NoError(t, filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		info, err := d.Info()
+		require.NoError(t, err)
+		st := info.Sys().(*syscall.Stat_t)
+		require.Equal(t, uint32(os.Geteuid()), st.Uid, "owner of %s", p)
+		n++
+		return nil
+	}))
+	require.Greater(t, n, 5, "tofu init installed the provider into .terraform")
+	// The provider was extracted, not symlinked to the mirror (packed mirror).
+	var links []string
+	filepath.WalkDir(filepath.Join(work, ".terraform"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSymlink != 0 {
+			links = append(links, p)
+		}
+		return nil
+	})
+	require.Empty(t, links)
+
+	// A command that exits non-zero: its code, no explanation.
+	out.Reset()
+	code, explain, err = o.Run(t.Context(), work, tofurun.Command{Args: []string{"no-such-command"}, Stdout: &out, Stderr: &out})
+	require.NoError(t, err)
+	require.NotZero(t, code, out.String())
+	require.Empty(t, explain)
+
+	// Limits.
+	for _, tc := range []struct {
+		name    string
+		limits  oci.Limits
+		timeout time.Duration
+		want    string
+	}{
+		{"memory", oci.Limits{MemoryBytes: 16 << 20}, time.Minute, "exceeded its memory limit of 16 MiB"},
+		{"time", oci.Limits{}, 100 * time.Millisecond, "exceeded its time limit of 100ms"},
+		{"pids", oci.Limits{Pids: 10}, time.Minute, "pids limit of 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo := e.newOCI(t, tc.limits, tc.timeout)
+			w := t.TempDir()
+			require.NoError(t, os.CopyFS(w, os.DirFS(work)))
+			require.NoError(t, os.RemoveAll(filepath.Join(w, ".terraform")))
+			var out bytes.Buffer
+			code, explain, err := lo.Run(t.Context(), w, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"}, Stdout: &out, Stderr: &out})
+			require.NoError(t, err)
+			t.Logf("exit %d: %s\n%s", code, explain, out.String())
+			require.NotZero(t, code)
+			require.Contains(t, explain, tc.want)
+		})
+	}
+
+	// Cancelling the job's context ends the container and says so.
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(150*time.Millisecond, cancel)
+	out.Reset()
+	w := t.TempDir()
+	require.NoError(t, os.CopyFS(w, os.DirFS(work)))
+	require.NoError(t, os.RemoveAll(filepath.Join(w, ".terraform")))
+	_, explain, err = o.Run(ctx, w, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"}, Stdout: &out, Stderr: &out})
+	require.NoError(t, err)
+	require.Contains(t, explain, "cancelled")
+	e.assertClean(t)
+
+	// Health names a socket the job's uid cannot connect to.
+	require.NoError(t, os.Chmod(e.stateSk, 0o600))
+	err = o.Health(t.Context())
+	require.ErrorContains(t, err, "chmod 0666")
+	require.NoError(t, os.Chmod(e.stateSk, 0o666))
+	require.NoError(t, o.Health(t.Context()))
+}
+
+
+type timedExec struct {
+	tofurun.Executor
+	times map[string]time.Duration
+}
+
+func (x *timedExec) Run(ctx context.Context, workdir string, c tofurun.Command) (int, string, error) {
+	start := time.Now()
+	code, explain, err := x.Executor.Run(ctx, workdir, c)
+	if x.times == nil {
+		x.times = map[string]time.Duration{}
+	}
+	x.times[c.Args[0]] = time.Since(start)
+	return code, explain, err
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return (sum / time.Duration(len(ds))).Round(time.Millisecond)
+}

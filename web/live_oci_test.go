@@ -1,0 +1,375 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
+	"gantry/runner"
+	"gantry/runner/oci"
+	"gantry/runner/tofu"
+	"gantry/runner/tofurun"
+	"gantry/sandbox/cloud"
+	"gantry/web/webtest"
+)
+
+// runcApp is Gantry with the live OpenTofu runner on the OCI (runc) executor: every
+// tofu command runs in its own container whose only ways out are the state socket
+// (forwarded by gantry-fwd to 127.0.0.1:<Gantry's port> inside) and the cloud socket.
+type runcApp struct {
+	*webtest.App
+	cloudDir string
+	exec     *oci.Executor
+	runner   *runcTimedRunner
+}
+
+// runcRequire skips unless runc can run containers here (root and the runc binary).
+func runcRequire(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the OCI executor needs root (runc); CI runs as root")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Fatal("runc is not installed: apt-get install runc")
+	}
+}
+
+// runcSocketDir makes a directory the job's (unused) uid can traverse, for one socket.
+func runcSocketDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	return dir
+}
+
+// runcListenUnix listens on a unix socket connectable by any uid (the job's is unused).
+func runcListenUnix(t *testing.T, path string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o666))
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func runcServe(t *testing.T, ln net.Listener, h http.Handler) {
+	t.Helper()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+}
+
+func startRunc(t *testing.T, limits oci.Limits) runcApp {
+	t.Helper()
+	runcRequire(t)
+	tools := t.TempDir()
+	tc, err := tofu.PrepareToolchain(t.Context(), "..", tools, testLogWriter{t})
+	require.NoError(t, err)
+	fwd, err := tofurun.BuildFwd(t.Context(), "..", tools)
+	require.NoError(t, err)
+
+	// Gantry's TCP listener: its URL is the BaseURL, so the generated backend address is
+	// http://127.0.0.1:<port>/state/<ws>, which is also what fwd listens on in the
+	// container. Host and container see the same address (a saved plan embeds it).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	baseURL := "http://" + ln.Addr().String()
+
+	// The same Gantry handler, restricted to the state backend, on a unix socket
+	// (served once Gantry exists; connections wait in the backlog until then).
+	stateSock := filepath.Join(runcSocketDir(t, "state"), "gantry.sock")
+	stateLn := runcListenUnix(t, stateSock)
+
+	// The sandbox cloud only on a unix socket: nothing but the provider in the container
+	// talks to it. The cloud itself is created once Gantry serves its issuer (cloud.New
+	// tries discovery at once and would wait 5 s for a listener nobody serves yet).
+	cloudSock := filepath.Join(runcSocketDir(t, "cloud"), "cloud.sock")
+	cloudLn := runcListenUnix(t, cloudSock)
+
+	scratch := t.TempDir()
+	ex := &oci.Executor{
+		StateRoot:  filepath.Join(scratch, "runc"),
+		BundleRoot: filepath.Join(scratch, "bundles"),
+		CgroupRoot: fmt.Sprintf("gantry-webtest-%d-%s", os.Getpid(), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))),
+	}
+	t.Cleanup(func() { runcRemoveCgroupRoot(ex.CgroupRoot) })
+	ociExec, err := tofurun.NewOCI(t.Context(), tofurun.OCIConfig{
+		Toolchain:   tc,
+		Fwd:         fwd,
+		RootfsDir:   filepath.Join(scratch, "rootfs"),
+		StateSocket: stateSock,
+		StatePort:   port,
+		CloudSocket: cloudSock,
+		Limits:      limits,
+		Timeout:     2 * time.Minute,
+		Executor:    ex,
+	})
+	require.NoError(t, err)
+	tr := &runcTimedRunner{Runner: tofurun.New(ociExec, filepath.Join(scratch, "work"))}
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tr})
+	require.Equal(t, baseURL, app.URL)
+	runcServe(t, stateLn, runcStateOnly(app.Server.Echo))
+	cloudDir := t.TempDir()
+	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: baseURL + "/workload", AdminToken: "admin-test-token",
+		Logger: slog.New(slog.NewTextHandler(testLogWriter{t}, nil))})
+	require.NoError(t, err)
+	runcServe(t, cloudLn, sc)
+
+	hctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, ociExec.Health(hctx))
+	return runcApp{App: app, cloudDir: cloudDir, exec: ex, runner: tr}
+}
+
+// runcStateOnly lets through only the state backend's requests: the socket is the job's
+// way into Gantry, and a job needs nothing else of it.
+func runcStateOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if !strings.HasPrefix(p, "/state/") || path.Clean(p) != p {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (a runcApp) cloudObjects(t *testing.T, kind string) int {
+	return liveApp{App: a.App, cloudDir: a.cloudDir}.cloudObjects(t, kind)
+}
+
+// runcTimedRunner records how long each phase took.
+type runcTimedRunner struct {
+	runner.Runner
+	mu    sync.Mutex
+	times []string
+}
+
+// Health and Isolated are the wrapped runner's (the executors page asks for them).
+func (r *runcTimedRunner) Health(ctx context.Context) error {
+	if h, ok := r.Runner.(interface{ Health(context.Context) error }); ok {
+		return h.Health(ctx)
+	}
+	return nil
+}
+
+func (r *runcTimedRunner) Isolated() bool {
+	i, ok := r.Runner.(interface{ Isolated() bool })
+	return ok && i.Isolated()
+}
+
+func (r *runcTimedRunner) note(phase string, start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.times = append(r.times, fmt.Sprintf("%s %s", phase, time.Since(start).Round(time.Millisecond)))
+}
+
+func (r *runcTimedRunner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
+	defer r.note("plan", time.Now())
+	return r.Runner.Plan(ctx, req)
+}
+
+func (r *runcTimedRunner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
+	defer r.note("apply", time.Now())
+	return r.Runner.Apply(ctx, req)
+}
+
+func (r *runcTimedRunner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.VerifyResult, error) {
+	defer r.note("verify", time.Now())
+	return r.Runner.Verify(ctx, req)
+}
+
+func (r *runcTimedRunner) Times() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.times, ", ")
+}
+
+// runcRunLogs are a run's plan, apply and verify logs, for failure messages.
+func runcRunLogs(t *testing.T, app *webtest.App, r run.Run) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, l := range []struct {
+		name string
+		id   *string
+	}{{"plan", r.PlanLogArtifactID}, {"apply", r.ApplyLogArtifactID}, {"verify", r.VerifyLogArtifactID}} {
+		if l.id == nil {
+			continue
+		}
+		data, _, err := app.System.Artifacts.Get(ctx, r.OrganizationID, *l.id)
+		if err != nil {
+			fmt.Fprintf(&b, "\n--- %s log: %v\n", l.name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s log:\n%s", l.name, data)
+	}
+	return b.String()
+}
+
+// runcWaitFor waits (at most timeout) until the run is in want, and fails with the
+// run's logs when it ends elsewhere or does not get there in time.
+func runcWaitFor(t *testing.T, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var r run.Run
+	for {
+		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
+		if r.State == want {
+			return r
+		}
+		if r.State.Terminal() {
+			t.Fatalf("run %s ended %s, want %s: %s%s", runID, r.State, want, r.StateReason, runcRunLogs(t, app, r))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, runcRunLogs(t, app, r))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// runcCgroupMounts lists the host's cgroup mountpoints (v1 hierarchies and cgroup2).
+func runcCgroupMounts(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, fs := strings.Fields(pre), strings.Fields(post)
+		if ok && len(fields) >= 5 && len(fs) >= 1 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
+			out = append(out, fields[4])
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// runcRemoveCgroupRoot removes the executor's (empty) cgroup root in every hierarchy.
+func runcRemoveCgroupRoot(root string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		fields, fs := strings.Fields(pre), strings.Fields(post)
+		if ok && len(fields) >= 5 && len(fs) >= 1 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
+			_ = os.Remove(filepath.Join(fields[4], root))
+		}
+	}
+}
+
+// runcAssertNoLeftovers checks that no container, bundle or job cgroup is left.
+func runcAssertNoLeftovers(t *testing.T, ex *oci.Executor) {
+	t.Helper()
+	out, err := exec.Command("runc", "--root", ex.StateRoot, "list", "-q").CombinedOutput()
+	require.NoError(t, err, "runc list: %s", out)
+	require.Empty(t, strings.TrimSpace(string(out)), "containers left")
+	ents, err := os.ReadDir(ex.BundleRoot)
+	require.NoError(t, err)
+	require.Empty(t, ents, "bundles left")
+	for _, m := range runcCgroupMounts(t) {
+		ents, err := os.ReadDir(filepath.Join(m, ex.CgroupRoot))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, e := range ents {
+			require.False(t, e.IsDir(), "cgroup left: %s", filepath.Join(m, ex.CgroupRoot, e.Name()))
+		}
+	}
+}
+
+func runcPostgresInputs(staging string, kind run.Kind) url.Values {
+	return url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"orders-db"}, "kind": {string(kind)},
+		"inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
+		"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}
+}
+
+// TestLiveRunsInRunc: the postgres template is planned, approved, applied and verified
+// with real OpenTofu, every command in its own runc container; a destroy run removes
+// everything; nothing of the containers is left behind.
+func TestLiveRunsInRunc(t *testing.T) {
+	t.Parallel()
+	app := startRunc(t, oci.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUs: 1})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	const phase = 2 * time.Minute
+
+	first := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindApply)), run.PendingApproval, phase)
+	require.False(t, first.Simulated)
+	require.Equal(t, "tofu/oci", first.Runner)
+	require.Equal(t, 3, first.PlanSummary.Create, first.StateReason+runcRunLogs(t, app.App, first))
+	approve(t, app.App, admin, first)
+	first = runcWaitFor(t, app.App, first.ID, run.Succeeded, 2*phase)
+	require.Equal(t, 1, app.cloudObjects(t, "database"), runcRunLogs(t, app.App, first))
+	require.Equal(t, 1, app.cloudObjects(t, "network"))
+	require.Contains(t, string(first.Outputs), "orders.db.sandbox.internal:5432")
+	log := runcRunLogs(t, app.App, first)
+	require.Regexp(t, `(?m)^\$ tofu apply .*plan\.bin$`, log)
+	require.Contains(t, log, "Apply complete! Resources: 3 added")
+
+	destroy := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
+	require.Equal(t, 3, destroy.PlanSummary.Delete, runcRunLogs(t, app.App, destroy))
+	approve(t, app.App, admin, destroy)
+	destroy = runcWaitFor(t, app.App, destroy.ID, run.Succeeded, 2*phase)
+	for _, kind := range []string{"database", "subnet", "network"} {
+		require.Zero(t, app.cloudObjects(t, kind), kind+runcRunLogs(t, app.App, destroy))
+	}
+	t.Logf("phase durations (oci): %s", app.runner.Times())
+	runcAssertNoLeftovers(t, app.exec)
+}
+
+// TestRuncJobLimits: a job over its memory limit is OOM-killed; the run fails saying
+// so, and its container, bundle and cgroups are gone.
+func TestRuncJobLimits(t *testing.T) {
+	t.Parallel()
+	app := startRunc(t, oci.Limits{MemoryBytes: 16 << 20, Pids: 256, CPUs: 1})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+
+	id := requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindApply))
+	var r run.Run
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
+		if r.State.Terminal() || r.State == run.PendingApproval {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "run %s is still %s: %s", id, r.State, runcRunLogs(t, app.App, r))
+		time.Sleep(25 * time.Millisecond)
+	}
+	logs := runcRunLogs(t, app.App, r)
+	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, logs)
+	require.Contains(t, r.StateReason, "exceeded its memory limit of 16 MiB", logs)
+	require.Contains(t, logs, "exceeded its memory limit of 16 MiB")
+	t.Logf("reason: %s%s", r.StateReason, logs)
+	runcAssertNoLeftovers(t, app.exec)
+}

@@ -35,6 +35,9 @@ type SystemConfig struct {
 	Logger               *slog.Logger
 	RescueStuckJobsAfter time.Duration
 	Timeouts             Timeouts
+	// ContainerStatePort is the loopback port jobs in containers (tofu/oci) reach the
+	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
+	ContainerStatePort int
 	MaxWorkers           int
 	OnApplyStart         func(runID string)
 }
@@ -42,8 +45,9 @@ type SystemConfig struct {
 // System is the run machinery of one portal process: the catalog, the run service,
 // the River queue and its workers, and the pool that carries LISTEN/NOTIFY.
 type System struct {
-	// Runners are the executors on offer, by name.
+	// Runners are the executors on offer, by name; Default is the deployment's.
 	Runners RunnerSet
+	Default string
 	Catalog *catalog.Catalog
 	// Identity mints workload identity tokens per job phase (issuer BaseURL/workload).
 	Identity   *identity.Issuer
@@ -107,14 +111,24 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	runs := run.NewService(run.Config{
 		DB: cfg.DB, Audit: audit.New(cfg.DB), Artifacts: arts, Enqueuer: q.Enqueuer(), Catalog: catalog.ForRuns(cat),
 		Runners: offered,
-		StateAddress: func(workspaceID string) string {
-			address, _ := state.Addresses(base, workspaceID)
+		StateAddress: func(runnerName, workspaceID string) string {
+			address, _ := state.Addresses(stateBase(base, cfg.ContainerStatePort, runnerName), workspaceID)
 			return address
 		},
 		Fencer: states,
 	})
 	q.Bind(runs)
-	return &System{Runners: set, Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+	return &System{Runners: set, Default: cfg.Runner.Name(), Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+}
+
+// stateBase is where a runner's jobs reach the state backend. The address is embedded
+// in saved plans, so it must be the same wherever the plan is applied: containers
+// always see http://127.0.0.1:<port>, forwarded to the portal's state socket.
+func stateBase(base string, containerPort int, runnerName string) string {
+	if runnerName == "tofu/oci" && containerPort > 0 {
+		return fmt.Sprintf("http://127.0.0.1:%d", containerPort)
+	}
+	return base
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -129,20 +131,27 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err != nil {
 		return err
 	}
-	cloudSrv, err := cloud.New(ctx, cloud.Config{DataDir: filepath.Join(dataDir, "sandbox-cloud"), Issuer: w.baseURL + "/workload",
-		AdminToken: adminToken, Logger: logger})
-	if err != nil {
-		return err
-	}
-	g.Go(func() error { return serveUntilDone(gctx, sandboxLn, cloudSrv) })
 	if sf.cloudEndpoint == "" {
 		sf.cloudEndpoint = "http://" + sandboxLn.Addr().String()
 	}
-	if sf.runnerName == "" {
-		sf.runnerName = "tofu/process"
-	}
+	sf.defaultLive = true
 	if sf.workDir == "" {
 		sf.workDir = filepath.Join(dataDir, "work")
+	}
+	// Isolated jobs reach the state backend and the cloud through these sockets.
+	sockets, err := filepath.Abs(filepath.Join(sf.workDir, "sockets"))
+	if err != nil {
+		return err
+	}
+	if sf.stateSocket == "" {
+		sf.stateSocket = filepath.Join(sockets, "state.sock")
+	}
+	var cloudSock net.Listener
+	if sf.cloudSocket == "" {
+		sf.cloudSocket = filepath.Join(sockets, "cloud.sock")
+		if cloudSock, err = listenSocket(sf.cloudSocket); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(stdout, "Preparing the OpenTofu toolchain (the first build of OpenTofu takes a few minutes) ...")
 	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
@@ -157,14 +166,39 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		sys.Close()
 		return err
 	}
-	g.Go(func() error { return servePortal(gctx, appLn, srv, sys) })
-	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
-		w.baseURL, issuer, dsn, sf.runnerName, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
+	g.Go(func() error { return servePortal(gctx, appLn, srv, sys, sf.stateSocket) })
+	// The sandbox cloud discovers Gantry's workload issuer when it starts, so it starts
+	// once Gantry answers; until then its listeners hold incoming connections.
+	g.Go(func() error {
+		waitUntilServing(gctx, w.baseURL+"/healthz")
+		cloudSrv, err := cloud.New(gctx, cloud.Config{DataDir: filepath.Join(dataDir, "sandbox-cloud"), Issuer: w.baseURL + "/workload",
+			AdminToken: adminToken, Logger: logger})
+		if err != nil {
+			return err
+		}
+		if cloudSock != nil {
+			go func() { _ = serveUntilDone(gctx, cloudSock, cloudSrv) }()
+		}
+		return serveUntilDone(gctx, sandboxLn, cloudSrv)
+	})
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED; see /executors)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn, sys.Default, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	fmt.Fprintln(stdout, "Stopped.")
 	return nil
+}
+
+// waitUntilServing polls url until it answers (at most ten seconds).
+func waitUntilServing(ctx context.Context, url string) {
+	for i := 0; i < 100 && ctx.Err() == nil; i++ {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // devSecret returns the random secret kept in path, creating it on first use.

@@ -105,7 +105,7 @@ func TestDevStartsEverything(t *testing.T) {
 		page.Body.Close()
 		require.Contains(t, string(body), "admin@acme.test")
 		require.Contains(t, string(body), "admin-acme")
-		require.Contains(t, output(), "default executor: tofu/process", "dev runs live OpenTofu by default")
+		require.Contains(t, output(), "default executor: tofu/", "dev runs live OpenTofu by default")
 
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		require.NoError(t, cmd.Wait(), output())

@@ -68,7 +68,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 		return fmt.Errorf("listening on %s: %w", w.addr, err)
 	}
 	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL, "runner", sf.runnerName)
-	return servePortal(ctx, ln, srv, sys)
+	return servePortal(ctx, ln, srv, sys, sf.stateSocket)
 }
 
 // serveUntilDone serves h on ln until ctx ends, then drains in-flight requests.

@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"gantry/models/keyring"
 	"gantry/runner"
 	"gantry/runner/mock"
+	"gantry/runner/oci"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/web"
@@ -32,11 +36,17 @@ type systemFlags struct {
 	rescueAfter time.Duration
 	runnerDelay time.Duration
 	timeouts    runner.Timeouts
+	defaultLive bool // dev: prefer a live runner as the default
 	// The live runners' toolchain and the cloud their jobs reach.
 	tofuPath      string
 	providerPath  string
 	workDir       string
 	cloudEndpoint string
+	// Isolated (runc) jobs reach the state backend and the cloud through unix sockets.
+	fwdPath            string
+	stateSocket        string
+	cloudSocket        string
+	containerStatePort int
 }
 
 func (s *systemFlags) register(f flags) {
@@ -47,6 +57,10 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (default: built from the source tree)")
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
 	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the sandbox cloud's API URL as jobs reach it (SANDBOX_ENDPOINT)")
+	f.str(&s.fwdPath, "fwd", "GANTRY_FWD", "", "static gantry-fwd binary for runc jobs (default: built from the source tree)")
+	f.str(&s.stateSocket, "state-socket", "GANTRY_STATE_SOCKET", "", "unix socket the portal serves the state backend on, for runc jobs (tofu/oci needs it)")
+	f.str(&s.cloudSocket, "cloud-socket", "GANTRY_CLOUD_SOCKET", "", "unix socket of the sandbox cloud, for runc jobs (tofu/oci needs it)")
+	f.IntVar(&s.containerStatePort, "container-state-port", 8765, "loopback port runc jobs reach the state backend at (forwarded to --state-socket)")
 	f.dur(&s.timeouts.Plan, "plan-timeout", "GANTRY_PLAN_TIMEOUT", runner.PlanTimeout, "a plan running longer is cancelled; a plan whose process died is redone after this long")
 	f.dur(&s.timeouts.Apply, "apply-timeout", "GANTRY_APPLY_TIMEOUT", runner.ApplyTimeout, "an apply running longer is cancelled")
 	f.dur(&s.timeouts.Verify, "verify-timeout", "GANTRY_VERIFY_TIMEOUT", runner.VerifyTimeout, "a verification running longer is cancelled")
@@ -68,12 +82,19 @@ func (s systemFlags) catalogFS() (fs.FS, error) {
 // mock always; the live OpenTofu runner when the toolchain is at hand.
 func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (runner.Runner, []runner.Runner, error) {
 	offered := map[string]runner.Runner{"mock": mock.New()}
-	live, liveErr := s.liveRunner(ctx, logger)
-	if liveErr == nil {
-		offered[live.Name()] = live
+	live, liveErr := s.liveRunners(ctx, logger)
+	for _, r := range live {
+		offered[r.Name()] = r
 	}
-	if s.runnerName == "" {
+	if s.runnerName == "" || s.runnerName == "auto" {
+		// dev: isolated when it can be, else a plain process; serve: the mock.
 		s.runnerName = "mock"
+		if s.defaultLive {
+			s.runnerName = "tofu/process"
+			if _, ok := offered["tofu/oci"]; ok {
+				s.runnerName = "tofu/oci"
+			}
+		}
 	}
 	def, ok := offered[s.runnerName]
 	if !ok {
@@ -100,10 +121,11 @@ func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (runner.R
 	return wrap(def), extra, nil
 }
 
-// liveRunner prepares the OpenTofu toolchain (building it from the source tree when no
-// binaries are given; the first build of OpenTofu takes minutes) and the process
-// executor.
-func (s systemFlags) liveRunner(ctx context.Context, logger *slog.Logger) (runner.Runner, error) {
+// liveRunners prepares the OpenTofu toolchain (building it from the source tree when no
+// binaries are given; the first build of OpenTofu takes minutes) and returns the
+// process executor's runner and, when runc works here and the sockets are configured,
+// the runc executor's.
+func (s systemFlags) liveRunners(ctx context.Context, logger *slog.Logger) ([]runner.Runner, error) {
 	if s.cloudEndpoint == "" {
 		return nil, errors.New("no --cloud-endpoint: jobs would have no cloud to reach")
 	}
@@ -117,20 +139,58 @@ func (s systemFlags) liveRunner(ctx context.Context, logger *slog.Logger) (runne
 	}
 	var tc tofu.Toolchain
 	var err error
+	root, rootErr := tofu.RepoRoot(".")
 	if s.tofuPath != "" && s.providerPath != "" {
 		tc, err = tofu.ToolchainFrom(s.tofuPath, s.providerPath, toolDir)
+	} else if rootErr != nil {
+		return nil, fmt.Errorf("set --tofu and --sandbox-provider, or run from the source tree: %w", rootErr)
 	} else {
-		root, rerr := tofu.RepoRoot(".")
-		if rerr != nil {
-			return nil, fmt.Errorf("set --tofu and --sandbox-provider, or run from the source tree: %w", rerr)
-		}
 		tc, err = tofu.PrepareToolchain(ctx, root, toolDir, logWriter{logger})
 	}
 	if err != nil {
 		return nil, err
 	}
-	exec := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
-	return tofurun.New(exec, filepath.Join(workDir, "jobs")), nil
+	process := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
+	runners := []runner.Runner{tofurun.New(process, filepath.Join(workDir, "jobs"))}
+	if isolated, err := s.ociRunner(ctx, tc, root, workDir); err != nil {
+		logger.Warn("isolated (runc) jobs are not available", "error", err)
+	} else {
+		runners = append(runners, isolated)
+	}
+	return runners, nil
+}
+
+// ociRunner builds the runc executor: a read-only rootfs with tofu, fwd and the mirror,
+// and the state and cloud sockets bind-mounted into every job.
+func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, root, workDir string) (runner.Runner, error) {
+	if s.stateSocket == "" || s.cloudSocket == "" {
+		return nil, errors.New("--state-socket and --cloud-socket are not set")
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("runc jobs need Gantry to run as root")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return nil, errors.New("runc is not installed (Debian package runc)")
+	}
+	fwd := s.fwdPath
+	if fwd == "" {
+		if root == "" {
+			return nil, errors.New("set --fwd or run from the source tree")
+		}
+		var err error
+		if fwd, err = tofurun.BuildFwd(ctx, root, filepath.Join(workDir, "toolchain")); err != nil {
+			return nil, err
+		}
+	}
+	o, err := tofurun.NewOCI(ctx, tofurun.OCIConfig{Toolchain: tc, Fwd: fwd, RootfsDir: filepath.Join(workDir, "rootfs"),
+		StateSocket: s.stateSocket, StatePort: s.containerStatePort, CloudSocket: s.cloudSocket,
+		// Longer than the state lock timeout, so a command waiting for the lock is not
+		// killed at the moment it would have got it.
+		Timeout: 30 * time.Minute, Executor: &oci.Executor{}})
+	if err != nil {
+		return nil, err
+	}
+	return tofurun.New(o, filepath.Join(workDir, "jobs")), nil
 }
 
 // logWriter turns build progress lines into log records.
@@ -159,17 +219,26 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 		return nil, err
 	}
 	return runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts})
+		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
+		ContainerStatePort: sf.containerStatePort})
 }
 
 // servePortal runs the job queue, the live-change listener and the HTTP server until
 // ctx ends, then stops them: HTTP first, then the queue, letting running jobs finish
 // for a while before cancelling them.
-func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *runner.System) error {
+func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *runner.System, stateSocket string) error {
 	if err := sys.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("starting job queue: %w", err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	if stateSocket != "" {
+		sock, err := listenSocket(stateSocket)
+		if err != nil {
+			return err
+		}
+		// Jobs in containers reach the state backend here, and nothing else of Gantry.
+		g.Go(func() error { return serveUntilDone(gctx, sock, stateOnly(srv.Echo)) })
+	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
 	err := g.Wait()
@@ -180,4 +249,38 @@ func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *run
 	}
 	sys.Close()
 	return err
+}
+
+// listenSocket listens on a unix socket that a job's unused uid can connect to: a stale
+// socket from an earlier start is removed, the socket is world-connectable and its
+// directory traversable (the directory must hold nothing but sockets: it is mounted into
+// every job).
+func listenSocket(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// stateOnly serves only the state backend's routes of h.
+func stateOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/state/") || path.Clean(r.URL.Path) != r.URL.Path {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

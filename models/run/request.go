@@ -171,7 +171,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 		if err != nil {
 			return err
 		}
-		cfg, err := s.catalog.Generate(validated, ws.ID, s.stateAddress(ws.ID))
+		cfg, err := s.catalog.Generate(validated, ws.ID, s.stateAddress(validated.Runner.Name, ws.ID))
 		if err != nil {
 			return fmt.Errorf("generating configuration: %w", err)
 		}

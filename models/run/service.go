@@ -61,7 +61,7 @@ type Service struct {
 	catalog   Catalog
 	runners   Runners
 	// StateAddress builds the http backend address of a workspace for generated config.
-	stateAddress func(workspaceID string) string
+	stateAddress func(runner, workspaceID string) string
 	fencer       Fencer
 }
 
@@ -79,7 +79,9 @@ type Config struct {
 	Enqueuer     Enqueuer
 	Catalog      Catalog
 	Runners      Runners
-	StateAddress func(workspaceID string) string
+	// StateAddress is the http backend address a runner's jobs reach for a workspace
+	// (jobs in containers reach it through a forwarded socket at a fixed address).
+	StateAddress func(runner, workspaceID string) string
 	Fencer       Fencer
 }
 

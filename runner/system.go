@@ -38,8 +38,8 @@ type SystemConfig struct {
 	// ContainerStatePort is the loopback port jobs in containers (tofu/oci) reach the
 	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
 	ContainerStatePort int
-	MaxWorkers           int
-	OnApplyStart         func(runID string)
+	MaxWorkers         int
+	OnApplyStart       func(runID string)
 }
 
 // System is the run machinery of one portal process: the catalog, the run service,

@@ -73,12 +73,12 @@ type Fencer interface {
 
 // Config wires a Service.
 type Config struct {
-	DB           *gorm.DB
-	Audit        *audit.Log
-	Artifacts    *artifact.Store
-	Enqueuer     Enqueuer
-	Catalog      Catalog
-	Runners      Runners
+	DB        *gorm.DB
+	Audit     *audit.Log
+	Artifacts *artifact.Store
+	Enqueuer  Enqueuer
+	Catalog   Catalog
+	Runners   Runners
 	// StateAddress is the http backend address a runner's jobs reach for a workspace
 	// (jobs in containers reach it through a forwarded socket at a fixed address).
 	StateAddress func(runner, workspaceID string) string

@@ -361,7 +361,6 @@ func TestOCIRunDetails(t *testing.T) {
 	require.NoError(t, o.Health(t.Context()))
 }
 
-
 type timedExec struct {
 	tofurun.Executor
 	times map[string]time.Duration

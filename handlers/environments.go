@@ -7,6 +7,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,10 +35,21 @@ type MemberLister interface {
 	Members(ctx context.Context) ([]org.MembershipView, error)
 }
 
+// EnvironmentCredentials is what the environment pages need of the static cloud
+// credential store (environment.Credentials). The pages say whether and since when a
+// credential is set, never what it is.
+type EnvironmentCredentials interface {
+	StaticCredentialSince(ctx context.Context, envID string) (time.Time, bool, error)
+	StaticCredentialsSince(ctx context.Context) (map[string]time.Time, error)
+	Apply(ctx context.Context, envID string, ch environment.CredentialChange) error
+}
+
 // Environments serves the environment administration pages.
 type Environments struct {
 	Service EnvironmentService
 	Members MemberLister
+	// Credentials is optional: without it the pages have no cloud credential section.
+	Credentials EnvironmentCredentials
 }
 
 // Register adds the environment routes to g.
@@ -54,10 +67,17 @@ func (h Environments) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	static := map[string]time.Time{}
+	if h.Credentials != nil {
+		if static, err = h.Credentials.StaticCredentialsSince(c.Request().Context()); err != nil {
+			return err
+		}
+	}
 	rows := make([]views.EnvironmentRow, 0, len(envs))
 	for _, e := range envs {
+		_, hasStatic := static[e.ID]
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
-			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor})
+			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor, StaticCredential: hasStatic})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -103,8 +123,15 @@ func (h Environments) edit(c echo.Context) error {
 }
 
 func (h Environments) update(c echo.Context) error {
+	ctx := c.Request().Context()
 	in, approval := environmentInput(c, false)
-	env, err := h.Service.Update(c.Request().Context(), c.Param("id"), in)
+	cred := h.credentialInput(c)
+	// The credential is checked before anything is saved, so a refused form saved nothing.
+	err := cred.Validate()
+	var env environment.Environment
+	if err == nil {
+		env, err = h.Service.Update(ctx, c.Param("id"), in)
+	}
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor, Errors: v.Fields,
@@ -113,15 +140,43 @@ func (h Environments) update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if h.Credentials != nil {
+		if err := h.Credentials.Apply(ctx, env.ID, cred); err != nil {
+			return err
+		}
+	}
 	_ = render.Flash(c, "success", "Environment "+env.Name+" saved.")
 	return render.Redirect(c, paths.Environments())
 }
 
-// form renders the create/edit form with the organization's members as grant choices.
+// credentialInput reads the cloud credential fields of the edit form; without a
+// credential store they are ignored (the form does not show them).
+func (h Environments) credentialInput(c echo.Context) environment.CredentialChange {
+	if h.Credentials == nil {
+		return environment.CredentialChange{}
+	}
+	return environment.CredentialChange{
+		Secret: strings.TrimSpace(c.FormValue("cloud_credential")),
+		Remove: c.FormValue("cloud_credential_remove") == "on",
+	}
+}
+
+// form renders the create/edit form with the organization's members as grant choices
+// and, when editing, whether a static cloud credential is set (never the credential).
 func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted []string) error {
 	members, err := h.Members.Members(c.Request().Context())
 	if err != nil {
 		return err
+	}
+	if h.Credentials != nil && p.ID != "" {
+		since, ok, err := h.Credentials.StaticCredentialSince(c.Request().Context(), p.ID)
+		if err != nil {
+			return err
+		}
+		p.CredentialsManaged = true
+		if ok {
+			p.CredentialSetAt = &since
+		}
 	}
 	for _, m := range members {
 		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		return views.RunLiveProps{}, err
 	}
 	subject, _ := authz.SubjectFrom(ctx)
-	p := views.RunLiveProps{ID: r.ID, State: string(r.State), StateReason: r.StateReason, Terminal: r.State.Terminal(),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: r.StateReason, Terminal: r.State.Terminal(),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
 	for _, a := range run.AvailableActions(r.State) {
@@ -275,8 +276,20 @@ func (h Runs) events(c echo.Context) error {
 	w.Header().Set(echo.HeaderCacheControl, "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	w.Flush() // the browser's EventSource opens on the headers, before any event
 	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
 	defer heartbeat.Stop()
+	// A page that already shows the current run gets nothing until it changes: swapping
+	// identical HTML would only lose the reader's focus and what they typed.
+	// Read again after subscribing: a change in between then still signals.
+	if r, err = h.Runs.Get(ctx, r.ID); err != nil {
+		return err
+	}
+	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.State.Terminal() {
+		if !waitForChange(ctx, w, changes, heartbeat.C) {
+			return nil
+		}
+	}
 	for {
 		// Decide on the state that was rendered: re-reading here could see a newer
 		// terminal state and close the stream before the page was shown it.

@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 )
 
 // Kind is what a run intends.
@@ -26,6 +27,20 @@ type Credentials struct {
 	// CloudToken is the workload identity token the provider presents to the cloud.
 	CloudToken string
 }
+
+// redacted is what a log line or a formatted value shows of credentials.
+const redacted = "[credentials redacted]"
+
+// LogValue keeps credentials out of slog output.
+func (Credentials) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// String and GoString keep credentials out of %v, %+v and %#v.
+func (Credentials) String() string   { return redacted }
+func (Credentials) GoString() string { return redacted }
+
+// MarshalJSON keeps credentials out of any JSON a request is encoded into (slog's JSON
+// handler encodes structs with encoding/json).
+func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
 
 // PlanRequest is the input of a plan: the config bundle (a tar, see models/bundle)
 // and the workspace's current state (nil when there is none yet).

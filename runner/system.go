@@ -14,6 +14,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/catalog"
+	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/run"
@@ -56,6 +57,8 @@ type System struct {
 	Artifacts  *artifact.Store
 	Queue      *Queue
 	ListenPool *pgxpool.Pool
+	// Credentials holds environments' static cloud credentials (standing-credential findings).
+	Credentials *environment.Credentials
 }
 
 // NewSystem loads the catalog (pinning template digests in the database) and wires
@@ -91,6 +94,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	arts := artifact.NewStore(cfg.DB, cfg.Keys)
 	states := state.NewService(cfg.DB, arts, audit.New(cfg.DB))
 	ident := identity.NewIssuer(cfg.DB, cfg.Keys, base+"/workload", identity.Options{})
+	creds := environment.NewCredentials(cfg.DB, audit.New(cfg.DB), cfg.Keys)
 	set := RunnerSet{}
 	offered := run.Runners{Default: cfg.Runner.Name()}
 	for _, r := range append([]Runner{cfg.Runner}, cfg.Extra...) {
@@ -102,7 +106,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		offered.Available = append(offered.Available, run.RunnerInfo{Name: r.Name(), Simulated: r.Simulated()})
 	}
 	q, err := NewQueue(QueueConfig{SQLDB: sqlDB, ListenPool: pool, Runners: set, Logger: cfg.Logger,
-		Credentials:          jobCredentials{state: states, identity: ident},
+		Credentials:          jobCredentials{state: states, identity: ident, static: creds},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		pool.Close()
@@ -118,7 +122,7 @@ func NewSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		Fencer: states,
 	})
 	q.Bind(runs)
-	return &System{Runners: set, Default: cfg.Runner.Name(), Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool}, nil
+	return &System{Runners: set, Default: cfg.Runner.Name(), Catalog: cat, Identity: ident, State: states, Runs: runs, Artifacts: arts, Queue: q, ListenPool: pool, Credentials: creds}, nil
 }
 
 // stateBase is where a runner's jobs reach the state backend. The address is embedded

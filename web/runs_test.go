@@ -215,3 +215,44 @@ func TestRunEventsStream(t *testing.T) {
 	_, open := <-events
 	require.False(t, open, "the server closes the stream after end")
 }
+
+// TestRunEventsStreamSince: a page that already shows the current run gets no event
+// until the run changes (a swap would lose the reader's focus and typing); the first
+// event it gets is the changed run.
+func TestRunEventsStreamSince(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"since"},
+		"kind": {"apply"}, "inputs.name": {"since-bucket"}})
+	r := waitForState(t, app, runID, run.PendingApproval)
+	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
+	streamURL := fmt.Sprintf("/runs/%s/events?since=%d", runID, r.UpdatedAt.UnixNano())
+	require.Contains(t, page, strings.ReplaceAll(streamURL, "&", "&amp;"), "the page asks for changes since what it shows")
+
+	resp := app.Get(t, operator, streamURL)
+	defer resp.Body.Close()
+	first := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: ") && strings.Contains(line, `data-testid="run-state"`) {
+				first <- line
+				return
+			}
+		}
+		close(first)
+	}()
+	admin := app.LoggedIn(t, "admin@acme.test")
+	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	webtest.ReadBody(t, approve)
+	require.Equal(t, http.StatusSeeOther, approve.StatusCode)
+	select {
+	case line := <-first:
+		require.NotContains(t, line, ">PENDING_APPROVAL<", "the unchanged state was not sent again")
+	case <-time.After(15 * time.Second):
+		t.Fatal("no event after the change")
+	}
+}

@@ -81,6 +81,8 @@ type Services struct {
 	Runs       *run.Service
 	Catalog    *catalog.Catalog
 	ListenPool *pgxpool.Pool
+	// Credentials manages environments' static cloud credentials (optional).
+	Credentials handlers.EnvironmentCredentials
 }
 
 // Server is the assembled HTTP application.
@@ -168,7 +170,7 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	envs := environment.NewService(gdb, log)
 	handlers.Dashboard{Environments: envs, Activity: log}.Register(app)
-	handlers.Environments{Service: envs, Members: s.orgs}.Register(app)
+	handlers.Environments{Service: envs, Members: s.orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: envs}.Register(app)
 	wss := workspace.NewService(gdb)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"gantry/models/db"
+	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/state"
@@ -51,7 +52,11 @@ func runKeys(ctx context.Context, args []string, stdout io.Writer, logger *slog.
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, then: %w", n, err)
 	}
-	logger.Info("keys rotated", "artifacts", n, "workload_keys", w, "key_id", keys.CurrentKeyID())
-	fmt.Fprintf(stdout, "re-wrapped %d artifacts and %d workload keys under key %s\n", n, w, keys.CurrentKeyID())
+	e, err := environment.RewrapCredentials(ctx, gdb, keys)
+	if err != nil {
+		return fmt.Errorf("re-wrapped %d artifacts and %d workload keys, then: %w", n, w, err)
+	}
+	logger.Info("keys rotated", "artifacts", n, "workload_keys", w, "environment_credentials", e, "key_id", keys.CurrentKeyID())
+	fmt.Fprintf(stdout, "re-wrapped %d artifacts, %d workload keys and %d environment credentials under key %s\n", n, w, e, keys.CurrentKeyID())
 	return nil
 }

@@ -44,7 +44,7 @@ func TestKeysRotate(t *testing.T) {
 
 	out.Reset()
 	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec}, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "re-wrapped 1 artifacts and 1 workload keys under key k2")
+	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 1 workload keys and 0 environment credentials under key k2")
 
 	var stale int64
 	require.NoError(t, gdb.Raw("SELECT (SELECT count(*) FROM artifacts WHERE key_id <> 'k2') + (SELECT count(*) FROM workload_keys WHERE key_id <> 'k2')").Scan(&stale).Error)

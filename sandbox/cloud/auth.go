@@ -21,7 +21,8 @@ const (
 	ScopeWrite = "write" // apply: may change the workspace's objects and the org's policies
 )
 
-// Identity is a verified workload identity: the private claims of a Gantry job token.
+// Identity is a verified caller: the private claims of a Gantry job token, or a static API key
+// (KeyID set; Workspace is AnyWorkspace, no run or phase).
 type Identity struct {
 	Subject   string
 	Org       string // gantry_org
@@ -31,7 +32,11 @@ type Identity struct {
 	Phase     string // gantry_phase: plan, apply, verify, ...
 	Scope     string // "read" or "write"
 	Expiry    time.Time
+	KeyID     string // the static API key's id; "" for a workload token
 }
+
+// Static reports whether the identity is a static API key rather than a workload token.
+func (id Identity) Static() bool { return id.KeyID != "" }
 
 // Namespace is the workspace namespace the identity acts in.
 func (id Identity) Namespace() api.Namespace {
@@ -103,11 +108,15 @@ func (s *Server) discoverLocked() error {
 	return nil
 }
 
-// authenticate verifies the request's bearer token.
+// authenticate verifies the request's bearer token: a static API key (KeyPrefix) or a
+// workload identity token.
 func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	raw, ok := bearer(r)
 	if !ok {
 		return Identity{}, &authError{"missing bearer token: send Authorization: Bearer <workload identity token>"}
+	}
+	if strings.HasPrefix(raw, KeyPrefix) {
+		return s.authenticateKey(raw)
 	}
 	v, err := s.verifierFor()
 	if err != nil {
@@ -130,6 +139,10 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 		}
 		if len(req.val) > 200 {
 			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim is too long", req.name)}
+		}
+		if req.val == AnyWorkspace {
+			// The environment-wide namespace of static API keys is not a workspace.
+			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim may not be %q", req.name, AnyWorkspace)}
 		}
 	}
 	if c.Scope != ScopeRead && c.Scope != ScopeWrite {

@@ -11,6 +11,10 @@
 //   - scope "read" tokens (plan, verify) may only GET: any mutation is 403;
 //   - missing, unsigned, expired or wrong-audience tokens are 401.
 //
+// Static API keys ("sbxk-..."), the standing credential real clouds offer too, are created
+// through the admin API for one environment. A key acts for every workspace of its environment;
+// its scope ("read" or "write") holds in every phase. See keys.go.
+//
 // A break-glass admin API (/admin/v1/...), authenticated with a static admin token, changes objects
 // out of band for drift tests and the manual change path. See sandbox/README.md for the API.
 package cloud
@@ -55,6 +59,7 @@ type Server struct {
 	cfg         Config
 	log         *slog.Logger
 	store       *store
+	keys        *keyStore
 	mux         *http.ServeMux
 	bg          context.Context
 	adminDigest []byte
@@ -91,7 +96,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, bg: context.WithoutCancel(ctx)}
+	ks, err := newKeyStore(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, keys: ks, bg: context.WithoutCancel(ctx)}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
 		s.adminDigest = sum[:]
@@ -119,6 +128,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/{kind}/{id}", s.workload(s.getObject))
 	m.HandleFunc("PUT /v1/{kind}/{id}", s.workload(s.updateObject))
 	m.HandleFunc("DELETE /v1/{kind}/{id}", s.workload(s.deleteObject))
+	m.HandleFunc("POST /admin/v1/keys", s.adminKeys(s.adminCreateKey))
+	m.HandleFunc("GET /admin/v1/keys", s.adminKeys(s.adminListKeys))
+	m.HandleFunc("DELETE /admin/v1/keys/{id}", s.adminKeys(s.adminDeleteKey))
 	m.HandleFunc("GET /admin/v1/{kind}", s.admin(s.adminList))
 	m.HandleFunc("GET /admin/v1/{kind}/{id}", s.admin(s.adminGet))
 	m.HandleFunc("PUT /admin/v1/{kind}/{id}", s.admin(s.adminUpdate))
@@ -208,7 +220,7 @@ func (s *Server) workload(h handler) http.HandlerFunc {
 			var ae *authError
 			switch {
 			case errors.As(err, &ae):
-				s.log.Warn("sandbox cloud: rejected a token", "method", r.Method, "path", r.URL.Path, "reason", ae.msg)
+				s.log.Warn("sandbox cloud: rejected a credential", "method", r.Method, "path", r.URL.Path, "reason", ae.msg)
 				writeError(w, &httpError{status: http.StatusUnauthorized, code: api.CodeUnauthenticated, msg: ae.msg})
 			case errors.Is(err, errIssuerUnavailable):
 				writeError(w, &httpError{status: http.StatusServiceUnavailable, code: api.CodeIssuerUnavailable, msg: err.Error()})
@@ -225,7 +237,7 @@ func (s *Server) workload(h handler) http.HandlerFunc {
 		}
 		if r.Method != http.MethodGet && who.Scope != ScopeWrite {
 			writeError(w, &httpError{status: http.StatusForbidden, code: api.CodeForbidden,
-				msg: fmt.Sprintf("this token is read-only (scope %q, phase %q): it may read but not %s %s objects; only apply tokens (scope %q) change resources", who.Scope, who.Phase, verb(r.Method), k.TypeName(), ScopeWrite)})
+				msg: forbiddenMessage(who, r.Method, k)})
 			return
 		}
 		s.serve(w, h, &request{r: r, kind: k, id: r.PathValue("id"), who: who})
@@ -275,6 +287,14 @@ func decodeBody(r *http.Request, v any) error {
 		return &httpError{status: http.StatusBadRequest, code: api.CodeBadRequest, msg: "the request body holds more than one JSON value"}
 	}
 	return nil
+}
+
+// forbiddenMessage explains a refused mutation by a read-only credential.
+func forbiddenMessage(who Identity, method string, k api.Kind) string {
+	if who.Static() {
+		return fmt.Sprintf("this static API key is read-only (key %s, scope %q): it may read but not %s %s objects", who.KeyID, who.Scope, verb(method), k.TypeName())
+	}
+	return fmt.Sprintf("this token is read-only (scope %q, phase %q): it may read but not %s %s objects; only apply tokens (scope %q) change resources", who.Scope, who.Phase, verb(method), k.TypeName(), ScopeWrite)
 }
 
 func verb(method string) string {

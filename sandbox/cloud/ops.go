@@ -16,11 +16,14 @@ import (
 // refs are the attributes that name another object, and the kind they name.
 var refs = map[string]string{"network_id": "network", "subnet_id": "subnet"}
 
-// visible reports whether the identity may see the object: its own workspace namespace, or its
-// organization for org-scoped kinds.
+// visible reports whether the identity may see the object: its own workspace namespace (every
+// workspace of its environment for a static API key), or its organization for org-scoped kinds.
 func visible(k api.Kind, who Identity, obj *api.Object) bool {
 	if k.OrgScoped {
 		return obj.Namespace.Org == who.Org
+	}
+	if who.Static() {
+		return obj.Namespace.Org == who.Org && obj.Namespace.Env == who.Env
 	}
 	return obj.Namespace == who.Namespace()
 }
@@ -116,7 +119,7 @@ func (s *Server) createObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.save(req.kind, obj); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: created", "type", req.kind.TypeName(), "id", id, "namespace", ns.String(), "run", req.who.Run, "phase", req.who.Phase)
+	s.log.Info("sandbox cloud: created", "type", req.kind.TypeName(), "id", id, "namespace", ns.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
 	writeJSON(w, http.StatusCreated, obj)
 	return nil
 }
@@ -157,7 +160,7 @@ func (s *Server) updateObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.save(req.kind, obj); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: updated", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase)
+	s.log.Info("sandbox cloud: updated", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
 	writeJSON(w, http.StatusOK, obj)
 	return nil
 }
@@ -177,12 +180,15 @@ func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.remove(req.kind, obj.ID); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: deleted", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase)
+	s.log.Info("sandbox cloud: deleted", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func (s *Server) runChange(who Identity, action string, at time.Time) api.Change {
+	if who.Static() {
+		return api.Change{By: "key", Action: action, Subject: who.Subject, At: at}
+	}
 	return api.Change{By: "run", Action: action, Subject: who.Subject, Run: who.Run, Phase: who.Phase, At: at}
 }
 

@@ -2,7 +2,10 @@
 // path from strings. Route registration uses the Route* patterns beside them.
 package paths
 
-import "net/url"
+import (
+	"net/url"
+	"strconv"
+)
 
 const (
 	RouteTemplate        = "/catalog/:name"
@@ -45,10 +48,16 @@ func Template(name string) string { return "/catalog/" + url.PathEscape(name) }
 func NewRequest(template string) string {
 	return "/requests/new?" + url.Values{"template": {template}}.Encode()
 }
-func Requests() string             { return "/requests" }
-func ValidateRequest() string      { return "/requests/validate" }
-func Run(id string) string         { return "/runs/" + url.PathEscape(id) }
-func RunEvents(id string) string   { return Run(id) + "/events" }
+func Requests() string           { return "/requests" }
+func ValidateRequest() string    { return "/requests/validate" }
+func Run(id string) string       { return "/runs/" + url.PathEscape(id) }
+func RunEvents(id string) string { return Run(id) + "/events" }
+
+// RunEventsSince is the live stream of a run whose page shows the run as of version
+// (its update time in nanoseconds): the stream stays quiet until the run changes.
+func RunEventsSince(id string, version int64) string {
+	return RunEvents(id) + "?" + url.Values{"since": {strconv.FormatInt(version, 10)}}.Encode()
+}
 func RunApprove(id string) string  { return Run(id) + "/approve" }
 func RunReject(id string) string   { return Run(id) + "/reject" }
 func RunRecover(id string) string  { return Run(id) + "/recover" }

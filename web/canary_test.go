@@ -1,0 +1,494 @@
+package web_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/artifact"
+	"gantry/models/bundle"
+	"gantry/models/run"
+	"gantry/runner/tofu"
+	"gantry/runner/tofurun"
+	"gantry/sandbox/client"
+	"gantry/sandbox/cloud"
+	"gantry/web/webtest"
+)
+
+// canaryCloudAdmin is the sandbox cloud's break-glass token in TestSecretsNeverLeak.
+const canaryCloudAdmin = "admin-canary-token"
+
+// TestSecretsNeverLeak (DESIGN.md §6, "Apply identity"): a static cloud key set as
+// staging's credential, and every workload token and state password minted for the jobs
+// of a staging run (static key) and a development run (workload identity), appear in no
+// generated file, plan file (unzipped), plan JSON, log, state version, page, database dump
+// or sandbox cloud file or log.
+func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
+	app := startCanary(t)
+	ctx := t.Context()
+	admin := app.LoggedIn(t, "admin@acme.test")
+	operator := app.LoggedIn(t, "operator@acme.test")
+	orgID := app.Orgs["acme"]
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+
+	// A static key in the sandbox cloud, set as staging's credential through the edit form.
+	cloudAdmin, err := client.New(app.cloudURL, canaryCloudAdmin)
+	require.NoError(t, err)
+	key := createCloudKey(t, app.cloudURL, cloud.KeyRequest{Organization: orgID, Environment: staging, Scope: "write", Reason: "TestSecretsNeverLeak"})
+	setCredentialThroughForm(t, app.App, admin, staging, key.Secret)
+	page := webtest.ReadBody(t, app.Get(t, admin, "/environments/"+staging))
+	require.Contains(t, page, `data-testid="standing-credential-finding"`)
+	require.Contains(t, html.UnescapeString(tags.ReplaceAllString(page, "")),
+		"Standing credential: this environment's jobs use a long-lived static credential instead of short-lived workload identity tokens.")
+	require.Contains(t, page, "A static credential is set since")
+	require.Contains(t, page, `name="cloud_credential" value=""`, "the password field is always empty")
+	require.NotContains(t, webtest.ReadBody(t, app.Get(t, admin, "/environments/"+dev)), `data-testid="standing-credential-finding"`)
+	list := webtest.ReadBody(t, app.Get(t, admin, "/environments"))
+	require.Equal(t, 1, strings.Count(list, `data-testid="standing-credential-badge"`), "only staging has the badge")
+
+	// A staging run (approved by the admin) uses the static key; a development run
+	// (self-service) uses workload tokens.
+	bucket := func(env, name string) url.Values {
+		return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {name}, "kind": {"apply"},
+			"inputs.name": {name}, "inputs.retention_days": {"30"}}
+	}
+	stagingRun := waitForState(t, app.App, requestRun(t, app.App, operator, bucket(staging, "canary-static")), run.PendingApproval)
+	approve(t, app.App, admin, stagingRun)
+	stagingRun = waitForState(t, app.App, stagingRun.ID, run.Succeeded)
+	devRun := waitForState(t, app.App, requestRun(t, app.App, operator, bucket(dev, "canary-dev")), run.Succeeded)
+	runs := []run.Run{stagingRun, devRun}
+
+	// Each job got what its environment holds: the static key in staging, workload tokens
+	// (JWTs) in development; and the cloud saw the key act for staging.
+	canaries := app.exec.canaries(t, key.Secret)
+	app.exec.requireCredentialsPerRun(t, app.App, key.Secret, map[string]bool{stagingRun.ID: true, devRun.ID: false})
+	objs, err := cloudAdmin.AdminList(ctx, "bucket")
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	for _, o := range objs {
+		if o.Namespace.Env == staging {
+			require.Equal(t, cloud.AnyWorkspace, o.Namespace.Workspace)
+			require.Equal(t, "key", o.LastChange.By)
+		} else {
+			require.Equal(t, devRun.WorkspaceID, o.Namespace.Workspace)
+			require.Equal(t, "run", o.LastChange.By)
+		}
+	}
+
+	scan := &leakScanner{t: t, canaries: canaries, seen: map[string]int{}}
+
+	// Generated files: every file left in a job's working directory after each command.
+	for _, f := range app.exec.files() {
+		scan.blob("workdir", f.name, f.data)
+	}
+	// Every artifact, decrypted: config bundles untarred, plan files unzipped.
+	scan.artifacts(app.App, runs)
+	// Every rendered page of the runs, as the admin and the operator.
+	scan.pages(app.App, admin, adminPages(runs, staging, dev))
+	scan.pages(app.App, operator, operatorPages(runs))
+	// The database, dumped in clear.
+	dump := pgDump(t, app.DSN)
+	require.Contains(t, string(dump), "environment.static_credential_set", "the dump holds the audit log")
+	scan.blob("database", "pg_dump", dump)
+	// The sandbox cloud's files and log.
+	scan.tree("cloud", app.cloudDir)
+	require.Contains(t, app.cloudLog.String(), key.ID, "the cloud logs which key acted")
+	scan.blob("cloud", "log", []byte(app.cloudLog.String()))
+
+	for _, where := range []string{"workdir", "config_bundle", "plan_file member", "plan_json", "plan_log", "apply_log",
+		"verify_log", "state", "page", "database", "cloud"} {
+		require.Positive(t, scan.seen[where], "nothing was scanned in %s: the check could not fail", where)
+	}
+	t.Logf("scanned %v for %d canaries", scan.seen, len(canaries))
+}
+
+var tags = regexp.MustCompile(`<[^>]*>`)
+
+// canaryApp is Gantry with the live runner behind a recording executor, against a sandbox
+// cloud whose log is kept.
+type canaryApp struct {
+	*webtest.App
+	cloudURL string
+	cloudDir string
+	cloudLog *lockedBuffer
+	exec     *recordingExecutor
+}
+
+// startCanary is startLiveWith with what the leak check needs: the cloud's URL and log and a
+// recording executor.
+func startCanary(t *testing.T) canaryApp {
+	t.Helper()
+	tc, err := tofu.PrepareToolchain(t.Context(), "..", t.TempDir(), testLogWriter{t})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	a := canaryApp{cloudDir: t.TempDir(), cloudLog: &lockedBuffer{}}
+	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: a.cloudDir, Issuer: "http://" + ln.Addr().String() + "/workload",
+		AdminToken: canaryCloudAdmin, Logger: slog.New(slog.NewTextHandler(a.cloudLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	require.NoError(t, err)
+	cloudSrv := httptest.NewServer(sc)
+	t.Cleanup(cloudSrv.Close)
+	a.cloudURL = cloudSrv.URL
+	a.exec = &recordingExecutor{Executor: &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}}
+	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir())})
+	return a
+}
+
+// createCloudKey creates a static key through the sandbox cloud's admin API.
+func createCloudKey(t *testing.T, cloudURL string, in cloud.KeyRequest) cloud.CreatedKey {
+	t.Helper()
+	body, err := json.Marshal(in)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, cloudURL+"/admin/v1/keys", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+canaryCloudAdmin)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	var out cloud.CreatedKey
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.True(t, strings.HasPrefix(out.Secret, cloud.KeyPrefix))
+	return out
+}
+
+// setCredentialThroughForm posts environment envID's edit form as it stands, plus a static
+// credential, as an admin would.
+func setCredentialThroughForm(t *testing.T, app *webtest.App, c *http.Client, envID, secret string) {
+	t.Helper()
+	edit := webtest.ReadBody(t, app.Get(t, c, "/environments/"+envID+"/edit"))
+	require.True(t, strings.Contains(edit, `name="cloud_credential"`),
+		"the edit form has no cloud credential section: handlers.Environments needs its Credentials (web/server.go, web.Services.Credentials)")
+	var env struct {
+		Name, Tier, Executor         string
+		RequiresApproval, Restricted bool
+	}
+	require.NoError(t, app.DB.Raw("SELECT name, tier, executor, requires_approval, restricted FROM environments WHERE id = ?", envID).Scan(&env).Error)
+	var grants []string
+	require.NoError(t, app.DB.Raw("SELECT user_id FROM environment_grants WHERE environment_id = ?", envID).Scan(&grants).Error)
+	form := url.Values{"_csrf": {app.CSRF(t, c)}, "name": {env.Name}, "tier": {env.Tier}, "executor": {env.Executor},
+		"requires_approval": {"off"}, "grants": grants, "cloud_credential": {secret}}
+	if env.RequiresApproval {
+		form.Add("requires_approval", "on")
+	}
+	if env.Restricted {
+		form.Set("restricted", "on")
+	}
+	resp := app.PostForm(t, c, "/environments/"+envID, form)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	var after struct {
+		RequiresApproval bool
+		CredSet          bool
+	}
+	require.NoError(t, app.DB.Raw("SELECT requires_approval, cred_set_at IS NOT NULL AS cred_set FROM environments WHERE id = ?", envID).Scan(&after).Error)
+	require.True(t, after.CredSet, "the credential was not stored")
+	require.Equal(t, env.RequiresApproval, after.RequiresApproval, "the rest of the environment is unchanged")
+}
+
+// recordingExecutor records every credential handed to a tofu command and copies every
+// file the command leaves in the job's working directory.
+type recordingExecutor struct {
+	tofurun.Executor
+	mu    sync.Mutex
+	calls []recordedCall
+	snaps []snapFile
+}
+
+type recordedCall struct {
+	args                          []string
+	stateUser, statePass, cloudTk string
+}
+
+type snapFile struct {
+	name string
+	data []byte
+}
+
+func (r *recordingExecutor) Run(ctx context.Context, dir string, c tofurun.Command) (int, string, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, recordedCall{args: c.Args, stateUser: c.Secrets["TF_HTTP_USERNAME"],
+		statePass: c.Secrets["TF_HTTP_PASSWORD"], cloudTk: c.Secrets["SANDBOX_TOKEN"]})
+	r.mu.Unlock()
+	code, explain, err := r.Executor.Run(ctx, dir, c)
+	r.snapshot(dir, strings.Join(c.Args, " "))
+	return code, explain, err
+}
+
+// snapshot copies the regular files of the working directory, except the provider
+// binaries tofu installs from the mirror.
+func (r *recordingExecutor) snapshot(dir, after string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == filepath.Join(".terraform", "providers") {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		r.mu.Lock()
+		r.snaps = append(r.snaps, snapFile{name: rel + " (after tofu " + after + ")", data: data})
+		r.mu.Unlock()
+		return nil
+	})
+}
+
+func (r *recordingExecutor) files() []snapFile {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]snapFile(nil), r.snaps...)
+}
+
+// canaries are the secrets to look for: the static key, every workload token (and its
+// signature, the part no one else holds) and every state password the jobs were given.
+func (r *recordingExecutor) canaries(t *testing.T, staticKey string) map[string]string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{staticKey: "static cloud key"}
+	tokens, passwords := 0, 0
+	for _, c := range r.calls {
+		if c.statePass != "" {
+			if _, dup := out[c.statePass]; !dup {
+				passwords++
+			}
+			out[c.statePass] = "state password"
+		}
+		if parts := strings.Split(c.cloudTk, "."); len(parts) == 3 {
+			if _, dup := out[c.cloudTk]; !dup {
+				tokens++
+			}
+			out[c.cloudTk] = "workload token"
+			out[parts[2]] = "workload token signature"
+		}
+	}
+	require.GreaterOrEqual(t, tokens, 3, "the development run's plan, apply and verify got workload tokens")
+	require.GreaterOrEqual(t, passwords, 6, "every phase of both runs got a state password")
+	for v := range out {
+		require.GreaterOrEqual(t, len(v), 20, "a canary this short could match by chance")
+	}
+	return out
+}
+
+// requireCredentialsPerRun checks, through the state credential each command presented,
+// which run each command belonged to, and that a run whose environment holds the static key
+// got that key and nothing else, while the others got workload tokens.
+func (r *recordingExecutor) requireCredentialsPerRun(t *testing.T, app *webtest.App, staticKey string, usesKey map[string]bool) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	perRun := map[string]int{}
+	for _, c := range r.calls {
+		require.NotEmpty(t, c.stateUser, "tofu %v ran without a state credential", c.args)
+		var runID string
+		require.NoError(t, app.DB.Raw("SELECT run_id FROM state_credentials WHERE id = ?", c.stateUser).Scan(&runID).Error)
+		want, known := usesKey[runID]
+		require.True(t, known, "tofu %v ran for an unexpected run %s", c.args, runID)
+		if want {
+			require.True(t, c.cloudTk == staticKey, "tofu %v of run %s did not get the environment's static key", c.args, runID)
+		} else {
+			require.True(t, len(strings.Split(c.cloudTk, ".")) == 3 && c.cloudTk != staticKey, "tofu %v of run %s did not get a workload token", c.args, runID)
+		}
+		perRun[runID]++
+	}
+	for id := range usesKey {
+		require.Positive(t, perRun[id], "no tofu command ran for run %s", id)
+	}
+}
+
+// leakScanner looks for the canaries and counts what it looked at per kind of place.
+type leakScanner struct {
+	t        *testing.T
+	canaries map[string]string // value -> what it is; the value is never printed
+	seen     map[string]int
+}
+
+// blob checks data; a zip (a plan file) is also checked member by member, unzipped, since
+// its members are deflated and a raw search proves nothing.
+func (s *leakScanner) blob(where, name string, data []byte) {
+	s.t.Helper()
+	s.seen[where]++
+	for v, what := range s.canaries {
+		if bytes.Contains(data, []byte(v)) {
+			s.t.Errorf("%s %s contains a %s", where, name, what)
+		}
+	}
+	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
+		s.zip(where, name, data)
+	}
+}
+
+func (s *leakScanner) zip(where, name string, data []byte) {
+	s.t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	require.NoError(s.t, err, "%s %s looks like a zip but is not one", where, name)
+	require.NotEmpty(s.t, zr.File, "%s %s is an empty zip", where, name)
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		require.NoError(s.t, err)
+		member, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(s.t, err)
+		s.blob(where+" member", name+"!"+f.Name, member)
+	}
+}
+
+// artifacts decrypts every artifact in the database and checks it; the runs' own
+// artifacts and state versions must be among them.
+func (s *leakScanner) artifacts(app *webtest.App, runs []run.Run) {
+	s.t.Helper()
+	var rows []struct{ ID, OrganizationID, Kind string }
+	require.NoError(s.t, app.DB.Raw("SELECT id, organization_id, kind FROM artifacts ORDER BY id").Scan(&rows).Error)
+	scanned := map[string]bool{}
+	for _, a := range rows {
+		data, _, err := app.System.Artifacts.Get(s.t.Context(), a.OrganizationID, a.ID)
+		require.NoError(s.t, err)
+		if artifact.Kind(a.Kind) == artifact.ConfigBundle {
+			b, err := bundle.FromTar(data)
+			require.NoError(s.t, err)
+			require.NotEmpty(s.t, b.Files)
+			for name, body := range b.Files {
+				s.blob(a.Kind, a.ID+":"+name, body)
+			}
+		}
+		if artifact.Kind(a.Kind) == artifact.PlanFile {
+			require.True(s.t, bytes.HasPrefix(data, []byte("PK\x03\x04")), "plan file %s is not a zip", a.ID)
+		}
+		s.blob(a.Kind, a.ID, data)
+		scanned[a.ID] = true
+	}
+	for _, r := range runs {
+		ids := []*string{&r.ConfigArtifactID, r.PlanArtifactID, r.PlanJSONArtifactID, r.PlanLogArtifactID, r.ApplyLogArtifactID, r.VerifyLogArtifactID}
+		for i, id := range ids {
+			require.NotNil(s.t, id, "run %s lacks artifact %d", r.ID, i)
+			require.True(s.t, scanned[*id], "artifact %s of run %s was not scanned", *id, r.ID)
+		}
+		var states []string
+		require.NoError(s.t, app.DB.Raw("SELECT artifact_id FROM state_versions WHERE workspace_id = ?", r.WorkspaceID).Scan(&states).Error)
+		require.NotEmpty(s.t, states, "run %s wrote no state", r.ID)
+		for _, id := range states {
+			require.True(s.t, scanned[id], "state version %s was not scanned", id)
+		}
+	}
+}
+
+// pages fetches each path with c, requires a 200, and checks the body.
+func (s *leakScanner) pages(app *webtest.App, c *http.Client, paths []string) {
+	s.t.Helper()
+	for _, p := range paths {
+		resp := app.Get(s.t, c, p)
+		body := webtest.ReadBody(s.t, resp)
+		require.Equal(s.t, http.StatusOK, resp.StatusCode, "GET %s", p)
+		s.blob("page", p, []byte(body))
+	}
+}
+
+func adminPages(runs []run.Run, envIDs ...string) []string {
+	paths := []string{"/", "/environments", "/executors", "/workspaces", "/approvals", "/catalog", "/api/v1/environments"}
+	for _, id := range envIDs {
+		paths = append(paths, "/environments/"+id, "/environments/"+id+"/edit", "/api/v1/environments/"+id)
+	}
+	return append(paths, operatorPages(runs)...)
+}
+
+func operatorPages(runs []run.Run) []string {
+	paths := []string{"/", "/workspaces"}
+	for _, r := range runs {
+		// The events stream of a finished run sends its section and ends.
+		paths = append(paths, "/runs/"+r.ID, "/runs/"+r.ID+"/plan.json", "/runs/"+r.ID+"/events", "/workspaces/"+r.WorkspaceID)
+	}
+	return paths
+}
+
+// tree checks every file under dir.
+func (s *leakScanner) tree(where, dir string) {
+	s.t.Helper()
+	require.NoError(s.t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		s.blob(where, rel, data)
+		return nil
+	}))
+}
+
+// pgDump dumps the database at dsn (schema and data, in clear) with pg_dump from $PATH or,
+// as on Debian, /usr/lib/postgresql/<version>/bin (the newest, which dumps older servers).
+func pgDump(t *testing.T, dsn string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("pg_dump")
+	if err != nil {
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+		sort.Slice(matches, func(i, j int) bool { return pgVersion(matches[i]) < pgVersion(matches[j]) })
+		require.NotEmpty(t, matches, "pg_dump not found in $PATH or /usr/lib/postgresql/*/bin: install postgresql-client")
+		bin = matches[len(matches)-1]
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "--no-password", "--dbname="+dsn)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "pg_dump: %s", stderr.String())
+	require.Contains(t, string(out), "COPY public.environments", "the dump has the data")
+	return out
+}
+
+func pgVersion(path string) int {
+	var v int
+	_, _ = fmt.Sscanf(filepath.Base(filepath.Dir(filepath.Dir(path))), "%d", &v)
+	return v
+}
+
+// lockedBuffer is a log sink safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -336,6 +336,17 @@ func TestLiveRunsInRunc(t *testing.T) {
 	require.Regexp(t, `(?m)^\$ tofu apply .*plan\.bin$`, log)
 	require.Contains(t, log, "Apply complete! Resources: 3 added")
 
+	// An engine version change replaces the database, with tofu's reason and path.
+	upgrade := runcPostgresInputs(staging, run.KindApply)
+	upgrade.Set("inputs.engine_version", "17")
+	second := runcWaitFor(t, app.App, requestRun(t, app.App, operator, upgrade), run.PendingApproval, phase)
+	require.Equal(t, 1, second.PlanSummary.Replace, runcRunLogs(t, app.App, second))
+	planJSON := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+second.ID+"/plan.json"))
+	require.Contains(t, planJSON, `"action_reason":"replace_because_cannot_update"`)
+	require.Contains(t, planJSON, `"replace_paths":[["engine_version"]]`)
+	approve(t, app.App, admin, second)
+	runcWaitFor(t, app.App, second.ID, run.Succeeded, 2*phase)
+
 	destroy := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
 	require.Equal(t, 3, destroy.PlanSummary.Delete, runcRunLogs(t, app.App, destroy))
 	approve(t, app.App, admin, destroy)

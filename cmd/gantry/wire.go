@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -166,6 +168,10 @@ func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, root, wor
 	if s.stateSocket == "" || s.cloudSocket == "" {
 		return nil, errors.New("--state-socket and --cloud-socket are not set")
 	}
+	workDir, err := filepath.Abs(workDir)
+	if err != nil {
+		return nil, err
+	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("runc jobs need Gantry to run as root")
 	}
@@ -177,16 +183,24 @@ func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, root, wor
 		if root == "" {
 			return nil, errors.New("set --fwd or run from the source tree")
 		}
-		var err error
 		if fwd, err = tofurun.BuildFwd(ctx, root, filepath.Join(workDir, "toolchain")); err != nil {
 			return nil, err
 		}
+	}
+	// Containers a crashed portal left behind are ended before new jobs start. The runc
+	// roots and cgroup name belong to this work directory, so two portals (or a test
+	// run next to `gantry dev`) never sweep each other's jobs.
+	sum := sha256.Sum256([]byte(workDir))
+	ex := &oci.Executor{StateRoot: filepath.Join(workDir, "runc"), BundleRoot: filepath.Join(workDir, "bundles"),
+		CgroupRoot: "gantry-" + hex.EncodeToString(sum[:4])}
+	if err := ex.Sweep(ctx); err != nil {
+		return nil, fmt.Errorf("cleaning up after an earlier run: %w", err)
 	}
 	o, err := tofurun.NewOCI(ctx, tofurun.OCIConfig{Toolchain: tc, Fwd: fwd, RootfsDir: filepath.Join(workDir, "rootfs"),
 		StateSocket: s.stateSocket, StatePort: s.containerStatePort, CloudSocket: s.cloudSocket,
 		// Longer than the state lock timeout, so a command waiting for the lock is not
 		// killed at the moment it would have got it.
-		Timeout: 30 * time.Minute, Executor: &oci.Executor{}})
+		Timeout: 30 * time.Minute, Executor: ex})
 	if err != nil {
 		return nil, err
 	}

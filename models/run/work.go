@@ -72,6 +72,11 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 				return err
 			}
 		case Planning:
+			// The earlier attempt's job may have died holding the state lock: fence it
+			// (release the lock, revoke its credentials) before planning again.
+			if err := s.fence(ctx, *r, "the worker planning this run stopped; planning again"); err != nil {
+				return err
+			}
 			work.Restarted = true
 		default:
 			return ErrSkip

@@ -33,7 +33,7 @@ func (h Executors) list(c echo.Context) error {
 	}
 	var rows []views.ExecutorRow
 	for _, st := range h.Runners.Statuses(ctx) {
-		rows = append(rows, views.ExecutorRow{Name: st.Name, Simulated: st.Simulated, Isolated: st.Isolated, Healthy: st.Healthy, Problem: st.Problem})
+		rows = append(rows, views.ExecutorRow{Name: st.Name, Default: st.Default, Simulated: st.Simulated, Isolated: st.Isolated, Healthy: st.Healthy, Problem: st.Problem})
 	}
 	return render.Page(c, http.StatusOK, views.Executors(views.ExecutorsProps{Rows: rows}))
 }

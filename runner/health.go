@@ -9,6 +9,7 @@ import (
 // Status is what the executors page shows of one runner.
 type Status struct {
 	Name      string
+	Default   bool // the deployment's default executor
 	Simulated bool
 	Isolated  bool
 	Healthy   bool
@@ -35,5 +36,14 @@ func (rs RunnerSet) Statuses(ctx context.Context) []Status {
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Statuses are the runners' statuses with the deployment's default marked.
+func (s *System) Statuses(ctx context.Context) []Status {
+	out := s.Runners.Statuses(ctx)
+	for i := range out {
+		out[i].Default = out[i].Name == s.Default
+	}
 	return out
 }

@@ -39,6 +39,7 @@ func TestExecutorPerEnvironment(t *testing.T) {
 
 	page := webtest.ReadBody(t, app.Get(t, admin, "/executors"))
 	require.Contains(t, page, `data-testid="executor-mock"`)
+	require.Contains(t, page, `data-testid="default-executor"`)
 	require.Contains(t, page, "SIMULATED")
 	require.Contains(t, page, "healthy")
 	resp = app.Get(t, operator, "/executors")

@@ -134,7 +134,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	require.NoError(t, err)
 	app.Server, err = web.New(ctx, web.Config{
 		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet,
-	}, app.DB, web.Services{Executors: app.System.Runners, Identity: app.System.Identity, State: app.System.State, Runs: app.System.Runs, Catalog: app.System.Catalog, ListenPool: app.System.ListenPool, Credentials: app.System.Credentials})
+	}, app.DB, web.Services{Executors: app.System, Identity: app.System.Identity, State: app.System.State, Runs: app.System.Runs, Catalog: app.System.Catalog, ListenPool: app.System.ListenPool, Credentials: app.System.Credentials})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	require.NoError(t, app.System.Queue.Start(runCtx))

@@ -33,6 +33,7 @@ type RunService interface {
 	Reject(ctx context.Context, id, planDigest, reason string) (run.Run, error)
 	Cancel(ctx context.Context, id, reason string) (run.Run, error)
 	Recover(ctx context.Context, id, reason string) (run.Run, error)
+	RequiredApprover(ctx context.Context, r run.Run) (authz.Role, error)
 }
 
 // WorkspaceReader reads workspaces.
@@ -96,7 +97,12 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	for _, a := range run.AvailableActions(r.State) {
 		switch a {
 		case run.ActionApprove:
-			p.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.UserID != r.RequestedBy
+			need, err := h.Runs.RequiredApprover(ctx, r)
+			if err != nil {
+				return views.RunLiveProps{}, err
+			}
+			p.Approver = string(need)
+			p.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.Role.AtLeast(need) && subject.UserID != r.RequestedBy
 		case run.ActionReject:
 			p.CanReject = subject.Can(authz.PermProvisioningApply)
 		case run.ActionCancel:

@@ -17,6 +17,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
+	"gantry/models/errs"
 	"gantry/models/demo"
 	"gantry/models/keyring"
 	"gantry/models/run"
@@ -304,4 +305,63 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	_, err = h.sys.Runs.Approve(h.as("admin"), next.ID, next.PlanDigest)
 	require.NoError(t, err)
 	h.waitFor(next.ID, run.Succeeded)
+}
+
+// planByHand runs the plan phase of r with the mock runner without the queue.
+func (h *harness) planByHand(r run.Run) run.Run {
+	h.t.Helper()
+	ctx := context.Background()
+	work, err := h.sys.Runs.BeginPlan(ctx, r.ID)
+	require.NoError(h.t, err)
+	res, err := mock.New().Plan(ctx, runner.PlanRequest{RunID: r.ID, WorkspaceID: r.WorkspaceID, Kind: runner.Kind(r.Kind), Config: work.Config, PriorState: work.PriorState})
+	require.NoError(h.t, err)
+	out, err := h.sys.Runs.FinishPlan(ctx, r.ID, run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
+	require.NoError(h.t, err)
+	return out
+}
+
+// TestEntitlementsRecheckedBeforeApply: a requester who lost their role after a
+// self-service approval, or an approver who lost it after approving, voids the approval.
+func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	self := h.planByHand(h.requestBucket("development", "demoted", "demoted-bucket", run.KindApply))
+	require.Equal(t, run.Approved, self.State, self.StateReason)
+	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["operator"].UserID).Error)
+	_, err := h.sys.Runs.BeginApply(context.Background(), self.ID)
+	require.ErrorIs(t, err, run.ErrSkip)
+	self = h.waitFor(self.ID, run.Failed)
+	require.Contains(t, self.StateReason, "no longer holds the operator role")
+	require.Zero(t, h.stateVersions(self.WorkspaceID))
+	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", h.users["operator"].UserID).Error)
+
+	gated := h.planByHand(h.requestBucket("staging", "gated", "gated-bucket", run.KindApply))
+	_, err = h.sys.Runs.Approve(h.as("admin"), gated.ID, gated.PlanDigest)
+	require.NoError(t, err)
+	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["admin"].UserID).Error)
+	_, err = h.sys.Runs.BeginApply(context.Background(), gated.ID)
+	require.ErrorIs(t, err, run.ErrSkip)
+	gated = h.waitFor(gated.ID, run.Failed)
+	require.Contains(t, gated.StateReason, "the approval is void")
+}
+
+// TestApproverNeedsGrantInRestrictedEnvironment: in a restricted environment an
+// approver below admin needs a grant, as a requester does.
+func TestApproverNeedsGrantInRestrictedEnvironment(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	env := h.envs["staging"]
+	require.NoError(t, h.db.Exec("UPDATE environments SET restricted = true WHERE id = ?", env).Error)
+	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, h.users["operator"].UserID).Error)
+	r := h.planByHand(h.requestBucket("staging", "secret", "secret-bucket", run.KindApply))
+	require.Equal(t, run.PendingApproval, r.State)
+	// A second operator without a grant may not approve.
+	other := h.users["viewer"]
+	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", other.UserID).Error)
+	other.Role = authz.RoleOperator
+	_, err := h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, r.PlanDigest)
+	require.ErrorIs(t, err, errs.ErrForbidden)
+	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, other.UserID).Error)
+	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, r.PlanDigest)
+	require.NoError(t, err)
 }

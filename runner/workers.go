@@ -182,7 +182,9 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds})
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
+		// Record the failure even when the job's context ended (timeout, shutdown):
+		// otherwise the retry would see RUNNING and lose the log.
+		_, ferr := w.Runs.FailPhase(context.WithoutCancel(ctx), work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
 	var serial int

@@ -349,7 +349,12 @@ func TestLiveRunsInRunc(t *testing.T) {
 
 	destroy := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
 	require.Equal(t, 3, destroy.PlanSummary.Delete, runcRunLogs(t, app.App, destroy))
-	approve(t, app.App, admin, destroy)
+	// A destroy needs an owner; an admin is refused.
+	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {destroy.PlanDigest}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	owner := app.LoggedIn(t, "owner@acme.test")
+	approve(t, app.App, owner, destroy)
 	destroy = runcWaitFor(t, app.App, destroy.ID, run.Succeeded, 2*phase)
 	for _, kind := range []string{"database", "subnet", "network"} {
 		require.Zero(t, app.cloudObjects(t, kind), kind+runcRunLogs(t, app.App, destroy))

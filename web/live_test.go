@@ -145,7 +145,12 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	// Destroy removes everything.
 	destroy := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("17", run.KindDestroy)), run.PendingApproval)
 	require.Equal(t, 3, destroy.PlanSummary.Delete)
-	approve(t, app.App, admin, destroy)
+	// A destroy needs an owner; an admin is refused.
+	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {destroy.PlanDigest}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	owner := app.LoggedIn(t, "owner@acme.test")
+	approve(t, app.App, owner, destroy)
 	waitForState(t, app.App, destroy.ID, run.Succeeded)
 	for _, kind := range []string{"database", "subnet", "network"} {
 		require.Zero(t, app.cloudObjects(t, kind), kind)

@@ -305,6 +305,9 @@ func (s *Service) Approve(ctx context.Context, id, planDigest string) (Run, erro
 		if r.RequestedBy == subject.UserID {
 			return fmt.Errorf("the requester of run %s may not approve it: %w", r.ID, errs.ErrForbidden)
 		}
+		if err := s.mayDecide(ctx, *r, subject); err != nil {
+			return err
+		}
 		if err := r.Approve(decider(subject), planDigest); err != nil {
 			return err
 		}
@@ -312,6 +315,38 @@ func (s *Service) Approve(ctx context.Context, id, planDigest string) (Run, erro
 		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
 		return nil
 	})
+}
+
+// RequiredApprover is the least role that may approve run r (pages show who decides).
+func (s *Service) RequiredApprover(ctx context.Context, r Run) (authz.Role, error) {
+	env, err := s.environmentOf(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	return requiredApprover(r, env), nil
+}
+
+// mayDecide checks that subject may approve r: the role the run's risk needs and, in a
+// restricted environment, a grant.
+func (s *Service) mayDecide(ctx context.Context, r Run, subject authz.Subject) error {
+	env, err := s.environmentOf(ctx, r)
+	if err != nil {
+		return err
+	}
+	if need := requiredApprover(r, env); !subject.Role.AtLeast(need) {
+		return fmt.Errorf("run %s needs an approver with the %s role: %w", r.ID, need, errs.ErrForbidden)
+	}
+	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
+		var granted int64
+		if err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", r.EnvironmentID, subject.UserID).
+			Count(&granted).Error; err != nil {
+			return fmt.Errorf("checking grants: %w", err)
+		}
+		if granted == 0 {
+			return fmt.Errorf("environment %s is restricted and %s has no grant: %w", env.Name, subject.Name, errs.ErrForbidden)
+		}
+	}
+	return nil
 }
 
 // Reject rejects run id with a reason.

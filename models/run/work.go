@@ -178,11 +178,26 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 	})
 }
 
+// requiredApprover is the least role that may approve r (an interim reading of the
+// approval matrix of DESIGN §3 until it is data): an owner for destroys, an admin for
+// replaces and production, otherwise anyone with provisioning.apply.
+func requiredApprover(r Run, env envGate) authz.Role {
+	switch {
+	case r.Kind == KindDestroy || r.PlanSummary.Delete > 0:
+		return authz.RoleOwner
+	case r.PlanSummary.Replace > 0 || env.Tier == "production":
+		return authz.RoleAdmin
+	}
+	return authz.RoleOperator
+}
+
 // approvalNeeded says why a person must decide, or "" for self-service.
 func approvalNeeded(env envGate, s Summary, kind Kind) string {
 	switch {
 	case env.RequiresApproval:
 		return "environment " + env.Name + " requires approval"
+	case env.Tier == "production":
+		return "every change in production needs an approver"
 	case kind == KindDestroy || s.Delete > 0:
 		return "the plan destroys resources"
 	case s.Replace > 0:
@@ -193,12 +208,14 @@ func approvalNeeded(env envGate, s Summary, kind Kind) string {
 
 type envGate struct {
 	Name             string
+	Tier             string
 	RequiresApproval bool
+	Restricted       bool
 }
 
 func (s *Service) environmentOf(ctx context.Context, r Run) (envGate, error) {
 	var env envGate
-	err := db.Conn(ctx, s.db).Table("environments").Select("name, requires_approval").
+	err := db.Conn(ctx, s.db).Table("environments").Select("name, tier, requires_approval, restricted").
 		Where("organization_id = ? AND id = ?", r.OrganizationID, r.EnvironmentID).Take(&env).Error
 	if err != nil {
 		return envGate{}, fmt.Errorf("reading environment: %w", db.Translate(err))
@@ -271,12 +288,13 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
 				return err
 			}
-			return r.Interrupt("the worker applying this run stopped mid-apply; the workspace stays locked until an admin recovers it")
+			return r.Interrupt("the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
 		case Approved:
 		default:
 			return ErrSkip
 		}
-		if r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt) {
+		// Fail closed: an approval without a validity is treated as expired.
+		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
 			return r.Expire("the approval expired before the apply started")
 		}
 		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
@@ -287,7 +305,7 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 			return r.RefuseApply(fmt.Sprintf("plan digest mismatch: approved %s, the run carries %s and the stored plan file is %s",
 				r.ApprovedPlanDigest, r.PlanDigest, got))
 		}
-		if err := s.approverStillEntitled(ctx, *r); err != nil {
+		if err := s.stillEntitled(ctx, *r); err != nil {
 			return r.RefuseApply(err.Error())
 		}
 		current, err := s.latestState(ctx, r.WorkspaceID)
@@ -335,20 +353,41 @@ func samePredecessor(current *StateVersion, r Run) bool {
 	return r.PriorStateVersionID != nil && *r.PriorStateVersionID == current.ID && current.Serial == r.PriorSerial && current.Lineage == r.PriorLineage
 }
 
-// approverStillEntitled checks that a person who approved still holds an approving
-// role in the run's organization (a role removed after approving voids the approval).
-func (s *Service) approverStillEntitled(ctx context.Context, r Run) error {
-	if r.ApprovalKind != "person" || r.ApprovedBy == nil {
+// stillEntitled checks, before any side effect, that the requester still holds
+// provisioning.apply and, for a person's approval, that the approver still holds the
+// role the decision needed; both still need a grant when the environment is restricted
+// (DESIGN §3: a role or grant removed after the decision voids it).
+func (s *Service) stillEntitled(ctx context.Context, r Run) error {
+	env, err := s.environmentOf(ctx, r)
+	if err != nil {
+		return err
+	}
+	check := func(userID, name string, need authz.Role) error {
+		var role authz.Role
+		if err := db.Conn(ctx, s.db).Table("memberships").Select("role").
+			Where("organization_id = ? AND user_id = ?", r.OrganizationID, userID).Scan(&role).Error; err != nil {
+			return fmt.Errorf("checking %s: %w", name, err)
+		}
+		if !role.AtLeast(need) {
+			return fmt.Errorf("%s no longer holds the %s role this run needs; the approval is void", name, need)
+		}
+		if env.Restricted && !role.AtLeast(authz.RoleAdmin) {
+			var granted int64
+			if err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", r.EnvironmentID, userID).
+				Count(&granted).Error; err != nil {
+				return fmt.Errorf("checking grants: %w", err)
+			}
+			if granted == 0 {
+				return fmt.Errorf("%s no longer has a grant for the restricted environment %s; the approval is void", name, env.Name)
+			}
+		}
 		return nil
 	}
-	var role authz.Role
-	err := db.Conn(ctx, s.db).Table("memberships").Select("role").
-		Where("organization_id = ? AND user_id = ?", r.OrganizationID, *r.ApprovedBy).Scan(&role).Error
-	if err != nil {
-		return fmt.Errorf("checking approver: %w", err)
+	if err := check(r.RequestedBy, r.RequestedByName, authz.RoleOperator); err != nil {
+		return err
 	}
-	if !(authz.Subject{OrganizationID: r.OrganizationID, Role: role}).Can(authz.PermProvisioningApply) {
-		return fmt.Errorf("%s no longer holds provisioning.apply; the approval is void", r.ApprovedByName)
+	if r.ApprovalKind == "person" && r.ApprovedBy != nil {
+		return check(*r.ApprovedBy, r.ApprovedByName, requiredApprover(r, env))
 	}
 	return nil
 }
@@ -364,11 +403,14 @@ func (s *Service) takeSlot(ctx context.Context, r Run) error {
 	if ws.ActiveRunID != nil && *ws.ActiveRunID != r.ID {
 		return ErrWorkspaceBusy
 	}
-	// Runs apply in the order they were requested: an earlier run that may still apply
-	// (not finished, not a dry run) goes first, even if this one was approved sooner.
+	// Runs apply in the order they were requested: an earlier run on its way to apply
+	// (not a dry run) goes first, even if this one was approved sooner. Runs waiting for
+	// a person's decision do not hold the queue (that can take days, this approval is
+	// valid for minutes); if they are approved later they find the state moved and go
+	// STALE.
 	var earlier int64
 	err := conn.Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind <> ? AND state IN ?", r.WorkspaceID, r.Number, KindPlanOnly,
-		[]State{Queued, Planning, PolicyBlocked, PendingApproval, Approved}).Count(&earlier).Error
+		[]State{Queued, Planning, Approved}).Count(&earlier).Error
 	if err != nil {
 		return fmt.Errorf("checking queue order: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"gantry/models/bundle"
@@ -99,6 +100,20 @@ const lockTimeout = "2m"
 
 // ErrTofu is a tofu command that failed; its output is in the log.
 var ErrTofu = errors.New("tofu failed")
+
+// readRegular reads a file the job wrote, refusing anything but a regular file: the
+// portal (root, for runc jobs) must not follow a link a job planted in its workdir.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return io.ReadAll(f)
+}
 
 // secrets are the job's credentials as the environment tofu and the provider read.
 func (j *job) secrets() map[string]string {
@@ -186,7 +201,7 @@ func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error)
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
-	planFile, err := os.ReadFile(filepath.Join(j.dir, "plan.bin"))
+	planFile, err := readRegular(filepath.Join(j.dir, "plan.bin"))
 	if err != nil {
 		return runner.PlanResult{}, fmt.Errorf("reading the saved plan: %w", err)
 	}

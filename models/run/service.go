@@ -69,6 +69,7 @@ type Service struct {
 // backend implements it).
 type Fencer interface {
 	FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error
+	HoldsLock(ctx context.Context, workspaceID, runID string) (bool, error)
 }
 
 // Config wires a Service.

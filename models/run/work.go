@@ -485,6 +485,19 @@ func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, er
 	if r.State != Verifying || r.NewStateVersionID == nil {
 		return VerifyWork{}, ErrSkip
 	}
+	// The apply has released its lock; a lock this run still holds is a verify attempt
+	// that died mid-way: fence it so the retry can lock.
+	if s.fencer != nil && !r.Simulated {
+		held, err := s.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
+		if err != nil {
+			return VerifyWork{}, err
+		}
+		if held {
+			if err := s.fence(ctx, r, "the worker verifying this run stopped; verifying again"); err != nil {
+				return VerifyWork{}, err
+			}
+		}
+	}
 	cfg, _, err := s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID)
 	if err != nil {
 		return VerifyWork{}, err

@@ -296,6 +296,15 @@ func (s *Service) LockOf(ctx context.Context, workspaceID string) (Lock, error) 
 	return row.lock(), nil
 }
 
+// HoldsLock reports whether a job of run runID holds the workspace's state lock.
+func (s *Service) HoldsLock(ctx context.Context, workspaceID, runID string) (bool, error) {
+	l, err := s.LockOf(ctx, workspaceID)
+	if err != nil {
+		return false, err
+	}
+	return l.Held && l.RunID == runID, nil
+}
+
 // FenceAndRelease is the orchestrator's answer to a dead job of run runID: it
 // revokes every live state credential of the run, so the job, should it still be
 // running somewhere, can neither write nor unlock; releases the workspace lock if that

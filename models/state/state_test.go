@@ -215,3 +215,24 @@ func TestRevokeCredentialLeavesTheNextPhaseAlone(t *testing.T) {
 	_, err = f.Service.Authenticate(ctx, verifyUser, verifyPass)
 	require.NoError(t, err)
 }
+
+// TestHoldsLock: the orchestrator can tell whether a run's job holds the lock.
+func TestHoldsLock(t *testing.T) {
+	t.Parallel()
+	f := statetest.New(t)
+	ctx := context.Background()
+	held, err := f.Service.HoldsLock(ctx, f.WorkspaceID, f.RunID)
+	require.NoError(t, err)
+	require.False(t, held)
+	user, pass := f.Issue(t, f.WorkspaceID, f.RunID, state.PhaseVerify)
+	cred, err := f.Service.Authenticate(ctx, user, pass)
+	require.NoError(t, err)
+	err = f.Service.Lock(ctx, cred, f.WorkspaceID, []byte(`{"ID":"lock-1","Operation":"OperationTypePlan"}`))
+	require.NoError(t, err)
+	held, err = f.Service.HoldsLock(ctx, f.WorkspaceID, f.RunID)
+	require.NoError(t, err)
+	require.True(t, held)
+	held, err = f.Service.HoldsLock(ctx, f.WorkspaceID, "run-other")
+	require.NoError(t, err)
+	require.False(t, held)
+}

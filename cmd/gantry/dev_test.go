@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/db/pgcluster"
+	"gantry/web/webtest"
 )
 
 var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)
@@ -106,6 +108,9 @@ func TestDevStartsEverything(t *testing.T) {
 		require.Contains(t, string(body), "admin@acme.test")
 		require.Contains(t, string(body), "admin-acme")
 		require.Contains(t, output(), "default executor: tofu/", "dev runs live OpenTofu by default")
+		if start == 2 {
+			devRunSucceeds(t, appURL, issuer, output)
+		}
 
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		require.NoError(t, cmd.Wait(), output())
@@ -115,4 +120,40 @@ func TestDevStartsEverything(t *testing.T) {
 		_, err = os.Stat(filepath.Join(dataDir, "postgres", "PG_VERSION"))
 		require.NoError(t, err, "the cluster stays for the next start")
 	}
+}
+
+var runState = regexp.MustCompile(`data-testid="run-state">([A-Z_]+)<`)
+var runLocation = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
+
+// devRunSucceeds signs in to a running `gantry dev` as the demo operator and runs a
+// bucket in development (self-service) on the default executor: live OpenTofu against
+// the embedded sandbox cloud, through dev's sockets and state backend.
+func devRunSucceeds(t *testing.T, appURL, issuer string, output func() string) {
+	t.Helper()
+	app := &webtest.App{URL: appURL, Issuer: issuer}
+	c := app.LoggedIn(t, "operator@acme.test")
+	page := webtest.ReadBody(t, app.Get(t, c, "/requests/new?template=bucket"))
+	env := regexp.MustCompile(`<option value="(env-[a-z0-9]+)"[^>]*>development`).FindStringSubmatch(page)
+	require.NotNil(t, env, "no development environment on the request form")
+	resp := app.PostForm(t, c, "/requests", url.Values{"_csrf": {app.CSRF(t, c)}, "template": {"bucket"}, "environment": {env[1]},
+		"workspace": {"dev-smoke"}, "kind": {"apply"}, "inputs.name": {"dev-smoke-bucket"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	m := runLocation.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m)
+	var state string
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+m[1]))
+		if s := runState.FindStringSubmatch(page); s != nil {
+			state = s[1]
+		}
+		if state == "SUCCEEDED" || state == "FAILED" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, "SUCCEEDED", state, "run page:\n%s\n%s", page, output())
+	require.NotContains(t, page, "SIMULATED")
+	require.Regexp(t, `data-testid="executor">tofu/(oci · isolated \(runc\)|process · not isolated)<`, page)
 }

@@ -26,7 +26,7 @@ import (
 // RunService is what the run pages need.
 type RunService interface {
 	Get(ctx context.Context, id string) (run.Run, error)
-	History(ctx context.Context, id string) ([]audit.Event, error)
+	History(ctx context.Context, r run.Run) ([]audit.Event, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
 	ListPending(ctx context.Context) ([]run.Run, error)
 	Approve(ctx context.Context, id, planDigest string) (run.Run, error)
@@ -86,7 +86,7 @@ func (h Runs) show(c echo.Context) error {
 
 // live builds the part of the run page that changes while the run moves.
 func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
-	events, err := h.Runs.History(ctx, r.ID)
+	events, err := h.Runs.History(ctx, r)
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/cloud"
+	"gantry/web"
 	"gantry/web/webtest"
 )
 
@@ -130,7 +130,7 @@ func startRunc(t *testing.T, limits oci.Limits) runcApp {
 	tr := &runcTimedRunner{Runner: tofurun.New(ociExec, filepath.Join(scratch, "work"))}
 	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tr})
 	require.Equal(t, baseURL, app.URL)
-	runcServe(t, stateLn, runcStateOnly(app.Server.Echo))
+	runcServe(t, stateLn, web.StateOnly(app.Server.Echo))
 	cloudDir := t.TempDir()
 	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: baseURL + "/workload", AdminToken: "admin-test-token",
 		Logger: slog.New(slog.NewTextHandler(testLogWriter{t}, nil))})
@@ -141,19 +141,6 @@ func startRunc(t *testing.T, limits oci.Limits) runcApp {
 	defer cancel()
 	require.NoError(t, ociExec.Health(hctx))
 	return runcApp{App: app, cloudDir: cloudDir, exec: ex, runner: tr}
-}
-
-// runcStateOnly lets through only the state backend's requests: the socket is the job's
-// way into Gantry, and a job needs nothing else of it.
-func runcStateOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.EscapedPath()
-		if !strings.HasPrefix(p, "/state/") || path.Clean(p) != p {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 func (a runcApp) cloudObjects(t *testing.T, kind string) int {

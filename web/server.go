@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -235,4 +236,17 @@ func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// StateOnly serves only the state backend's routes of h: the handler behind the socket
+// that runc jobs reach, which must expose nothing else of Gantry.
+func StateOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if !strings.HasPrefix(p, "/state/") || path.Clean(p) != p {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

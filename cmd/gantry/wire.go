@@ -9,10 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -251,7 +249,7 @@ func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *run
 			return err
 		}
 		// Jobs in containers reach the state backend here, and nothing else of Gantry.
-		g.Go(func() error { return serveUntilDone(gctx, sock, stateOnly(srv.Echo)) })
+		g.Go(func() error { return serveUntilDone(gctx, sock, web.StateOnly(srv.Echo)) })
 	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
@@ -286,15 +284,4 @@ func listenSocket(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
-}
-
-// stateOnly serves only the state backend's routes of h.
-func stateOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/state/") || path.Clean(r.URL.Path) != r.URL.Path {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

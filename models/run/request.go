@@ -136,12 +136,11 @@ func (s *Service) checkEnvironment(ctx context.Context, subject authz.Subject, i
 		return "", "", fmt.Errorf("reading environment: %w", err)
 	}
 	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
-		var granted int64
-		err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", id, subject.UserID).Count(&granted).Error
+		granted, err := s.hasGrant(ctx, id, subject.UserID)
 		if err != nil {
-			return "", "", fmt.Errorf("reading grants: %w", err)
+			return "", "", err
 		}
-		if granted == 0 {
+		if !granted {
 			v.Add("environment", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))
 		}
 	}

@@ -261,11 +261,15 @@ func (s *Service) ListPending(ctx context.Context) ([]Run, error) {
 	return runs, nil
 }
 
-// History returns the run's audit events, oldest first: the gate timeline's evidence.
-func (s *Service) History(ctx context.Context, id string) ([]audit.Event, error) {
-	r, err := s.Get(ctx, id)
+// History returns the audit events of run r (read through Get), oldest first: the
+// gate timeline's evidence.
+func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
+	}
+	if r.OrganizationID != subject.OrganizationID {
+		return nil, errs.ErrNotFound
 	}
 	var events []audit.Event
 	err = db.Conn(ctx, s.db).Where("organization_id = ? AND target_type = 'run' AND target_id = ?", r.OrganizationID, r.ID).
@@ -338,16 +342,26 @@ func (s *Service) mayDecide(ctx context.Context, r Run, subject authz.Subject) e
 		return fmt.Errorf("run %s needs an approver with the %s role: %w", r.ID, need, errs.ErrForbidden)
 	}
 	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
-		var granted int64
-		if err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", r.EnvironmentID, subject.UserID).
-			Count(&granted).Error; err != nil {
-			return fmt.Errorf("checking grants: %w", err)
+		granted, err := s.hasGrant(ctx, r.EnvironmentID, subject.UserID)
+		if err != nil {
+			return err
 		}
-		if granted == 0 {
+		if !granted {
 			return fmt.Errorf("environment %s is restricted and %s has no grant: %w", env.Name, subject.Name, errs.ErrForbidden)
 		}
 	}
 	return nil
+}
+
+// hasGrant reports whether user userID holds an explicit grant for environment envID
+// (what a restricted environment asks of anyone below admin: requesters, approvers,
+// and both again before an apply).
+func (s *Service) hasGrant(ctx context.Context, envID, userID string) (bool, error) {
+	var n int64
+	if err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", envID, userID).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("checking grants: %w", err)
+	}
+	return n > 0, nil
 }
 
 // Reject rejects run id with a reason.

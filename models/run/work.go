@@ -372,12 +372,11 @@ func (s *Service) stillEntitled(ctx context.Context, r Run) error {
 			return fmt.Errorf("%s no longer holds the %s role this run needs; the approval is void", name, need)
 		}
 		if env.Restricted && !role.AtLeast(authz.RoleAdmin) {
-			var granted int64
-			if err := db.Conn(ctx, s.db).Table("environment_grants").Where("environment_id = ? AND user_id = ?", r.EnvironmentID, userID).
-				Count(&granted).Error; err != nil {
-				return fmt.Errorf("checking grants: %w", err)
+			granted, err := s.hasGrant(ctx, r.EnvironmentID, userID)
+			if err != nil {
+				return err
 			}
-			if granted == 0 {
+			if !granted {
 				return fmt.Errorf("%s no longer has a grant for the restricted environment %s; the approval is void", name, env.Name)
 			}
 		}

@@ -354,7 +354,7 @@ func TestLiveRunsInRunc(t *testing.T) {
 // so, and its container, bundle and cgroups are gone.
 func TestRuncJobLimits(t *testing.T) {
 	t.Parallel()
-	app := startRunc(t, oci.Limits{MemoryBytes: 16 << 20, Pids: 256, CPUs: 1})
+	app := startRunc(t, oci.Limits{MemoryBytes: 8 << 20, Pids: 256, CPUs: 1})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 
@@ -371,8 +371,8 @@ func TestRuncJobLimits(t *testing.T) {
 	}
 	logs := runcRunLogs(t, app.App, r)
 	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, logs)
-	require.Contains(t, r.StateReason, "exceeded its memory limit of 16 MiB", logs)
-	require.Contains(t, logs, "exceeded its memory limit of 16 MiB")
+	require.Contains(t, r.StateReason, "exceeded its memory limit of 8 MiB", logs)
+	require.Contains(t, logs, "exceeded its memory limit of 8 MiB")
 	t.Logf("reason: %s%s", r.StateReason, logs)
 	runcAssertNoLeftovers(t, app.exec)
 }

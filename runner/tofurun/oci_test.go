@@ -323,7 +323,7 @@ func TestOCIRunDetails(t *testing.T) {
 		timeout time.Duration
 		want    string
 	}{
-		{"memory", oci.Limits{MemoryBytes: 16 << 20}, time.Minute, "exceeded its memory limit of 16 MiB"},
+		{"memory", oci.Limits{MemoryBytes: 8 << 20}, time.Minute, "exceeded its memory limit of 8 MiB"},
 		{"time", oci.Limits{}, 100 * time.Millisecond, "exceeded its time limit of 100ms"},
 		{"pids", oci.Limits{Pids: 10}, time.Minute, "pids limit of 10"},
 	} {

@@ -64,6 +64,11 @@ const (
 	PermAuditRead          Permission = "audit.read"
 	PermProvisioningPlan   Permission = "provisioning.plan"
 	PermProvisioningApply  Permission = "provisioning.apply"
+	// PermPoliciesManage: set policy enforcement per environment, upload org
+	// policies and override soft-mandatory failures (admins and owners).
+	PermPoliciesManage Permission = "policies.manage"
+	// PermMatrixManage: edit the risk classes and the approval matrix (owners).
+	PermMatrixManage Permission = "matrix.manage"
 )
 
 // allows is the one table of which role holds which permission.
@@ -71,8 +76,10 @@ func (r Role) allows(p Permission) bool {
 	switch p {
 	case PermOrgRead:
 		return r.Valid()
-	case PermEnvironmentsManage:
+	case PermEnvironmentsManage, PermPoliciesManage:
 		return r.AtLeast(RoleAdmin)
+	case PermMatrixManage:
+		return r.AtLeast(RoleOwner)
 	case PermAuditRead:
 		return r == RoleAuditor || r.AtLeast(RoleAdmin)
 	case PermProvisioningPlan, PermProvisioningApply:

@@ -19,6 +19,8 @@ func TestPermissionTable(t *testing.T) {
 		authz.PermAuditRead:          {authz.RoleAdmin, authz.RoleOwner, authz.RoleAuditor},
 		authz.PermProvisioningPlan:   {authz.RoleOperator, authz.RoleAdmin, authz.RoleOwner},
 		authz.PermProvisioningApply:  {authz.RoleOperator, authz.RoleAdmin, authz.RoleOwner},
+		authz.PermPoliciesManage:     {authz.RoleAdmin, authz.RoleOwner},
+		authz.PermMatrixManage:       {authz.RoleOwner},
 	}
 	for perm, allowed := range want {
 		for _, role := range authz.Roles {

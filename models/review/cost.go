@@ -1,0 +1,106 @@
+package review
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"gantry/models/classify"
+)
+
+// CostLine is the monthly cost of one resource type before and after the plan.
+type CostLine struct {
+	Type                  string
+	Before, After         int // managed resources of the type
+	UnitPrice             float64
+	BeforeCost, AfterCost float64
+}
+
+// Cost is the monthly cost before and after the plan, from a price table.
+type Cost struct {
+	Before, After, Delta float64
+	Lines                []CostLine // priced types present before or after, sorted by type
+	Unpriced             []string   // managed types with changes but no price, sorted
+}
+
+// EstimateCost counts managed resources before and after the plan from the classification: before = update,
+// replace, destroy and no-op entries; after = create, update, replace and no-op; reads (data sources) and
+// deposed objects are not counted.
+//
+// prices is the template's monthly price per resource type; a type with a
+// price of 0 is priced (free). A type without a price is in Unpriced when the
+// plan changes some resource of it, and left out of the totals. Money is
+// rounded to cents: each line's costs, then the totals from the rounded lines.
+func EstimateCost(res classify.Result, prices map[string]float64) Cost {
+	type count struct {
+		before, after int
+		changed       bool
+	}
+	counts := map[string]*count{}
+	for i := range res.Changes {
+		c := &res.Changes[i]
+		if c.Deposed != "" || c.Class == classify.ClassRead || isData(c) {
+			continue
+		}
+		n := counts[c.Type]
+		if n == nil {
+			n = &count{}
+			counts[c.Type] = n
+		}
+		switch c.Class {
+		case classify.ClassCreate:
+			n.after++
+			n.changed = true
+		case classify.ClassUpdate, classify.ClassReplace:
+			n.before++
+			n.after++
+			n.changed = true
+		case classify.ClassDestroy:
+			n.before++
+			n.changed = true
+		case classify.ClassNoOp:
+			n.before++
+			n.after++
+		}
+	}
+	var out Cost
+	for typ, n := range counts {
+		price, ok := prices[typ]
+		if !ok {
+			if n.changed {
+				out.Unpriced = append(out.Unpriced, typ)
+			}
+			continue
+		}
+		line := CostLine{
+			Type: typ, Before: n.before, After: n.after, UnitPrice: price,
+			BeforeCost: cents(float64(n.before) * price), AfterCost: cents(float64(n.after) * price),
+		}
+		out.Lines = append(out.Lines, line)
+		out.Before += line.BeforeCost
+		out.After += line.AfterCost
+	}
+	sort.Slice(out.Lines, func(a, b int) bool { return out.Lines[a].Type < out.Lines[b].Type })
+	sort.Strings(out.Unpriced)
+	out.Before, out.After = cents(out.Before), cents(out.After)
+	out.Delta = cents(out.After - out.Before)
+	return out
+}
+
+// isData reports a data source ("data.t.n", "module.m.data.t.n"); the plan
+// lists them as reads, but a data source never costs anything whatever its class.
+func isData(c *classify.Change) bool {
+	rest := c.Address
+	if c.ModuleAddress != "" {
+		rest = strings.TrimPrefix(rest, c.ModuleAddress+".")
+	}
+	return strings.HasPrefix(rest, "data.")
+}
+
+func cents(x float64) float64 {
+	r := math.Round(x*100) / 100
+	if r == 0 {
+		return 0 // no "-0"
+	}
+	return r
+}

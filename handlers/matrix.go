@@ -1,0 +1,137 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/risk"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// MatrixStore is what the approval matrix page needs (risk.Store).
+type MatrixStore interface {
+	History(ctx context.Context) ([]risk.Version, error)
+	SaveOnto(ctx context.Context, base int, m risk.Matrix, comment string) (risk.Version, error)
+}
+
+// Matrix serves the organization's risk rules and approval matrix: every member reads
+// it, owners edit it (the store checks).
+type Matrix struct {
+	Store MatrixStore
+}
+
+// Register adds the approval matrix routes to g.
+func (h Matrix) Register(g *echo.Group) {
+	g.GET(paths.ApprovalMatrix(), h.show)
+	g.POST(paths.ApprovalMatrix(), h.save)
+}
+
+func (h Matrix) show(c echo.Context) error {
+	history, err := h.Store.History(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	cur := risk.Latest(history)
+	return h.page(c, http.StatusOK, history, cur.Matrix, cur.Version, "", nil, 0)
+}
+
+func (h Matrix) save(c echo.Context) error {
+	ctx := c.Request().Context()
+	history, err := h.Store.History(ctx)
+	if err != nil {
+		return err
+	}
+	cur := risk.Latest(history)
+	m, base, comment := matrixInput(c, cur.Matrix)
+	saved, err := h.Store.SaveOnto(ctx, base, m, comment)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.page(c, http.StatusUnprocessableEntity, history, m, base, comment, v.Fields, 0)
+	}
+	if errors.Is(err, errs.ErrConflict) {
+		// Show the edits against the version now current; saving again replaces it knowingly.
+		return h.page(c, http.StatusConflict, history, m, cur.Version, comment, nil, cur.Version)
+	}
+	if err != nil {
+		return err
+	}
+	msg := "Approval matrix saved as version " + strconv.Itoa(saved.Version) + "."
+	if saved.Version == cur.Version {
+		msg = "Nothing changed: the approval matrix is still version " + strconv.Itoa(cur.Version) + "."
+	}
+	_ = render.Flash(c, "success", msg)
+	return render.Redirect(c, paths.ApprovalMatrix())
+}
+
+// matrixInput reads the form onto the current matrix: rule ids, descriptions and order
+// stay; classes and decisions come from the form. A class that is not a number becomes
+// -1, which Validate refuses with a message beside the control.
+func matrixInput(c echo.Context, cur risk.Matrix) (risk.Matrix, int, string) {
+	m := risk.Matrix{Rules: make([]risk.Rule, len(cur.Rules))}
+	for i, r := range cur.Rules {
+		class, err := strconv.Atoi(c.FormValue(risk.ClassField(r.Condition)))
+		if err != nil {
+			class = -1
+		}
+		r.Class = risk.Class(class)
+		m.Rules[i] = r
+	}
+	for _, l := range risk.Levels {
+		m.Decisions = append(m.Decisions, risk.Decision{
+			Level:      l,
+			Approver:   risk.Approver(c.FormValue(risk.ApproverField(l))),
+			FourEyes:   c.FormValue(risk.FourEyesField(l)) == "on",
+			Elevated:   c.FormValue(risk.ElevatedField(l)) == "on",
+			Escalation: risk.Approver(c.FormValue(risk.EscalationField(l))),
+		})
+	}
+	base, err := strconv.Atoi(c.FormValue("base_version"))
+	if err != nil {
+		base = risk.AnyVersion
+	}
+	return m, base, c.FormValue("comment")
+}
+
+// page renders the matrix m (the current one, or the one submitted) with the history.
+func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.Matrix, base int, comment string,
+	fieldErrors map[string]string, conflict int) error {
+	subject, _ := authz.SubjectFrom(c.Request().Context())
+	cur := risk.Latest(history)
+	p := views.MatrixProps{
+		Version: cur.Version, SavedBy: cur.CreatedByName, SavedAt: cur.CreatedAt, Comment: cur.Comment,
+		CanEdit: subject.Can(authz.PermMatrixManage), BaseVersion: base, NewComment: comment,
+		Errors: fieldErrors, ConflictVersion: conflict,
+	}
+	for _, a := range risk.Approvers {
+		p.Approvers = append(p.Approvers, string(a))
+	}
+	for _, a := range risk.Escalations {
+		p.Escalations = append(p.Escalations, string(a))
+	}
+	for _, r := range m.Rules {
+		p.Rules = append(p.Rules, views.MatrixRuleRow{Condition: string(r.Condition), Description: r.Description, Class: int(r.Class)})
+	}
+	for _, d := range m.Decisions {
+		p.Decisions = append(p.Decisions, views.MatrixDecisionRow{Level: string(d.Level), Approver: string(d.Approver),
+			FourEyes: d.FourEyes, Elevated: d.Elevated, Escalation: string(d.Escalation), Summary: d.Summary()})
+	}
+	for i, v := range history {
+		before := risk.Default()
+		if i+1 < len(history) {
+			before = history[i+1].Matrix
+		}
+		row := views.MatrixVersionRow{Version: v.Version, By: v.CreatedByName, At: v.CreatedAt, Comment: v.Comment}
+		for _, ch := range risk.Diff(before, v.Matrix) {
+			row.Changes = append(row.Changes, ch.String())
+		}
+		p.History = append(p.History, row)
+	}
+	return render.Page(c, status, views.ApprovalMatrix(p))
+}

@@ -29,11 +29,11 @@ type RunService interface {
 	History(ctx context.Context, r run.Run) ([]audit.Event, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
 	ListPending(ctx context.Context) ([]run.Run, error)
-	Approve(ctx context.Context, id, planDigest string) (run.Run, error)
-	Reject(ctx context.Context, id, planDigest, reason string) (run.Run, error)
+	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
+	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
+	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
 	Cancel(ctx context.Context, id, reason string) (run.Run, error)
 	Recover(ctx context.Context, id, reason string) (run.Run, error)
-	RequiredApprover(ctx context.Context, r run.Run) (authz.Role, error)
 }
 
 // WorkspaceReader reads workspaces.
@@ -49,6 +49,7 @@ type RunChanges interface {
 // Runs serves the run page, its decisions, its live stream and the approvals inbox.
 type Runs struct {
 	Runs       RunService
+	Reviews    ReviewService
 	Workspaces WorkspaceReader
 	Changes    RunChanges
 	// Heartbeat keeps idle live streams open through proxies.
@@ -60,6 +61,9 @@ func (h Runs) Register(g *echo.Group) {
 	g.GET(paths.RouteRun, h.show)
 	g.GET(paths.RouteRunEvents, h.events)
 	g.GET(paths.RouteRun+"/plan.json", h.planJSON)
+	g.GET(paths.RouteRun+"/plan.txt", h.planText)
+	g.GET(paths.RouteRunReview, h.review)
+	g.GET(paths.RouteRunReviewPart, h.reviewSection)
 	g.POST(paths.RouteRunAction, h.decide)
 	g.GET(paths.Approvals(), h.approvals)
 }
@@ -91,20 +95,17 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		return views.RunLiveProps{}, err
 	}
 	subject, _ := authz.SubjectFrom(ctx)
-	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: r.StateReason, Terminal: r.State.Terminal(),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: r.StateReason, Terminal: r.Finished(),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
-	for _, a := range run.AvailableActions(r.State) {
+	p.Decision = decisionProps(r, subject)
+	p.Risk = riskView(r)
+	p.PolicyOutcome = r.PolicyOutcome
+	if r.Cost != nil {
+		p.CostDelta = signedMoney(r.Cost.Delta)
+	}
+	for _, a := range r.Actions() {
 		switch a {
-		case run.ActionApprove:
-			need, err := h.Runs.RequiredApprover(ctx, r)
-			if err != nil {
-				return views.RunLiveProps{}, err
-			}
-			p.Approver = string(need)
-			p.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.Role.AtLeast(need) && subject.UserID != r.RequestedBy
-		case run.ActionReject:
-			p.CanReject = subject.Can(authz.PermProvisioningApply)
 		case run.ActionCancel:
 			p.CanCancel = subject.Can(authz.PermProvisioningPlan) && (subject.UserID == r.RequestedBy || subject.Role.AtLeast(authz.RoleAdmin))
 		case run.ActionRecover:
@@ -181,20 +182,24 @@ func outputsKV(raw json.RawMessage) []views.KV {
 // another plan than the one shown, is a 409 from the service.
 func (h Runs) decide(c echo.Context) error {
 	ctx := c.Request().Context()
-	id, digest, reason := c.Param("id"), c.FormValue("plan_digest"), c.FormValue("reason")
+	id, reason := c.Param("id"), c.FormValue("reason")
+	ev := evidenceForm(c)
 	var err error
 	var msg string
 	switch run.Action(c.Param("action")) {
 	case run.ActionApprove:
-		_, err = h.Runs.Approve(ctx, id, digest)
+		_, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: strings.TrimSpace(c.FormValue("confirm")), Reason: reason})
 		msg = "Approved. The apply starts now and must begin within 15 minutes."
+	case run.ActionOverride:
+		_, err = h.Runs.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
+		msg = "Override recorded for " + c.FormValue("rule_id") + "."
 	case run.ActionReject:
 		if strings.TrimSpace(reason) == "" {
 			v := &errs.Validation{}
 			v.Add("reason", "A rejection needs a reason.")
 			return v
 		}
-		_, err = h.Runs.Reject(ctx, id, digest, reason)
+		_, err = h.Runs.Reject(ctx, id, ev, reason)
 		msg = "Rejected."
 	case run.ActionCancel:
 		_, err = h.Runs.Cancel(ctx, id, reason)
@@ -215,6 +220,12 @@ func (h Runs) decide(c echo.Context) error {
 	}
 	_ = render.Flash(c, "success", msg)
 	return render.Redirect(c, paths.Run(id))
+}
+
+// evidenceForm reads the evidence a review page submits with a decision.
+func evidenceForm(c echo.Context) run.Evidence {
+	return run.Evidence{PlanDigest: c.FormValue("plan_digest"), PolicyEvaluationID: c.FormValue("policy_evaluation_id"),
+		PolicyResultDigest: c.FormValue("policy_result_digest"), PolicyBundleDigest: c.FormValue("policy_bundle_digest")}
 }
 
 func (h Runs) planJSON(c echo.Context) error {
@@ -291,7 +302,7 @@ func (h Runs) events(c echo.Context) error {
 	if r, err = h.Runs.Get(ctx, r.ID); err != nil {
 		return err
 	}
-	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.State.Terminal() {
+	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.Finished() {
 		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
@@ -303,7 +314,7 @@ func (h Runs) events(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if shown.Terminal() {
+		if shown.Finished() {
 			// Tell the page to close the stream (sse-close="end"); a plain close would
 			// make the browser reconnect.
 			fmt.Fprint(w, "event: end\ndata: done\n\n")
@@ -337,18 +348,18 @@ func waitForChange(ctx context.Context, w *echo.Response, changes <-chan struct{
 
 // send writes one "run" event holding the live section's HTML and returns the state
 // it showed.
-func (h Runs) send(ctx context.Context, c echo.Context, id string) (run.State, error) {
+func (h Runs) send(ctx context.Context, c echo.Context, id string) (run.Run, error) {
 	r, err := h.Runs.Get(ctx, id)
 	if err != nil {
-		return "", err
+		return run.Run{}, err
 	}
 	p, err := h.live(ctx, r)
 	if err != nil {
-		return "", err
+		return run.Run{}, err
 	}
 	var buf bytes.Buffer
 	if err := views.RunLive(p).Render(ctx, &buf); err != nil {
-		return "", err
+		return run.Run{}, err
 	}
 	w := c.Response()
 	fmt.Fprint(w, "event: run\n")
@@ -357,5 +368,5 @@ func (h Runs) send(ctx context.Context, c echo.Context, id string) (run.State, e
 	}
 	fmt.Fprint(w, "\n")
 	w.Flush()
-	return r.State, nil
+	return r, nil
 }

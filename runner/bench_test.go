@@ -45,7 +45,7 @@ func BenchmarkApprovalToApplyStart(b *testing.B) {
 		mu.Lock()
 		started[r.ID] = ch
 		mu.Unlock()
-		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 		committed := time.Now()
 		require.NoError(b, err)
 		select {

@@ -155,7 +155,7 @@ func TestAlteredPlanIsRefused(t *testing.T) {
 			r = h.waitFor(r.ID, run.PendingApproval)
 			h.stop() // the apply must not start before the tampering
 
-			_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+			_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 			require.NoError(t, err)
 			switch tamper {
 			case "digest":
@@ -222,13 +222,13 @@ func TestCancelAndRejectRecordNoApproval(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "decide", "decide-bucket", run.KindApply).ID, run.PendingApproval)
-	_, err := h.sys.Runs.Reject(h.as("admin"), r.ID, r.PlanDigest, " ")
+	_, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), " ")
 	require.ErrorIs(t, err, run.ErrReasonRequired)
-	rejected, err := h.sys.Runs.Reject(h.as("admin"), r.ID, r.PlanDigest, "wrong region for this data")
+	rejected, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), "wrong region for this data")
 	require.NoError(t, err)
 	require.Equal(t, run.Rejected, rejected.State)
 	require.Nil(t, rejected.ApprovedBy)
-	_, err = h.sys.Runs.Approve(h.as("owner"), r.ID, r.PlanDigest)
+	_, err = h.sys.Runs.Approve(h.as("owner"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, run.ErrInvalidTransition, "a rejected run cannot be approved")
 
 	c := h.waitFor(h.requestBucket("staging", "decide2", "decide-two", run.KindApply).ID, run.PendingApproval)
@@ -251,7 +251,7 @@ func TestExpiry(t *testing.T) {
 	_, err := h.sys.Runs.ExpireIfDue(context.Background(), r.ID, run.PendingApproval)
 	require.NoError(t, err)
 	r = h.waitFor(r.ID, run.Expired)
-	_, err = h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+	_, err = h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, run.ErrInvalidTransition)
 
 	// Not yet due: nothing happens.
@@ -261,7 +261,7 @@ func TestExpiry(t *testing.T) {
 
 	// An approval whose validity ran out before the apply started expires instead of applying.
 	h.stop()
-	_, err = h.sys.Runs.Approve(h.as("admin"), r2.ID, r2.PlanDigest)
+	_, err = h.sys.Runs.Approve(h.as("admin"), r2.ID, run.Approval{Evidence: run.EvidenceOf(r2)})
 	require.NoError(t, err)
 	require.NoError(t, h.db.Exec("UPDATE runs SET approval_expires_at = now() - interval '1 second' WHERE id = ?", r2.ID).Error)
 	h.start()
@@ -277,7 +277,7 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
 	h.stop()
-	_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, r.PlanDigest)
+	_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 	// Simulate the dead worker: it had moved the run to RUNNING and taken the slot.
 	require.NoError(t, h.db.Exec("UPDATE runs SET state = 'RUNNING' WHERE id = ?", r.ID).Error)
@@ -302,7 +302,7 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	require.Nil(t, active)
 	h.start()
 	next := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
-	_, err = h.sys.Runs.Approve(h.as("admin"), next.ID, next.PlanDigest)
+	_, err = h.sys.Runs.Approve(h.as("admin"), next.ID, run.Approval{Evidence: run.EvidenceOf(next)})
 	require.NoError(t, err)
 	h.waitFor(next.ID, run.Succeeded)
 }
@@ -336,7 +336,7 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", h.users["operator"].UserID).Error)
 
 	gated := h.planByHand(h.requestBucket("staging", "gated", "gated-bucket", run.KindApply))
-	_, err = h.sys.Runs.Approve(h.as("admin"), gated.ID, gated.PlanDigest)
+	_, err = h.sys.Runs.Approve(h.as("admin"), gated.ID, run.Approval{Evidence: run.EvidenceOf(gated)})
 	require.NoError(t, err)
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["admin"].UserID).Error)
 	_, err = h.sys.Runs.BeginApply(context.Background(), gated.ID)
@@ -359,9 +359,9 @@ func TestApproverNeedsGrantInRestrictedEnvironment(t *testing.T) {
 	other := h.users["viewer"]
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", other.UserID).Error)
 	other.Role = authz.RoleOperator
-	_, err := h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, r.PlanDigest)
+	_, err := h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, errs.ErrForbidden)
 	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, other.UserID).Error)
-	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, r.PlanDigest)
+	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 }

@@ -331,13 +331,15 @@ func TestLiveRunsInRunc(t *testing.T) {
 	planJSON := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+second.ID+"/plan.json"))
 	require.Contains(t, planJSON, `"action_reason":"replace_because_cannot_update"`)
 	require.Contains(t, planJSON, `"replace_paths":[["engine_version"]]`)
-	approve(t, app.App, admin, second)
+	// Replacing a database loses its data: risk 3, an owner decides (elevated).
+	require.Equal(t, 3, *second.RiskClass)
+	approve(t, app.App, app.LoggedIn(t, "owner@acme.test"), second)
 	runcWaitFor(t, app.App, second.ID, run.Succeeded, 2*phase)
 
 	destroy := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
 	require.Equal(t, 3, destroy.PlanSummary.Delete, runcRunLogs(t, app.App, destroy))
 	// A destroy needs an owner; an admin is refused.
-	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {destroy.PlanDigest}})
+	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", decisionForm(t, app.App, admin, destroy))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	owner := app.LoggedIn(t, "owner@acme.test")

@@ -84,7 +84,7 @@ func (l liveApp) cloudObjects(t *testing.T, kind string) int {
 
 func approve(t *testing.T, app *webtest.App, c *http.Client, r run.Run) {
 	t.Helper()
-	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", url.Values{"_csrf": {app.CSRF(t, c)}, "plan_digest": {r.PlanDigest}})
+	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", decisionForm(t, app, c, r))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 }
@@ -139,14 +139,16 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 		}
 	}
 	require.True(t, replaced, planJSON)
-	approve(t, app.App, admin, second)
+	// Replacing a database loses its data: risk 3, an owner decides (elevated).
+	require.Equal(t, 3, *second.RiskClass)
+	approve(t, app.App, app.LoggedIn(t, "owner@acme.test"), second)
 	waitForState(t, app.App, second.ID, run.Succeeded)
 
 	// Destroy removes everything.
 	destroy := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("17", run.KindDestroy)), run.PendingApproval)
 	require.Equal(t, 3, destroy.PlanSummary.Delete)
 	// A destroy needs an owner; an admin is refused.
-	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {destroy.PlanDigest}})
+	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", decisionForm(t, app.App, admin, destroy))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	owner := app.LoggedIn(t, "owner@acme.test")

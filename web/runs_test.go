@@ -59,6 +59,20 @@ func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values)
 	return m[1]
 }
 
+// decisionForm is what a review page submits: CSRF, the evidence the run carries, and
+// for an elevated decision the typed confirmation and a reason.
+func decisionForm(t *testing.T, app *webtest.App, c *http.Client, r run.Run) url.Values {
+	t.Helper()
+	ev := run.EvidenceOf(r)
+	v := url.Values{"_csrf": {app.CSRF(t, c)}, "plan_digest": {ev.PlanDigest}, "policy_evaluation_id": {ev.PolicyEvaluationID},
+		"policy_result_digest": {ev.PolicyResultDigest}, "policy_bundle_digest": {ev.PolicyBundleDigest}}
+	if r.Elevated {
+		v.Set("confirm", "DESTROY")
+		v.Set("reason", "checked with the data owner")
+	}
+	return v
+}
+
 func TestRequestApproveApplyFlow(t *testing.T) {
 	t.Parallel()
 	app := webtest.Start(t)
@@ -69,12 +83,16 @@ func TestRequestApproveApplyFlow(t *testing.T) {
 		"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}})
 
 	r := waitForState(t, app, runID, run.PendingApproval)
-	require.Equal(t, "environment staging requires approval", r.StateReason)
+	require.Equal(t, "1-protected", r.RiskLevel)
+	require.Equal(t, "create_update_only", r.RiskRule)
+	require.Equal(t, r.RiskReason, r.StateReason)
+	require.Equal(t, "operator", r.RequiredApprover)
+	require.Equal(t, "pass", r.PolicyOutcome)
 	require.Equal(t, 3, r.PlanSummary.Create)
 	require.True(t, r.Simulated)
 
 	// The requester may not approve their own run.
-	resp := app.PostForm(t, operator, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, operator)}, "plan_digest": {r.PlanDigest}})
+	resp := app.PostForm(t, operator, "/runs/"+runID+"/approve", decisionForm(t, app, operator, r))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 
@@ -83,10 +101,14 @@ func TestRequestApproveApplyFlow(t *testing.T) {
 	require.Contains(t, page, "SIMULATED")
 	require.Contains(t, page, r.PlanDigest)
 	// Approving other evidence than the run carries is a conflict, and changes nothing.
-	resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {"sha256:0000"}})
-	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
-	resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	for _, field := range []string{"plan_digest", "policy_evaluation_id", "policy_result_digest", "policy_bundle_digest"} {
+		form := decisionForm(t, app, admin, r)
+		form.Set(field, "sha256:0000")
+		resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", form)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusConflict, resp.StatusCode, field)
+	}
+	resp = app.PostForm(t, admin, "/runs/"+runID+"/approve", decisionForm(t, app, admin, r))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 
@@ -200,7 +222,7 @@ func TestRunEventsStream(t *testing.T) {
 	require.Contains(t, next(), ">PENDING_APPROVAL<", "the current state comes at once")
 
 	admin := app.LoggedIn(t, "admin@acme.test")
-	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", decisionForm(t, app, admin, r))
 	webtest.ReadBody(t, approve)
 	require.Equal(t, http.StatusSeeOther, approve.StatusCode)
 	var last string
@@ -246,7 +268,7 @@ func TestRunEventsStreamSince(t *testing.T) {
 		close(first)
 	}()
 	admin := app.LoggedIn(t, "admin@acme.test")
-	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", url.Values{"_csrf": {app.CSRF(t, admin)}, "plan_digest": {r.PlanDigest}})
+	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", decisionForm(t, app, admin, r))
 	webtest.ReadBody(t, approve)
 	require.Equal(t, http.StatusSeeOther, approve.StatusCode)
 	select {

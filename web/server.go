@@ -26,6 +26,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/org"
+	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/session"
 	"gantry/models/state"
@@ -173,10 +174,11 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	handlers.Dashboard{Environments: envs, Activity: log}.Register(app)
 	handlers.Environments{Service: envs, Members: s.orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: envs}.Register(app)
+	handlers.Matrix{Store: risk.NewStore(gdb, log)}.Register(app)
 	wss := workspace.NewService(gdb)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)
-	handlers.Runs{Runs: svc.Runs, Workspaces: wss, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
+	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: wss, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: wss, Runs: svc.Runs}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)

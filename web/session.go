@@ -147,7 +147,8 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 				current = memberships[i]
 			}
 		}
-		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role}
+		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role,
+			AuthenticatedAt: rs.sess.CreatedAt}
 		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), subject)))
 		flashes, err := s.popFlashes(c, rs)
 		if err != nil {

@@ -165,7 +165,7 @@ func TestPortalKilledWhileApplying(t *testing.T) {
 	}
 	first, out1 := startPortal(t, env, "--runner-delay=1s", "--apply-timeout=3s", "--job-rescue-after=3s")
 	require.Eventually(t, func() bool { return state().State == runpkg.PendingApproval }, 30*time.Second, 20*time.Millisecond, "no plan:\n%s", out1)
-	_, err = sys.Runs.Approve(asAdmin, r.ID, state().PlanDigest)
+	_, err = sys.Runs.Approve(asAdmin, r.ID, runpkg.Approval{Evidence: runpkg.EvidenceOf(state())})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return state().State == runpkg.Running }, 30*time.Second, 5*time.Millisecond, "apply never started:\n%s", out1)
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"gantry/models/errs"
 )
@@ -96,6 +97,9 @@ type Subject struct {
 	OrganizationID string
 	Role           Role
 	System         bool
+	// AuthenticatedAt is when the person last signed in (zero for the system): an
+	// elevated decision needs a recent sign-in.
+	AuthenticatedAt time.Time
 }
 
 // System returns the subject Gantry uses for its own actions in organization orgID.

@@ -42,6 +42,9 @@ type Template struct {
 	Prices map[string]float64 `yaml:"prices"`
 	// Irreversible lists resource types whose destruction loses data.
 	Irreversible []string `yaml:"irreversible"`
+	// OrgScoped lists resource types that act on the whole organization (policy,
+	// IAM): any change to one is at least risk 2 and policy-gated.
+	OrgScoped []string `yaml:"org_scoped"`
 	// Rollback tells people how (and whether) a change to this template rolls back.
 	Rollback string `yaml:"rollback"`
 }
@@ -142,6 +145,11 @@ func (t *Template) check(dir string) []string {
 	for _, rt := range t.Irreversible {
 		if !resourceTypeRe.MatchString(rt) {
 			add("irreversible: %q is not a resource type", rt)
+		}
+	}
+	for _, rt := range t.OrgScoped {
+		if !resourceTypeRe.MatchString(rt) {
+			add("org_scoped: %q is not a resource type", rt)
 		}
 	}
 	for rt, price := range t.Prices {

@@ -43,3 +43,12 @@ func (rc runCatalog) Generate(v run.Validated, workspaceID, stateAddress string)
 	}
 	return e.Generate(GenerateInput{WorkspaceID: workspaceID, Inputs: v.Inputs, StateAddress: stateAddress})
 }
+
+func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
+	e, err := rc.c.Get(name)
+	if err != nil {
+		return run.TemplateFacts{}, err
+	}
+	t := e.Template
+	return run.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, Prices: t.Prices}, nil
+}

@@ -38,6 +38,18 @@ type Catalog interface {
 	Validate(name string, raw map[string]string) (Validated, error)
 	// Generate builds the config bundle for a workspace.
 	Generate(v Validated, workspaceID, stateAddress string) (bundle.Bundle, error)
+	// Facts says what the plan review needs to know about template name's resource
+	// types (errs.ErrNotFound when the catalog no longer offers it).
+	Facts(name string) (TemplateFacts, error)
+}
+
+// TemplateFacts are a template's resource-type facts from its manifest.
+type TemplateFacts struct {
+	Version      string
+	Source       string // "catalog": every template comes from the pinned catalog
+	Irreversible []string
+	OrgScoped    []string
+	Prices       map[string]float64
 }
 
 // Request is what a person submits to start a run.

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"gantry/models/review"
 )
 
 // Kind is what a run intends.
@@ -73,6 +75,23 @@ type Run struct {
 	PlanLogArtifactID  *string
 	PlanSummary        Summary `gorm:"serializer:json;type:jsonb"`
 
+	// The plan gates' findings (DESIGN §3, §7): the risk class, the matrix rule that
+	// set it and the decision it requires, the policy evaluation the decision binds to,
+	// and the cost estimate.
+	RiskClass          *int
+	RiskLevel          string
+	RiskRule           string
+	RiskReason         string
+	RequiredApprover   string // "none", "system", or the least role that may approve
+	FourEyes           bool
+	Elevated           bool
+	MatrixVersion      int
+	PolicyEvaluationID *string
+	PolicyOutcome      string
+	PolicyBundleDigest string
+	PolicyResultDigest string
+	Cost               *review.Cost `gorm:"serializer:json;type:jsonb"`
+
 	DecisionDeadline *time.Time
 
 	ApprovedBy         *string
@@ -129,27 +148,75 @@ type Decider struct {
 	Name   string
 }
 
-// checkEvidence refuses a decision taken on another plan than the run's current one.
-func (r *Run) checkEvidence(planDigest string) error {
-	if planDigest == "" || planDigest != r.PlanDigest {
-		return fmt.Errorf("decision names plan %q, run %s carries %q: %w", planDigest, r.ID, r.PlanDigest, ErrStaleEvidence)
+// Evidence is what a decision is taken on (DESIGN §3): the plan and the policy
+// evaluation the page showed. The database compares it with the run's current evidence
+// in the transaction that records the decision.
+type Evidence struct {
+	PlanDigest         string
+	PolicyEvaluationID string
+	PolicyResultDigest string
+	PolicyBundleDigest string
+}
+
+// EvidenceOf is the evidence run r carries now (what a review page shows).
+func EvidenceOf(r Run) Evidence {
+	ev := Evidence{PlanDigest: r.PlanDigest, PolicyResultDigest: r.PolicyResultDigest, PolicyBundleDigest: r.PolicyBundleDigest}
+	if r.PolicyEvaluationID != nil {
+		ev.PolicyEvaluationID = *r.PolicyEvaluationID
+	}
+	return ev
+}
+
+// checkEvidence refuses a decision taken on other evidence than the run's current one.
+func (r *Run) checkEvidence(ev Evidence) error {
+	if ev.PlanDigest == "" || ev.PlanDigest != r.PlanDigest {
+		return fmt.Errorf("decision names plan %q, run %s carries %q: %w", ev.PlanDigest, r.ID, r.PlanDigest, ErrStaleEvidence)
+	}
+	if cur := EvidenceOf(*r); ev != cur {
+		return fmt.Errorf("decision names policy evaluation %q (result %q, bundle %q), run %s carries %q (%q, %q): %w",
+			ev.PolicyEvaluationID, ev.PolicyResultDigest, ev.PolicyBundleDigest, r.ID,
+			cur.PolicyEvaluationID, cur.PolicyResultDigest, cur.PolicyBundleDigest, ErrStaleEvidence)
 	}
 	return nil
 }
 
-// Approve records an approval of exactly the plan with planDigest.
-func (r *Run) Approve(d Decider, planDigest string) error {
+// Approve records an approval of exactly the evidence ev.
+func (r *Run) Approve(d Decider, ev Evidence) error {
 	if r.State != PendingApproval {
 		return &TransitionError{From: r.State, To: Approved}
 	}
-	if err := r.checkEvidence(planDigest); err != nil {
+	if err := r.checkEvidence(ev); err != nil {
 		return err
 	}
 	if err := r.transition(Approved, "approved by "+d.Name); err != nil {
 		return err
 	}
-	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, planDigest, "person"
+	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, ev.PlanDigest, "person"
 	return nil
+}
+
+// Finished reports whether nothing can follow: a terminal state, or a block by a
+// hard-mandatory policy, which no override lifts.
+func (r Run) Finished() bool {
+	return r.State.Terminal() || (r.State == PolicyBlocked && r.PolicyOutcome == "hard_failed")
+}
+
+// Actions are what a person may do to r now, in display order: the table's actions
+// from its state, none after a hard policy block, and an override of a soft one.
+func (r Run) Actions() []Action {
+	if r.State == PolicyBlocked && r.PolicyOutcome == "hard_failed" {
+		return nil
+	}
+	return AvailableActions(r.State)
+}
+
+// ReleasePolicyBlock moves a run whose soft-mandatory failures were all overridden to
+// wait for a person's approval.
+func (r *Run) ReleasePolicyBlock(reason string) error {
+	if r.State != PolicyBlocked {
+		return &TransitionError{From: r.State, To: PendingApproval}
+	}
+	return r.transition(PendingApproval, reason)
 }
 
 // SelfServiceApprove is the system's approval of a run no person needs to decide on,
@@ -164,14 +231,14 @@ func (r *Run) SelfServiceApprove(rule string) error {
 }
 
 // Reject records a rejection; it needs a reason and stamps no approval fields.
-func (r *Run) Reject(d Decider, planDigest, reason string) error {
+func (r *Run) Reject(d Decider, ev Evidence, reason string) error {
 	if r.State != PendingApproval {
 		return &TransitionError{From: r.State, To: Rejected}
 	}
 	if strings.TrimSpace(reason) == "" {
 		return ErrReasonRequired
 	}
-	if err := r.checkEvidence(planDigest); err != nil {
+	if err := r.checkEvidence(ev); err != nil {
 		return err
 	}
 	if err := r.transition(Rejected, strings.TrimSpace(reason)); err != nil {

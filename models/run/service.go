@@ -16,6 +16,9 @@ import (
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/errs"
+	"gantry/models/policy"
+	"gantry/models/risk"
+	"gantry/policies"
 )
 
 // Timing of the gates (DESIGN §3). The decision window will become per environment.
@@ -63,6 +66,8 @@ type Service struct {
 	// StateAddress builds the http backend address of a workspace for generated config.
 	stateAddress func(runner, workspaceID string) string
 	fencer       Fencer
+	matrix       MatrixSource
+	policies     *policy.Store
 }
 
 // Fencer releases a dead job's state lock and revokes its credentials (the state
@@ -84,12 +89,24 @@ type Config struct {
 	// (jobs in containers reach it through a forwarded socket at a fixed address).
 	StateAddress func(runner, workspaceID string) string
 	Fencer       Fencer
+	// Matrix gives each organization's approval matrix (default: the risk store).
+	Matrix MatrixSource
+	// Policies gives policy bundles and modes and keeps evaluations (default: the
+	// policy store).
+	Policies *policy.Store
 }
 
 // NewService returns the run service.
 func NewService(c Config) *Service {
-	return &Service{db: c.DB, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
-		runners: c.Runners, stateAddress: c.StateAddress, fencer: c.Fencer}
+	s := &Service{db: c.DB, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
+		runners: c.Runners, stateAddress: c.StateAddress, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies}
+	if s.matrix == nil {
+		s.matrix = risk.NewStore(c.DB, c.Audit)
+	}
+	if s.policies == nil {
+		s.policies = policy.NewStore(c.DB, c.Audit)
+	}
+	return s
 }
 
 // now is the database clock: every deadline is judged by it, not by a portal's clock.
@@ -104,7 +121,7 @@ func (s *Service) now(ctx context.Context) (time.Time, error) {
 // update is the one locked read-modify-write every transition goes through: lock the
 // row, apply fn, save, audit the transition, enqueue the jobs the new state needs and
 // notify live pages, all in one transaction. orgID "" is the system's lookup by id.
-func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(r *Run, now time.Time) error) (Run, error) {
+func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
 	var out Run
 	err := db.Tx(ctx, s.db, func(ctx context.Context) error {
 		conn := db.Conn(ctx, s.db)
@@ -121,10 +138,10 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 			return err
 		}
 		before := r.State
-		if err := fn(&r, now); err != nil {
+		if err := fn(ctx, &r, now); err != nil {
 			return err
 		}
-		if r.State.Terminal() && r.FinishedAt == nil {
+		if r.Finished() && r.FinishedAt == nil {
 			r.FinishedAt = &now
 		}
 		r.UpdatedAt = now
@@ -296,25 +313,44 @@ func (s *Service) Artifact(ctx context.Context, r Run, id *string) ([]byte, erro
 // decider is the subject as the entity's methods see it.
 func decider(s authz.Subject) Decider { return Decider{UserID: s.UserID, Name: s.Name} }
 
-// Approve approves run id's current plan, which must be planDigest: a decision on
-// other evidence than the run now carries is ErrStaleEvidence (409). The approval is
-// valid for ApprovalValidity by the database clock.
-func (s *Service) Approve(ctx context.Context, id, planDigest string) (Run, error) {
+// Approval is a person's approval as submitted: the evidence the page showed and, for
+// a run whose risk asks for an elevated decision, the typed confirmation and reason.
+type Approval struct {
+	Evidence Evidence
+	Confirm  string // must be "DESTROY" when the run's decision is elevated
+	Reason   string // 10+ characters when elevated
+}
+
+// ElevationWindow is how recent a sign-in must be for an elevated decision.
+const ElevationWindow = 15 * time.Minute
+
+// Approve approves run id's current evidence: a decision on other evidence than the
+// run now carries is ErrStaleEvidence (409). The approval is valid for
+// ApprovalValidity by the database clock.
+func (s *Service) Approve(ctx context.Context, id string, in Approval) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningApply)
 	if err != nil {
 		return Run{}, err
 	}
-	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, now time.Time) error {
-		// Four eyes: a run waits for a person only when its environment is protected or
-		// its plan is risky, and then the requester may not approve it.
-		if r.RequestedBy == subject.UserID {
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+		// Four eyes: the requester may not approve their own run.
+		if r.RequestedBy == subject.UserID && (r.FourEyes || r.RequiredApprover == "") {
 			return fmt.Errorf("the requester of run %s may not approve it: %w", r.ID, errs.ErrForbidden)
 		}
 		if err := s.mayDecide(ctx, *r, subject); err != nil {
 			return err
 		}
-		if err := r.Approve(decider(subject), planDigest); err != nil {
+		if r.Elevated {
+			if err := elevated(subject, in, now); err != nil {
+				return err
+			}
+		}
+		if err := r.Approve(decider(subject), in.Evidence); err != nil {
 			return err
+		}
+		if r.Elevated {
+			r.StateReason += ": " + strings.TrimSpace(in.Reason)
+			r.moves[len(r.moves)-1].reason = r.StateReason
 		}
 		expires := now.Add(ApprovalValidity)
 		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
@@ -322,13 +358,24 @@ func (s *Service) Approve(ctx context.Context, id, planDigest string) (Run, erro
 	})
 }
 
-// RequiredApprover is the least role that may approve run r (pages show who decides).
-func (s *Service) RequiredApprover(ctx context.Context, r Run) (authz.Role, error) {
-	env, err := s.environmentOf(ctx, r)
-	if err != nil {
-		return "", err
+// elevated checks what a risk-3 decision asks of the person (DESIGN §3): a fresh
+// sign-in, the word DESTROY typed, and a reason of at least 10 characters.
+func elevated(subject authz.Subject, in Approval, now time.Time) error {
+	v := &errs.Validation{}
+	if in.Confirm != "DESTROY" {
+		v.Add("confirm", "Type DESTROY to approve a change that destroys or loses data.")
 	}
-	return requiredApprover(r, env), nil
+	if len([]rune(strings.TrimSpace(in.Reason))) < 10 {
+		v.Add("reason", "Say why, in at least 10 characters.")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	if subject.AuthenticatedAt.IsZero() || now.Sub(subject.AuthenticatedAt) > ElevationWindow {
+		return fmt.Errorf("this decision needs a sign-in within the last %d minutes; sign out and in again: %w",
+			int(ElevationWindow.Minutes()), errs.ErrForbidden)
+	}
+	return nil
 }
 
 // mayDecide checks that subject may approve r: the role the run's risk needs and, in a
@@ -338,7 +385,7 @@ func (s *Service) mayDecide(ctx context.Context, r Run, subject authz.Subject) e
 	if err != nil {
 		return err
 	}
-	if need := requiredApprover(r, env); !subject.Role.AtLeast(need) {
+	if need := requiredApprover(r); !subject.Role.AtLeast(need) {
 		return fmt.Errorf("run %s needs an approver with the %s role: %w", r.ID, need, errs.ErrForbidden)
 	}
 	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
@@ -353,6 +400,79 @@ func (s *Service) mayDecide(ctx context.Context, r Run, subject authz.Subject) e
 	return nil
 }
 
+// Override overrides one soft-mandatory failure of run id's policy evaluation (admins),
+// bound to the evaluation's result digest and the rule's version; a hard-mandatory
+// failure is never overridden. When no soft failure is left the run waits for a
+// person's approval.
+func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, ruleVersion, reason string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermPoliciesManage)
+	if err != nil {
+		return Run{}, err
+	}
+	reason = strings.TrimSpace(reason)
+	if len([]rune(reason)) < 10 {
+		v := &errs.Validation{}
+		v.Add("reason", "Say why this failure may be overridden, in at least 10 characters.")
+		return Run{}, v
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+		if r.State != PolicyBlocked {
+			return &TransitionError{From: r.State, To: PendingApproval}
+		}
+		if err := r.checkEvidence(ev); err != nil {
+			return err
+		}
+		evaluation, err := s.policies.Evaluation(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		if err != nil {
+			return err
+		}
+		overrides, err := s.policies.Overrides(ctx, r.OrganizationID, evaluation.ID)
+		if err != nil {
+			return err
+		}
+		var found *policies.Result
+		for i := range evaluation.Results {
+			if evaluation.Results[i].RuleID == ruleID {
+				found = &evaluation.Results[i]
+			}
+		}
+		switch {
+		case found == nil || found.Passed:
+			return fmt.Errorf("rule %s did not fail in this evaluation: %w", ruleID, errs.ErrNotFound)
+		case found.Enforcement == policies.HardMandatory:
+			return fmt.Errorf("rule %s is hard-mandatory: its failure can never be overridden: %w", ruleID, errs.ErrForbidden)
+		case found.Enforcement != policies.SoftMandatory:
+			return fmt.Errorf("rule %s is advisory: nothing to override: %w", ruleID, errs.ErrConflict)
+		case found.RuleVersion != ruleVersion:
+			return fmt.Errorf("the override names version %s of rule %s, the evaluation used %s: %w", ruleVersion, ruleID, found.RuleVersion, ErrStaleEvidence)
+		}
+		if _, done := overrides[ruleID]; done {
+			return fmt.Errorf("rule %s is already overridden: %w", ruleID, errs.ErrConflict)
+		}
+		o := policy.Override{OrganizationID: r.OrganizationID, RunID: r.ID, EvaluationID: evaluation.ID, RuleID: ruleID,
+			RuleVersion: found.RuleVersion, ResultDigest: evaluation.ResultDigest, Reason: reason, OverriddenBy: subject.UserID, OverriddenByName: subject.Name}
+		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest); err != nil {
+			return err
+		}
+		overrides[ruleID] = o
+		for _, res := range evaluation.Results {
+			if !res.Passed && res.Enforcement == policies.HardMandatory {
+				return nil // never released; the page says why
+			}
+			if _, ok := overrides[res.RuleID]; !ok && !res.Passed && res.Enforcement == policies.SoftMandatory {
+				return nil // more failures wait for their own override
+			}
+		}
+		// An overridden policy always deserves a person's decision.
+		if r.RequiredApprover == "system" || r.RequiredApprover == "none" {
+			r.RequiredApprover, r.FourEyes = string(authz.RoleOperator), true
+		}
+		deadline := now.Add(DefaultDecisionWindow)
+		r.DecisionDeadline = &deadline
+		return r.ReleasePolicyBlock("soft-mandatory failures overridden by " + subject.Name + "; " + r.RiskReason)
+	})
+}
+
 // hasGrant reports whether user userID holds an explicit grant for environment envID
 // (what a restricted environment asks of anyone below admin: requesters, approvers,
 // and both again before an apply).
@@ -365,13 +485,13 @@ func (s *Service) hasGrant(ctx context.Context, envID, userID string) (bool, err
 }
 
 // Reject rejects run id with a reason.
-func (s *Service) Reject(ctx context.Context, id, planDigest, reason string) (Run, error) {
+func (s *Service) Reject(ctx context.Context, id string, ev Evidence, reason string) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningApply)
 	if err != nil {
 		return Run{}, err
 	}
-	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, now time.Time) error {
-		if err := r.Reject(decider(subject), planDigest, reason); err != nil {
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+		if err := r.Reject(decider(subject), ev, reason); err != nil {
 			return err
 		}
 		r.RejectedAt = &now
@@ -386,7 +506,7 @@ func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, _ time.Time) error {
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.RequestedBy != subject.UserID && !subject.Role.AtLeast(authz.RoleAdmin) {
 			return fmt.Errorf("only the requester or an admin may cancel run %s: %w", r.ID, errs.ErrForbidden)
 		}
@@ -402,7 +522,7 @@ func (s *Service) Recover(ctx context.Context, id, reason string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	return s.update(ctx, subject.OrganizationID, id, &subject, func(r *Run, _ time.Time) error {
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, _ time.Time) error {
 		return r.Recover(decider(subject), reason)
 	})
 }

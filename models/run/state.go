@@ -87,6 +87,9 @@ const (
 	// ActionRecover closes an interrupted apply after an admin checked the workspace
 	// (the state lock is then released and later runs may apply).
 	ActionRecover Action = "recover"
+	// ActionOverride overrides one soft-mandatory policy failure (admins, with a reason);
+	// offered per failed rule on the review page, not in the action bar.
+	ActionOverride Action = "override"
 )
 
 // actionTargets maps each person-initiated action to the state it moves a run to.

@@ -67,25 +67,52 @@ func TestAvailableActions(t *testing.T) {
 
 func TestDecisionsBindEvidence(t *testing.T) {
 	t.Parallel()
-	r := &Run{State: PendingApproval, PlanDigest: "sha256:aa"}
-	err := r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, "sha256:bb")
-	require.ErrorIs(t, err, ErrStaleEvidence)
-	require.Equal(t, PendingApproval, r.State)
+	eval := "pev-1"
+	r := &Run{State: PendingApproval, PlanDigest: "sha256:aa", PolicyEvaluationID: &eval, PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
+	good := Evidence{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
+	require.Equal(t, good, EvidenceOf(*r))
+	stale := []Evidence{
+		{PlanDigest: "sha256:bb", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"},
+		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-0", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"},
+		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r0", PolicyBundleDigest: "b1"},
+		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b0"},
+		{PlanDigest: "sha256:aa"},
+	}
+	for _, ev := range stale {
+		require.ErrorIs(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, ev), ErrStaleEvidence, "%+v", ev)
+		require.Equal(t, PendingApproval, r.State)
+	}
 
-	require.NoError(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, "sha256:aa"))
+	require.NoError(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, good))
 	require.Equal(t, Approved, r.State)
 	require.Equal(t, "sha256:aa", r.ApprovedPlanDigest)
 	require.Equal(t, "usr-1", *r.ApprovedBy)
 
-	// Rejection needs a reason and stamps no approval fields.
+	// Rejection needs a reason, binds the same evidence and stamps no approval fields.
 	r2 := &Run{State: PendingApproval, PlanDigest: "sha256:aa"}
-	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, "sha256:aa", "  "), ErrReasonRequired)
-	require.NoError(t, r2.Reject(Decider{UserID: "usr-2", Name: "Bob"}, "sha256:aa", "wrong region"))
+	ev2 := Evidence{PlanDigest: "sha256:aa"}
+	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, ev2, "  "), ErrReasonRequired)
+	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, Evidence{PlanDigest: "sha256:aa", PolicyEvaluationID: "x"}, "why not"), ErrStaleEvidence)
+	require.NoError(t, r2.Reject(Decider{UserID: "usr-2", Name: "Bob"}, ev2, "wrong region"))
 	require.Equal(t, Rejected, r2.State)
 	require.Nil(t, r2.ApprovedBy)
 	require.Empty(t, r2.ApprovedPlanDigest)
 	require.Equal(t, "wrong region", r2.StateReason)
 
 	// Deciding twice is refused by the table.
-	require.True(t, errors.Is(r2.Approve(Decider{UserID: "usr-1"}, "sha256:aa"), ErrInvalidTransition))
+	require.True(t, errors.Is(r2.Approve(Decider{UserID: "usr-1"}, ev2), ErrInvalidTransition))
+}
+
+func TestHardPolicyBlockIsFinal(t *testing.T) {
+	t.Parallel()
+	hard := Run{State: PolicyBlocked, PolicyOutcome: "hard_failed"}
+	require.True(t, hard.Finished())
+	require.Empty(t, hard.Actions())
+	soft := Run{State: PolicyBlocked, PolicyOutcome: "soft_failed"}
+	require.False(t, soft.Finished())
+	require.Equal(t, []Action{ActionCancel}, soft.Actions())
+	require.NoError(t, soft.ReleasePolicyBlock("overridden"))
+	require.Equal(t, PendingApproval, soft.State)
+	// Nothing but POLICY_BLOCKED is released by an override.
+	require.ErrorIs(t, (&Run{State: Planning}).ReleasePolicyBlock("x"), ErrInvalidTransition)
 }

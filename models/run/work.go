@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -14,6 +15,7 @@ import (
 	"gantry/models/bundle"
 	"gantry/models/db"
 	"gantry/models/workspace"
+	"gantry/policies"
 )
 
 // The worker-facing half of the service: each phase begins and finishes in its own
@@ -65,7 +67,7 @@ func (s *Service) latestState(ctx context.Context, workspaceID string) (*StateVe
 // planning has no side effects, so it is planned again.
 func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error) {
 	var work PlanWork
-	r, err := s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		switch r.State {
 		case Queued:
 			if err := r.StartPlanning(); err != nil {
@@ -125,16 +127,29 @@ type PlanOutcome struct {
 	HasChanges bool
 }
 
-// FinishPlan stores the plan's artifacts and moves the run to the plan's outcome: a
-// dry run ends PLANNED, a plan without changes NO_CHANGES, and otherwise the run waits
-// for an approval or is approved as self-service (DESIGN §3, until the approval matrix
-// decides it). Only the attempt that still owns the plan revision records anything.
+// FinishPlan stores the plan's artifacts, runs the plan gates (risk, policy, cost) and
+// moves the run to the plan's outcome: a dry run ends PLANNED and a plan without
+// changes NO_CHANGES (both with their findings visible, never gated); a hard-mandatory
+// policy failure blocks the run for good and a soft-mandatory one until an admin
+// overrides it; otherwise the approval matrix decides between a self-service approval
+// and a person's. Only the attempt that still owns the plan revision records anything.
 func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome) (Run, error) {
 	summary, err := SummarizePlan(out.PlanJSON)
 	if err != nil {
 		return Run{}, err
 	}
-	return s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+	var current Run
+	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&current).Error; err != nil {
+		return Run{}, fmt.Errorf("reading run %s: %w", runID, db.Translate(err))
+	}
+	if current.State != Planning || current.PlanRevision != out.Revision {
+		return Run{}, ErrSkip
+	}
+	a, err := s.assess(ctx, current, out.PlanJSON)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != Planning || r.PlanRevision != out.Revision {
 			return ErrSkip
 		}
@@ -154,56 +169,61 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 			}
 		}
 		r.PlanSummary = summary
+		if err := s.record(ctx, r, a); err != nil {
+			return err
+		}
 		switch {
 		case r.Kind == KindPlanOnly:
-			return r.FinishPlanAs(Planned, "dry run: planned, never applied")
+			return r.FinishPlanAs(Planned, "dry run: planned, never applied"+policyNote(a))
 		case !out.HasChanges:
 			return r.FinishPlanAs(NoChanges, "the plan has no changes; nothing to apply")
 		}
-		env, err := s.environmentOf(ctx, *r)
-		if err != nil {
-			return err
+		if hard := failedRules(a.Policy, policies.HardMandatory); len(hard) > 0 {
+			return r.FinishPlanAs(PolicyBlocked, "blocked by hard-mandatory policy "+strings.Join(hard, ", ")+"; it cannot be overridden: change the request")
 		}
-		if reason := approvalNeeded(env, summary, r.Kind); reason != "" {
-			deadline := now.Add(DefaultDecisionWindow)
-			r.DecisionDeadline = &deadline
-			return r.FinishPlanAs(PendingApproval, reason)
+		if soft := failedRules(a.Policy, policies.SoftMandatory); len(soft) > 0 {
+			return r.FinishPlanAs(PolicyBlocked, "blocked by soft-mandatory policy "+strings.Join(soft, ", ")+" until an admin overrides it with a reason")
 		}
-		if err := r.SelfServiceApprove("creates and in-place updates only, in an environment that does not require approval"); err != nil {
+		return s.route(r, now, a.Risk.Reason+policyNote(a))
+	})
+}
+
+// route sends a planned run that passed its policies to the decision its risk needs:
+// the system's self-service approval, or a person's within the decision window.
+func (s *Service) route(r *Run, now time.Time, reason string) error {
+	if r.RequiredApprover == "system" {
+		if err := r.SelfServiceApprove(reason); err != nil {
 			return err
 		}
 		expires := now.Add(ApprovalValidity)
 		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
 		return nil
-	})
-}
-
-// requiredApprover is the least role that may approve r (an interim reading of the
-// approval matrix of DESIGN §3 until it is data): an owner for destroys, an admin for
-// replaces and production, otherwise anyone with provisioning.apply.
-func requiredApprover(r Run, env envGate) authz.Role {
-	switch {
-	case r.Kind == KindDestroy || r.PlanSummary.Delete > 0:
-		return authz.RoleOwner
-	case r.PlanSummary.Replace > 0 || env.Tier == "production":
-		return authz.RoleAdmin
 	}
-	return authz.RoleOperator
+	deadline := now.Add(DefaultDecisionWindow)
+	r.DecisionDeadline = &deadline
+	return r.FinishPlanAs(PendingApproval, reason)
 }
 
-// approvalNeeded says why a person must decide, or "" for self-service.
-func approvalNeeded(env envGate, s Summary, kind Kind) string {
-	switch {
-	case env.RequiresApproval:
-		return "environment " + env.Name + " requires approval"
-	case env.Tier == "production":
-		return "every change in production needs an approver"
-	case kind == KindDestroy || s.Delete > 0:
-		return "the plan destroys resources"
-	case s.Replace > 0:
-		return "the plan replaces resources"
+// policyNote mentions advisory findings in a run's reason: they annotate, never gate.
+func policyNote(a Assessment) string {
+	if adv := failedRules(a.Policy, policies.Advisory); len(adv) > 0 {
+		return "; advisory: " + strings.Join(adv, ", ")
 	}
 	return ""
+}
+
+// RequiredApproverOf is the least role that may approve r: the approver its risk class
+// requires in the org's matrix, recorded when it was planned.
+func RequiredApproverOf(r Run) authz.Role { return requiredApprover(r) }
+
+func requiredApprover(r Run) authz.Role {
+	switch role := authz.Role(r.RequiredApprover); role {
+	case authz.RoleOperator, authz.RoleAdmin, authz.RoleOwner:
+		return role
+	}
+	// "system" and "none" never wait for a person; a run after an override always
+	// does, and needs at least an operator.
+	return authz.RoleOperator
 }
 
 type envGate struct {
@@ -225,7 +245,7 @@ func (s *Service) environmentOf(ctx context.Context, r Run) (envGate, error) {
 
 // FailPhase ends a run whose phase failed, keeping the runner's log as evidence.
 func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, log []byte, reason string) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		want := map[JobKind]State{JobPlan: Planning, JobApply: Running, JobVerify: Verifying}[phase]
 		if r.State != want {
 			return ErrSkip
@@ -282,7 +302,7 @@ type ApplyWork struct {
 // APPLY_INTERRUPTED and is never applied again blindly.
 func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, error) {
 	var work ApplyWork
-	r, err := s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		switch r.State {
 		case Running:
 			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
@@ -386,7 +406,7 @@ func (s *Service) stillEntitled(ctx context.Context, r Run) error {
 		return err
 	}
 	if r.ApprovalKind == "person" && r.ApprovedBy != nil {
-		return check(*r.ApprovedBy, r.ApprovedByName, requiredApprover(r, env))
+		return check(*r.ApprovedBy, r.ApprovedByName, requiredApprover(r))
 	}
 	return nil
 }
@@ -433,7 +453,7 @@ type ApplyOutcome struct {
 // version; a runner whose tofu wrote it through the http backend returns none, and the
 // version the backend stored for this run is the one recorded.
 func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Running {
 			return ErrSkip
 		}
@@ -511,7 +531,7 @@ func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, er
 // FinishVerify ends the run: SUCCEEDED when the live resources match the applied
 // state, FAILED with the residual drift otherwise.
 func (s *Service) FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(r *Run, _ time.Time) error {
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Verifying {
 			return ErrSkip
 		}
@@ -530,7 +550,7 @@ func (s *Service) FinishVerify(ctx context.Context, runID string, converged bool
 // ExpireIfDue ends a run still in state st once its deadline has passed by the
 // database clock. It never prepares an apply.
 func (s *Service) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(r *Run, now time.Time) error {
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != st {
 			return ErrSkip
 		}

@@ -12,6 +12,8 @@ const (
 	RouteRun             = "/runs/:id"
 	RouteRunAction       = "/runs/:id/:action"
 	RouteRunEvents       = "/runs/:id/events"
+	RouteRunReview       = "/runs/:id/review"
+	RouteRunReviewPart   = "/runs/:id/review/:section"
 	RouteWorkspace       = "/workspaces/:id"
 	RouteEnvironment     = "/environments/:id"
 	RouteEditEnvironment = "/environments/:id/edit"
@@ -63,10 +65,18 @@ func RunReject(id string) string   { return Run(id) + "/reject" }
 func RunRecover(id string) string  { return Run(id) + "/recover" }
 func RunCancel(id string) string   { return Run(id) + "/cancel" }
 func RunPlanJSON(id string) string { return Run(id) + "/plan.json" }
-func Workspaces() string           { return "/workspaces" }
-func Workspace(id string) string   { return "/workspaces/" + url.PathEscape(id) }
-func Approvals() string            { return "/approvals" }
-func Audit() string                { return "/audit" }
+func RunPlanText(id string) string { return Run(id) + "/plan.txt" }
+func RunOverride(id string) string { return Run(id) + "/override" }
+func RunReview(id string) string   { return Run(id) + "/review" }
+
+// RunReviewSection is one page of one section of a run's plan review.
+func RunReviewSection(id, section string, page int) string {
+	return RunReview(id) + "/" + url.PathEscape(section) + "?" + url.Values{"page": {strconv.Itoa(page)}}.Encode()
+}
+func Workspaces() string         { return "/workspaces" }
+func Workspace(id string) string { return "/workspaces/" + url.PathEscape(id) }
+func Approvals() string          { return "/approvals" }
+func Audit() string              { return "/audit" }
 
 // WorkloadIssuer is the path of Gantry's workload identity issuer (under the base URL).
 func WorkloadIssuer() string    { return "/workload" }
@@ -74,3 +84,6 @@ func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid
 func WorkloadJWKS() string      { return WorkloadIssuer() + "/jwks" }
 
 func Executors() string { return "/executors" }
+
+// ApprovalMatrix is the organization's risk rules and approval matrix (settings).
+func ApprovalMatrix() string { return "/settings/approval-matrix" }

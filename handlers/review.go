@@ -1,0 +1,296 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/classify"
+	"gantry/models/errs"
+	"gantry/models/review"
+	"gantry/models/run"
+	"gantry/views"
+	"gantry/web/render"
+)
+
+// ReviewService is what the plan review page needs beyond RunService.
+type ReviewService interface {
+	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
+}
+
+// The review sections, in the order DESIGN §7 shows them.
+var reviewSections = []struct {
+	id, title string
+	class     classify.Class
+}{
+	{"destroy", "Destroyed", classify.ClassDestroy},
+	{"replace", "Replaced", classify.ClassReplace},
+	{"update", "Updated in place", classify.ClassUpdate},
+	{"create", "Created", classify.ClassCreate},
+}
+
+// maxDependentsShown keeps one entry's dependents list readable; the count says how
+// many more there are.
+const maxDependentsShown = 10
+
+// graphNodes bounds the blast-radius picture.
+const graphNodes = 60
+
+func (h Runs) review(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	data, err := h.Reviews.Review(ctx, r)
+	if err != nil {
+		return err
+	}
+	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	subject, _ := authz.SubjectFrom(ctx)
+	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason,
+		Simulated: r.Simulated, Risk: riskView(r), Expiry: expiry(r), Decision: decisionProps(r, subject)}
+	c1 := data.Classification.Counts
+	p.Counts = []views.KV{{Key: "destroy", Value: strconv.Itoa(c1.Destroy)}, {Key: "replace", Value: strconv.Itoa(c1.Replace)},
+		{Key: "update in place", Value: strconv.Itoa(c1.Update)}, {Key: "create", Value: strconv.Itoa(c1.Create)},
+		{Key: "read", Value: strconv.Itoa(c1.Read)}, {Key: "unchanged", Value: strconv.Itoa(c1.NoOp)}}
+	for _, s := range reviewSections {
+		sec, err := section(r, data, s.id, 1)
+		if err != nil {
+			return err
+		}
+		p.Sections = append(p.Sections, sec)
+	}
+	p.Policy = policyView(r, data, subject)
+	p.Cost = costView(r.Cost)
+	p.Graph = review.Graph(data.Classification, graphNodes)
+	return render.Page(c, http.StatusOK, views.ReviewPage(p))
+}
+
+// reviewSection answers the pager of one section: the section alone for htmx, the
+// whole page otherwise.
+func (h Runs) reviewSection(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	page, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || page < 1 {
+		page = 1
+	}
+	data, err := h.Reviews.Review(ctx, r)
+	if err != nil {
+		return err
+	}
+	sec, err := section(r, data, c.Param("section"), page)
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.ReviewSectionBlock(sec))
+}
+
+func section(r run.Run, data run.ReviewData, id string, page int) (views.ReviewSection, error) {
+	for _, s := range reviewSections {
+		if s.id != id {
+			continue
+		}
+		res := data.Classification
+		pg := review.Section(review.Indexes(res, s.class), page, views.ReviewPageSize())
+		out := views.ReviewSection{RunID: r.ID, ID: s.id, Title: s.title, Total: pg.Total, Page: pg.Number, Pages: pg.Pages}
+		for _, i := range pg.Items {
+			ch := res.Changes[i]
+			e := views.ReviewEntry{Address: ch.Address, Reason: changeReason(r, ch), CreateFirst: ch.CreateBeforeDestroy,
+				Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped}
+			for _, rp := range ch.ReplacePaths {
+				e.ReplacePaths = append(e.ReplacePaths, pathString(rp))
+			}
+			deps := ch.Dependents
+			if len(deps) > maxDependentsShown {
+				e.MoreDependents = len(deps) - maxDependentsShown
+				deps = deps[:maxDependentsShown]
+			}
+			e.Dependents = deps
+			attrs, err := data.Doc.Attributes(i)
+			if err != nil {
+				return views.ReviewSection{}, err
+			}
+			for _, a := range attrs {
+				e.Attrs = append(e.Attrs, attrRow(a))
+			}
+			out.Entries = append(out.Entries, e)
+		}
+		return out, nil
+	}
+	return views.ReviewSection{}, errs.ErrNotFound
+}
+
+func attrRow(a review.AttrChange) views.AttrRow {
+	row := views.AttrRow{Path: a.Path, Before: a.Before, After: a.After, Forces: a.ForcesReplacement, Changed: a.Changed}
+	if a.BeforeSensitive {
+		row.Before = "(sensitive value)"
+	}
+	if a.AfterSensitive {
+		row.After = "(sensitive value)"
+	}
+	if a.Unknown {
+		row.After = "(known after apply)"
+	}
+	return row
+}
+
+// pathString renders a replace path such as ["settings", 0, "tier"] as settings[0].tier.
+func pathString(p []any) string {
+	var b strings.Builder
+	for _, step := range p {
+		switch v := step.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(v)
+		default:
+			fmt.Fprintf(&b, "[%v]", v)
+		}
+	}
+	return b.String()
+}
+
+// changeReason says in words why tofu plans a replace or destroy.
+func changeReason(r run.Run, ch classify.Change) string {
+	switch ch.ActionReason {
+	case "replace_because_cannot_update":
+		return "An attribute that cannot change in place changed, so the resource is replaced."
+	case "replace_because_tainted":
+		return "The object is tainted (a create failed part-way), so it is replaced."
+	case "replace_by_request":
+		return "Replacement was requested explicitly."
+	case "replace_by_triggers":
+		return "A replace_triggered_by reference changed."
+	case "delete_because_no_resource_config":
+		return "The resource is no longer in the configuration."
+	case "delete_because_no_module":
+		return "Its module is no longer in the configuration."
+	case "delete_because_wrong_repetition":
+		return "The resource's count or for_each changed shape."
+	case "delete_because_count_index":
+		return "Its count index is beyond the new count."
+	case "delete_because_each_key":
+		return "Its for_each key is no longer in the map."
+	case "read_because_config_unknown":
+		return "The data source depends on values known only after apply."
+	case "read_because_dependency_pending":
+		return "The data source depends on a resource with pending changes."
+	}
+	if ch.Class == classify.ClassDestroy && r.Kind == run.KindDestroy {
+		return "This is a destroy run: everything in the workspace is destroyed."
+	}
+	if ch.ActionReason != "" {
+		return ch.ActionReason
+	}
+	return ""
+}
+
+func riskView(r run.Run) views.RiskView {
+	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: r.RequiredApprover,
+		FourEyes: r.FourEyes, Elevated: r.Elevated, MatrixVersion: r.MatrixVersion}
+	if r.RiskClass != nil {
+		v.Class = strconv.Itoa(*r.RiskClass)
+	}
+	return v
+}
+
+func expiry(r run.Run) string {
+	switch {
+	case r.State == run.PendingApproval && r.DecisionDeadline != nil:
+		return "decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
+	case r.State == run.Approved && r.ApprovalExpiresAt != nil:
+		return "the apply must start by " + r.ApprovalExpiresAt.UTC().Format("15:04:05 UTC")
+	}
+	return ""
+}
+
+// decisionProps are the approve and reject forms a subject may use on run r.
+func decisionProps(r run.Run, subject authz.Subject) views.DecisionProps {
+	ev := run.EvidenceOf(r)
+	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, PolicyEvaluationID: ev.PolicyEvaluationID,
+		PolicyResultDigest: ev.PolicyResultDigest, PolicyBundleDigest: ev.PolicyBundleDigest, Elevated: r.Elevated, FourEyes: r.FourEyes}
+	for _, a := range r.Actions() {
+		switch a {
+		case run.ActionApprove:
+			need := run.RequiredApproverOf(r)
+			d.Approver = string(need)
+			d.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.Role.AtLeast(need) && !(r.FourEyes && subject.UserID == r.RequestedBy)
+		case run.ActionReject:
+			d.CanReject = subject.Can(authz.PermProvisioningApply)
+		}
+	}
+	return d
+}
+
+func policyView(r run.Run, data run.ReviewData, subject authz.Subject) views.PolicyView {
+	ev := data.Evaluation
+	if ev == nil {
+		return views.PolicyView{}
+	}
+	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
+	mayOverride := r.State == run.PolicyBlocked && ev.Outcome == "soft_failed" && subject.Can(authz.PermPoliciesManage)
+	for _, res := range ev.Results {
+		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
+			Passed: res.Passed, Messages: res.Messages}
+		if o, ok := data.Overrides[res.RuleID]; ok {
+			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
+		} else if !res.Passed && res.Enforcement == "soft_mandatory" && mayOverride {
+			row.CanOverride = true
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
+func costView(c *review.Cost) views.CostView {
+	if c == nil {
+		return views.CostView{}
+	}
+	v := views.CostView{Known: true, Before: money(c.Before), After: money(c.After), Delta: signedMoney(c.Delta), Unpriced: c.Unpriced}
+	for _, l := range c.Lines {
+		v.Lines = append(v.Lines, views.CostLineView{Type: l.Type, Before: l.Before, After: l.After, Unit: money(l.UnitPrice),
+			BeforeCost: money(l.BeforeCost), AfterCost: money(l.AfterCost)})
+	}
+	return v
+}
+
+func money(v float64) string { return fmt.Sprintf("$%.2f", v) }
+
+func signedMoney(v float64) string {
+	if v > 0 {
+		return "+" + money(v)
+	}
+	if v < 0 {
+		return "-" + money(-v)
+	}
+	return money(0)
+}
+
+// planText serves the plan as tofu printed it (the plan log), on demand.
+func (h Runs) planText(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	body, err := h.Runs.Artifact(ctx, r, r.PlanLogArtifactID)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", body)
+}

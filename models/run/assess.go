@@ -1,0 +1,154 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"gantry/models/classify"
+	"gantry/models/db"
+	"gantry/models/review"
+	"gantry/models/risk"
+	"gantry/policies"
+)
+
+// The plan gates between a finished plan and PENDING_APPROVAL (DESIGN §2): the risk
+// class from the org's approval matrix, the policy decision and the cost estimate.
+// They are computed before the run is locked (a 10,000-change plan takes a moment)
+// and recorded with the plan in FinishPlan's transaction.
+
+// Assessment is what the plan gates found about one plan.
+type Assessment struct {
+	Classification classify.Result
+	Risk           risk.Assessment
+	MatrixVersion  int
+	Policy         policies.Evaluation
+	Cost           review.Cost
+}
+
+// MatrixSource gives an organization's current approval matrix.
+type MatrixSource interface {
+	Current(ctx context.Context, orgID string) (risk.Version, error)
+}
+
+// ClassifyOptions are the classification options of a template's resource types.
+func (f TemplateFacts) ClassifyOptions() classify.Options {
+	return classify.Options{Irreversible: f.Irreversible, OrgScoped: f.OrgScoped}
+}
+
+// assess runs the plan gates on run r's plan.
+func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
+	facts, err := s.catalog.Facts(r.TemplateName)
+	if err != nil {
+		return Assessment{}, fmt.Errorf("reading template %s: %w", r.TemplateName, err)
+	}
+	res, err := classify.Classify(planJSON, facts.ClassifyOptions())
+	if err != nil {
+		return Assessment{}, fmt.Errorf("reading plan JSON: %w", err)
+	}
+	env, err := s.environmentOf(ctx, r)
+	if err != nil {
+		return Assessment{}, err
+	}
+	matrix, err := s.matrix.Current(ctx, r.OrganizationID)
+	if err != nil {
+		return Assessment{}, err
+	}
+	a := Assessment{Classification: res, MatrixVersion: matrix.Version, Cost: review.EstimateCost(res, facts.Prices)}
+	a.Risk = matrix.Matrix.Assess(factsOf(r, env, res, facts))
+
+	bundle, err := s.policies.Bundle(ctx, r.OrganizationID)
+	if err != nil {
+		return Assessment{}, err
+	}
+	modes, err := s.policies.Modes(ctx, r.EnvironmentID)
+	if err != nil {
+		return Assessment{}, err
+	}
+	role, err := s.memberRole(ctx, r.OrganizationID, r.RequestedBy)
+	if err != nil {
+		return Assessment{}, err
+	}
+	input := policies.RunContext{ID: r.ID, Kind: string(r.Kind), Organization: r.OrganizationID,
+		Actor:       policies.Actor{ID: r.RequestedBy, Name: r.RequestedByName, Role: role},
+		Environment: policies.Environment{ID: r.EnvironmentID, Name: env.Name, Tier: env.Tier, RequiresApproval: env.RequiresApproval, Restricted: env.Restricted},
+		Template: policies.Template{Name: r.TemplateName, Version: r.TemplateVersion, Source: facts.Source, ModuleDigest: r.ModuleDigest,
+			Irreversible: facts.Irreversible, OrgScoped: facts.OrgScoped},
+		Risk:           policies.Risk{Class: int(a.Risk.Class), Rule: a.Risk.Rule.ID, Approver: string(a.Risk.Decision.Approver)},
+		Classification: policyClassification(res),
+	}
+	if a.Policy, err = bundle.Evaluate(ctx, planJSON, input, modes); err != nil {
+		return Assessment{}, fmt.Errorf("evaluating policies: %w", err)
+	}
+	return a, nil
+}
+
+// factsOf is what the risk rules look at.
+func factsOf(r Run, env envGate, res classify.Result, facts TemplateFacts) risk.Facts {
+	c := res.Counts
+	f := risk.Facts{Kind: string(r.Kind), Create: c.Create, Update: c.Update, Replace: c.Replace, Destroy: c.Destroy,
+		Irreversible: res.HasIrreversible, OrgScopedChange: res.TouchesOrgScoped, Tier: env.Tier, RequiresApproval: env.RequiresApproval}
+	f.HasChanges = c.Create+c.Update+c.Replace+c.Destroy > 0
+	for _, ch := range res.Changes {
+		// An org-scoped type that is a policy: changing it changes what the whole
+		// organization may do (DESIGN §3 risk 3, "org-level policy change").
+		if ch.OrgScoped && ch.Class != classify.ClassNoOp && ch.Class != classify.ClassRead && strings.Contains(ch.Type, "policy") {
+			f.OrgPolicyChange = true
+			break
+		}
+	}
+	return f
+}
+
+// policyClassification is the classification as policies see it: counts and the
+// changes that do something.
+func policyClassification(res classify.Result) policies.Classification {
+	c := res.Counts
+	out := policies.Classification{Counts: map[string]int{"create": c.Create, "update": c.Update, "replace": c.Replace,
+		"destroy": c.Destroy, "read": c.Read, "no_op": c.NoOp}}
+	for _, ch := range res.Changes {
+		if ch.Class == classify.ClassNoOp || ch.Class == classify.ClassRead {
+			continue
+		}
+		out.Changes = append(out.Changes, policies.ClassifiedChange{Address: ch.Address, Type: ch.Type, Class: string(ch.Class),
+			Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped, ActionReason: ch.ActionReason, Dependents: ch.Dependents})
+	}
+	return out
+}
+
+func (s *Service) memberRole(ctx context.Context, orgID, userID string) (string, error) {
+	var role string
+	err := db.Conn(ctx, s.db).Raw("SELECT role FROM memberships WHERE organization_id = ? AND user_id = ?", orgID, userID).Scan(&role).Error
+	if err != nil {
+		return "", fmt.Errorf("reading requester's role: %w", err)
+	}
+	return role, nil
+}
+
+// record stores the assessment on the locked run: the evaluation row and the fields
+// the decision binds to.
+func (s *Service) record(ctx context.Context, r *Run, a Assessment) error {
+	ev, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, a.Policy)
+	if err != nil {
+		return err
+	}
+	class := int(a.Risk.Class)
+	r.RiskClass, r.RiskLevel, r.RiskRule, r.RiskReason = &class, string(a.Risk.Level), a.Risk.Rule.ID, a.Risk.Reason
+	d := a.Risk.Decision
+	r.RequiredApprover, r.FourEyes, r.Elevated, r.MatrixVersion = string(d.Approver), d.FourEyes, d.Elevated, a.MatrixVersion
+	r.PolicyEvaluationID, r.PolicyOutcome, r.PolicyBundleDigest, r.PolicyResultDigest = &ev.ID, ev.Outcome, ev.BundleDigest, ev.ResultDigest
+	cost := a.Cost
+	r.Cost = &cost
+	return nil
+}
+
+// failedRules names the rules of an evaluation that failed at enforcement e.
+func failedRules(ev policies.Evaluation, e policies.Enforcement) []string {
+	var out []string
+	for _, res := range ev.Results {
+		if !res.Passed && res.Enforcement == e {
+			out = append(out, res.RuleID)
+		}
+	}
+	return out
+}

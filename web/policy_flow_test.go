@@ -1,0 +1,199 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
+	"gantry/web/webtest"
+)
+
+// The policy decision in the lifecycle (DESIGN §2, §7): a hard-mandatory failure blocks
+// a run for good, a soft-mandatory one until an admin overrides it with a reason bound
+// to the rule version and the result digest, and an advisory one only annotates.
+
+func bucketRequest(env, region string) url.Values {
+	return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {"assets-" + region}, "kind": {"apply"},
+		"inputs.name": {"assets-" + region}, "inputs.retention_days": {"30"}, "inputs.region": {region}}
+}
+
+func postgresRequest(env, workspace, size, backups string) url.Values {
+	return url.Values{"template": {"postgres"}, "environment": {env}, "workspace": {workspace}, "kind": {"apply"},
+		"inputs.name": {workspace}, "inputs.engine_version": {"16"}, "inputs.size": {size}, "inputs.storage_gb": {"20"},
+		"inputs.backup_retention_days": {backups}, "inputs.network_cidr": {"10.30.0.0/16"}}
+}
+
+type storedEvaluation struct {
+	ID, BundleDigest, ResultDigest, Outcome string
+	Results                                 json.RawMessage
+}
+
+func evaluationOf(t *testing.T, app *webtest.App, r run.Run) storedEvaluation {
+	t.Helper()
+	require.NotNil(t, r.PolicyEvaluationID)
+	var ev storedEvaluation
+	require.NoError(t, app.DB.Raw("SELECT id, bundle_digest, result_digest, outcome, results FROM policy_evaluations WHERE id = ? AND run_id = ?",
+		*r.PolicyEvaluationID, r.ID).Scan(&ev).Error)
+	require.Equal(t, r.PolicyBundleDigest, ev.BundleDigest)
+	require.Equal(t, r.PolicyResultDigest, ev.ResultDigest)
+	require.Equal(t, r.PolicyOutcome, ev.Outcome)
+	require.Len(t, ev.BundleDigest, 64)
+	require.Len(t, ev.ResultDigest, 64)
+	return ev
+}
+
+// ruleVersion reads the version of rule id from a stored evaluation.
+func ruleVersion(t *testing.T, ev storedEvaluation, id string) string {
+	t.Helper()
+	var results []struct {
+		RuleID      string `json:"rule_id"`
+		RuleVersion string `json:"rule_version"`
+		Passed      bool   `json:"passed"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Results, &results))
+	for _, r := range results {
+		if r.RuleID == id {
+			require.False(t, r.Passed, "%s passed", id)
+			return r.RuleVersion
+		}
+	}
+	t.Fatalf("no result for %s", id)
+	return ""
+}
+
+func overrideForm(t *testing.T, app *webtest.App, c *http.Client, r run.Run, rule, version, reason string) url.Values {
+	t.Helper()
+	form := decisionForm(t, app, c, r)
+	form.Set("rule_id", rule)
+	form.Set("rule_version", version)
+	form.Set("reason", reason)
+	return form
+}
+
+func countRows(t *testing.T, app *webtest.App, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, app.DB.Raw(query, args...).Scan(&n).Error)
+	return n
+}
+
+func TestHardPolicyFailureBlocksForGood(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "us-east")), run.PolicyBlocked)
+	require.Equal(t, "hard_failed", r.PolicyOutcome)
+	require.Contains(t, r.StateReason, "allowed_regions")
+	require.True(t, r.Finished())
+	require.NotNil(t, r.FinishedAt, "a hard block is the end of the run")
+	ev := evaluationOf(t, app, r)
+	version := ruleVersion(t, ev, "allowed_regions")
+
+	// Nobody overrides a hard-mandatory failure, not even an owner; the run stays put.
+	owner := app.LoggedIn(t, "owner@acme.test")
+	resp := app.PostForm(t, owner, "/runs/"+r.ID+"/override", overrideForm(t, app, owner, r, "allowed_regions", version, "the customer asked for it"))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ?", r.ID))
+	require.Equal(t, run.PolicyBlocked, waitForState(t, app, r.ID, run.PolicyBlocked).State)
+
+	// The pages show the failure and offer nothing to decide.
+	page := webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID+"/review"))
+	require.Contains(t, page, `data-rule="allowed_regions" data-passed="false"`)
+	require.NotContains(t, page, `id="approve"`)
+	require.NotContains(t, page, "Reason for overriding")
+	page = webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID))
+	require.NotContains(t, page, `id="cancel-run"`)
+}
+
+func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
+	require.Equal(t, "soft_failed", r.PolicyOutcome)
+	require.Contains(t, r.StateReason, "database_protection")
+	require.False(t, r.Finished())
+	ev := evaluationOf(t, app, r)
+	version := ruleVersion(t, ev, "database_protection")
+	good := "backups are kept by the nightly export for this database"
+
+	// A non-admin may not override: 403, nothing stored.
+	resp := app.PostForm(t, operator, "/runs/"+r.ID+"/override", overrideForm(t, app, operator, r, "database_protection", version, good))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	admin := app.LoggedIn(t, "admin@acme.test")
+	// A reason of fewer than 10 characters is a field error.
+	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection", version, "because"))
+	require.Contains(t, webtest.ReadBody(t, resp), "at least 10 characters")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	// An override bound to another rule version or result digest is stale.
+	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection", "0123", good))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	stale := overrideForm(t, app, admin, r, "database_protection", version, good)
+	stale.Set("policy_result_digest", "sha256:0000")
+	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", stale)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ?", r.ID))
+
+	// The review page offers the override to the admin.
+	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID+"/review"))
+	require.Contains(t, page, "Reason for overriding")
+
+	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection", version, good))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	r = waitForState(t, app, r.ID, run.PendingApproval)
+	require.Contains(t, r.StateReason, "overridden by")
+
+	// The override is audited with its binding.
+	var data string
+	require.NoError(t, app.DB.Raw("SELECT data::text FROM audit_events WHERE action = 'policy.overridden' AND target_id = ?", r.ID).Scan(&data).Error)
+	var bound map[string]string
+	require.NoError(t, json.Unmarshal([]byte(data), &bound))
+	require.Equal(t, map[string]string{"rule_id": "database_protection", "rule_version": version, "evaluation_id": ev.ID,
+		"result_digest": ev.ResultDigest, "bundle_digest": ev.BundleDigest, "reason": good}, bound)
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ? AND rule_version = ? AND result_digest = ?",
+		r.ID, version, ev.ResultDigest))
+
+	// Then the run is decided like any other.
+	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	waitForState(t, app, r.ID, run.Succeeded)
+}
+
+func TestAdvisoryPolicyOnlyAnnotates(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	// development_sizes is advisory: a large database in development still runs.
+	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(dev, "analytics", "large", "7")), run.Succeeded)
+	require.Equal(t, "advisory", r.PolicyOutcome)
+	require.Equal(t, "self-service", r.ApprovalKind)
+	var approved string
+	require.NoError(t, app.DB.Raw("SELECT data->>'reason' FROM audit_events WHERE action = 'run.approved' AND target_id = ?", r.ID).Scan(&approved).Error)
+	require.Contains(t, approved, "advisory: development_sizes")
+	ruleVersion(t, evaluationOf(t, app, r), "development_sizes")
+}
+
+func TestEnvironmentModesChangeTheOutcome(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	// The environment makes allowed_regions advisory: the same request now runs.
+	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
+		SELECT organization_id, id, 'allowed_regions', 'advisory' FROM environments WHERE id = ?`, dev).Error)
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "us-east")), run.Succeeded)
+	require.Equal(t, "advisory", r.PolicyOutcome)
+}

@@ -197,3 +197,41 @@ func TestEnvironmentModesChangeTheOutcome(t *testing.T) {
 	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "us-east")), run.Succeeded)
 	require.Equal(t, "advisory", r.PolicyOutcome)
 }
+
+// TestPolicyChangedAfterApprovalIsCheckedBeforeApply: an org policy added while a run
+// waits for its decision changes the bundle; the worker re-evaluates before the apply,
+// stores the re-evaluation and refuses the apply, touching nothing.
+func TestPolicyChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	require.Equal(t, "pass", r.PolicyOutcome)
+
+	const rego = `package gantry.org.no_buckets
+
+metadata := {"id": "org.no_buckets", "title": "No new buckets this week", "enforcement": "hard_mandatory"}
+
+deny contains msg if {
+	some rc in input.plan.resource_changes
+	rc.type == "sandbox_bucket"
+	"create" in rc.change.actions
+	msg := sprintf("%s: bucket creation is frozen", [rc.address])
+}
+`
+	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest)
+		VALUES (?, 'no_buckets', 1, 'No new buckets this week', 'hard_mandatory', ?, '', 'test')`, r.OrganizationID, rego).Error)
+
+	admin := app.LoggedIn(t, "admin@acme.test")
+	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	failed := waitForState(t, app, r.ID, run.Failed)
+	require.Contains(t, failed.StateReason, "policy re-check before apply")
+	require.Contains(t, failed.StateReason, "org.no_buckets")
+	require.Contains(t, failed.StateReason, "nothing was applied")
+	require.Nil(t, failed.NewStateVersionID)
+	require.EqualValues(t, 2, countRows(t, app, "SELECT count(*) FROM policy_evaluations WHERE run_id = ?", r.ID),
+		"the re-evaluation is kept next to the one the approval bound")
+}

@@ -328,6 +328,9 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 		if err := s.stillEntitled(ctx, *r); err != nil {
 			return r.RefuseApply(err.Error())
 		}
+		if err := s.policyStillHolds(ctx, *r); err != nil {
+			return r.RefuseApply(err.Error())
+		}
 		current, err := s.latestState(ctx, r.WorkspaceID)
 		if err != nil {
 			return err
@@ -407,6 +410,57 @@ func (s *Service) stillEntitled(ctx context.Context, r Run) error {
 	}
 	if r.ApprovalKind == "person" && r.ApprovedBy != nil {
 		return check(*r.ApprovedBy, r.ApprovedByName, requiredApprover(r))
+	}
+	return nil
+}
+
+// policyStillHolds re-evaluates the plan before its apply when the organization's
+// policy bundle changed since the approval, and always for risk 3 (DESIGN §3). The
+// re-evaluation is stored as evidence; the apply is refused when a hard-mandatory rule
+// now fails or a soft-mandatory failure has no override for that rule's version.
+func (s *Service) policyStillHolds(ctx context.Context, r Run) error {
+	if r.PolicyEvaluationID == nil {
+		return nil // planned before policies were evaluated
+	}
+	bundle, err := s.policies.Bundle(ctx, r.OrganizationID)
+	if err != nil {
+		return fmt.Errorf("the policy bundle could not be compiled: %w", err)
+	}
+	if bundle.Digest() == r.PolicyBundleDigest && (r.RiskClass == nil || *r.RiskClass < 3) {
+		return nil
+	}
+	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
+	if err != nil {
+		return fmt.Errorf("the plan JSON could not be read for the policy re-check: %w", err)
+	}
+	a, err := s.assess(ctx, r, planJSON)
+	if err != nil {
+		return fmt.Errorf("policy re-check: %w", err)
+	}
+	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, a.Policy)
+	if err != nil {
+		return err
+	}
+	overrides, err := s.policies.Overrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	if err != nil {
+		return err
+	}
+	var refused []string
+	for _, res := range a.Policy.Results {
+		if res.Passed {
+			continue
+		}
+		switch res.Enforcement {
+		case policies.HardMandatory:
+			refused = append(refused, res.RuleID+" (hard-mandatory)")
+		case policies.SoftMandatory:
+			if o, ok := overrides[res.RuleID]; !ok || o.RuleVersion != res.RuleVersion {
+				refused = append(refused, res.RuleID+" (soft-mandatory, not overridden at this version)")
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("the policy re-check before apply (evaluation %s, bundle %s) fails %s", again.ID, again.BundleDigest, strings.Join(refused, ", "))
 	}
 	return nil
 }

@@ -270,9 +270,13 @@ func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.
 			}
 			cache[r.WorkspaceID] = ws
 		}
-		rows = append(rows, views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
+		row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
 			Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
-			CreatedAt: r.CreatedAt, Simulated: r.Simulated})
+			CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
+		if r.RiskClass != nil {
+			row.Risk = strconv.Itoa(*r.RiskClass)
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }

@@ -164,6 +164,12 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ? AND rule_version = ? AND result_digest = ?",
 		r.ID, version, ev.ResultDigest))
 
+	// The approvals inbox lists it with its risk class and who decides.
+	inbox := webtest.ReadBody(t, app.Get(t, admin, "/approvals"))
+	require.Contains(t, inbox, `data-testid="run-`+r.ID+`"`)
+	require.Contains(t, inbox, "risk 1")
+	require.Contains(t, inbox, "needs operator")
+
 	// Then the run is decided like any other.
 	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
 	webtest.ReadBody(t, resp)

@@ -119,7 +119,9 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 	require.Equal(t, 1, loads, "documents seen: %v", b.events.documentList())
 
 	waitForRunState(t, b, "PENDING_APPROVAL")
-	require.Equal(t, "environment staging requires approval", text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)))
+	// The risk class and the rule that set it say why a person must decide.
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "risk 1 in a protected environment")
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "(rule create_update_only)")
 	require.Equal(t, "current", stage(t, b, "Approval")["status"], "the Approval stage while waiting")
 	approveButtons := run(t, b, "look for an approve button", chromedp.Evaluate[int](`document.querySelectorAll("#approve").length`))
 	require.Zero(t, approveButtons, "the requester must not be offered to approve their own run (four eyes)")

@@ -26,6 +26,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/org"
+	"gantry/models/policy"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/session"
@@ -175,6 +176,7 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	handlers.Environments{Service: envs, Members: s.orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: envs}.Register(app)
 	handlers.Matrix{Store: risk.NewStore(gdb, log)}.Register(app)
+	handlers.Policies{Store: policy.NewStore(gdb, log), Environments: envs}.Register(app)
 	wss := workspace.NewService(gdb)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)

@@ -87,3 +87,22 @@ func Executors() string { return "/executors" }
 
 // ApprovalMatrix is the organization's risk rules and approval matrix (settings).
 func ApprovalMatrix() string { return "/settings/approval-matrix" }
+
+// Route patterns of the policy pages.
+const (
+	RoutePolicyActive        = "/policies/:name/active"
+	RouteEnvironmentPolicies = "/environments/:id/policies"
+)
+
+// Policies is the organization's policy bundle: every rule, the environments' modes
+// pages and the organization's own policies.
+func Policies() string { return "/policies" }
+
+// UploadPolicy is where a new version of an organization policy is posted.
+func UploadPolicy() string { return Policies() + "/upload" }
+
+// PolicyActive is where an organization policy is activated or deactivated.
+func PolicyActive(name string) string { return Policies() + "/" + url.PathEscape(name) + "/active" }
+
+// EnvironmentPolicies is an environment's policy enforcement modes.
+func EnvironmentPolicies(id string) string { return Environment(id) + "/policies" }

@@ -1,0 +1,196 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/policy"
+	"gantry/policies"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// PolicyStore is what the policy pages need (policy.Store).
+type PolicyStore interface {
+	List(ctx context.Context) ([]policy.OrgPolicy, error)
+	Bundle(ctx context.Context, orgID string) (*policies.Bundle, error)
+	EnvironmentModes(ctx context.Context, environmentID string) ([]policy.RuleMode, error)
+	SetModes(ctx context.Context, environmentID string, modes map[string]string) error
+	Upload(ctx context.Context, name, rego, tests string) (policy.OrgPolicy, error)
+	SetActive(ctx context.Context, name string, active bool) error
+}
+
+// PolicyEnvironments lists environments for the policy pages: admins see all of them
+// (List), operators those they may request runs in (Choices).
+type PolicyEnvironments interface {
+	List(ctx context.Context) ([]environment.Environment, error)
+	Choices(ctx context.Context) ([]environment.Environment, error)
+}
+
+// Policies serves the organization's policy bundle, its own policies and each
+// environment's enforcement modes: every member reads them, admins and owners change
+// them (the store checks).
+type Policies struct {
+	Store        PolicyStore
+	Environments PolicyEnvironments
+}
+
+// Register adds the policy routes to g.
+func (h Policies) Register(g *echo.Group) {
+	g.GET(paths.Policies(), h.show)
+	g.POST(paths.UploadPolicy(), h.upload)
+	g.POST(paths.RoutePolicyActive, h.setActive)
+	g.GET(paths.RouteEnvironmentPolicies, h.modes)
+	g.POST(paths.RouteEnvironmentPolicies, h.saveModes)
+}
+
+func (h Policies) show(c echo.Context) error {
+	return h.page(c, http.StatusOK, views.PolicyUpload{}, nil)
+}
+
+func (h Policies) upload(c echo.Context) error {
+	// Browsers send textarea lines ending in CRLF; store the source as written.
+	in := views.PolicyUpload{Name: strings.TrimSpace(c.FormValue("name")),
+		Rego: lf(c.FormValue("rego")), Tests: lf(c.FormValue("tests"))}
+	p, err := h.Store.Upload(c.Request().Context(), in.Name, in.Rego, in.Tests)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.page(c, http.StatusUnprocessableEntity, in, v.Fields)
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Uploaded "+p.Name+" version "+strconv.Itoa(p.Version)+".")
+	return render.Redirect(c, paths.Policies())
+}
+
+func (h Policies) setActive(c echo.Context) error {
+	active, err := strconv.ParseBool(c.FormValue("active"))
+	if err != nil {
+		return &errs.Validation{Fields: map[string]string{"active": "Choose true or false."}}
+	}
+	name := c.Param("name")
+	if err := h.Store.SetActive(c.Request().Context(), name, active); err != nil {
+		return err
+	}
+	msg := "Deactivated " + name + ": its rule is no longer evaluated."
+	if active {
+		msg = "Activated " + name + "."
+	}
+	_ = render.Flash(c, "success", msg)
+	return render.Redirect(c, paths.Policies())
+}
+
+// page renders the policies page with the upload form holding in.
+func (h Policies) page(c echo.Context, status int, in views.PolicyUpload, fieldErrors map[string]string) error {
+	ctx := c.Request().Context()
+	list, err := h.Store.List(ctx) // checks the subject may read the organization
+	if err != nil {
+		return err
+	}
+	subject, _ := authz.SubjectFrom(ctx)
+	b, err := h.Store.Bundle(ctx, subject.OrganizationID)
+	if err != nil {
+		return err
+	}
+	envs, listed, err := h.environments(ctx, subject)
+	if err != nil {
+		return err
+	}
+	p := views.PoliciesProps{BundleDigest: b.Digest(), EnvironmentsListed: listed, CanManage: subject.Can(authz.PermPoliciesManage),
+		Upload: in, Errors: fieldErrors}
+	for _, r := range b.Rules() {
+		p.Rules = append(p.Rules, views.PolicyRuleRow{ID: r.ID, Title: r.Title, Description: r.Description, Origin: r.Origin,
+			Enforcement: string(r.Enforcement), Version: r.Version})
+	}
+	for _, e := range envs {
+		p.Environments = append(p.Environments, views.PolicyEnvironment{ID: e.ID, Name: e.Name, Tier: string(e.Tier)})
+	}
+	for i, o := range list { // newest version of each name first
+		p.OrgPolicies = append(p.OrgPolicies, views.OrgPolicyRow{Name: o.Name, Version: o.Version, Title: o.Title,
+			Enforcement: o.Enforcement, Digest: o.Digest, UploadedBy: o.UploadedByName, UploadedAt: o.CreatedAt, Active: o.Active,
+			Latest: i == 0 || list[i-1].Name != o.Name})
+	}
+	return render.Page(c, status, views.Policies(p))
+}
+
+func (h Policies) modes(c echo.Context) error {
+	return h.modesPage(c, http.StatusOK, nil, nil)
+}
+
+func (h Policies) saveModes(c echo.Context) error {
+	form, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	modes := map[string]string{}
+	for k, v := range form {
+		if id, ok := strings.CutPrefix(k, "mode."); ok && len(v) > 0 {
+			modes[id] = v[0]
+		}
+	}
+	err = h.Store.SetModes(c.Request().Context(), c.Param("id"), modes)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.modesPage(c, http.StatusUnprocessableEntity, modes, v.Fields)
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Policy enforcement saved.")
+	return render.Redirect(c, paths.EnvironmentPolicies(c.Param("id")))
+}
+
+// modesPage renders an environment's modes, with the submitted ones over the stored.
+func (h Policies) modesPage(c echo.Context, status int, submitted map[string]string, fieldErrors map[string]string) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	rules, err := h.Store.EnvironmentModes(ctx, id) // 404 for another organization's environment
+	if err != nil {
+		return err
+	}
+	subject, _ := authz.SubjectFrom(ctx)
+	p := views.EnvironmentPoliciesProps{EnvironmentID: id, EnvironmentName: id, CanManage: subject.Can(authz.PermPoliciesManage),
+		Errors: fieldErrors}
+	envs, _, err := h.environments(ctx, subject)
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		if e.ID == id {
+			p.EnvironmentName = e.Name
+		}
+	}
+	for _, r := range rules {
+		mode, ok := submitted[r.Rule.ID]
+		if !ok {
+			mode = string(r.Enforcement)
+		}
+		p.Rules = append(p.Rules, views.PolicyModeRow{ID: r.Rule.ID, Title: r.Rule.Title, Description: r.Rule.Description,
+			Origin: r.Rule.Origin, Default: string(r.Rule.Enforcement), Mode: mode})
+	}
+	return render.Page(c, status, views.EnvironmentPolicies(p))
+}
+
+// environments lists what the subject's role may see of the organization's
+// environments; viewers and auditors are listed none (listed is false).
+func (h Policies) environments(ctx context.Context, s authz.Subject) (envs []environment.Environment, listed bool, err error) {
+	switch {
+	case s.Can(authz.PermEnvironmentsManage):
+		envs, err = h.Environments.List(ctx)
+	case s.Can(authz.PermProvisioningPlan):
+		envs, err = h.Environments.Choices(ctx)
+	default:
+		return nil, false, nil
+	}
+	return envs, err == nil, err
+}
+
+// lf turns CRLF line endings into LF.
+func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,11 +24,15 @@ type ReviewService interface {
 	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
 }
 
-// The review sections, in the order DESIGN §7 shows them.
-var reviewSections = []struct {
+// reviewSectionDef is one section of the review page: its id (in URLs and test
+// hooks), title and the class of change it lists.
+type reviewSectionDef struct {
 	id, title string
 	class     classify.Class
-}{
+}
+
+// The review sections, in the order DESIGN §7 shows them.
+var reviewSections = []reviewSectionDef{
 	{"destroy", "Destroyed", classify.ClassDestroy},
 	{"replace", "Replaced", classify.ClassReplace},
 	{"update", "Updated in place", classify.ClassUpdate},
@@ -42,18 +47,51 @@ const maxDependentsShown = 10
 const graphNodes = 60
 
 func (h Runs) review(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1)
 	if err != nil {
 		return err
+	}
+	return render.Page(c, http.StatusOK, views.ReviewPage(p))
+}
+
+// reviewSection answers the pager of one section: for htmx the section alone (the
+// page's fragment, swapped in place), otherwise the whole page with that section on
+// the page asked for, so the pager's links also work without JavaScript or in a new tab.
+func (h Runs) reviewSection(c echo.Context) error {
+	id := c.Param("section")
+	if !slices.ContainsFunc(reviewSections, func(s reviewSectionDef) bool { return s.id == id }) {
+		return errs.ErrNotFound
+	}
+	page, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || page < 1 {
+		page = 1
+	}
+	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), id, page)
+	if err != nil {
+		return err
+	}
+	// The answer depends on the header: caches must not hand one for the other.
+	c.Response().Header().Add("Vary", "HX-Request")
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render.Fragment(c, http.StatusOK, views.ReviewPage(p), views.ReviewSectionFragment(id))
+	}
+	return render.Page(c, http.StatusOK, views.ReviewPage(p))
+}
+
+// reviewProps builds the review page of run id, with section pagedID on page page and
+// every other section on its first page.
+func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int) (views.ReviewProps, error) {
+	r, err := h.Runs.Get(ctx, id)
+	if err != nil {
+		return views.ReviewProps{}, err
 	}
 	data, err := h.Reviews.Review(ctx, r)
 	if err != nil {
-		return err
+		return views.ReviewProps{}, err
 	}
 	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
 	if err != nil {
-		return err
+		return views.ReviewProps{}, err
 	}
 	subject, _ := authz.SubjectFrom(ctx)
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
@@ -64,74 +102,50 @@ func (h Runs) review(c echo.Context) error {
 		{Key: "update in place", Value: strconv.Itoa(c1.Update)}, {Key: "create", Value: strconv.Itoa(c1.Create)},
 		{Key: "read", Value: strconv.Itoa(c1.Read)}, {Key: "unchanged", Value: strconv.Itoa(c1.NoOp)}}
 	for _, s := range reviewSections {
-		sec, err := section(r, data, s.id, 1)
+		n := 1
+		if s.id == pagedID {
+			n = page
+		}
+		sec, err := section(r, data, s, n)
 		if err != nil {
-			return err
+			return views.ReviewProps{}, err
 		}
 		p.Sections = append(p.Sections, sec)
 	}
 	p.Policy = policyView(r, data, subject)
 	p.Cost = costView(r.Cost)
 	p.Graph = review.Graph(data.Classification, graphNodes)
-	return render.Page(c, http.StatusOK, views.ReviewPage(p))
+	return p, nil
 }
 
-// reviewSection answers the pager of one section: the section alone for htmx, the
-// whole page otherwise.
-func (h Runs) reviewSection(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	page, err := strconv.Atoi(c.QueryParam("page"))
-	if err != nil || page < 1 {
-		page = 1
-	}
-	data, err := h.Reviews.Review(ctx, r)
-	if err != nil {
-		return err
-	}
-	sec, err := section(r, data, c.Param("section"), page)
-	if err != nil {
-		return err
-	}
-	return render.Page(c, http.StatusOK, views.ReviewSectionBlock(sec))
-}
-
-func section(r run.Run, data run.ReviewData, id string, page int) (views.ReviewSection, error) {
-	for _, s := range reviewSections {
-		if s.id != id {
-			continue
+// section is one page of one section's changes.
+func section(r run.Run, data run.ReviewData, s reviewSectionDef, page int) (views.ReviewSection, error) {
+	res := data.Classification
+	pg := review.Section(review.Indexes(res, s.class), page, views.ReviewPageSize())
+	out := views.ReviewSection{RunID: r.ID, ID: s.id, Title: s.title, Total: pg.Total, Page: pg.Number, Pages: pg.Pages}
+	for _, i := range pg.Items {
+		ch := res.Changes[i]
+		e := views.ReviewEntry{Address: ch.Address, Reason: changeReason(r, ch), CreateFirst: ch.CreateBeforeDestroy,
+			Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped}
+		for _, rp := range ch.ReplacePaths {
+			e.ReplacePaths = append(e.ReplacePaths, pathString(rp))
 		}
-		res := data.Classification
-		pg := review.Section(review.Indexes(res, s.class), page, views.ReviewPageSize())
-		out := views.ReviewSection{RunID: r.ID, ID: s.id, Title: s.title, Total: pg.Total, Page: pg.Number, Pages: pg.Pages}
-		for _, i := range pg.Items {
-			ch := res.Changes[i]
-			e := views.ReviewEntry{Address: ch.Address, Reason: changeReason(r, ch), CreateFirst: ch.CreateBeforeDestroy,
-				Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped}
-			for _, rp := range ch.ReplacePaths {
-				e.ReplacePaths = append(e.ReplacePaths, pathString(rp))
-			}
-			deps := ch.Dependents
-			if len(deps) > maxDependentsShown {
-				e.MoreDependents = len(deps) - maxDependentsShown
-				deps = deps[:maxDependentsShown]
-			}
-			e.Dependents = deps
-			attrs, err := data.Doc.Attributes(i)
-			if err != nil {
-				return views.ReviewSection{}, err
-			}
-			for _, a := range attrs {
-				e.Attrs = append(e.Attrs, attrRow(a))
-			}
-			out.Entries = append(out.Entries, e)
+		deps := ch.Dependents
+		if len(deps) > maxDependentsShown {
+			e.MoreDependents = len(deps) - maxDependentsShown
+			deps = deps[:maxDependentsShown]
 		}
-		return out, nil
+		e.Dependents = deps
+		attrs, err := data.Doc.Attributes(i)
+		if err != nil {
+			return views.ReviewSection{}, err
+		}
+		for _, a := range attrs {
+			e.Attrs = append(e.Attrs, attrRow(a))
+		}
+		out.Entries = append(out.Entries, e)
 	}
-	return views.ReviewSection{}, errs.ErrNotFound
+	return out, nil
 }
 
 func attrRow(a review.AttrChange) views.AttrRow {

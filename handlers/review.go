@@ -43,6 +43,9 @@ var reviewSections = []reviewSectionDef{
 // many more there are.
 const maxDependentsShown = 10
 
+// maxMessagesShown bounds one rule's deny messages on the page.
+const maxMessagesShown = 20
+
 // graphNodes bounds the blast-radius picture.
 const graphNodes = 60
 
@@ -261,6 +264,10 @@ func policyView(r run.Run, data run.ReviewData, subject authz.Subject) views.Pol
 	for _, res := range ev.Results {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
 			Passed: res.Passed, Messages: res.Messages}
+		if len(row.Messages) > maxMessagesShown {
+			row.MoreMessages = len(row.Messages) - maxMessagesShown
+			row.Messages = row.Messages[:maxMessagesShown]
+		}
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
 		} else if !res.Passed && res.Enforcement == "soft_mandatory" && mayOverride {

@@ -20,6 +20,15 @@ ALTER TABLE runs
     ADD COLUMN policy_result_digest text NOT NULL DEFAULT '',
     ADD COLUMN cost                 jsonb;
 
+-- Runs planned before this migration keep the approver the interim rules gave them:
+-- an owner for destroys, an admin for replaces and production, else an operator.
+UPDATE runs r SET required_approver = CASE
+        WHEN r.kind = 'destroy' OR coalesce((r.plan_summary->>'delete')::int, 0) > 0 THEN 'owner'
+        WHEN coalesce((r.plan_summary->>'replace')::int, 0) > 0 OR e.tier = 'production' THEN 'admin'
+        ELSE 'operator' END
+    FROM environments e
+    WHERE e.id = r.environment_id AND r.plan_digest <> '';
+
 CREATE TABLE policy_evaluations (
     id              text PRIMARY KEY,
     organization_id text NOT NULL,

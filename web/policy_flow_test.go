@@ -109,6 +109,11 @@ func TestHardPolicyFailureBlocksForGood(t *testing.T) {
 	require.NotContains(t, page, "Reason for overriding")
 	page = webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID))
 	require.NotContains(t, page, `id="cancel-run"`)
+	// Not even a cancel moves it: the reason that names the rule stays.
+	resp = app.PostForm(t, operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	require.Contains(t, waitForState(t, app, r.ID, run.PolicyBlocked).StateReason, "allowed_regions")
 }
 
 func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
@@ -240,4 +245,58 @@ deny contains msg if {
 	require.Nil(t, failed.NewStateVersionID)
 	require.EqualValues(t, 2, countRows(t, app, "SELECT count(*) FROM policy_evaluations WHERE run_id = ?", r.ID),
 		"the re-evaluation is kept next to the one the approval bound")
+}
+
+// TestModeChangedAfterApprovalIsCheckedBeforeApply: the environment makes an advisory
+// failure hard-mandatory after the approval; the re-check before the apply sees it.
+func TestModeChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "ledger", "small", "7")), run.PendingApproval)
+	require.Equal(t, "pass", r.PolicyOutcome)
+	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
+		SELECT organization_id, id, 'database_protection', 'hard_mandatory' FROM environments WHERE id = ?`, staging).Error)
+	// The mode alone changes nothing for a passing plan: the apply goes ahead.
+	admin := app.LoggedIn(t, "admin@acme.test")
+	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	waitForState(t, app, r.ID, run.Succeeded)
+
+	// With the mode in force the same failure blocks for good at plan time.
+	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
+	require.Equal(t, "hard_failed", blocked.PolicyOutcome)
+
+	// A soft failure overridden, then made hard by the environment before the apply.
+	require.NoError(t, app.DB.Exec("DELETE FROM environment_policy_modes WHERE environment_id = ?", staging).Error)
+	blocked = waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing2", "small", "3")), run.PolicyBlocked)
+	ev := evaluationOf(t, app, blocked)
+	resp = app.PostForm(t, admin, "/runs/"+blocked.ID+"/override",
+		overrideForm(t, app, admin, blocked, "database_protection", ruleVersion(t, ev, "database_protection"), "exported nightly to the archive"))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	pending := waitForState(t, app, blocked.ID, run.PendingApproval)
+	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
+		SELECT organization_id, id, 'database_protection', 'hard_mandatory' FROM environments WHERE id = ?`, staging).Error)
+	resp = app.PostForm(t, admin, "/runs/"+pending.ID+"/approve", decisionForm(t, app, admin, pending))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	failed := waitForState(t, app, pending.ID, run.Failed)
+	require.Contains(t, failed.StateReason, "database_protection (hard-mandatory)")
+	require.Nil(t, failed.NewStateVersionID)
+}
+
+// TestBrokenBundleFailsThePlan: an org bundle that does not compile fails the run with
+// the reason instead of leaving it planning.
+func TestBrokenBundleFailsThePlan(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest)
+		VALUES (?, 'broken', 1, 'Broken', 'advisory', 'package gantry.org.broken\n\ndeny contains msg if {', '', 'x')`, app.Orgs["acme"]).Error)
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
+	require.Contains(t, r.StateReason, "the plan gates could not run")
+	require.NotNil(t, r.FinishedAt)
 }

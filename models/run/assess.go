@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"gantry/models/classify"
 	"gantry/models/db"
@@ -16,6 +17,9 @@ import (
 // class from the org's approval matrix, the policy decision and the cost estimate.
 // They are computed before the run is locked (a 10,000-change plan takes a moment)
 // and recorded with the plan in FinishPlan's transaction.
+
+// PolicyTimeout bounds one evaluation of every policy on one plan.
+const PolicyTimeout = time.Minute
 
 // Assessment is what the plan gates found about one plan.
 type Assessment struct {
@@ -77,7 +81,10 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 		Risk:           policies.Risk{Class: int(a.Risk.Class), Rule: a.Risk.Rule.ID, Approver: string(a.Risk.Decision.Approver)},
 		Classification: policyClassification(res),
 	}
-	if a.Policy, err = bundle.Evaluate(ctx, planJSON, input, modes); err != nil {
+	// A policy that runs away on a large plan fails the gate instead of holding it.
+	evalCtx, cancel := context.WithTimeout(ctx, PolicyTimeout)
+	defer cancel()
+	if a.Policy, err = bundle.Evaluate(evalCtx, planJSON, input, modes); err != nil {
 		return Assessment{}, fmt.Errorf("evaluating policies: %w", err)
 	}
 	return a, nil
@@ -111,9 +118,22 @@ func policyClassification(res classify.Result) policies.Classification {
 			continue
 		}
 		out.Changes = append(out.Changes, policies.ClassifiedChange{Address: ch.Address, Type: ch.Type, Class: string(ch.Class),
-			Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped, ActionReason: ch.ActionReason, Dependents: ch.Dependents})
+			Irreversible: ch.Irreversible, OrgScoped: ch.OrgScoped, ActionReason: ch.ActionReason,
+			Dependents: capped(ch.Dependents)})
 	}
 	return out
+}
+
+// maxPolicyDependents bounds each change's dependents in the policy input: instances of
+// one resource share their dependents, and copying 5,000 of them into each of 5,000
+// changes would build millions of terms (docs/policy-input.md says so).
+const maxPolicyDependents = 100
+
+func capped(deps []string) []string {
+	if len(deps) > maxPolicyDependents {
+		return deps[:maxPolicyDependents]
+	}
+	return deps
 }
 
 func (s *Service) memberRole(ctx context.Context, orgID, userID string) (string, error) {

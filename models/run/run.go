@@ -134,7 +134,8 @@ func (r Run) Label() string { return fmt.Sprintf("#%d", r.Number) }
 
 // transition moves the run to state to, recording why, if the table allows it.
 func (r *Run) transition(to State, reason string) error {
-	if !CanTransition(r.State, to) {
+	// A hard policy block is final although POLICY_BLOCKED itself is not terminal.
+	if !CanTransition(r.State, to) || r.Finished() {
 		return &TransitionError{From: r.State, To: to}
 	}
 	r.moves = append(r.moves, move{from: r.State, to: to, reason: reason})

@@ -187,6 +187,14 @@ func transitionEntry(r Run, m move) audit.Entry {
 	}
 	if m.to == Approved {
 		data["approved_plan_digest"], data["approval_kind"], data["config_digest"] = r.ApprovedPlanDigest, r.ApprovalKind, r.ConfigDigest
+		// What else the approval bound: the policy evaluation and the risk decision (the
+		// run row changes later; the hash-chained log keeps this).
+		ev := EvidenceOf(r)
+		data["policy_evaluation_id"], data["policy_result_digest"], data["policy_bundle_digest"] = ev.PolicyEvaluationID, ev.PolicyResultDigest, ev.PolicyBundleDigest
+		data["risk_rule"], data["required_approver"], data["matrix_version"] = r.RiskRule, r.RequiredApprover, r.MatrixVersion
+		if r.RiskClass != nil {
+			data["risk_class"] = *r.RiskClass
+		}
 	}
 	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data}
 }
@@ -418,6 +426,9 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != PolicyBlocked {
 			return &TransitionError{From: r.State, To: PendingApproval}
+		}
+		if r.Finished() {
+			return fmt.Errorf("run %s is blocked by a hard-mandatory policy, which is never overridden: %w", r.ID, errs.ErrForbidden)
 		}
 		if err := r.checkEvidence(ev); err != nil {
 			return err

@@ -108,6 +108,10 @@ func TestHardPolicyBlockIsFinal(t *testing.T) {
 	hard := Run{State: PolicyBlocked, PolicyOutcome: "hard_failed"}
 	require.True(t, hard.Finished())
 	require.Empty(t, hard.Actions())
+	// Nothing moves it: not a cancel, not a release.
+	require.ErrorIs(t, hard.Cancel(Decider{Name: "Ann"}, "tidy up"), ErrInvalidTransition)
+	require.ErrorIs(t, hard.ReleasePolicyBlock("x"), ErrInvalidTransition)
+	require.Equal(t, PolicyBlocked, hard.State)
 	soft := Run{State: PolicyBlocked, PolicyOutcome: "soft_failed"}
 	require.False(t, soft.Finished())
 	require.Equal(t, []Action{ActionCancel}, soft.Actions())

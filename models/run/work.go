@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,7 +148,13 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 	}
 	a, err := s.assess(ctx, current, out.PlanJSON)
 	if err != nil {
-		return Run{}, err
+		if ctx.Err() != nil {
+			return Run{}, err // the job is stopping; a retry plans again
+		}
+		// The gates fail the same way on every retry (a template gone from the catalog,
+		// an org bundle that does not compile, a policy that runs out of time): end the
+		// run with the reason instead of leaving it in PLANNING.
+		return s.FailPhase(ctx, runID, JobPlan, out.Log, "the plan gates could not run: "+err.Error())
 	}
 	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != Planning || r.PlanRevision != out.Revision {
@@ -302,6 +309,7 @@ type ApplyWork struct {
 // APPLY_INTERRUPTED and is never applied again blindly.
 func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, error) {
 	var work ApplyWork
+	rc := s.prepareRecheck(ctx, runID)
 	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		switch r.State {
 		case Running:
@@ -328,7 +336,7 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 		if err := s.stillEntitled(ctx, *r); err != nil {
 			return r.RefuseApply(err.Error())
 		}
-		if err := s.policyStillHolds(ctx, *r); err != nil {
+		if err := s.policyStillHolds(ctx, *r, rc); err != nil {
 			return r.RefuseApply(err.Error())
 		}
 		current, err := s.latestState(ctx, r.WorkspaceID)
@@ -414,39 +422,67 @@ func (s *Service) stillEntitled(ctx context.Context, r Run) error {
 	return nil
 }
 
-// policyStillHolds re-evaluates the plan before its apply when the organization's
-// policy bundle changed since the approval, and always for risk 3 (DESIGN §3). The
-// re-evaluation is stored as evidence; the apply is refused when a hard-mandatory rule
-// now fails or a soft-mandatory failure has no override for that rule's version.
-func (s *Service) policyStillHolds(ctx context.Context, r Run) error {
+// recheck is a re-evaluation of an approved run's plan, computed before the run is
+// locked (a large plan takes a moment) and judged inside the lock.
+type recheck struct {
+	planDigest string
+	assessment Assessment
+	err        error
+}
+
+// prepareRecheck re-runs the plan gates on run runID's plan if it is about to apply.
+func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
+	var r Run
+	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&r).Error; err != nil || r.State != Approved || r.PolicyEvaluationID == nil {
+		return nil
+	}
+	rc := &recheck{planDigest: r.PlanDigest}
+	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
+	if err != nil {
+		rc.err = fmt.Errorf("the plan JSON could not be read: %w", err)
+		return rc
+	}
+	rc.assessment, rc.err = s.assess(ctx, r, planJSON)
+	return rc
+}
+
+// policyStillHolds judges the policy re-evaluation before an apply (DESIGN §3: the
+// bundle and the environment's modes may have changed since the approval). The same
+// result as approved passes; a different one is stored as evidence and refuses the
+// apply when a hard-mandatory rule fails, or a soft-mandatory rule fails without an
+// override given to exactly this result (same rule version, mode and messages).
+func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck) error {
 	if r.PolicyEvaluationID == nil {
 		return nil // planned before policies were evaluated
 	}
-	bundle, err := s.policies.Bundle(ctx, r.OrganizationID)
-	if err != nil {
-		return fmt.Errorf("the policy bundle could not be compiled: %w", err)
+	if rc == nil || rc.planDigest != r.PlanDigest {
+		return errors.New("the policy re-check did not run on this plan")
 	}
-	if bundle.Digest() == r.PolicyBundleDigest && (r.RiskClass == nil || *r.RiskClass < 3) {
+	if rc.err != nil {
+		return fmt.Errorf("the policy re-check failed: %w", rc.err)
+	}
+	now := rc.assessment.Policy
+	if now.Digest == r.PolicyResultDigest {
 		return nil
 	}
-	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
-	if err != nil {
-		return fmt.Errorf("the plan JSON could not be read for the policy re-check: %w", err)
-	}
-	a, err := s.assess(ctx, r, planJSON)
-	if err != nil {
-		return fmt.Errorf("policy re-check: %w", err)
-	}
-	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, a.Policy)
+	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, now)
 	if err != nil {
 		return err
 	}
-	overrides, err := s.policies.Overrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	approved, err := s.policies.Evaluation(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return err
+	}
+	overrides, err := s.policies.Overrides(ctx, r.OrganizationID, approved.ID)
+	if err != nil {
+		return err
+	}
+	before := map[string]policies.Result{}
+	for _, res := range approved.Results {
+		before[res.RuleID] = res
 	}
 	var refused []string
-	for _, res := range a.Policy.Results {
+	for _, res := range now.Results {
 		if res.Passed {
 			continue
 		}
@@ -454,8 +490,9 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run) error {
 		case policies.HardMandatory:
 			refused = append(refused, res.RuleID+" (hard-mandatory)")
 		case policies.SoftMandatory:
-			if o, ok := overrides[res.RuleID]; !ok || o.RuleVersion != res.RuleVersion {
-				refused = append(refused, res.RuleID+" (soft-mandatory, not overridden at this version)")
+			_, overridden := overrides[res.RuleID]
+			if !overridden || !sameResult(before[res.RuleID], res) {
+				refused = append(refused, res.RuleID+" (soft-mandatory, no override of this result)")
 			}
 		}
 	}
@@ -463,6 +500,11 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run) error {
 		return fmt.Errorf("the policy re-check before apply (evaluation %s, bundle %s) fails %s", again.ID, again.BundleDigest, strings.Join(refused, ", "))
 	}
 	return nil
+}
+
+// sameResult reports whether two results of one rule say the same thing.
+func sameResult(a, b policies.Result) bool {
+	return a.RuleVersion == b.RuleVersion && a.Enforcement == b.Enforcement && a.Passed == b.Passed && slices.Equal(a.Messages, b.Messages)
 }
 
 // takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -247,6 +248,7 @@ func decisionProps(r run.Run, subject authz.Subject) views.DecisionProps {
 			need := run.RequiredApproverOf(r)
 			d.Approver = string(need)
 			d.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.Role.AtLeast(need) && !(r.FourEyes && subject.UserID == r.RequestedBy)
+			d.NeedsReauth = r.Elevated && time.Since(subject.AuthenticatedAt) > run.ElevationWindow
 		case run.ActionReject:
 			d.CanReject = subject.Can(authz.PermProvisioningApply)
 		}

@@ -74,7 +74,8 @@ func safeReturn(to string) string {
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	rs := sessionOf(c)
-	if rs.found && rs.sess.SignedIn() {
+	reauth := c.QueryParam("reauth") == "1"
+	if rs.found && rs.sess.SignedIn() && !reauth {
 		return c.Redirect(http.StatusFound, safeReturn(c.QueryParam("return_to")))
 	}
 	// Sign-ins are rare enough to pay for sweeping abandoned sessions.
@@ -83,7 +84,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	flow := &session.LoginFlow{
 		State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
-		ReturnTo: safeReturn(c.QueryParam("return_to")), StartedAt: time.Now().UTC(),
+		ReturnTo: safeReturn(c.QueryParam("return_to")), StartedAt: time.Now().UTC(), Reauth: reauth,
 	}
 	if rs.found {
 		rs.sess.Data.Login = flow
@@ -98,7 +99,12 @@ func (s *Server) login(c echo.Context) error {
 		s.setSessionCookie(c, token)
 		rs.sess, rs.found = sess, true
 	}
-	url := s.auth.oauth.AuthCodeURL(flow.State, oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier))
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier)}
+	if reauth {
+		// A fresh authentication, not a provider's single sign-on session.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"), oauth2.SetAuthURLParam("max_age", "0"))
+	}
+	url := s.auth.oauth.AuthCodeURL(flow.State, opts...)
 	return c.Redirect(http.StatusFound, url)
 }
 
@@ -151,16 +157,26 @@ func (s *Server) callback(c echo.Context) error {
 		Email         string `json:"email"`
 		EmailVerified bool   `json:"email_verified"`
 		Name          string `json:"name"`
+		AuthTime      int64  `json:"auth_time"`
 	}
 	if err := idToken.Claims(&claims); err != nil {
 		return signInFailed("the ID token's claims could not be read.")
 	}
-	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.EmailVerified, claims.Name, flow.ReturnTo)
+	// When the provider authenticated the person; without the claim, now (the code
+	// exchange just happened). A re-authentication must be fresh.
+	authTime := time.Now().UTC()
+	if claims.AuthTime > 0 {
+		authTime = time.Unix(claims.AuthTime, 0).UTC()
+	}
+	if flow.Reauth && time.Since(authTime) > loginFlowLifetime {
+		return signInFailed("the identity provider did not authenticate you again.")
+	}
+	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.EmailVerified, claims.Name, flow.ReturnTo, authTime)
 }
 
 // finishSignIn records the user, accepts invitations for a verified address, rotates the session and audits the sign-in in the
 // organization the user lands in.
-func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email string, emailVerified bool, name, returnTo string) error {
+func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email string, emailVerified bool, name, returnTo string, authTime time.Time) error {
 	ctx := c.Request().Context()
 	user, err := s.orgs.UpsertLoginUser(ctx, issuer, subject, email, name)
 	if err != nil {
@@ -181,6 +197,10 @@ func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subjec
 	}
 	token, sess, err := s.sessions.SignIn(ctx, rs.sess, user.ID, orgID)
 	if err != nil {
+		return err
+	}
+	sess.Data.AuthTime = &authTime
+	if err := s.sessions.SaveData(ctx, sess); err != nil {
 		return err
 	}
 	rs.sess = sess

@@ -24,6 +24,15 @@ type problem struct {
 // classify maps any error onto the one status and message it deserves. Domain errors
 // carry their meaning; anything unknown is a 500 whose details stay in the log.
 func classify(err error) problem {
+	p := classifyGeneric(err)
+	var ex *errs.Explained
+	if errors.As(err, &ex) && p.Status < 500 {
+		p.Message = ex.Message
+	}
+	return p
+}
+
+func classifyGeneric(err error) problem {
 	var httpErr *echo.HTTPError
 	switch {
 	case errors.Is(err, errs.ErrNotFound):

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -299,4 +302,75 @@ func TestBrokenBundleFailsThePlan(t *testing.T) {
 	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
 	require.Contains(t, r.StateReason, "the plan gates could not run")
 	require.NotNil(t, r.FinishedAt)
+}
+
+// TestElevatedDecisionNeedsAFreshSignIn: a risk-3 decision needs a sign-in at the
+// provider within 15 minutes (the ID token's auth_time). An older sign-in is refused
+// and the page offers a re-authentication that asks the provider for a new login
+// (prompt=login, max_age=0); after it the owner decides.
+func TestElevatedDecisionNeedsAFreshSignIn(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	first := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "eu-west")), run.Succeeded)
+	form := bucketRequest(dev, "eu-west")
+	form.Set("kind", "destroy")
+	r := waitForState(t, app, requestRun(t, app, operator, form), run.PendingApproval)
+	require.Equal(t, first.WorkspaceID, r.WorkspaceID)
+	require.Equal(t, 3, *r.RiskClass)
+	require.True(t, r.Elevated)
+	require.Equal(t, "owner", r.RequiredApprover)
+
+	owner := app.LoggedIn(t, "owner@acme.test")
+	// The owner's sign-in ages past the window.
+	require.NoError(t, app.DB.Exec(`UPDATE sessions SET data = jsonb_set(data, '{auth_time}', to_jsonb(?::text))
+		WHERE user_id = (SELECT id FROM users WHERE email = 'owner@acme.test')`, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)).Error)
+	page := webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID+"/review"))
+	require.Contains(t, page, `id="reauthenticate"`)
+	require.NotContains(t, page, `id="approve"`)
+	resp := app.PostForm(t, owner, "/runs/"+r.ID+"/approve", decisionForm(t, app, owner, r))
+	require.Contains(t, webtest.ReadBody(t, resp), "sign-in within the last 15 minutes")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// Re-authenticate: the provider is asked for a new login, not a single sign-on.
+	req, _ := http.NewRequest(http.MethodGet, app.URL+"/login?reauth=1&return_to=/runs/"+r.ID+"/review", nil)
+	toProvider := webtest.Follow(t, owner, req, func(u *url.URL) bool { return strings.HasPrefix(u.String(), app.Issuer) })
+	webtest.ReadBody(t, toProvider)
+	authorize, err := toProvider.Location()
+	require.NoError(t, err)
+	require.Equal(t, "login", authorize.Query().Get("prompt"))
+	require.Equal(t, "0", authorize.Query().Get("max_age"))
+	loginPage := webtest.Follow(t, owner, must(http.NewRequest(http.MethodGet, authorize.String(), nil)), nil)
+	body := webtest.ReadBody(t, loginPage)
+	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(body)
+	action := regexp.MustCompile(`<form method="post" action="([^"]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, id, body)
+	require.NotNil(t, action, body)
+	target := strings.ReplaceAll(action[1], "&amp;", "&")
+	if strings.HasPrefix(target, "/") {
+		target = app.Issuer + target
+	}
+	callback := app.SubmitCredentials(t, owner, target, id[1], "owner@acme.test", "owner-acme")
+	back := webtest.Follow(t, owner, must(http.NewRequest(http.MethodGet, callback.String(), nil)), nil)
+	page = webtest.ReadBody(t, back)
+	require.Equal(t, http.StatusOK, back.StatusCode)
+	require.Contains(t, page, `id="approve"`, "back on the review page, the decision is open")
+
+	noConfirm := decisionForm(t, app, owner, r)
+	noConfirm.Del("confirm")
+	resp = app.PostForm(t, owner, "/runs/"+r.ID+"/approve", noConfirm)
+	require.Contains(t, webtest.ReadBody(t, resp), "Type DESTROY")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	resp = app.PostForm(t, owner, "/runs/"+r.ID+"/approve", decisionForm(t, app, owner, r))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	waitForState(t, app, r.ID, run.Succeeded)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -149,6 +149,9 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role,
 			AuthenticatedAt: rs.sess.CreatedAt}
+		if at := rs.sess.Data.AuthTime; at != nil {
+			subject.AuthenticatedAt = *at
+		}
 		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), subject)))
 		flashes, err := s.popFlashes(c, rs)
 		if err != nil {

@@ -64,3 +64,16 @@ func AsValidation(err error) (*Validation, bool) {
 	ok := errors.As(err, &v)
 	return v, ok
 }
+
+// Explained is a domain error with a message written for the person who caused it: the
+// error page shows Message instead of its generic text (which hides internal details).
+type Explained struct {
+	Err     error // ErrForbidden, ErrConflict, ...
+	Message string
+}
+
+func (e *Explained) Error() string { return e.Message + ": " + e.Err.Error() }
+func (e *Explained) Unwrap() error { return e.Err }
+
+// Explain wraps err with a message for the person.
+func Explain(err error, message string) error { return &Explained{Err: err, Message: message} }

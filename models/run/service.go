@@ -380,8 +380,8 @@ func elevated(subject authz.Subject, in Approval, now time.Time) error {
 		return err
 	}
 	if subject.AuthenticatedAt.IsZero() || now.Sub(subject.AuthenticatedAt) > ElevationWindow {
-		return fmt.Errorf("this decision needs a sign-in within the last %d minutes; sign out and in again: %w",
-			int(ElevationWindow.Minutes()), errs.ErrForbidden)
+		return errs.Explain(errs.ErrForbidden, fmt.Sprintf("This decision destroys or loses data: it needs a sign-in within the last %d minutes. "+
+			"Use “Sign in again to decide” on the review page.", int(ElevationWindow.Minutes())))
 	}
 	return nil
 }
@@ -428,7 +428,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 			return &TransitionError{From: r.State, To: PendingApproval}
 		}
 		if r.Finished() {
-			return fmt.Errorf("run %s is blocked by a hard-mandatory policy, which is never overridden: %w", r.ID, errs.ErrForbidden)
+			return errs.Explain(errs.ErrForbidden, "This run is blocked by a hard-mandatory policy, which is never overridden. Change the request instead.")
 		}
 		if err := r.checkEvidence(ev); err != nil {
 			return err
@@ -451,7 +451,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		case found == nil || found.Passed:
 			return fmt.Errorf("rule %s did not fail in this evaluation: %w", ruleID, errs.ErrNotFound)
 		case found.Enforcement == policies.HardMandatory:
-			return fmt.Errorf("rule %s is hard-mandatory: its failure can never be overridden: %w", ruleID, errs.ErrForbidden)
+			return errs.Explain(errs.ErrForbidden, "Rule "+ruleID+" is hard-mandatory: its failure is never overridden. Change the request instead.")
 		case found.Enforcement != policies.SoftMandatory:
 			return fmt.Errorf("rule %s is advisory: nothing to override: %w", ruleID, errs.ErrConflict)
 		case found.RuleVersion != ruleVersion:

@@ -25,6 +25,9 @@ type LoginFlow struct {
 	Verifier  string    `json:"verifier"` // PKCE code verifier
 	ReturnTo  string    `json:"return_to"`
 	StartedAt time.Time `json:"started_at"`
+	// Reauth asks the provider to authenticate the person again (prompt=login,
+	// max_age=0), for an elevated decision.
+	Reauth bool `json:"reauth,omitempty"`
 }
 
 // Flash is a one-time message shown on the next page.
@@ -37,6 +40,9 @@ type Flash struct {
 type Data struct {
 	Login   *LoginFlow `json:"login,omitempty"`
 	Flashes []Flash    `json:"flashes,omitempty"`
+	// AuthTime is when the identity provider last authenticated the person (the ID
+	// token's auth_time), for decisions that need a fresh sign-in.
+	AuthTime *time.Time `json:"auth_time,omitempty"`
 }
 
 // Session is one row of sessions.

@@ -30,6 +30,12 @@ func Healthz() string        { return "/healthz" }
 func Readyz() string         { return "/readyz" }
 func Static(f string) string { return "/static/" + f }
 
+// Reauthenticate signs the person in again at the provider (no single sign-on) and
+// comes back to returnTo: what an elevated decision asks for.
+func Reauthenticate(returnTo string) string {
+	return Login() + "?" + url.Values{"reauth": {"1"}, "return_to": {returnTo}}.Encode()
+}
+
 // LoginReturning is the login URL that comes back to returnTo afterwards.
 func LoginReturning(returnTo string) string {
 	if returnTo == "" || returnTo == Home() {

@@ -110,9 +110,11 @@ type Evaluation struct {
 }
 
 // Evaluate runs every rule of the bundle once against the input
-// {"plan": <planJSON as is>, "run": run}. modes sets the enforcement per rule id (the
-// environment's settings); rules it does not name keep their default, and ids of
-// rules not in the bundle are ignored.
+// {"plan": <planJSON>, "run": run}, where the plan's sensitive values are masked as
+// SensitiveMask; a sensitive string found in a message or an error anyway is masked
+// there too. modes sets the enforcement per rule id (the environment's settings);
+// rules it does not name keep their default, and ids of rules not in the bundle are
+// ignored.
 //
 // A rule whose evaluation fails at run time (say, a conflict between two of its
 // definitions) fails closed: it is reported as failed with the error as its message.
@@ -125,7 +127,7 @@ func (b *Bundle) Evaluate(ctx context.Context, planJSON []byte, run RunContext, 
 			return Evaluation{}, fmt.Errorf("policies: rule %s: invalid enforcement %q", id, m)
 		}
 	}
-	plan, err := planValue(planJSON)
+	plan, secrets, err := planValue(planJSON)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -170,6 +172,9 @@ func (b *Bundle) Evaluate(ctx context.Context, planJSON []byte, run RunContext, 
 		}
 	}
 
+	// The messages are stored and shown: mask any sensitive string a rule or an
+	// error copied into them (input.plan has them masked already).
+	red := newRedactor(secrets)
 	ev := Evaluation{BundleDigest: b.digest, Results: make([]Result, len(b.rules)), Outcome: OutcomePass}
 	for i, r := range b.rules {
 		mode, ok := modes[r.ID]
@@ -178,7 +183,12 @@ func (b *Bundle) Evaluate(ctx context.Context, planJSON []byte, run RunContext, 
 		}
 		msgs := denies[i]
 		if failures[i] != "" {
-			msgs = []string{"the rule could not be evaluated: " + failures[i]}
+			msgs = []string{"the rule could not be evaluated: " + red.redact(failures[i])}
+		} else if red != nil && len(msgs) > 0 {
+			for j, m := range msgs {
+				msgs[j] = red.redact(m)
+			}
+			msgs = sortDistinct(msgs)
 		}
 		if msgs == nil {
 			msgs = []string{}
@@ -243,8 +253,13 @@ func messages(v any) ([]string, error) {
 		}
 		out = append(out, s)
 	}
+	return sortDistinct(out), nil
+}
+
+// sortDistinct sorts the messages and drops duplicates (a set has none, but two
+// values may render the same, or be the same once redacted).
+func sortDistinct(out []string) []string {
 	sort.Strings(out)
-	// Distinct: a set has no duplicates, but two values may render the same.
 	n := 0
 	for i, s := range out {
 		if i == 0 || s != out[n-1] {
@@ -252,7 +267,7 @@ func messages(v any) ([]string, error) {
 			n++
 		}
 	}
-	return out[:n], nil
+	return out[:n]
 }
 
 // ErrPlan marks a plan document that is not a JSON object.

@@ -6,16 +6,18 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// planValue turns the plan document into the value of input.plan.
-func planValue(planJSON []byte) (ast.Value, error) {
-	v, err := parseJSON(planJSON)
+// planValue turns the plan document into the value of input.plan, its sensitive
+// values masked (see masker), and returns the sensitive strings it masked.
+func planValue(planJSON []byte) (ast.Object, []string, error) {
+	v, secrets, err := parsePlan(planJSON)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPlan, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrPlan, err)
 	}
-	if _, ok := v.(ast.Object); !ok {
-		return nil, ErrPlan
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, nil, ErrPlan
 	}
-	return v, nil
+	return obj, secrets, nil
 }
 
 // countKeys are the keys of input.run.classification.counts, always present.

@@ -16,8 +16,14 @@ import (
 // key wins, nesting is limited to 10,000 levels.
 func parseJSON(data []byte) (ast.Value, error) {
 	p := &jsonParser{data: data, strs: new([internSlots]*ast.Term)}
+	return p.document(ctxNone)
+}
+
+// document parses the whole input: one value; ctx is ctxPlan for a plan (see
+// parsePlan).
+func (p *jsonParser) document(ctx planCtx) (ast.Value, error) {
 	p.skipSpace()
-	t, err := p.value(0)
+	t, err := p.value(0, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +52,8 @@ type jsonParser struct {
 	slab  []ast.Term
 	pairs [][2]*ast.Term // scratch stack for objects being built
 	elems []*ast.Term    // scratch stack for arrays being built
+	trues int            // the true literals read so far
+	mask  *masker        // for a plan: masks its sensitive values
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
@@ -74,20 +82,23 @@ func (p *jsonParser) skipSpace() {
 	}
 }
 
-func (p *jsonParser) value(depth int) (*ast.Term, error) {
+// value parses a value; ctx is where it is in a plan document (ctxNone for any
+// other document, and for the parts of a plan that masking leaves alone).
+func (p *jsonParser) value(depth int, ctx planCtx) (*ast.Term, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.errorf("unexpected end of JSON input")
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
-		return p.object(depth + 1)
+		return p.object(depth+1, ctx)
 	case c == '[':
-		return p.array(depth + 1)
+		return p.array(depth+1, ctx)
 	case c == '"':
 		return p.str()
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	case p.literal("true"):
+		p.trues++
 		return ast.InternedTerm(true), nil
 	case p.literal("false"):
 		return ast.InternedTerm(false), nil
@@ -106,12 +117,13 @@ func (p *jsonParser) literal(word string) bool {
 	return false
 }
 
-func (p *jsonParser) object(depth int) (*ast.Term, error) {
+func (p *jsonParser) object(depth int, ctx planCtx) (*ast.Term, error) {
 	if depth > maxDepth {
 		return nil, p.errorf("exceeded max depth")
 	}
 	p.pos++ // {
 	base := len(p.pairs)
+	marked := false // a sensitivity marker in this object holds a true
 	defer func() { p.pairs = p.pairs[:base] }()
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
@@ -133,9 +145,16 @@ func (p *jsonParser) object(depth int) (*ast.Term, error) {
 		}
 		p.pos++
 		p.skipSpace()
-		v, err := p.value(depth)
+		vctx, trues := ctxNone, p.trues
+		if ctx != ctxNone {
+			vctx = ctx.child(k.Value.(ast.String))
+		}
+		v, err := p.value(depth, vctx)
 		if err != nil {
 			return nil, err
+		}
+		if p.trues != trues && ctx.masks() && isMarkerKey(k.Value.(ast.String)) {
+			marked = true
 		}
 		p.pairs = append(p.pairs, [2]*ast.Term{k, v})
 		p.skipSpace()
@@ -148,6 +167,9 @@ func (p *jsonParser) object(depth int) (*ast.Term, error) {
 		case '}':
 			p.pos++
 			pairs := p.pairs[base:]
+			if marked {
+				p.mask.object(ctx, pairs) // replaces masked values in pairs
+			}
 			if hasDuplicateKey(pairs) {
 				return p.term(lastWins(pairs)), nil
 			}
@@ -193,7 +215,7 @@ func lastWins(pairs [][2]*ast.Term) ast.Object {
 	return obj
 }
 
-func (p *jsonParser) array(depth int) (*ast.Term, error) {
+func (p *jsonParser) array(depth int, ctx planCtx) (*ast.Term, error) {
 	if depth > maxDepth {
 		return nil, p.errorf("exceeded max depth")
 	}
@@ -205,9 +227,10 @@ func (p *jsonParser) array(depth int) (*ast.Term, error) {
 		p.pos++
 		return p.term(ast.NewArray()), nil
 	}
+	ectx := ctx.elem()
 	for {
 		p.skipSpace()
-		v, err := p.value(depth)
+		v, err := p.value(depth, ectx)
 		if err != nil {
 			return nil, err
 		}

@@ -300,6 +300,8 @@ func TestManifestErrors(t *testing.T) {
 		{"network", "  - name: cidr\n", "  - name: name\n", `template.yaml: inputs.name: the name is used twice`},
 		{"network", "  sandbox_subnet: 4.5\n", "  subnet: 4.5\n", `template.yaml: prices: "subnet" is not a resource type`},
 		{"postgres", "irreversible: [sandbox_database]", "irreversible: [Database]", `template.yaml: irreversible: "Database" is not a resource type`},
+		{"postgres", "irreversible: [sandbox_database]", "irreversible: [sandbox_database]\norg_scoped: [Policy]", `template.yaml: org_scoped: "Policy" is not a resource type`},
+		{"postgres", "irreversible: [sandbox_database]", "irreversible: [sandbox_database]\norg_policy: [sandbox_org_policy]", `template.yaml: org_policy: "sandbox_org_policy" must also be listed in org_scoped`},
 		{"bucket", "    default: true\n", "    default: yes please\n", `template.yaml: inputs.versioning: default yes please: is not true or false`},
 		{"postgres", `    default: "16"`, `    default: 16`, `template.yaml: inputs.engine_version: default 16: is not a string; quote it`},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,9 @@ type Template struct {
 	// OrgScoped lists resource types that act on the whole organization (policy,
 	// IAM): any change to one is at least risk 2 and policy-gated.
 	OrgScoped []string `yaml:"org_scoped"`
+	// OrgPolicy lists the org-scoped types that are organization policies: changing
+	// one changes what the whole organization may do (risk 3).
+	OrgPolicy []string `yaml:"org_policy"`
 	// Rollback tells people how (and whether) a change to this template rolls back.
 	Rollback string `yaml:"rollback"`
 }
@@ -150,6 +154,11 @@ func (t *Template) check(dir string) []string {
 	for _, rt := range t.OrgScoped {
 		if !resourceTypeRe.MatchString(rt) {
 			add("org_scoped: %q is not a resource type", rt)
+		}
+	}
+	for _, rt := range t.OrgPolicy {
+		if !slices.Contains(t.OrgScoped, rt) {
+			add("org_policy: %q must also be listed in org_scoped", rt)
 		}
 	}
 	for rt, price := range t.Prices {

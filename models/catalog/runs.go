@@ -50,5 +50,5 @@ func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
 		return run.TemplateFacts{}, err
 	}
 	t := e.Template
-	return run.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, Prices: t.Prices}, nil
+	return run.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices}, nil
 }

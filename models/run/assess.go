@@ -3,7 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"gantry/models/classify"
@@ -97,9 +97,9 @@ func factsOf(r Run, env envGate, res classify.Result, facts TemplateFacts) risk.
 		Irreversible: res.HasIrreversible, OrgScopedChange: res.TouchesOrgScoped, Tier: env.Tier, RequiresApproval: env.RequiresApproval}
 	f.HasChanges = c.Create+c.Update+c.Replace+c.Destroy > 0
 	for _, ch := range res.Changes {
-		// An org-scoped type that is a policy: changing it changes what the whole
-		// organization may do (DESIGN §3 risk 3, "org-level policy change").
-		if ch.OrgScoped && ch.Class != classify.ClassNoOp && ch.Class != classify.ClassRead && strings.Contains(ch.Type, "policy") {
+		// An org policy type (the manifest says which): changing it changes what the
+		// whole organization may do (DESIGN §3 risk 3, "org-level policy change").
+		if ch.Class != classify.ClassNoOp && ch.Class != classify.ClassRead && slices.Contains(facts.OrgPolicy, ch.Type) {
 			f.OrgPolicyChange = true
 			break
 		}

@@ -49,6 +49,7 @@ type TemplateFacts struct {
 	Source       string // "catalog": every template comes from the pinned catalog
 	Irreversible []string
 	OrgScoped    []string
+	OrgPolicy    []string // the org-scoped types that are organization policies
 	Prices       map[string]float64
 }
 

@@ -1,0 +1,68 @@
+package run
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/classify"
+)
+
+// factsOf is what the risk rules see; an org policy change is named by the template's
+// org_policy list, not guessed from a type's name.
+func TestFactsOf(t *testing.T) {
+	t.Parallel()
+	res := classify.Result{
+		Changes: []classify.Change{
+			{Address: "sandbox_org_policy.guard", Type: "sandbox_org_policy", Class: classify.ClassUpdate, OrgScoped: true},
+			{Address: "sandbox_iam_policy_binding.x", Type: "sandbox_iam_policy_binding", Class: classify.ClassCreate, OrgScoped: true},
+			{Address: "sandbox_bucket.b", Type: "sandbox_bucket", Class: classify.ClassNoOp},
+		},
+		Counts:           classify.Counts{Create: 1, Update: 1, NoOp: 1},
+		TouchesOrgScoped: true,
+	}
+	r := Run{Kind: KindApply}
+	env := envGate{Tier: "staging", RequiresApproval: true}
+
+	f := factsOf(r, env, res, TemplateFacts{OrgScoped: []string{"sandbox_org_policy", "sandbox_iam_policy_binding"}, OrgPolicy: []string{"sandbox_org_policy"}})
+	require.True(t, f.HasChanges)
+	require.True(t, f.OrgScopedChange)
+	require.True(t, f.OrgPolicyChange)
+	require.Equal(t, 1, f.Create)
+	require.Equal(t, 1, f.Update)
+	require.Equal(t, "staging", f.Tier)
+	require.True(t, f.RequiresApproval)
+
+	// A binding whose name says "policy" is not an org policy unless the manifest says so.
+	f = factsOf(r, env, res, TemplateFacts{OrgScoped: []string{"sandbox_iam_policy_binding"}, OrgPolicy: nil})
+	require.False(t, f.OrgPolicyChange)
+
+	// A no-op of an org policy changes nothing.
+	res.Changes[0].Class = classify.ClassNoOp
+	f = factsOf(r, env, res, TemplateFacts{OrgPolicy: []string{"sandbox_org_policy"}})
+	require.False(t, f.OrgPolicyChange)
+}
+
+// The policy input carries only changes that do something, with their dependents
+// bounded.
+func TestPolicyClassification(t *testing.T) {
+	t.Parallel()
+	many := make([]string, 250)
+	for i := range many {
+		many[i] = "sandbox_bucket.b"
+	}
+	res := classify.Result{
+		Changes: []classify.Change{
+			{Address: "sandbox_network.n", Type: "sandbox_network", Class: classify.ClassReplace, Dependents: many, ActionReason: "replace_because_cannot_update"},
+			{Address: "sandbox_bucket.b", Type: "sandbox_bucket", Class: classify.ClassNoOp},
+			{Address: "data.sandbox_x.y", Type: "sandbox_x", Class: classify.ClassRead},
+		},
+		Counts: classify.Counts{Replace: 1, NoOp: 1, Read: 1},
+	}
+	pc := policyClassification(res)
+	require.Equal(t, map[string]int{"create": 0, "update": 0, "replace": 1, "destroy": 0, "read": 1, "no_op": 1}, pc.Counts)
+	require.Len(t, pc.Changes, 1)
+	require.Equal(t, "replace", pc.Changes[0].Class)
+	require.Equal(t, "replace_because_cannot_update", pc.Changes[0].ActionReason)
+	require.Len(t, pc.Changes[0].Dependents, maxPolicyDependents)
+}

@@ -26,13 +26,15 @@ func (h EnvironmentsAPI) Register(g *echo.Group) {
 }
 
 type environmentJSON struct {
-	ID               string    `json:"id"`
-	Name             string    `json:"name"`
-	Tier             string    `json:"tier"`
-	RequiresApproval bool      `json:"requires_approval"`
-	Restricted       bool      `json:"restricted"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Tier             string `json:"tier"`
+	RequiresApproval bool   `json:"requires_approval"`
+	Restricted       bool   `json:"restricted"`
+	// DecisionWindowHours is how long a run may wait for a decision before it expires.
+	DecisionWindowHours int       `json:"decision_window_hours"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
 }
 
 type environmentRequest struct {
@@ -41,15 +43,18 @@ type environmentRequest struct {
 	RequiresApproval *bool    `json:"requires_approval"`
 	Restricted       bool     `json:"restricted"`
 	Grants           []string `json:"grants"`
+	// DecisionWindowHours: absent or 0 is the default (168) on create, unchanged on edit.
+	DecisionWindowHours int `json:"decision_window_hours"`
 }
 
 func (r environmentRequest) input() environment.Input {
-	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants}
+	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants,
+		DecisionWindowHours: r.DecisionWindowHours}
 }
 
 func toJSON(e environment.Environment) environmentJSON {
 	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
-		Restricted: e.Restricted, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 func (h EnvironmentsAPI) list(c echo.Context) error {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +78,8 @@ func (h Environments) list(c echo.Context) error {
 	for _, e := range envs {
 		_, hasStatic := static[e.ID]
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
-			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor, StaticCredential: hasStatic})
+			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
+			DecisionWindowHours: e.DecisionWindowHours, StaticCredential: hasStatic})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -88,7 +90,8 @@ func (h Environments) new(c echo.Context) error {
 	if _, err := authz.Require(c.Request().Context(), authz.PermEnvironmentsManage); err != nil {
 		return err
 	}
-	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default"}, nil)
+	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default",
+		DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, nil)
 }
 
 func (h Environments) create(c echo.Context) error {
@@ -96,7 +99,8 @@ func (h Environments) create(c echo.Context) error {
 	env, err := h.Service.Create(c.Request().Context(), in)
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor, Errors: v.Fields,
+			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
+			DecisionWindowHours: c.FormValue("decision_window_hours"), Errors: v.Fields,
 		}, in.Grants)
 	}
 	if err != nil {
@@ -118,7 +122,7 @@ func (h Environments) edit(c echo.Context) error {
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
-		Executor: env.Executor,
+		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours),
 	}, grants)
 }
 
@@ -134,7 +138,8 @@ func (h Environments) update(c echo.Context) error {
 	}
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor, Errors: v.Fields,
+			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
+			DecisionWindowHours: c.FormValue("decision_window_hours"), Errors: v.Fields,
 		}, in.Grants)
 	}
 	if err != nil {
@@ -196,6 +201,7 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		Grants:     form["grants"],
 		Executor:   c.FormValue("executor"),
 	}
+	in.DecisionWindowHours = formHours(c.FormValue("decision_window_hours"))
 	approval := "off"
 	values := form["requires_approval"]
 	switch {
@@ -209,6 +215,22 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		in.RequiresApproval = &on
 	}
 	return in, approval
+}
+
+// formHours reads the decision window field: empty is 0 (the default on create,
+// unchanged on edit). A typed 0, or anything that is not a whole number, is -1, which
+// the service refuses with the field's message alongside any other field's; only the
+// API's absent field means the default.
+func formHours(s string) int {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n == 0 {
+		return -1
+	}
+	return n
 }
 
 func onOff(b bool) string {

@@ -41,10 +41,26 @@ type Environment struct {
 	Restricted       bool
 	// Executor runs the environment's jobs: "default" (the deployment's), "mock",
 	// "tofu/process" or "tofu/oci".
-	Executor  string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Executor string
+	// DecisionWindowHours is how long a run may wait in PENDING_APPROVAL for a
+	// person's decision before it expires (DESIGN §3 "Clocks").
+	DecisionWindowHours int
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
 }
+
+// DecisionWindow is the environment's decision window as a duration.
+func (e Environment) DecisionWindow() time.Duration {
+	return time.Duration(e.DecisionWindowHours) * time.Hour
+}
+
+// The decision window's bounds and default, in hours: 1 hour to 30 days, 7 days unless
+// an admin says otherwise (the database holds the same bounds).
+const (
+	DefaultDecisionWindowHours = 168
+	MinDecisionWindowHours     = 1
+	MaxDecisionWindowHours     = 720
+)
 
 // Grant lets one member use a restricted environment.
 type Grant struct {
@@ -58,7 +74,7 @@ type Grant struct {
 func (Grant) TableName() string { return "environment_grants" }
 
 // Input is what a person submits to create or edit an environment. RequiresApproval
-// nil means "the tier's default".
+// nil means "the tier's default" on create and "unchanged" on edit.
 type Input struct {
 	Name             string
 	Tier             string
@@ -66,6 +82,10 @@ type Input struct {
 	Restricted       bool
 	Grants           []string // user ids
 	Executor         string   // "" means "default"
+	// DecisionWindowHours 0 (absent) means the default (168 hours) on create and
+	// "unchanged" on edit, like Executor: a client that does not know the field never
+	// resets a window an admin set.
+	DecisionWindowHours int
 }
 
 // Executors are the values an environment's executor may take.
@@ -91,6 +111,9 @@ func (in Input) Validate() *errs.Validation {
 	}
 	if in.Executor != "" && !slices.Contains(Executors, in.Executor) {
 		v.Add("executor", "Choose default, mock, tofu/process or tofu/oci.")
+	}
+	if h := in.DecisionWindowHours; h != 0 && (h < MinDecisionWindowHours || h > MaxDecisionWindowHours) {
+		v.Add("decision_window_hours", "Between 1 and 720 hours.")
 	}
 	return v
 }

@@ -2,10 +2,12 @@ package environment_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,6 +37,11 @@ func TestInputValidate(t *testing.T) {
 		{environment.Input{Name: strings.Repeat("x", 64), Tier: "staging"}, "name"},
 		{environment.Input{Name: "ok", Tier: "qa"}, "tier"},
 		{environment.Input{Name: "ok", Tier: ""}, "tier"},
+		{environment.Input{Name: "ok", Tier: "staging", DecisionWindowHours: 0}, ""}, // the default
+		{environment.Input{Name: "ok", Tier: "staging", DecisionWindowHours: 1}, ""},
+		{environment.Input{Name: "ok", Tier: "staging", DecisionWindowHours: 720}, ""},
+		{environment.Input{Name: "ok", Tier: "staging", DecisionWindowHours: 721}, "decision_window_hours"},
+		{environment.Input{Name: "ok", Tier: "staging", DecisionWindowHours: -1}, "decision_window_hours"},
 	}
 	for _, tc := range cases {
 		v := tc.in.Validate()
@@ -133,4 +140,72 @@ func TestConcurrentDuplicateNames(t *testing.T) {
 		require.Contains(t, v.Fields["name"], "already exists")
 	}
 	require.Equal(t, 1, ok)
+}
+
+// TestDecisionWindow: a new environment's decision window is 168 hours unless the input
+// sets one; 721 is a field error and stores nothing; an edit that omits the window keeps
+// it, one that changes it is audited before and after.
+func TestDecisionWindow(t *testing.T) {
+	t.Parallel()
+	gdb := dbtest.New(t)
+	log := audit.New(gdb)
+	a, err := org.NewService(gdb, log).EnsureOrganization(context.Background(), "a", "A")
+	require.NoError(t, err)
+	asA := authz.WithSubject(context.Background(), authz.Subject{UserID: "usr-a", Name: "A admin", OrganizationID: a.ID, Role: authz.RoleAdmin})
+	svc := environment.NewService(gdb, log)
+
+	env, err := svc.Create(asA, environment.Input{Name: "staging", Tier: "staging"})
+	require.NoError(t, err)
+	require.Equal(t, environment.DefaultDecisionWindowHours, env.DecisionWindowHours)
+	require.Equal(t, 7*24*time.Hour, env.DecisionWindow())
+	stored, err := svc.Get(asA, env.ID)
+	require.NoError(t, err)
+	require.Equal(t, 168, stored.DecisionWindowHours)
+
+	short, err := svc.Create(asA, environment.Input{Name: "short", Tier: "development", DecisionWindowHours: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, short.DecisionWindowHours)
+
+	var envs, events int64
+	count := func() (int64, int64) {
+		require.NoError(t, gdb.Table("environments").Count(&envs).Error)
+		require.NoError(t, gdb.Table("audit_events").Count(&events).Error)
+		return envs, events
+	}
+	e0, a0 := count()
+	_, err = svc.Create(asA, environment.Input{Name: "long", Tier: "staging", DecisionWindowHours: 721})
+	v, ok := errs.AsValidation(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, map[string]string{"decision_window_hours": "Between 1 and 720 hours."}, v.Fields)
+	_, err = svc.Update(asA, env.ID, environment.Input{Name: "staging", Tier: "staging", DecisionWindowHours: 721})
+	v, ok = errs.AsValidation(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, "Between 1 and 720 hours.", v.Fields["decision_window_hours"])
+	e1, a1 := count()
+	require.Equal(t, []int64{e0, a0}, []int64{e1, a1}, "a refused input stores nothing")
+	stored, err = svc.Get(asA, env.ID)
+	require.NoError(t, err)
+	require.Equal(t, 168, stored.DecisionWindowHours)
+
+	// An edit without the window keeps it (and, changing nothing, audits nothing).
+	updated, err := svc.Update(asA, short.ID, environment.Input{Name: "short", Tier: "development", Executor: "default"})
+	require.NoError(t, err)
+	require.Equal(t, 1, updated.DecisionWindowHours)
+	_, a2 := count()
+	require.Equal(t, a1, a2)
+
+	updated, err = svc.Update(asA, env.ID, environment.Input{Name: "staging", Tier: "staging", DecisionWindowHours: 720})
+	require.NoError(t, err)
+	require.Equal(t, 720, updated.DecisionWindowHours)
+	var ev audit.Event
+	require.NoError(t, gdb.Where("target_id = ? AND action = 'environment.updated'", env.ID).Take(&ev).Error)
+	var data struct{ Before, After map[string]any }
+	require.NoError(t, json.Unmarshal(ev.Data, &data))
+	require.EqualValues(t, 168, data.Before["decision_window_hours"])
+	require.EqualValues(t, 720, data.After["decision_window_hours"])
+	var created audit.Event
+	require.NoError(t, gdb.Where("target_id = ? AND action = 'environment.created'", short.ID).Take(&created).Error)
+	data.After = nil
+	require.NoError(t, json.Unmarshal(created.Data, &data))
+	require.EqualValues(t, 1, data.After["decision_window_hours"])
 }

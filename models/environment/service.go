@@ -107,6 +107,8 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 			RequiresApproval: Tier(in.Tier).DefaultRequiresApproval(),
 			Restricted:       in.Restricted,
 			Executor:         executorOrDefault(in.Executor),
+			// Written explicitly: gorm inserts a zero int as 0, not the column default.
+			DecisionWindowHours: windowOrDefault(in.DecisionWindowHours),
 		}
 		if in.RequiresApproval != nil {
 			env.RequiresApproval = *in.RequiresApproval
@@ -160,6 +162,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if in.Executor != "" {
 			env.Executor = in.Executor
 		}
+		if in.DecisionWindowHours != 0 {
+			env.DecisionWindowHours = in.DecisionWindowHours
+		}
 		afterGrants := normaliseIDs(in.Grants)
 		if env == before && slices.Equal(beforeGrants, afterGrants) {
 			return nil
@@ -169,7 +174,8 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			Where("organization_id = ? AND id = ?", env.OrganizationID, env.ID).
 			Updates(map[string]any{
 				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
-				"restricted": env.Restricted, "executor": env.Executor, "updated_at": gorm.Expr("now()"),
+				"restricted": env.Restricted, "executor": env.Executor, "decision_window_hours": env.DecisionWindowHours,
+				"updated_at": gorm.Expr("now()"),
 			}).Error
 		if err != nil {
 			return s.nameConflict(err, in.Name)
@@ -265,7 +271,15 @@ func snapshot(env Environment, grants []string) map[string]any {
 	return map[string]any{
 		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
+		"decision_window_hours": env.DecisionWindowHours,
 	}
+}
+
+func windowOrDefault(hours int) int {
+	if hours == 0 {
+		return DefaultDecisionWindowHours
+	}
+	return hours
 }
 
 func executorOrDefault(e string) string {

@@ -21,7 +21,10 @@ import (
 	"gantry/policies"
 )
 
-// Timing of the gates (DESIGN §3). The decision window will become per environment.
+// Timing of the gates (DESIGN §3). DefaultDecisionWindow is the decision window of an
+// environment that sets none (the environments.decision_window_hours default, 168 hours);
+// each environment sets its own, 1 to 720 hours, and a run waiting for a decision gets
+// its deadline from its environment's window.
 const (
 	DefaultDecisionWindow = 7 * 24 * time.Hour
 	ApprovalValidity      = 15 * time.Minute
@@ -478,8 +481,9 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		if r.RequiredApprover == "system" || r.RequiredApprover == "none" {
 			r.RequiredApprover, r.FourEyes = string(authz.RoleOperator), true
 		}
-		deadline := now.Add(DefaultDecisionWindow)
-		r.DecisionDeadline = &deadline
+		if err := s.setDecisionDeadline(ctx, r, now); err != nil {
+			return err
+		}
 		return r.ReleasePolicyBlock("soft-mandatory failures overridden by " + subject.Name + "; " + r.RiskReason)
 	})
 }

@@ -191,13 +191,14 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 		if soft := failedRules(a.Policy, policies.SoftMandatory); len(soft) > 0 {
 			return r.FinishPlanAs(PolicyBlocked, "blocked by soft-mandatory policy "+strings.Join(soft, ", ")+" until an admin overrides it with a reason")
 		}
-		return s.route(r, now, a.Risk.Reason+policyNote(a))
+		return s.route(ctx, r, now, a.Risk.Reason+policyNote(a))
 	})
 }
 
 // route sends a planned run that passed its policies to the decision its risk needs:
-// the system's self-service approval, or a person's within the decision window.
-func (s *Service) route(r *Run, now time.Time, reason string) error {
+// the system's self-service approval, or a person's within its environment's decision
+// window.
+func (s *Service) route(ctx context.Context, r *Run, now time.Time, reason string) error {
 	if r.RequiredApprover == "system" {
 		if err := r.SelfServiceApprove(reason); err != nil {
 			return err
@@ -206,9 +207,25 @@ func (s *Service) route(r *Run, now time.Time, reason string) error {
 		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
 		return nil
 	}
-	deadline := now.Add(DefaultDecisionWindow)
-	r.DecisionDeadline = &deadline
+	if err := s.setDecisionDeadline(ctx, r, now); err != nil {
+		return err
+	}
 	return r.FinishPlanAs(PendingApproval, reason)
+}
+
+// setDecisionDeadline sets the deadline of a run about to wait for a person's decision
+// from its environment's decision window. The window is read inside the run's
+// transaction, so the deadline is the window in force when the run starts waiting; a
+// later edit of the window does not move it. The expiry job is scheduled from the
+// deadline (jobsFor).
+func (s *Service) setDecisionDeadline(ctx context.Context, r *Run, now time.Time) error {
+	env, err := s.environmentOf(ctx, *r)
+	if err != nil {
+		return err
+	}
+	deadline := now.Add(env.decisionWindow())
+	r.DecisionDeadline = &deadline
+	return nil
 }
 
 // policyNote mentions advisory findings in a run's reason: they annotate, never gate.
@@ -234,15 +251,25 @@ func requiredApprover(r Run) authz.Role {
 }
 
 type envGate struct {
-	Name             string
-	Tier             string
-	RequiresApproval bool
-	Restricted       bool
+	Name                string
+	Tier                string
+	RequiresApproval    bool
+	Restricted          bool
+	DecisionWindowHours int
+}
+
+// decisionWindow is how long a run of the environment may wait for a person's decision;
+// DefaultDecisionWindow if the row somehow has none (the column is NOT NULL, 1 to 720).
+func (e envGate) decisionWindow() time.Duration {
+	if e.DecisionWindowHours <= 0 {
+		return DefaultDecisionWindow
+	}
+	return time.Duration(e.DecisionWindowHours) * time.Hour
 }
 
 func (s *Service) environmentOf(ctx context.Context, r Run) (envGate, error) {
 	var env envGate
-	err := db.Conn(ctx, s.db).Table("environments").Select("name, tier, requires_approval, restricted").
+	err := db.Conn(ctx, s.db).Table("environments").Select("name, tier, requires_approval, restricted, decision_window_hours").
 		Where("organization_id = ? AND id = ?", r.OrganizationID, r.EnvironmentID).Take(&env).Error
 	if err != nil {
 		return envGate{}, fmt.Errorf("reading environment: %w", db.Translate(err))

@@ -2,7 +2,6 @@ package policies
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"gantry/models/classify"
@@ -70,12 +69,5 @@ func BenchmarkEvaluate10k(b *testing.B) {
 
 // BenchmarkDecode10k is the yardstick: a plain json.Unmarshal of the same plan.
 func BenchmarkDecode10k(b *testing.B) {
-	plan := classifytest.Plan10kFile(b)
-	b.SetBytes(int64(len(plan)))
-	for b.Loop() {
-		var m map[string]any
-		if err := json.Unmarshal(plan, &m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	classifytest.DecodeBaseline(b)
 }

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,26 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	catalogfiles "gantry/catalog"
 	"gantry/web/webtest"
 )
 
 // catalogWith is the shipped catalog plus extra files.
 func catalogWith(t testing.TB, extra map[string]string) fstest.MapFS {
-	t.Helper()
-	m := fstest.MapFS{}
-	require.NoError(t, fs.WalkDir(catalogfiles.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(catalogfiles.FS, path)
-		m[path] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	for path, body := range extra {
-		m[path] = &fstest.MapFile{Data: []byte(body)}
-	}
-	return m
+	return webtest.CatalogWith(t, extra)
 }
 
 // TestRefusedTemplatesAreShownToAdmins: a template with a git:: module source is

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -51,15 +50,7 @@ func BenchmarkReviewPage10k(b *testing.B) {
 
 // BenchmarkDecodePlan10k is plain encoding/json decoding of the same plan file.
 func BenchmarkDecodePlan10k(b *testing.B) {
-	plan := classifytest.Plan10kFile(b)
-	b.SetBytes(int64(len(plan)))
-	b.ResetTimer()
-	for b.Loop() {
-		var m map[string]any
-		if err := json.Unmarshal(plan, &m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	classifytest.DecodeBaseline(b)
 }
 
 // TestReviewPageOfALargePlan: the 10,000-change plan's review page shows the counts and

@@ -1,15 +1,15 @@
 package classify
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"gantry/models/classify/classifytest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"gantry/models/classify/classifytest"
 )
 
 var opts = Options{
@@ -354,15 +354,7 @@ func BenchmarkClassify10k(b *testing.B) {
 }
 
 func BenchmarkDecode10k(b *testing.B) {
-	data := genFile(b)
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for b.Loop() {
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	classifytest.DecodeBaseline(b)
 }
 
 func TestModules(t *testing.T) {

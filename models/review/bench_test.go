@@ -1,7 +1,6 @@
 package review
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -24,15 +23,7 @@ func BenchmarkLoad10k(b *testing.B) {
 // BenchmarkDecode10k is the yardstick for Load: the plain decode of the same
 // bytes into map[string]any.
 func BenchmarkDecode10k(b *testing.B) {
-	data := classifytest.Plan10kFile(b)
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for b.Loop() {
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	classifytest.DecodeBaseline(b)
 }
 
 func BenchmarkGraph10k(b *testing.B) {

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	catalogfiles "gantry/catalog"
 	runmodel "gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -170,23 +168,12 @@ output "endpoint" {
 // bucket template's provider lock file and versions.tf (same sandbox provider).
 func appdbCatalog(t *testing.T) fstest.MapFS {
 	t.Helper()
-	m := fstest.MapFS{}
-	require.NoError(t, fs.WalkDir(catalogfiles.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(catalogfiles.FS, path)
-		m[path] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	for path, body := range map[string]string{
+	m := webtest.CatalogWith(t, map[string]string{
 		"templates/appdb/template.yaml":       appdbManifest,
 		"templates/appdb/module/main.tf":      appdbMain,
 		"templates/appdb/module/variables.tf": appdbVariables,
 		"templates/appdb/module/outputs.tf":   appdbOutputs,
-	} {
-		m[path] = &fstest.MapFile{Data: []byte(body)}
-	}
+	})
 	for _, f := range []string{".terraform.lock.hcl", "module/versions.tf"} {
 		src, ok := m["templates/bucket/"+f]
 		require.True(t, ok, "the shipped bucket template has no %s", f)

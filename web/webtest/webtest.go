@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -313,4 +314,23 @@ func (a *App) OrgEnvironmentID(t testing.TB, slug, name string) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, id, fmt.Sprintf("no environment %s in %s", name, slug))
 	return id
+}
+
+// CatalogWith is the shipped catalog as a file system, with extra files (path -> body)
+// added or replaced: test templates next to the real ones.
+func CatalogWith(t testing.TB, extra map[string]string) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	require.NoError(t, fs.WalkDir(catalogfiles.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(catalogfiles.FS, path)
+		m[path] = &fstest.MapFile{Data: data}
+		return err
+	}))
+	for path, body := range extra {
+		m[path] = &fstest.MapFile{Data: []byte(body)}
+	}
+	return m
 }

@@ -109,3 +109,17 @@ func Plan10kFile(tb testing.TB) []byte {
 	}
 	return data
 }
+
+// DecodeBaseline is what every plan-review benchmark is compared with: plain
+// encoding/json decoding of the 10,000-change plan file into map[string]any.
+func DecodeBaseline(b *testing.B) {
+	data := Plan10kFile(b)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

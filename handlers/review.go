@@ -14,6 +14,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/classify"
 	"gantry/models/errs"
+	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/views"
@@ -253,6 +254,13 @@ func decisionProps(r run.Run, subject authz.Subject) views.DecisionProps {
 			d.CanReject = subject.Can(authz.PermProvisioningApply)
 		}
 	}
+	// Each form gets its own fresh key (a rendered form is one intent).
+	if d.CanApprove && !d.NeedsReauth {
+		d.ApproveKey = idempotency.NewKey()
+	}
+	if d.CanReject {
+		d.RejectKey = idempotency.NewKey()
+	}
 	return d
 }
 
@@ -273,7 +281,7 @@ func policyView(r run.Run, data run.ReviewData, subject authz.Subject) views.Pol
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
 		} else if !res.Passed && res.Enforcement == "soft_mandatory" && mayOverride {
-			row.CanOverride = true
+			row.CanOverride, row.OverrideKey = true, idempotency.NewKey()
 		}
 		v.Rows = append(v.Rows, row)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/errs"
+	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
@@ -52,6 +54,7 @@ type Runs struct {
 	Reviews    ReviewService
 	Workspaces WorkspaceReader
 	Changes    RunChanges
+	Keys       IdempotencyKeys
 	// Heartbeat keeps idle live streams open through proxies.
 	Heartbeat time.Duration
 }
@@ -107,9 +110,13 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	for _, a := range r.Actions() {
 		switch a {
 		case run.ActionCancel:
-			p.CanCancel = subject.Can(authz.PermProvisioningPlan) && (subject.UserID == r.RequestedBy || subject.Role.AtLeast(authz.RoleAdmin))
+			if p.CanCancel = subject.Can(authz.PermProvisioningPlan) && (subject.UserID == r.RequestedBy || subject.Role.AtLeast(authz.RoleAdmin)); p.CanCancel {
+				p.CancelKey = idempotency.NewKey()
+			}
 		case run.ActionRecover:
-			p.CanRecover = subject.Can(authz.PermEnvironmentsManage)
+			if p.CanRecover = subject.Can(authz.PermEnvironmentsManage); p.CanRecover {
+				p.RecoverKey = idempotency.NewKey()
+			}
 		}
 	}
 	for _, s := range run.Timeline(r, events) {
@@ -178,15 +185,48 @@ func outputsKV(raw json.RawMessage) []views.KV {
 	return out
 }
 
-// decide handles approve, reject and cancel. A decision on a run that moved on, or on
-// another plan than the one shown, is a 409 from the service.
+// IdempotencyKeys runs a keyed request once and replays its outcome to repeats
+// (models/idempotency.Store).
+type IdempotencyKeys interface {
+	Do(ctx context.Context, req idempotency.Request, fn func(ctx context.Context) (idempotency.Outcome, error)) (idempotency.Outcome, bool, error)
+}
+
+// decide handles the decisions on a run (approve, reject, override, cancel, recover).
+// A decision on a run that moved on, or on another plan than the one shown, is a 409
+// from the service. Each form carries an idempotency key: a repeat of a decision that
+// went through (a double click, a retry) gets the same redirect and flash again without
+// deciding twice; a failed decision records nothing, so its key may be retried.
 func (h Runs) decide(c echo.Context) error {
-	ctx := c.Request().Context()
+	action := run.Action(c.Param("action"))
+	if !slices.Contains([]run.Action{run.ActionApprove, run.ActionReject, run.ActionOverride, run.ActionCancel, run.ActionRecover}, action) {
+		return errs.ErrNotFound
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	req := idempotency.Request{Key: c.FormValue(idempotency.Field), Hash: idempotency.Fingerprint(c.Request().Method, c.Request().URL.Path, form)}
+	out, _, err := h.Keys.Do(c.Request().Context(), req, func(ctx context.Context) (idempotency.Outcome, error) {
+		msg, err := h.decideOnce(ctx, c, action)
+		if err != nil {
+			return idempotency.Outcome{}, err
+		}
+		return idempotency.Outcome{Status: http.StatusSeeOther, Location: paths.Run(c.Param("id")), Flash: msg}, nil
+	})
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", out.Flash)
+	return render.Redirect(c, out.Location)
+}
+
+// decideOnce makes the service call of one decision and returns its flash message.
+func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action) (string, error) {
 	id, reason := c.Param("id"), c.FormValue("reason")
 	ev := evidenceForm(c)
 	var err error
 	var msg string
-	switch run.Action(c.Param("action")) {
+	switch action {
 	case run.ActionApprove:
 		_, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: strings.TrimSpace(c.FormValue("confirm")), Reason: reason})
 		msg = "Approved. The apply starts now and must begin within 15 minutes."
@@ -197,7 +237,7 @@ func (h Runs) decide(c echo.Context) error {
 		if strings.TrimSpace(reason) == "" {
 			v := &errs.Validation{}
 			v.Add("reason", "A rejection needs a reason.")
-			return v
+			return "", v
 		}
 		_, err = h.Runs.Reject(ctx, id, ev, reason)
 		msg = "Rejected."
@@ -208,18 +248,15 @@ func (h Runs) decide(c echo.Context) error {
 		if strings.TrimSpace(reason) == "" {
 			v := &errs.Validation{}
 			v.Add("reason", "Say what you checked before closing the interrupted apply.")
-			return v
+			return "", v
 		}
 		_, err = h.Runs.Recover(ctx, id, reason)
 		msg = "Recovered: the run is closed and the workspace is free."
-	default:
-		return errs.ErrNotFound
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
-	_ = render.Flash(c, "success", msg)
-	return render.Redirect(c, paths.Run(id))
+	return msg, nil
 }
 
 // evidenceForm reads the evidence a review page submits with a decision.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -113,7 +114,7 @@ func TestHardPolicyFailureBlocksForGood(t *testing.T) {
 	page = webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID))
 	require.NotContains(t, page, `id="cancel-run"`)
 	// Not even a cancel moves it: the reason that names the rule stays.
-	resp = app.PostForm(t, operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}})
+	resp = app.PostForm(t, operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()}})
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 	require.Contains(t, waitForState(t, app, r.ID, run.PolicyBlocked).StateReason, "allowed_regions")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -59,13 +60,14 @@ func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values)
 	return m[1]
 }
 
-// decisionForm is what a review page submits: CSRF, the evidence the run carries, and
-// for an elevated decision the typed confirmation and a reason.
+// decisionForm is what a review page submits: CSRF, a fresh idempotency key, the
+// evidence the run carries, and for an elevated decision the typed confirmation and a
+// reason.
 func decisionForm(t *testing.T, app *webtest.App, c *http.Client, r run.Run) url.Values {
 	t.Helper()
 	ev := run.EvidenceOf(r)
-	v := url.Values{"_csrf": {app.CSRF(t, c)}, "plan_digest": {ev.PlanDigest}, "policy_evaluation_id": {ev.PolicyEvaluationID},
-		"policy_result_digest": {ev.PolicyResultDigest}, "policy_bundle_digest": {ev.PolicyBundleDigest}}
+	v := url.Values{"_csrf": {app.CSRF(t, c)}, "idempotency_key": {idempotency.NewKey()}, "plan_digest": {ev.PlanDigest},
+		"policy_evaluation_id": {ev.PolicyEvaluationID}, "policy_result_digest": {ev.PolicyResultDigest}, "policy_bundle_digest": {ev.PolicyBundleDigest}}
 	if r.Elevated {
 		v.Set("confirm", "DESTROY")
 		v.Set("reason", "checked with the data owner")

@@ -24,6 +24,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
+	"gantry/models/idempotency"
 	"gantry/models/identity"
 	"gantry/models/org"
 	"gantry/models/policy"
@@ -180,7 +181,7 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	wss := workspace.NewService(gdb)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)
-	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: wss, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
+	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: wss, Changes: s.Changes, Keys: idempotency.NewStore(gdb), Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: wss, Runs: svc.Runs}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)

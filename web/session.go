@@ -76,7 +76,12 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if rs.found {
 			render.SetFlasher(c, func(kind, message string) error {
-				rs.sess.Data.Flashes = append(rs.sess.Data.Flashes, session.Flash{Kind: kind, Message: message})
+				f := session.Flash{Kind: kind, Message: message}
+				// A replayed request (same idempotency key) queues its flash again: say it once.
+				if slices.Contains(rs.sess.Data.Flashes, f) {
+					return nil
+				}
+				rs.sess.Data.Flashes = append(rs.sess.Data.Flashes, f)
 				return s.sessions.SaveData(c.Request().Context(), rs.sess)
 			})
 		}

@@ -104,6 +104,13 @@ func IsUniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
 }
 
+// IsLockNotAvailable reports whether err is a statement giving up on a lock after
+// lock_timeout, so a caller can answer "busy, try again" instead of failing.
+func IsLockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // NewID returns a typed, random identifier such as "env-k3q...": the prefix tells a

@@ -314,14 +314,5 @@ func signedMoney(v float64) string {
 
 // planText serves the plan as tofu printed it (the plan log), on demand.
 func (h Runs) planText(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	body, err := h.Runs.Artifact(ctx, r, r.PlanLogArtifactID)
-	if err != nil {
-		return err
-	}
-	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", body)
+	return h.artifact(c, func(r run.Run) *string { return r.PlanLogArtifactID }, "text/plain; charset=utf-8")
 }

@@ -266,16 +266,21 @@ func evidenceForm(c echo.Context) run.Evidence {
 }
 
 func (h Runs) planJSON(c echo.Context) error {
+	return h.artifact(c, func(r run.Run) *string { return r.PlanJSONArtifactID }, echo.MIMEApplicationJSON)
+}
+
+// artifact serves one artifact of the run named in the path, as contentType.
+func (h Runs) artifact(c echo.Context, which func(run.Run) *string, contentType string) error {
 	ctx := c.Request().Context()
 	r, err := h.Runs.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	body, err := h.Runs.Artifact(ctx, r, r.PlanJSONArtifactID)
+	body, err := h.Runs.Artifact(ctx, r, which(r))
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+	return c.Blob(http.StatusOK, contentType, body)
 }
 
 func (h Runs) approvals(c echo.Context) error {

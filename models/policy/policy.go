@@ -363,6 +363,17 @@ func (s *Store) Evaluation(ctx context.Context, orgID, id string) (Evaluation, e
 	return row, nil
 }
 
+// EvaluationWithOverrides returns stored evaluation id and the overrides given to it,
+// by rule: what an override and the pre-apply re-check judge against.
+func (s *Store) EvaluationWithOverrides(ctx context.Context, orgID, id string) (Evaluation, map[string]Override, error) {
+	ev, err := s.Evaluation(ctx, orgID, id)
+	if err != nil {
+		return Evaluation{}, nil, err
+	}
+	overrides, err := s.Overrides(ctx, orgID, id)
+	return ev, overrides, err
+}
+
 // Overrides returns the overrides given to evaluation id, by rule.
 func (s *Store) Overrides(ctx context.Context, orgID, evaluationID string) (map[string]Override, error) {
 	var rows []Override

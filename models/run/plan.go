@@ -14,6 +14,10 @@ func SummarizePlan(planJSON []byte) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
-	c := res.Counts
-	return Summary{Create: c.Create, Update: c.Update, Replace: c.Replace, Delete: c.Destroy, NoOp: c.NoOp, Read: c.Read}, nil
+	return summaryOf(res.Counts), nil
+}
+
+// summaryOf is a classification's counts as a run's plan summary.
+func summaryOf(c classify.Counts) Summary {
+	return Summary{Create: c.Create, Update: c.Update, Replace: c.Replace, Delete: c.Destroy, NoOp: c.NoOp, Read: c.Read}
 }

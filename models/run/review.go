@@ -48,14 +48,11 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
 	if r.PolicyEvaluationID != nil {
-		ev, err := s.policies.Evaluation(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 		if err != nil {
 			return ReviewData{}, err
 		}
-		out.Evaluation = &ev
-		if out.Overrides, err = s.policies.Overrides(ctx, r.OrganizationID, ev.ID); err != nil {
-			return ReviewData{}, err
-		}
+		out.Evaluation, out.Overrides = &ev, overrides
 	}
 	return out, nil
 }

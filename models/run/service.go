@@ -436,11 +436,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		if err := r.checkEvidence(ev); err != nil {
 			return err
 		}
-		evaluation, err := s.policies.Evaluation(ctx, r.OrganizationID, *r.PolicyEvaluationID)
-		if err != nil {
-			return err
-		}
-		overrides, err := s.policies.Overrides(ctx, r.OrganizationID, evaluation.ID)
+		evaluation, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 		if err != nil {
 			return err
 		}

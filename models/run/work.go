@@ -135,10 +135,6 @@ type PlanOutcome struct {
 // overrides it; otherwise the approval matrix decides between a self-service approval
 // and a person's. Only the attempt that still owns the plan revision records anything.
 func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome) (Run, error) {
-	summary, err := SummarizePlan(out.PlanJSON)
-	if err != nil {
-		return Run{}, err
-	}
 	var current Run
 	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&current).Error; err != nil {
 		return Run{}, fmt.Errorf("reading run %s: %w", runID, db.Translate(err))
@@ -175,7 +171,8 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 				r.PlanDigest = a.SHA256
 			}
 		}
-		r.PlanSummary = summary
+		// The summary comes from the gates' classification: the plan is read once.
+		r.PlanSummary = summaryOf(a.Classification.Counts)
 		if err := s.record(ctx, r, a); err != nil {
 			return err
 		}
@@ -496,11 +493,7 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck) erro
 	if err != nil {
 		return err
 	}
-	approved, err := s.policies.Evaluation(ctx, r.OrganizationID, *r.PolicyEvaluationID)
-	if err != nil {
-		return err
-	}
-	overrides, err := s.policies.Overrides(ctx, r.OrganizationID, approved.ID)
+	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -13,12 +15,15 @@ import (
 	"gantry/web/render"
 )
 
-// problem is an error as a person (or a script) should see it.
+// problem is an error as a person (or a script) should see it: in JSON an RFC 9457
+// problem document with a stable machine code.
 type problem struct {
-	Status  int               `json:"status"`
-	Title   string            `json:"title"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields,omitempty"`
+	Type   string            `json:"type"`
+	Status int               `json:"status"`
+	Title  string            `json:"title"`
+	Detail string            `json:"detail"`
+	Code   errs.Code         `json:"code"`
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // classify maps any error onto the one status and message it deserves. Domain errors
@@ -27,38 +32,69 @@ func classify(err error) problem {
 	p := classifyGeneric(err)
 	var ex *errs.Explained
 	if errors.As(err, &ex) && p.Status < 500 {
-		p.Message = ex.Message
+		p.Detail = ex.Message
 	}
+	p.Type = "urn:gantry:problem:" + strings.ToLower(strings.ReplaceAll(string(p.Code), "_", "-"))
 	return p
 }
 
 func classifyGeneric(err error) problem {
+	code := errs.CodeOf(err)
 	var httpErr *echo.HTTPError
-	switch {
-	case errors.Is(err, errs.ErrNotFound):
-		return problem{Status: http.StatusNotFound, Title: "Not found",
-			Message: "There is nothing here, or it belongs to an organization you are not acting in."}
-	case errors.Is(err, errs.ErrForbidden):
-		return problem{Status: http.StatusForbidden, Title: "Not allowed",
-			Message: "Your role in this organization does not allow this. Ask an admin or owner if you need it."}
-	case errors.Is(err, errs.ErrUnauthenticated):
-		return problem{Status: http.StatusUnauthorized, Title: "Sign in required", Message: "Sign in to continue."}
-	case errors.Is(err, errs.ErrConflict):
-		return problem{Status: http.StatusConflict, Title: "Conflict",
-			Message: "This clashes with a change made in the meantime. Reload and try again."}
-	case errors.As(err, &httpErr):
+	switch code {
+	case errs.CodeStaleEvidence:
+		return problem{Status: http.StatusConflict, Code: code, Title: "The evidence changed",
+			Detail: "What you decided on is no longer what the run carries: the plan, its configuration, the state it was planned against or the policy result moved since the page was drawn. Reload the page, review again and decide again."}
+	case errs.CodeApprovalExpired:
+		return problem{Status: http.StatusConflict, Code: code, Title: "Too late to decide",
+			Detail: "The time to decide on this run ran out before your decision was recorded, so the run has expired. Plan again to decide on a fresh plan."}
+	case errs.CodeNotFound:
+		return problem{Status: http.StatusNotFound, Code: code, Title: "Not found",
+			Detail: "There is nothing here, or it belongs to an organization you are not acting in."}
+	case errs.CodeForbidden:
+		return problem{Status: http.StatusForbidden, Code: code, Title: "Not allowed",
+			Detail: "Your role in this organization does not allow this. Ask an admin or owner if you need it."}
+	case errs.CodeUnauthenticated:
+		return problem{Status: http.StatusUnauthorized, Code: code, Title: "Sign in required", Detail: "Sign in to continue."}
+	case errs.CodeConflict:
+		return problem{Status: http.StatusConflict, Code: code, Title: "Conflict",
+			Detail: "This clashes with a change made in the meantime. Reload and try again."}
+	case errs.CodeBadRequest:
+		return problem{Status: http.StatusBadRequest, Code: code, Title: "Bad request",
+			Detail: "The request could not be read. Go back, check what you entered and send it again."}
+	case errs.CodeInvalidInput:
+		v, _ := errs.AsValidation(err)
+		return problem{Status: http.StatusUnprocessableEntity, Code: code, Title: "Invalid input",
+			Detail: "Some fields need correcting.", Fields: v.Fields}
+	}
+	if errors.As(err, &httpErr) {
 		msg, _ := httpErr.Message.(string)
 		if msg == "" {
 			msg = http.StatusText(httpErr.Code)
 		}
-		return problem{Status: httpErr.Code, Title: http.StatusText(httpErr.Code), Message: msg}
+		return problem{Status: httpErr.Code, Code: httpCode(httpErr.Code), Title: http.StatusText(httpErr.Code), Detail: msg}
 	}
-	if v, ok := errs.AsValidation(err); ok {
-		return problem{Status: http.StatusUnprocessableEntity, Title: "Invalid input",
-			Message: "Some fields need correcting.", Fields: v.Fields}
+	return problem{Status: http.StatusInternalServerError, Code: errs.CodeInternal, Title: "Something went wrong",
+		Detail: "Gantry could not finish this request. The request id below helps an admin find what happened."}
+}
+
+// httpCode is the machine code of a plain HTTP error status.
+func httpCode(status int) errs.Code {
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		return errs.CodeNotFound
+	case status == http.StatusForbidden:
+		return errs.CodeForbidden
+	case status == http.StatusUnauthorized:
+		return errs.CodeUnauthenticated
+	case status == http.StatusConflict:
+		return errs.CodeConflict
+	case status == http.StatusRequestEntityTooLarge:
+		return "PAYLOAD_TOO_LARGE"
+	case status >= 400 && status < 500:
+		return errs.CodeBadRequest
 	}
-	return problem{Status: http.StatusInternalServerError, Title: "Something went wrong",
-		Message: "Gantry could not finish this request. The request id below helps an admin find what happened."}
+	return errs.CodeInternal
 }
 
 // handleError is echo's one error handler: it logs server errors with the request id
@@ -77,9 +113,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(p.Status)
 	case render.WantsJSON(c) || c.Request().Header.Get("HX-Request") == "true" && p.Status == http.StatusUnauthorized:
-		werr = c.JSON(p.Status, p)
+		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+		c.Response().WriteHeader(p.Status)
+		werr = json.NewEncoder(c.Response()).Encode(p)
 	default:
-		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Message, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
+		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Detail, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
 		if p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest {
 			props.ActionHref, props.ActionLabel = paths.Login(), "Sign in"
 		}

@@ -391,8 +391,9 @@ func TestErrorPagesAndHeaders(t *testing.T) {
 	resp = app.Get(t, c, "/api/v1/environments")
 	body = webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	require.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), "an RFC 9457 problem document")
 	require.Contains(t, body, `"status":403`)
+	require.Contains(t, body, `"code":"FORBIDDEN"`)
 
 	resp = app.Get(t, c, "/no/such/page")
 	webtest.ReadBody(t, resp)

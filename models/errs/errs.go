@@ -4,6 +4,7 @@ package errs
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -18,7 +19,58 @@ var (
 	ErrUnauthenticated = errors.New("not signed in")
 	// ErrConflict means the request clashes with the current state (a duplicate, a race).
 	ErrConflict = errors.New("conflict")
+	// ErrStaleEvidence means a decision names other evidence than the run now carries
+	// (another plan, config, predecessor state or policy result), or the run went STALE:
+	// reload and decide again. A conflict (409).
+	ErrStaleEvidence = fmt.Errorf("stale evidence: %w", ErrConflict)
+	// ErrApprovalExpired means a decision came after the run's decision deadline or
+	// approval validity, judged by the database clock when it commits. A conflict (409).
+	ErrApprovalExpired = fmt.Errorf("approval expired: %w", ErrConflict)
+	// ErrBadRequest means the request itself is malformed (bad bytes, a broken body): 400.
+	ErrBadRequest = errors.New("bad request")
 )
+
+// Code is an error's stable machine code, carried by JSON problem documents so scripts
+// need not read messages.
+type Code string
+
+const (
+	CodeNotFound        Code = "NOT_FOUND"
+	CodeForbidden       Code = "FORBIDDEN"
+	CodeUnauthenticated Code = "UNAUTHENTICATED"
+	CodeConflict        Code = "CONFLICT"
+	CodeStaleEvidence   Code = "STALE_EVIDENCE"
+	CodeApprovalExpired Code = "APPROVAL_EXPIRED"
+	CodeInvalidInput    Code = "INVALID_INPUT"
+	CodeBadRequest      Code = "BAD_REQUEST"
+	CodeInternal        Code = "INTERNAL"
+)
+
+// CodeOf is err's code: the most specific sentinel it wraps, INTERNAL when none.
+func CodeOf(err error) Code {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrStaleEvidence):
+		return CodeStaleEvidence
+	case errors.Is(err, ErrApprovalExpired):
+		return CodeApprovalExpired
+	case errors.Is(err, ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, ErrForbidden):
+		return CodeForbidden
+	case errors.Is(err, ErrUnauthenticated):
+		return CodeUnauthenticated
+	case errors.Is(err, ErrConflict):
+		return CodeConflict
+	case errors.Is(err, ErrBadRequest):
+		return CodeBadRequest
+	}
+	if _, ok := AsValidation(err); ok {
+		return CodeInvalidInput
+	}
+	return CodeInternal
+}
 
 // Validation carries one message per offending input field. Services return it before
 // writing anything, so a 422 never leaves a partial change behind.

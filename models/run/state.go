@@ -62,7 +62,7 @@ var (
 	// It is a conflict (409): the run moved on since the page was drawn.
 	ErrInvalidTransition = fmt.Errorf("invalid run transition: %w", errs.ErrConflict)
 	// ErrStaleEvidence: the decision names other evidence than the run now carries (409).
-	ErrStaleEvidence = fmt.Errorf("stale evidence: %w", errs.ErrConflict)
+	ErrStaleEvidence = errs.ErrStaleEvidence
 	// ErrReasonRequired: a rejection or cancellation needs a reason.
 	ErrReasonRequired = errors.New("a reason is required")
 )

@@ -1,0 +1,35 @@
+package errs_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/errs"
+)
+
+func TestCodeOf(t *testing.T) {
+	t.Parallel()
+	v := &errs.Validation{}
+	v.Add("reason", "Say why.")
+	cases := map[errs.Code]error{
+		errs.CodeStaleEvidence:   fmt.Errorf("deciding: %w", errs.ErrStaleEvidence),
+		errs.CodeApprovalExpired: errs.Explain(errs.ErrApprovalExpired, "too late"),
+		errs.CodeNotFound:        fmt.Errorf("reading run: %w", errs.ErrNotFound),
+		errs.CodeForbidden:       errs.ErrForbidden,
+		errs.CodeUnauthenticated: errs.ErrUnauthenticated,
+		errs.CodeConflict:        fmt.Errorf("x: %w", errs.ErrConflict),
+		errs.CodeBadRequest:      errs.ErrBadRequest,
+		errs.CodeInvalidInput:    fmt.Errorf("validating: %w", v),
+		errs.CodeInternal:        errors.New("disk on fire"),
+	}
+	for want, err := range cases {
+		require.Equal(t, want, errs.CodeOf(err), err.Error())
+	}
+	// The specific conflicts are still conflicts for code that only knows 409.
+	require.ErrorIs(t, errs.ErrStaleEvidence, errs.ErrConflict)
+	require.ErrorIs(t, errs.ErrApprovalExpired, errs.ErrConflict)
+	require.Equal(t, errs.Code(""), errs.CodeOf(nil))
+}

@@ -32,9 +32,12 @@ type environmentJSON struct {
 	RequiresApproval bool   `json:"requires_approval"`
 	Restricted       bool   `json:"restricted"`
 	// DecisionWindowHours is how long a run may wait for a decision before it expires.
-	DecisionWindowHours int       `json:"decision_window_hours"`
-	CreatedAt           time.Time `json:"created_at"`
-	UpdatedAt           time.Time `json:"updated_at"`
+	DecisionWindowHours int `json:"decision_window_hours"`
+	// Owners (user ids) and OwnerGroups are the environment's named owners.
+	Owners      []string  `json:"owners"`
+	OwnerGroups []string  `json:"owner_groups"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 type environmentRequest struct {
@@ -45,16 +48,27 @@ type environmentRequest struct {
 	Grants           []string `json:"grants"`
 	// DecisionWindowHours: absent or 0 is the default (168) on create, unchanged on edit.
 	DecisionWindowHours int `json:"decision_window_hours"`
+	// Owners and OwnerGroups: absent is none on create, unchanged on edit.
+	Owners      *[]string `json:"owners"`
+	OwnerGroups *[]string `json:"owner_groups"`
 }
 
 func (r environmentRequest) input() environment.Input {
 	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants,
-		DecisionWindowHours: r.DecisionWindowHours}
+		DecisionWindowHours: r.DecisionWindowHours, Owners: r.Owners, OwnerGroups: r.OwnerGroups}
 }
 
 func toJSON(e environment.Environment) environmentJSON {
 	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
-		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 func (h EnvironmentsAPI) list(c echo.Context) error {

@@ -91,7 +91,7 @@ func (h Environments) new(c echo.Context) error {
 		return err
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default",
-		DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, nil)
+		DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, nil, nil)
 }
 
 func (h Environments) create(c echo.Context) error {
@@ -100,8 +100,8 @@ func (h Environments) create(c echo.Context) error {
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), Errors: v.Fields,
-		}, in.Grants)
+			DecisionWindowHours: c.FormValue("decision_window_hours"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
 		return err
@@ -122,8 +122,8 @@ func (h Environments) edit(c echo.Context) error {
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
-		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours),
-	}, grants)
+		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
+	}, grants, env.Owners)
 }
 
 func (h Environments) update(c echo.Context) error {
@@ -139,8 +139,8 @@ func (h Environments) update(c echo.Context) error {
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), Errors: v.Fields,
-		}, in.Grants)
+			DecisionWindowHours: c.FormValue("decision_window_hours"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
 		return err
@@ -168,7 +168,7 @@ func (h Environments) credentialInput(c echo.Context) environment.CredentialChan
 
 // form renders the create/edit form with the organization's members as grant choices
 // and, when editing, whether a static cloud credential is set (never the credential).
-func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted []string) error {
+func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted, owners []string) error {
 	members, err := h.Members.Members(c.Request().Context())
 	if err != nil {
 		return err
@@ -185,7 +185,7 @@ func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormPr
 	}
 	for _, m := range members {
 		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,
-			Role: string(m.Role), Granted: slices.Contains(granted, m.UserID)})
+			Role: string(m.Role), Granted: slices.Contains(granted, m.UserID), Owner: slices.Contains(owners, m.UserID)})
 	}
 	return render.Page(c, status, views.EnvironmentForm(p))
 }
@@ -201,6 +201,14 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		Grants:     form["grants"],
 		Executor:   c.FormValue("executor"),
 	}
+	// The form always sends its owners (an empty list when none is ticked).
+	owners, groups := append([]string{}, form["owners"]...), []string{}
+	for _, g := range strings.Split(c.FormValue("owner_groups"), "\n") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	in.Owners, in.OwnerGroups = &owners, &groups
 	in.DecisionWindowHours = formHours(c.FormValue("decision_window_hours"))
 	approval := "off"
 	values := form["requires_approval"]

@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"gantry/models/authz"
 	"gantry/models/classify"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
@@ -52,11 +50,20 @@ const maxMessagesShown = 20
 const graphNodes = 60
 
 func (h Runs) review(c echo.Context) error {
-	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1)
+	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, nil)
 	if err != nil {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.ReviewPage(p))
+}
+
+// retry is a decision that came back with field errors: the review page is drawn again
+// with the messages at their fields and what the person typed kept.
+type retry struct {
+	action run.Action
+	rule   string
+	errors map[string]string
+	reason string
 }
 
 // reviewSection answers the pager of one section: for htmx the section alone (the
@@ -71,7 +78,7 @@ func (h Runs) reviewSection(c echo.Context) error {
 	if err != nil || page < 1 {
 		page = 1
 	}
-	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), id, page)
+	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), id, page, nil)
 	if err != nil {
 		return err
 	}
@@ -84,9 +91,13 @@ func (h Runs) reviewSection(c echo.Context) error {
 }
 
 // reviewProps builds the review page of run id, with section pagedID on page page and
-// every other section on its first page.
-func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int) (views.ReviewProps, error) {
+// every other section on its first page, and a decision that came back (nil: none).
+func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, again *retry) (views.ReviewProps, error) {
 	r, err := h.Runs.Get(ctx, id)
+	if err != nil {
+		return views.ReviewProps{}, err
+	}
+	perms, err := h.Runs.Permissions(ctx, r)
 	if err != nil {
 		return views.ReviewProps{}, err
 	}
@@ -98,10 +109,9 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int) (vi
 	if err != nil {
 		return views.ReviewProps{}, err
 	}
-	subject, _ := authz.SubjectFrom(ctx)
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason,
-		Simulated: r.Simulated, Risk: riskView(r), Expiry: expiry(r), Decision: decisionProps(r, subject)}
+		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
 	c1 := data.Classification.Counts
 	p.Counts = []views.KV{{Key: "destroy", Value: strconv.Itoa(c1.Destroy)}, {Key: "replace", Value: strconv.Itoa(c1.Replace)},
 		{Key: "update in place", Value: strconv.Itoa(c1.Update)}, {Key: "create", Value: strconv.Itoa(c1.Create)},
@@ -117,7 +127,7 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int) (vi
 		}
 		p.Sections = append(p.Sections, sec)
 	}
-	p.Policy = policyView(r, data, subject)
+	p.Policy = policyView(data, perms)
 	p.Cost = costView(r.Cost)
 	p.Graph = review.Graph(data.Classification, graphNodes)
 	return p, nil
@@ -219,9 +229,13 @@ func changeReason(r run.Run, ch classify.Change) string {
 	return ""
 }
 
-func riskView(r run.Run) views.RiskView {
-	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: r.RequiredApprover,
-		FourEyes: r.FourEyes, Elevated: r.Elevated, MatrixVersion: r.MatrixVersion}
+func riskView(r run.Run, perms run.Permissions) views.RiskView {
+	d := perms.Deciders
+	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: string(run.RequiredApproverOf(r)),
+		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated, MatrixVersion: r.MatrixVersion}
+	if r.RequiredApprover == "system" || r.RequiredApprover == "none" {
+		v.Approver, v.Deciders = r.RequiredApprover, ""
+	}
 	if r.RiskClass != nil {
 		v.Class = strconv.Itoa(*r.RiskClass)
 	}
@@ -230,7 +244,7 @@ func riskView(r run.Run) views.RiskView {
 
 func expiry(r run.Run) string {
 	switch {
-	case r.State == run.PendingApproval && r.DecisionDeadline != nil:
+	case r.Waiting() && r.DecisionDeadline != nil:
 		return "decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
 	case r.State == run.Approved && r.ApprovalExpiresAt != nil:
 		return "the apply must start by " + r.ApprovalExpiresAt.UTC().Format("15:04:05 UTC")
@@ -238,21 +252,30 @@ func expiry(r run.Run) string {
 	return ""
 }
 
-// decisionProps are the approve and reject forms a subject may use on run r.
-func decisionProps(r run.Run, subject authz.Subject) views.DecisionProps {
+// decisionProps are the decision forms the rules allow this person on run r, bound
+// to the run's evidence; again is a decision that came back with field errors.
+func decisionProps(r run.Run, perms run.Permissions, again *retry) views.DecisionProps {
 	ev := run.EvidenceOf(r)
-	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, PolicyEvaluationID: ev.PolicyEvaluationID,
-		PolicyResultDigest: ev.PolicyResultDigest, PolicyBundleDigest: ev.PolicyBundleDigest, Elevated: r.Elevated, FourEyes: r.FourEyes}
-	for _, a := range r.Actions() {
-		switch a {
-		case run.ActionApprove:
-			need := run.RequiredApproverOf(r)
-			d.Approver = string(need)
-			d.CanApprove = subject.Can(authz.PermProvisioningApply) && subject.Role.AtLeast(need) && !(r.FourEyes && subject.UserID == r.RequestedBy)
-			d.NeedsReauth = r.Elevated && time.Since(subject.AuthenticatedAt) > run.ElevationWindow
-		case run.ActionReject:
-			d.CanReject = subject.Can(authz.PermProvisioningApply)
+	fields := ev.Fields()
+	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, Elevated: perms.Deciders.Decision.Elevated,
+		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
+		CanApprove: perms.Approve.Allowed() || perms.FreshSignIn, NeedsReauth: perms.FreshSignIn,
+		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed()}
+	for _, f := range run.EvidenceFields {
+		d.Evidence = append(d.Evidence, views.KV{Key: f, Value: fields[f]})
+	}
+	if r.Waiting() {
+		d.Deciders = perms.Deciders.Summary()
+		if !d.CanApprove && !d.CanReject && perms.Visible {
+			d.WhyNot = perms.Approve.Reason()
+			if r.SoftBlocked() {
+				d.WhyNot = perms.Reject.Reason()
+			}
 		}
+	}
+	switch r.State {
+	case run.Stale, run.Expired, run.Rejected:
+		d.StateNote = "This run is " + string(r.State) + ": " + r.StateReason + "."
 	}
 	// Each form gets its own fresh key (a rendered form is one intent).
 	if d.CanApprove && !d.NeedsReauth {
@@ -261,16 +284,22 @@ func decisionProps(r run.Run, subject authz.Subject) views.DecisionProps {
 	if d.CanReject {
 		d.RejectKey = idempotency.NewKey()
 	}
+	if d.CanPlanAgain {
+		d.PlanAgainKey = idempotency.NewKey()
+	}
+	if again != nil {
+		d.Failed, d.FailedRule, d.Errors, d.Reason = string(again.action), again.rule, again.errors, again.reason
+	}
 	return d
 }
 
-func policyView(r run.Run, data run.ReviewData, subject authz.Subject) views.PolicyView {
+func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 	ev := data.Evaluation
 	if ev == nil {
 		return views.PolicyView{}
 	}
 	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
-	mayOverride := r.State == run.PolicyBlocked && ev.Outcome == "soft_failed" && subject.Can(authz.PermPoliciesManage)
+	mayOverride := perms.Override.Allowed()
 	for _, res := range ev.Results {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
 			Passed: res.Passed, Messages: res.Messages}

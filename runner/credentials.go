@@ -31,9 +31,16 @@ type StaticCredentials interface {
 // the job gets that instead of a workload token; the state credential is per phase
 // either way.
 type jobCredentials struct {
-	state    *state.Service
+	state    *state.Store
 	identity *identity.Issuer
 	static   StaticCredentials // optional
+}
+
+// NewJobCredentials returns the credential source of live runners: state backend
+// credentials from states, workload tokens from identity, and an environment's static
+// credential from static (nil: none are used).
+func NewJobCredentials(states *state.Store, identity *identity.Issuer, static StaticCredentials) CredentialSource {
+	return jobCredentials{state: states, identity: identity, static: static}
 }
 
 var phases = map[run.JobKind]struct {

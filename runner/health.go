@@ -39,11 +39,17 @@ func (rs RunnerSet) Statuses(ctx context.Context) []Status {
 	return out
 }
 
+// Executors are the runners this portal offers and its default (the executors page).
+type Executors struct {
+	Runners RunnerSet
+	Default string
+}
+
 // Statuses are the runners' statuses with the deployment's default marked.
-func (s *System) Statuses(ctx context.Context) []Status {
-	out := s.Runners.Statuses(ctx)
+func (e Executors) Statuses(ctx context.Context) []Status {
+	out := e.Runners.Statuses(ctx)
 	for i := range out {
-		out[i].Default = out[i].Name == s.Default
+		out[i].Default = out[i].Name == e.Default
 	}
 	return out
 }

@@ -48,6 +48,13 @@ type ExpireArgs struct {
 
 func (ExpireArgs) Kind() string { return "run.expire" }
 
+// EscalateArgs records, once, that a waiting run's escalation took effect.
+type EscalateArgs struct {
+	RunID string `json:"run_id" river:"unique"`
+}
+
+func (EscalateArgs) Kind() string { return "run.escalate" }
+
 func insertOpts(at time.Time) *river.InsertOpts {
 	return &river.InsertOpts{Queue: QueueRuns, ScheduledAt: at, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
@@ -77,6 +84,8 @@ func (e Enqueuer) Enqueue(ctx context.Context, jobs ...run.Job) error {
 			args = VerifyArgs{RunID: j.RunID}
 		case run.JobExpire:
 			args = ExpireArgs{RunID: j.RunID, State: j.State}
+		case run.JobEscalate:
+			args = EscalateArgs{RunID: j.RunID}
 		default:
 			return fmt.Errorf("unknown job kind %q", j.Kind)
 		}

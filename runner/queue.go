@@ -38,11 +38,12 @@ type QueueConfig struct {
 // Queue is the River client and its workers. Build it, hand Enqueuer() to the run
 // service, then Bind the service and Start.
 type Queue struct {
-	Client *river.Client[*sql.Tx]
-	plan   *PlanWorker
-	apply  *ApplyWorker
-	verify *VerifyWorker
-	expire *ExpireWorker
+	Client   *river.Client[*sql.Tx]
+	plan     *PlanWorker
+	apply    *ApplyWorker
+	verify   *VerifyWorker
+	expire   *ExpireWorker
+	escalate *EscalateWorker
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -63,10 +64,11 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		cfg.MaxWorkers = 10
 	}
 	q := &Queue{
-		plan:   &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
-		apply:  &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
-		verify: &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
-		expire: &ExpireWorker{},
+		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
+		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
+		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
+		expire:   &ExpireWorker{},
+		escalate: &EscalateWorker{},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -79,6 +81,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, q.expire); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.escalate); err != nil {
 		return nil, err
 	}
 	var driver *riverdatabasesql.Driver
@@ -115,7 +120,7 @@ func (q *Queue) Enqueuer() run.Enqueuer { return Enqueuer{Client: q.Client} }
 
 // Bind gives the workers the run service they drive.
 func (q *Queue) Bind(runs Lifecycle) {
-	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs = runs, runs, runs, runs
+	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs, q.escalate.Runs = runs, runs, runs, runs, runs
 }
 
 // Start starts working jobs until ctx ends or Stop is called.

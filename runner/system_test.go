@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	catalogfiles "gantry/catalog"
+	"gantry/cmd/gantry/assemble"
 	"gantry/models/artifact"
 	"gantry/models/authz"
 	"gantry/models/db"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 type harness struct {
 	t      testing.TB
 	db     *gorm.DB
-	sys    *runner.System
+	sys    *assemble.Portal
 	orgID  string
 	users  map[string]authz.Subject // by role
 	envs   map[string]string        // name -> id
@@ -77,7 +78,7 @@ func newHarness(t testing.TB, opts harnessOpts) *harness {
 	}
 	h.keys, err = keyring.Parse(keyring.NewKeySpec("test-1"))
 	require.NoError(t, err)
-	h.sys, err = runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
+	h.sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
 		Runner: opts.runner, BaseURL: "http://gantry.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnApplyStart: opts.onApplyStart, RescueStuckJobsAfter: opts.rescueAfter})
 	require.NoError(t, err)
@@ -223,7 +224,9 @@ func TestCancelAndRejectRecordNoApproval(t *testing.T) {
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "decide", "decide-bucket", run.KindApply).ID, run.PendingApproval)
 	_, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), " ")
-	require.ErrorIs(t, err, run.ErrReasonRequired)
+	v, ok := errs.AsValidation(err)
+	require.True(t, ok, "a rejection needs a reason: %v", err)
+	require.Contains(t, v.Fields, "reason")
 	rejected, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), "wrong region for this data")
 	require.NoError(t, err)
 	require.Equal(t, run.Rejected, rejected.State)
@@ -252,7 +255,7 @@ func TestExpiry(t *testing.T) {
 	require.NoError(t, err)
 	r = h.waitFor(r.ID, run.Expired)
 	_, err = h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
-	require.ErrorIs(t, err, run.ErrInvalidTransition)
+	require.ErrorIs(t, err, errs.ErrApprovalExpired)
 
 	// Not yet due: nothing happens.
 	r2 := h.waitFor(h.requestBucket("staging", "early", "early-bucket", run.KindApply).ID, run.PendingApproval)
@@ -294,7 +297,8 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	_, err = h.sys.Runs.Recover(h.as("operator"), r.ID, "checked the bucket by hand")
 	require.Error(t, err, "recovery needs an admin")
 	_, err = h.sys.Runs.Recover(h.as("admin"), r.ID, "")
-	require.ErrorIs(t, err, run.ErrReasonRequired)
+	_, ok := errs.AsValidation(err)
+	require.True(t, ok, "recovering needs a reason: %v", err)
 	recovered, err := h.sys.Runs.Recover(h.as("admin"), r.ID, "checked the bucket by hand")
 	require.NoError(t, err)
 	require.Equal(t, run.Failed, recovered.State)
@@ -331,7 +335,7 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	_, err := h.sys.Runs.BeginApply(context.Background(), self.ID)
 	require.ErrorIs(t, err, run.ErrSkip)
 	self = h.waitFor(self.ID, run.Failed)
-	require.Contains(t, self.StateReason, "no longer holds the operator role")
+	require.Contains(t, self.StateReason, "may no longer request runs")
 	require.Zero(t, h.stateVersions(self.WorkspaceID))
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", h.users["operator"].UserID).Error)
 
@@ -355,12 +359,13 @@ func TestApproverNeedsGrantInRestrictedEnvironment(t *testing.T) {
 	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, h.users["operator"].UserID).Error)
 	r := h.planByHand(h.requestBucket("staging", "secret", "secret-bucket", run.KindApply))
 	require.Equal(t, run.PendingApproval, r.State)
-	// A second operator without a grant may not approve.
+	// A second operator without a grant may not approve: for them the run does not
+	// exist (restricted means restricted: 404, as for another tenant's run).
 	other := h.users["viewer"]
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", other.UserID).Error)
 	other.Role = authz.RoleOperator
 	_, err := h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
-	require.ErrorIs(t, err, errs.ErrForbidden)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, other.UserID).Error)
 	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)

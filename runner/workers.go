@@ -23,6 +23,7 @@ type Lifecycle interface {
 	BeginVerify(ctx context.Context, runID string) (run.VerifyWork, error)
 	FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (run.Run, error)
 	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
+	EscalateIfDue(ctx context.Context, runID string) (run.Run, error)
 }
 
 // Default phase timeouts: a job running longer is cancelled. A job whose process
@@ -187,16 +188,13 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		_, ferr := w.Runs.FailPhase(context.WithoutCancel(ctx), work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	var serial int
-	var lineage string
 	if res.State != nil { // else tofu wrote the state through the backend
-		if serial, lineage, err = stateHeader(res.State); err != nil {
+		if _, _, err = stateHeader(res.State); err != nil {
 			_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "the apply produced an unreadable state: "+err.Error())
 			return ignoreSkip(ferr)
 		}
 	}
-	_, err = w.Runs.FinishApply(ctx, work.Run.ID, run.ApplyOutcome{State: res.State, Serial: serial, Lineage: lineage,
-		Outputs: res.Outputs, Log: res.Log})
+	_, err = w.Runs.FinishApply(ctx, work.Run.ID, run.ApplyOutcome{State: res.State, Outputs: res.Outputs, Log: res.Log})
 	return ignoreSkip(err)
 }
 
@@ -265,5 +263,16 @@ type ExpireWorker struct {
 
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
 	_, err := w.Runs.ExpireIfDue(ctx, job.Args.RunID, job.Args.State)
+	return ignoreSkip(err)
+}
+
+// EscalateWorker records that a waiting run's escalation took effect.
+type EscalateWorker struct {
+	river.WorkerDefaults[EscalateArgs]
+	Runs Lifecycle
+}
+
+func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs]) error {
+	_, err := w.Runs.EscalateIfDue(ctx, job.Args.RunID)
 	return ignoreSkip(err)
 }

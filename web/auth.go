@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -158,6 +159,9 @@ func (s *Server) callback(c echo.Context) error {
 		EmailVerified bool   `json:"email_verified"`
 		Name          string `json:"name"`
 		AuthTime      int64  `json:"auth_time"`
+		// Groups is the groups claim: kept per user at every sign-in (named environment
+		// owners are groups). Providers send a list; a single string is read as one group.
+		Groups json.RawMessage `json:"groups"`
 	}
 	if err := idToken.Claims(&claims); err != nil {
 		return signInFailed("the ID token's claims could not be read.")
@@ -171,14 +175,30 @@ func (s *Server) callback(c echo.Context) error {
 	if flow.Reauth && time.Since(authTime) > loginFlowLifetime {
 		return signInFailed("the identity provider did not authenticate you again.")
 	}
-	return s.finishSignIn(c, rs, idToken.Issuer, idToken.Subject, claims.Email, claims.EmailVerified, claims.Name, flow.ReturnTo, authTime)
+	login := org.Login{Issuer: idToken.Issuer, Subject: idToken.Subject, Email: claims.Email, Name: claims.Name, Groups: groupsClaim(claims.Groups)}
+	return s.finishSignIn(c, rs, login, claims.EmailVerified, flow.ReturnTo, authTime)
 }
 
-// finishSignIn records the user, accepts invitations for a verified address, rotates the session and audits the sign-in in the
-// organization the user lands in.
-func (s *Server) finishSignIn(c echo.Context, rs *requestSession, issuer, subject, email string, emailVerified bool, name, returnTo string, authTime time.Time) error {
+// groupsClaim reads the groups claim: a list of strings, or one string.
+func groupsClaim(raw json.RawMessage) []string {
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return list
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil && one != "" {
+		return []string{one}
+	}
+	return nil
+}
+
+// finishSignIn records the user (with the groups snapshot), accepts invitations for a
+// verified address, rotates the session and audits the sign-in in the organization the
+// user lands in.
+func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Login, emailVerified bool, returnTo string, authTime time.Time) error {
 	ctx := c.Request().Context()
-	user, err := s.orgs.UpsertLoginUser(ctx, issuer, subject, email, name)
+	issuer := login.Issuer
+	user, err := s.orgs.UpsertLoginUser(ctx, login)
 	if err != nil {
 		return err
 	}

@@ -169,17 +169,18 @@ func TestDecisionDeadlineFromEnvironmentWindow(t *testing.T) {
 
 	requireDeadlineInAnHour := func(r run.Run) {
 		t.Helper()
+		entry := "run." + strings.ToLower(string(r.State))
 		require.NotNil(t, r.DecisionDeadline)
 		// The run entered PENDING_APPROVAL at updated_at (nothing has touched it since),
 		// and the transition's audit event carries the same database clock.
 		require.WithinDuration(t, r.UpdatedAt.Add(time.Hour), *r.DecisionDeadline, 5*time.Second)
 		var entered time.Time
-		require.NoError(t, app.DB.Raw("SELECT occurred_at FROM audit_events WHERE target_id = ? AND action = 'run.pending_approval' ORDER BY seq DESC LIMIT 1",
-			r.ID).Scan(&entered).Error)
+		require.NoError(t, app.DB.Raw("SELECT occurred_at FROM audit_events WHERE target_id = ? AND action = ? ORDER BY seq DESC LIMIT 1",
+			r.ID, entry).Scan(&entered).Error)
 		require.WithinDuration(t, entered.Add(time.Hour), *r.DecisionDeadline, 5*time.Second)
 		var scheduled time.Time
 		require.NoError(t, app.DB.Raw("SELECT scheduled_at FROM river_job WHERE kind = 'run.expire' AND args->>'run_id' = ? AND args->>'state' = ?",
-			r.ID, string(run.PendingApproval)).Scan(&scheduled).Error)
+			r.ID, string(r.State)).Scan(&scheduled).Error)
 		require.WithinDuration(t, *r.DecisionDeadline, scheduled, time.Second, "the expiry job runs at the deadline")
 	}
 
@@ -190,12 +191,15 @@ func TestDecisionDeadlineFromEnvironmentWindow(t *testing.T) {
 	require.Contains(t, page, pending.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC"))
 
 	// Too few backups: blocked by a soft-mandatory policy until an admin overrides it.
+	// The override and the approval after it share one decision window, which starts
+	// when the run is blocked.
 	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
-	require.Nil(t, blocked.DecisionDeadline)
+	requireDeadlineInAnHour(blocked)
 	ev := evaluationOf(t, app, blocked)
 	resp = app.PostForm(t, admin, "/runs/"+blocked.ID+"/override",
 		overrideForm(t, app, admin, blocked, "database_protection", ruleVersion(t, ev, "database_protection"), "backups are kept by the nightly export"))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	requireDeadlineInAnHour(waitForState(t, app, blocked.ID, run.PendingApproval))
+	released := waitForState(t, app, blocked.ID, run.PendingApproval)
+	require.Equal(t, *blocked.DecisionDeadline, *released.DecisionDeadline, "the release keeps the window's deadline")
 }

@@ -42,8 +42,9 @@ func TestDecisionFormsCarryFreshKeys(t *testing.T) {
 	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 
-	// The run page has approve, reject and cancel; the review page approve and reject.
-	for path, forms := range map[string]int{"/runs/" + r.ID: 3, "/runs/" + r.ID + "/review": 2} {
+	// The run and review pages have approve and reject; cancelling asks first, on a page
+	// of its own with its own form.
+	for path, forms := range map[string]int{"/runs/" + r.ID: 2, "/runs/" + r.ID + "/review": 2, "/runs/" + r.ID + "/cancel": 1} {
 		first := keysOn(t, app, admin, path)
 		require.Len(t, first, forms, path)
 		second := keysOn(t, app, admin, path)

@@ -160,7 +160,8 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 }
 
 // TestLiveStalePlanNeverApplies: two runs planned from the same state; the first is
-// approved and applied; the second ends STALE and never applies.
+// approved and applied; the state it writes makes the second STALE in the same
+// transaction, so approving it is refused (409 STALE_EVIDENCE) and it never applies.
 func TestLiveStalePlanNeverApplies(t *testing.T) {
 	t.Parallel()
 	app := startLive(t)
@@ -180,9 +181,12 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	require.Equal(t, first.PriorSerial, second.PriorSerial, "both planned from the same state")
 	approve(t, app.App, admin, first)
 	waitForState(t, app.App, first.ID, run.Succeeded)
-	approve(t, app.App, admin, second)
 	second = waitForState(t, app.App, second.ID, run.Stale)
-	require.Contains(t, second.StateReason, "state changed after this run was planned")
+	require.Contains(t, second.StateReason, "the workspace state moved to serial")
+	resp := app.PostForm(t, admin, "/runs/"+second.ID+"/approve", decisionForm(t, app.App, admin, second))
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+	require.Contains(t, body, "STALE")
 	var versions int64
 	require.NoError(t, app.DB.Table("state_versions").Where("workspace_id = ? AND run_id = ?", second.WorkspaceID, second.ID).Count(&versions).Error)
 	require.Zero(t, versions, "the stale run wrote no state")

@@ -92,7 +92,7 @@ func TestApprovalMatrixOwnerEdits(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"row": "rule production_change", "field": "class", "before": "2", "after": "3"}}, data["changes"])
 
 	// The new version is what the service now classifies with.
-	cur, err := risk.NewStore(app.DB, audit.New(app.DB)).Current(t.Context(), app.Orgs["acme"])
+	cur, err := app.System.Matrix.Current(t.Context(), app.Orgs["acme"])
 	require.NoError(t, err)
 	require.Equal(t, 1, cur.Version)
 	require.Equal(t, edited, cur.Matrix)

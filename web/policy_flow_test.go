@@ -114,7 +114,7 @@ func TestHardPolicyFailureBlocksForGood(t *testing.T) {
 	page = webtest.ReadBody(t, app.Get(t, owner, "/runs/"+r.ID))
 	require.NotContains(t, page, `id="cancel-run"`)
 	// Not even a cancel moves it: the reason that names the rule stays.
-	resp = app.PostForm(t, operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()}})
+	resp = app.PostForm(t, operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()}, "confirm": {"yes"}})
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 	require.Contains(t, waitForState(t, app, r.ID, run.PolicyBlocked).StateReason, "allowed_regions")
@@ -168,8 +168,10 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	require.NoError(t, app.DB.Raw("SELECT data::text FROM audit_events WHERE action = 'policy.overridden' AND target_id = ?", r.ID).Scan(&data).Error)
 	var bound map[string]string
 	require.NoError(t, json.Unmarshal([]byte(data), &bound))
+	// The override holds until the run's decision deadline, and no longer.
 	require.Equal(t, map[string]string{"rule_id": "database_protection", "rule_version": version, "evaluation_id": ev.ID,
-		"result_digest": ev.ResultDigest, "bundle_digest": ev.BundleDigest, "reason": good}, bound)
+		"result_digest": ev.ResultDigest, "bundle_digest": ev.BundleDigest, "reason": good,
+		"expires_at": r.DecisionDeadline.UTC().Format(time.RFC3339Nano)}, bound)
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ? AND rule_version = ? AND result_digest = ?",
 		r.ID, version, ev.ResultDigest))
 

@@ -65,10 +65,11 @@ func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values)
 // reason.
 func decisionForm(t *testing.T, app *webtest.App, c *http.Client, r run.Run) url.Values {
 	t.Helper()
-	ev := run.EvidenceOf(r)
-	v := url.Values{"_csrf": {app.CSRF(t, c)}, "idempotency_key": {idempotency.NewKey()}, "plan_digest": {ev.PlanDigest},
-		"policy_evaluation_id": {ev.PolicyEvaluationID}, "policy_result_digest": {ev.PolicyResultDigest}, "policy_bundle_digest": {ev.PolicyBundleDigest}}
-	if r.Elevated {
+	v := url.Values{"_csrf": {app.CSRF(t, c)}, "idempotency_key": {idempotency.NewKey()}}
+	for field, value := range run.EvidenceOf(r).Fields() {
+		v.Set(field, value)
+	}
+	if run.RequirementOf(r).Elevated {
 		v.Set("confirm", "DESTROY")
 		v.Set("reason", "checked with the data owner")
 	}

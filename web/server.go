@@ -16,7 +16,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"gorm.io/gorm"
 
 	"gantry/handlers"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,7 +23,6 @@ import (
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
-	"gantry/models/idempotency"
 	"gantry/models/identity"
 	"gantry/models/org"
 	"gantry/models/policy"
@@ -54,6 +52,12 @@ type Config struct {
 	Logger          *slog.Logger
 }
 
+// WithDefaults returns c with its defaults filled in, or why it cannot serve.
+func (c Config) WithDefaults() (Config, error) {
+	err := c.setDefaults()
+	return c, err
+}
+
 func (c *Config) setDefaults() error {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.BaseURL == "" {
@@ -77,16 +81,28 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// Services are the run machinery the pages drive (built by runner.NewSystem).
+// Services are everything the pages drive, built by the composition root
+// (cmd/gantry/assemble): web sees services and stores, never the database.
 type Services struct {
-	Executors  handlers.ExecutorHealth
-	Identity   *identity.Issuer
-	State      *state.Service
-	Runs       *run.Service
-	Catalog    *catalog.Catalog
-	ListenPool *pgxpool.Pool
-	// Credentials manages environments' static cloud credentials (optional).
+	Sessions     *session.Store
+	Orgs         *org.Service
+	Members      handlers.MemberAdmin
+	Audit        *audit.Log
+	Environments *environment.Service
+	// Credentials manages environments' static cloud credentials.
 	Credentials handlers.EnvironmentCredentials
+	Matrix      *risk.Store
+	Policies    *policy.Store
+	Workspaces  *workspace.Service
+	Runs        *run.Service
+	Catalog     *catalog.Catalog
+	Keys        handlers.IdempotencyKeys
+	State       *state.Service
+	Identity    *identity.Issuer
+	Executors   handlers.ExecutorHealth
+	ListenPool  *pgxpool.Pool
+	// Ready answers whether the database does (/readyz).
+	Ready func(ctx context.Context) error
 }
 
 // Server is the assembled HTTP application.
@@ -95,26 +111,29 @@ type Server struct {
 	// Changes fans run changes out to live pages; run it with Changes.Run.
 	Changes  *Changes
 	cfg      Config
-	db       *gorm.DB
+	ready    func(ctx context.Context) error
 	sessions *session.Store
 	orgs     *org.Service
 	audit    *audit.Log
 	auth     *authenticator
 }
 
-// New builds the server. It discovers the OpenID Provider, so the provider must answer.
-func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, error) {
+// New builds the server on svc. It discovers the OpenID Provider, so the provider must
+// answer.
+func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	log := audit.New(gdb)
+	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Ready == nil {
+		return nil, errors.New("web: Sessions, Orgs, Audit, Runs and Ready are required")
+	}
 	s := &Server{
 		Echo:     echo.New(),
 		cfg:      cfg,
-		db:       gdb,
-		sessions: session.NewStore(gdb, cfg.SessionIdle, cfg.SessionLifetime),
-		orgs:     org.NewService(gdb, log),
-		audit:    log,
+		ready:    svc.Ready,
+		sessions: svc.Sessions,
+		orgs:     svc.Orgs,
+		audit:    svc.Audit,
 		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
 	}
 	auth, err := newAuthenticator(ctx, cfg)
@@ -140,7 +159,7 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	}
 	e.StaticFS("/static", assets)
 	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	e.GET(paths.Readyz(), s.ready)
+	e.GET(paths.Readyz(), s.readyz)
 	if svc.State != nil {
 		// The OpenTofu http backend: job credentials (Basic auth), no session or CSRF.
 		handlers.State{Backend: svc.State}.Register(e.Group(""))
@@ -172,32 +191,27 @@ func New(ctx context.Context, cfg Config, gdb *gorm.DB, svc Services) (*Server, 
 	// Everything below needs a signed-in member of an organization.
 	app := web.Group("", s.requireMember)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
-	envs := environment.NewService(gdb, log)
-	handlers.Dashboard{Environments: envs, Activity: log}.Register(app)
-	handlers.Environments{Service: envs, Members: s.orgs, Credentials: svc.Credentials}.Register(app)
-	handlers.EnvironmentsAPI{Service: envs}.Register(app)
-	handlers.Matrix{Store: risk.NewStore(gdb, log)}.Register(app)
-	handlers.Policies{Store: policy.NewStore(gdb, log), Environments: envs}.Register(app)
-	wss := workspace.NewService(gdb)
+	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit}.Register(app)
+	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
+	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app)
+	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
+	handlers.Matrix{Store: svc.Matrix}.Register(app)
+	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
-	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: envs}.Register(app)
-	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: wss, Changes: s.Changes, Keys: idempotency.NewStore(gdb), Heartbeat: 20 * time.Second}.Register(app)
-	handlers.Workspaces{Workspaces: wss, Runs: svc.Runs}.Register(app)
+	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: svc.Environments}.Register(app)
+	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}.Register(app)
+	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}
 	return s, nil
 }
 
-// ready answers 200 when the database answers.
-func (s *Server) ready(c echo.Context) error {
+// readyz answers 200 when the database answers.
+func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	sqlDB, err := s.db.DB()
-	if err == nil {
-		err = sqlDB.PingContext(ctx)
-	}
-	if err != nil {
+	if err := s.ready(ctx); err != nil {
 		return c.String(http.StatusServiceUnavailable, "database unavailable")
 	}
 	return c.String(http.StatusOK, "ready")

@@ -18,13 +18,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	catalogfiles "gantry/catalog"
+	"gantry/cmd/gantry/assemble"
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/demo"
 	"gantry/models/keyring"
 	runpkg "gantry/models/run"
-	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/web/devidp"
 )
@@ -69,7 +69,7 @@ func TestPortalKilledWhilePlanning(t *testing.T) {
 	keys, err := keyring.Parse(keySpec)
 	require.NoError(t, err)
 	// This process only requests the run; the portals work it.
-	sys, err := runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: catalogfiles.FS, Runner: mock.New(),
+	sys, err := assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: catalogfiles.FS, Runner: mock.New(),
 		BaseURL: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(sys.Close)
@@ -142,7 +142,7 @@ func TestPortalKilledWhileApplying(t *testing.T) {
 	keySpec := keyring.NewKeySpec("crash-2")
 	keys, err := keyring.Parse(keySpec)
 	require.NoError(t, err)
-	sys, err := runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: catalogfiles.FS, Runner: mock.New(),
+	sys, err := assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: catalogfiles.FS, Runner: mock.New(),
 		BaseURL: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(sys.Close)

@@ -158,10 +158,10 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(ctx, web.Config{
+	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
 		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
-	}, gdb, web.Services{Executors: sys, Identity: sys.Identity, State: sys.State, Runs: sys.Runs, Catalog: sys.Catalog, ListenPool: sys.ListenPool, Credentials: sys.Credentials})
+	})
 	if err != nil {
 		sys.Close()
 		return err

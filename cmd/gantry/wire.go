@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"gantry/catalog"
+	"gantry/cmd/gantry/assemble"
 	"gantry/models/keyring"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -213,8 +214,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// buildSystem assembles the run machinery on gdb.
-func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf systemFlags, logger *slog.Logger) (*runner.System, error) {
+// buildSystem assembles the portal on gdb (cmd/gantry/assemble is the composition root).
+func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf systemFlags, logger *slog.Logger) (*assemble.Portal, error) {
 	if sf.keys == "" {
 		return nil, errors.New("--keys (or $GANTRY_KEYS) is required: artifacts and state are encrypted at rest")
 	}
@@ -230,7 +231,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	if err != nil {
 		return nil, err
 	}
-	return runner.NewSystem(ctx, runner.SystemConfig{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
+	return assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
 		ContainerStatePort: sf.containerStatePort})
 }
@@ -238,7 +239,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 // servePortal runs the job queue, the live-change listener and the HTTP server until
 // ctx ends, then stops them: HTTP first, then the queue, letting running jobs finish
 // for a while before cancelling them.
-func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *runner.System, stateSocket string) error {
+func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *assemble.Portal, stateSocket string) error {
 	if err := sys.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("starting job queue: %w", err)
 	}

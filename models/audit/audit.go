@@ -236,3 +236,16 @@ func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
 	}
 	return events, nil
 }
+
+// OfTarget returns the events about one object of organization orgID, oldest first,
+// for a service that has already decided its subject may see that object (a run's
+// timeline); it checks no permission itself.
+func (l *Log) OfTarget(ctx context.Context, orgID, targetType, targetID string) ([]Event, error) {
+	var events []Event
+	err := db.Conn(ctx, l.db).Where("organization_id = ? AND target_type = ? AND target_id = ?", orgID, targetType, targetID).
+		Order("seq").Find(&events).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading the history of %s %s: %w", targetType, targetID, err)
+	}
+	return events, nil
+}

@@ -70,6 +70,11 @@ const (
 	PermPoliciesManage Permission = "policies.manage"
 	// PermMatrixManage: edit the risk classes and the approval matrix (owners).
 	PermMatrixManage Permission = "matrix.manage"
+	// PermMembersManage: invite members, change their roles below owner, remove them
+	// and grant restricted environments (admins and owners).
+	PermMembersManage Permission = "members.manage"
+	// PermEntitlementsManage: grant cloud.live and make or unmake owners (owners).
+	PermEntitlementsManage Permission = "entitlements.manage"
 )
 
 // allows is the one table of which role holds which permission.
@@ -77,9 +82,9 @@ func (r Role) allows(p Permission) bool {
 	switch p {
 	case PermOrgRead:
 		return r.Valid()
-	case PermEnvironmentsManage, PermPoliciesManage:
+	case PermEnvironmentsManage, PermPoliciesManage, PermMembersManage:
 		return r.AtLeast(RoleAdmin)
-	case PermMatrixManage:
+	case PermMatrixManage, PermEntitlementsManage:
 		return r.AtLeast(RoleOwner)
 	case PermAuditRead:
 		return r == RoleAuditor || r.AtLeast(RoleAdmin)

@@ -21,6 +21,8 @@ func TestPermissionTable(t *testing.T) {
 		authz.PermProvisioningApply:  {authz.RoleOperator, authz.RoleAdmin, authz.RoleOwner},
 		authz.PermPoliciesManage:     {authz.RoleAdmin, authz.RoleOwner},
 		authz.PermMatrixManage:       {authz.RoleOwner},
+		authz.PermMembersManage:      {authz.RoleAdmin, authz.RoleOwner},
+		authz.PermEntitlementsManage: {authz.RoleOwner},
 	}
 	for perm, allowed := range want {
 		for _, role := range authz.Roles {

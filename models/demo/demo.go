@@ -25,7 +25,19 @@ type User struct {
 	Subject, Email, Name, Password string
 	OrgSlug                        string
 	Role                           authz.Role
+	// Groups are what the development provider puts in the ID token's groups claim.
+	Groups []string
+	// CloudLive: the demo runs live OpenTofu against the sandbox cloud, so everyone who
+	// requests or approves there holds cloud.live.
+	CloudLive bool
 }
+
+// LeadsGroup is the demo group of an organization's owners and admins; it owns the
+// production environment (a matrix row may name the environment's owners).
+func LeadsGroup(orgSlug string) string { return orgSlug + "-platform-leads" }
+
+// DevelopersGroup is the demo group of an organization's operators.
+func DevelopersGroup(orgSlug string) string { return orgSlug + "-developers" }
 
 // Orgs are the two demo tenants.
 var Orgs = []Org{{Slug: "acme", Name: "Acme Corp"}, {Slug: "globex", Name: "Globex"}}
@@ -41,14 +53,21 @@ func Users() []User {
 	var out []User
 	for _, o := range Orgs {
 		for _, role := range []authz.Role{authz.RoleOwner, authz.RoleAdmin, authz.RoleOperator, authz.RoleViewer, authz.RoleAuditor} {
-			out = append(out, User{
+			u := User{
 				Subject:  o.Slug + "-" + string(role),
 				Email:    string(role) + "@" + o.Slug + ".test",
 				Name:     firstNames[o.Slug][role] + " (" + o.Name + " " + string(role) + ")",
 				Password: string(role) + "-" + o.Slug,
 				OrgSlug:  o.Slug,
 				Role:     role,
-			})
+			}
+			switch role {
+			case authz.RoleOwner, authz.RoleAdmin:
+				u.Groups, u.CloudLive = []string{LeadsGroup(o.Slug)}, true
+			case authz.RoleOperator:
+				u.Groups, u.CloudLive = []string{DevelopersGroup(o.Slug)}, true
+			}
+			out = append(out, u)
 		}
 	}
 	return out
@@ -92,18 +111,28 @@ func Seed(ctx context.Context, gdb *gorm.DB, issuer string) (map[string]string, 
 			}
 			// Staging is protected in the demo too, so the approval gate is there to try.
 			requires := tier != environment.TierDevelopment
-			if _, err := envs.Create(sysCtx, environment.Input{Name: string(tier), Tier: string(tier), RequiresApproval: &requires}); err != nil {
+			in := environment.Input{Name: string(tier), Tier: string(tier), RequiresApproval: &requires}
+			if tier == environment.TierProduction {
+				in.OwnerGroups = &[]string{LeadsGroup(o.Slug)}
+			}
+			if _, err := envs.Create(sysCtx, in); err != nil {
 				return nil, fmt.Errorf("seeding environment %s: %w", tier, err)
 			}
 		}
 	}
 	for _, u := range Users() {
 		err := db.Tx(ctx, gdb, func(ctx context.Context) error {
-			user, err := orgs.UpsertLoginUser(ctx, issuer, u.Subject, u.Email, u.Name)
+			user, err := orgs.UpsertLoginUser(ctx, org.Login{Issuer: issuer, Subject: u.Subject, Email: u.Email, Name: u.Name, Groups: u.Groups})
 			if err != nil {
 				return err
 			}
-			return orgs.EnsureMembership(ctx, ids[u.OrgSlug], user.ID, u.Role)
+			if err := orgs.EnsureMembership(ctx, ids[u.OrgSlug], user.ID, u.Role); err != nil {
+				return err
+			}
+			if u.CloudLive {
+				return orgs.EnsureCloudLive(ctx, ids[u.OrgSlug], user.ID)
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("seeding user %s: %w", u.Email, err)

@@ -47,6 +47,11 @@ type Environment struct {
 	DecisionWindowHours int
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	// Owners (user ids) and OwnerGroups (ID token groups) are the environment's named
+	// owners: the deciders of a matrix row that names the environment's owners. Read by
+	// Lookup and Owners; stored in their own tables.
+	Owners      []string `gorm:"-"`
+	OwnerGroups []string `gorm:"-"`
 }
 
 // DecisionWindow is the environment's decision window as a duration.
@@ -81,7 +86,11 @@ type Input struct {
 	RequiresApproval *bool
 	Restricted       bool
 	Grants           []string // user ids
-	Executor         string   // "" means "default"
+	// Owners (user ids) and OwnerGroups (group names) are the environment's named
+	// owners; nil means none on create and "unchanged" on edit, like Executor.
+	Owners      *[]string
+	OwnerGroups *[]string
+	Executor    string // "" means "default"
 	// DecisionWindowHours 0 (absent) means the default (168 hours) on create and
 	// "unchanged" on edit, like Executor: a client that does not know the field never
 	// resets a window an admin set.
@@ -115,5 +124,17 @@ func (in Input) Validate() *errs.Validation {
 	if h := in.DecisionWindowHours; h != 0 && (h < MinDecisionWindowHours || h > MaxDecisionWindowHours) {
 		v.Add("decision_window_hours", "Between 1 and 720 hours.")
 	}
+	for _, g := range deref(in.OwnerGroups) {
+		if g = strings.TrimSpace(g); g != "" && !groupPattern.MatchString(g) {
+			v.Add("owner_groups", "Group names are 1 to 128 letters, digits, spaces and . _ : / @ -, one per line.")
+		}
+	}
 	return v
+}
+
+func deref(xs *[]string) []string {
+	if xs == nil {
+		return nil
+	}
+	return *xs
 }

@@ -52,7 +52,7 @@ func (s *Service) Get(ctx context.Context, id string) (Environment, error) {
 	if err != nil {
 		return Environment{}, err
 	}
-	return s.get(ctx, subject.OrganizationID, id, false)
+	return s.Lookup(ctx, subject.OrganizationID, id)
 }
 
 func (s *Service) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
@@ -120,6 +120,9 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 		if err != nil {
 			return err
 		}
+		if env, err = s.replaceOwners(ctx, env, deref(in.Owners), deref(in.OwnerGroups)); err != nil {
+			return err
+		}
 		return s.audit.Record(ctx, audit.Entry{
 			Action: "environment.created", TargetType: "environment", TargetID: env.ID,
 			Data: map[string]any{"after": snapshot(env, grants)},
@@ -145,6 +148,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if err != nil {
 			return err
 		}
+		if before, err = s.withOwners(ctx, before); err != nil {
+			return err
+		}
 		if err := s.validate(ctx, subject.OrganizationID, id, in); err != nil {
 			return err
 		}
@@ -166,7 +172,13 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			env.DecisionWindowHours = in.DecisionWindowHours
 		}
 		afterGrants := normaliseIDs(in.Grants)
-		if env == before && slices.Equal(beforeGrants, afterGrants) {
+		if in.Owners != nil {
+			env.Owners = normaliseIDs(*in.Owners)
+		}
+		if in.OwnerGroups != nil {
+			env.OwnerGroups = normaliseIDs(*in.OwnerGroups)
+		}
+		if sameSettings(env, before) && slices.Equal(beforeGrants, afterGrants) {
 			return nil
 		}
 		// Explicit column map: gorm's Updates(struct) would skip false booleans.
@@ -183,6 +195,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if _, err := s.replaceGrants(ctx, env, afterGrants); err != nil {
 			return err
 		}
+		if env, err = s.replaceOwners(ctx, env, env.Owners, env.OwnerGroups); err != nil {
+			return err
+		}
 		return s.audit.Record(ctx, audit.Entry{
 			Action: "environment.updated", TargetType: "environment", TargetID: env.ID,
 			Data: map[string]any{"before": snapshot(before, beforeGrants), "after": snapshot(env, afterGrants)},
@@ -191,7 +206,14 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 	if err != nil {
 		return Environment{}, err
 	}
-	return s.get(ctx, subject.OrganizationID, id, false)
+	return s.Lookup(ctx, subject.OrganizationID, id)
+}
+
+// sameSettings reports whether an edit changes nothing of a and b.
+func sameSettings(a, b Environment) bool {
+	return a.Name == b.Name && a.Tier == b.Tier && a.RequiresApproval == b.RequiresApproval && a.Restricted == b.Restricted &&
+		a.Executor == b.Executor && a.DecisionWindowHours == b.DecisionWindowHours &&
+		slices.Equal(a.Owners, b.Owners) && slices.Equal(a.OwnerGroups, b.OwnerGroups)
 }
 
 // validate runs the input's own checks, then those that need the database: a name
@@ -212,18 +234,44 @@ func (s *Service) validate(ctx context.Context, orgID, selfID string, in Input) 
 			v.Add("name", fmt.Sprintf("An environment named %q already exists.", in.Name))
 		}
 	}
-	if ids := normaliseIDs(in.Grants); len(ids) > 0 {
+	for field, ids := range map[string][]string{"grants": normaliseIDs(in.Grants), "owners": normaliseIDs(deref(in.Owners))} {
+		if len(ids) == 0 {
+			continue
+		}
 		var members int64
 		err := db.Conn(ctx, s.db).Table("memberships").
 			Where("organization_id = ? AND user_id IN ?", orgID, ids).Count(&members).Error
 		if err != nil {
-			return fmt.Errorf("checking grants: %w", err)
+			return fmt.Errorf("checking %s: %w", field, err)
 		}
 		if int(members) != len(ids) {
-			v.Add("grants", "Grants may only name members of this organization.")
+			v.Add(field, "Name only members of this organization.")
 		}
 	}
 	return v.Err()
+}
+
+// replaceOwners stores the named owners of env and returns env carrying them.
+func (s *Service) replaceOwners(ctx context.Context, env Environment, users, groups []string) (Environment, error) {
+	conn := db.Conn(ctx, s.db)
+	if err := conn.Where("environment_id = ?", env.ID).Delete(&Owner{}).Error; err != nil {
+		return Environment{}, fmt.Errorf("clearing owners: %w", err)
+	}
+	if err := conn.Where("environment_id = ?", env.ID).Delete(&OwnerGroup{}).Error; err != nil {
+		return Environment{}, fmt.Errorf("clearing owner groups: %w", err)
+	}
+	env.Owners, env.OwnerGroups = normaliseIDs(users), normaliseIDs(groups)
+	for _, uid := range env.Owners {
+		if err := conn.Create(&Owner{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
+			return Environment{}, fmt.Errorf("naming owner %s: %w", uid, db.Translate(err))
+		}
+	}
+	for _, g := range env.OwnerGroups {
+		if err := conn.Create(&OwnerGroup{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, GroupName: g}).Error; err != nil {
+			return Environment{}, fmt.Errorf("naming owner group %s: %w", g, db.Translate(err))
+		}
+	}
+	return env, nil
 }
 
 // nameConflict turns a unique-index race (two admins creating the same name at once)
@@ -271,8 +319,15 @@ func snapshot(env Environment, grants []string) map[string]any {
 	return map[string]any{
 		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
-		"decision_window_hours": env.DecisionWindowHours,
+		"decision_window_hours": env.DecisionWindowHours, "owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
 	}
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 func windowOrDefault(hours int) int {

@@ -4,8 +4,13 @@ package org
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -13,6 +18,8 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/errs"
+	"gantry/models/run"
 )
 
 // Organization is a tenant: everything in Gantry belongs to exactly one.
@@ -25,11 +32,14 @@ type Organization struct {
 
 // User is one identity at one OpenID Provider.
 type User struct {
-	ID        string
-	Issuer    string
-	Subject   string
-	Email     string
-	Name      string
+	ID      string
+	Issuer  string
+	Subject string
+	Email   string
+	Name    string
+	// Groups is the ID token's groups claim at the last sign-in: a snapshot the rules
+	// (named environment owners), workers and notifications read.
+	Groups    []string `gorm:"serializer:json;type:jsonb"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -50,7 +60,10 @@ type Membership struct {
 	OrganizationID string `gorm:"primaryKey"`
 	UserID         string `gorm:"primaryKey"`
 	Role           authz.Role
-	CreatedAt      time.Time
+	// CloudLive is the entitlement to request and approve runs on live executors;
+	// owners grant it per member.
+	CloudLive bool
+	CreatedAt time.Time
 }
 
 // MembershipView is a membership with the names a page needs.
@@ -62,6 +75,8 @@ type MembershipView struct {
 	UserName         string
 	UserEmail        string
 	Role             authz.Role
+	CloudLive        bool
+	Groups           []string `gorm:"serializer:json"`
 }
 
 // Service manages organizations, users and memberships.
@@ -73,20 +88,80 @@ type Service struct {
 // NewService returns the organization service.
 func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb, audit: log} }
 
+// Login is what the provider asserted about a person at sign-in.
+type Login struct {
+	Issuer, Subject, Email, Name string
+	// Groups is the ID token's groups claim (nil when the provider sends none).
+	Groups []string
+}
+
 // UpsertLoginUser finds or creates the user for (issuer, subject) and refreshes the
-// e-mail and name the provider asserts. It is called by the login callback, before any
-// subject exists, so it needs no permission.
-func (s *Service) UpsertLoginUser(ctx context.Context, issuer, subject, email, name string) (User, error) {
-	u := User{ID: db.NewID("usr"), Issuer: issuer, Subject: subject, Email: email, Name: name}
+// e-mail, name and groups the provider asserts (the groups snapshot is replaced at
+// every sign-in). It is called by the login callback, before any subject exists, so it
+// needs no permission.
+func (s *Service) UpsertLoginUser(ctx context.Context, in Login) (User, error) {
+	groups := cleanGroups(in.Groups)
+	u := User{ID: db.NewID("usr"), Issuer: in.Issuer, Subject: in.Subject, Email: in.Email, Name: in.Name, Groups: groups}
+	raw, _ := json.Marshal(groups)
 	err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "issuer"}, {Name: "subject"}},
-		DoUpdates: clause.Assignments(map[string]any{"email": email, "name": name, "updated_at": gorm.Expr("now()")}),
+		Columns: []clause.Column{{Name: "issuer"}, {Name: "subject"}},
+		DoUpdates: clause.Assignments(map[string]any{"email": in.Email, "name": in.Name, "groups": string(raw),
+			"updated_at": gorm.Expr("now()")}),
 	}, clause.Returning{}).Create(&u).Error
 	if err != nil {
 		return User{}, fmt.Errorf("saving user: %w", db.Translate(err))
 	}
 	return u, nil
 }
+
+// maxGroups bounds the groups kept per user: a provider sending thousands is
+// misconfigured, and the snapshot is read on every decision.
+const maxGroups = 200
+
+// cleanGroups keeps the groups that are short, printable strings, sorted and unique.
+func cleanGroups(in []string) []string {
+	out := []string{}
+	for _, g := range in {
+		g = strings.TrimSpace(g)
+		if g == "" || len(g) > 128 || strings.ContainsFunc(g, unicode.IsControl) || !utf8.ValidString(g) {
+			continue
+		}
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > maxGroups {
+		out = out[:maxGroups]
+	}
+	return out
+}
+
+// Member is what the run rules need to know about user userID in organization orgID
+// (run.Members): name, role, cloud.live and groups; errs.ErrNotFound when the user is
+// not a member. It checks no permission: the run service authorizes its own subject.
+func (s *Service) Member(ctx context.Context, orgID, userID string) (run.Member, error) {
+	var rows []MembershipView
+	err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? AND m.user_id = ?`, orgID, userID).Scan(&rows).Error
+	if err != nil {
+		return run.Member{}, fmt.Errorf("reading membership: %w", err)
+	}
+	if len(rows) == 0 {
+		return run.Member{}, fmt.Errorf("member %s: %w", userID, errs.ErrNotFound)
+	}
+	m := rows[0]
+	name := m.UserName
+	if name == "" {
+		name = m.UserEmail
+	}
+	return run.Member{Name: name, Role: m.Role, CloudLive: m.CloudLive, Groups: m.Groups}, nil
+}
+
+const memberQuery = `
+		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups
+		  FROM memberships m
+		  JOIN organizations o ON o.id = m.organization_id
+		  JOIN users u ON u.id = m.user_id`
 
 // User returns the user with id.
 func (s *Service) User(ctx context.Context, id string) (User, error) {
@@ -100,14 +175,7 @@ func (s *Service) User(ctx context.Context, id string) (User, error) {
 // MembershipsOf lists the organizations user userID belongs to, by name.
 func (s *Service) MembershipsOf(ctx context.Context, userID string) ([]MembershipView, error) {
 	var out []MembershipView
-	err := db.Conn(ctx, s.db).Raw(`
-		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
-		       m.user_id, u.name AS user_name, u.email AS user_email, m.role
-		  FROM memberships m
-		  JOIN organizations o ON o.id = m.organization_id
-		  JOIN users u ON u.id = m.user_id
-		 WHERE m.user_id = ?
-		 ORDER BY o.name`, userID).Scan(&out).Error
+	err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.user_id = ? ORDER BY o.name`, userID).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing memberships: %w", err)
 	}
@@ -121,14 +189,7 @@ func (s *Service) Members(ctx context.Context) ([]MembershipView, error) {
 		return nil, err
 	}
 	var out []MembershipView
-	err = db.Conn(ctx, s.db).Raw(`
-		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
-		       m.user_id, u.name AS user_name, u.email AS user_email, m.role
-		  FROM memberships m
-		  JOIN organizations o ON o.id = m.organization_id
-		  JOIN users u ON u.id = m.user_id
-		 WHERE m.organization_id = ?
-		 ORDER BY u.name, u.email`, subject.OrganizationID).Scan(&out).Error
+	err = db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY u.name, u.email`, subject.OrganizationID).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing members: %w", err)
 	}
@@ -188,5 +249,21 @@ func (s *Service) EnsureMembership(ctx context.Context, orgID, userID string, ro
 			Action: "membership.role_set", TargetType: "user", TargetID: userID,
 			Data: map[string]any{"role": role},
 		})
+	})
+}
+
+// EnsureCloudLive grants member userID of orgID cloud.live as the system (demo seeding
+// and bootstrap; owners use the members page), audited when it changed anything.
+func (s *Service) EnsureCloudLive(ctx context.Context, orgID, userID string) error {
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		res := db.Conn(ctx, s.db).Model(&Membership{}).Where("organization_id = ? AND user_id = ? AND NOT cloud_live", orgID, userID).
+			Update("cloud_live", true)
+		if res.Error != nil {
+			return fmt.Errorf("granting cloud.live: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "membership.cloud_live_granted", TargetType: "user", TargetID: userID})
 	})
 }

@@ -82,8 +82,14 @@ type Override struct {
 	Reason           string
 	OverriddenBy     string
 	OverriddenByName string
-	CreatedAt        time.Time
+	// ExpiresAt is the decision deadline of the run the override was given to: it
+	// holds until then and no longer (DESIGN §3).
+	ExpiresAt time.Time
+	CreatedAt time.Time
 }
+
+// ValidAt reports whether the override still holds at now.
+func (o Override) ValidAt(now time.Time) bool { return now.Before(o.ExpiresAt) }
 
 // TableName names the table.
 func (Override) TableName() string { return "policy_overrides" }
@@ -396,5 +402,5 @@ func (s *Store) AddOverride(ctx context.Context, o Override, bundleDigest string
 	}
 	return s.audit.Record(ctx, audit.Entry{Action: "policy.overridden", TargetType: "run", TargetID: o.RunID,
 		Data: map[string]any{"rule_id": o.RuleID, "rule_version": o.RuleVersion, "evaluation_id": o.EvaluationID,
-			"result_digest": o.ResultDigest, "bundle_digest": bundleDigest, "reason": o.Reason}})
+			"result_digest": o.ResultDigest, "bundle_digest": bundleDigest, "reason": o.Reason, "expires_at": o.ExpiresAt}})
 }

@@ -79,15 +79,24 @@ const (
 	ApproverOperator Approver = "operator"
 	ApproverAdmin    Approver = "admin"
 	ApproverOwner    Approver = "owner"
+	// ApproverEnvOwners: a named owner of the run's environment (a user, or a member of
+	// a group from the ID token's groups claim) holding provisioning.apply.
+	ApproverEnvOwners Approver = "environment_owners"
 )
 
 // Approvers lists every approver, in the order shown to people.
-var Approvers = []Approver{ApproverNone, ApproverSystem, ApproverOperator, ApproverAdmin, ApproverOwner}
+var Approvers = []Approver{ApproverNone, ApproverSystem, ApproverOperator, ApproverAdmin, ApproverOwner, ApproverEnvOwners}
 
 // Escalations lists what a decision may escalate to ("" is no escalation).
-var Escalations = []Approver{"", ApproverOperator, ApproverAdmin, ApproverOwner}
+var Escalations = []Approver{"", ApproverOperator, ApproverAdmin, ApproverOwner, ApproverEnvOwners}
 
-// rank orders the person approvers; none and system are not people (0).
+// MaxEscalateAfterHours bounds a row's escalation wait (30 days, the longest decision window).
+const MaxEscalateAfterHours = 720
+
+// Role reports whether a is a role on the ladder (operator, admin or owner).
+func (a Approver) Role() bool { return a.rank() > 0 }
+
+// rank orders the role approvers; none, system and named owners are not on the ladder (0).
 func (a Approver) rank() int {
 	switch a {
 	case ApproverOperator:
@@ -100,8 +109,18 @@ func (a Approver) rank() int {
 	return 0
 }
 
-// Person reports whether a is a person (operator, admin or owner).
-func (a Approver) Person() bool { return a.rank() > 0 }
+// Person reports whether a is a person: a role (operator, admin or owner) or a named
+// environment owner.
+func (a Approver) Person() bool { return a.rank() > 0 || a == ApproverEnvOwners }
+
+// AtLeast reports whether a asks at least as much as min: both roles and a's rank at or
+// above min's; a named owner asks only what min asks when min is a named owner too.
+func (a Approver) AtLeast(min Approver) bool {
+	if min.Role() {
+		return a.Role() && a.rank() >= min.rank()
+	}
+	return a == min
+}
 
 // Decision is one row of the decision table: who decides the runs of one level.
 type Decision struct {
@@ -111,8 +130,10 @@ type Decision struct {
 	FourEyes bool `json:"four_eyes"`
 	// Elevated: fresh authentication, typing DESTROY and a reason of 10+ characters.
 	Elevated bool `json:"elevated"`
-	// Escalation is who decides when the approver is unavailable ("" = none).
-	Escalation Approver `json:"escalation"`
+	// Escalation is who may also decide once a run has waited EscalateAfterHours for
+	// its approver ("" = none).
+	Escalation         Approver `json:"escalation"`
+	EscalateAfterHours int      `json:"escalate_after_hours,omitempty"`
 }
 
 // Summary says in words who decides, e.g. "an admin or owner, not the requester".
@@ -129,6 +150,8 @@ func (d Decision) Summary() string {
 		s = "an admin or owner"
 	case ApproverOwner:
 		s = "an owner"
+	case ApproverEnvOwners:
+		s = "a named owner of the environment"
 	default:
 		return "unknown approver " + strconv.Quote(string(d.Approver))
 	}
@@ -137,6 +160,9 @@ func (d Decision) Summary() string {
 	}
 	if d.Elevated {
 		s += ", freshly authenticated, typing DESTROY with a reason of 10+ characters"
+	}
+	if d.Escalation != "" {
+		s += fmt.Sprintf("; after %d h also %s", d.EscalateAfterHours, Decision{Approver: d.Escalation}.Summary())
 	}
 	return s
 }
@@ -164,7 +190,7 @@ func Default() Matrix {
 			{Level: Level0, Approver: ApproverNone},
 			{Level: Level1, Approver: ApproverSystem},
 			{Level: Level1Protected, Approver: ApproverOperator, FourEyes: true},
-			{Level: Level2, Approver: ApproverAdmin, FourEyes: true, Escalation: ApproverOwner},
+			{Level: Level2, Approver: ApproverAdmin, FourEyes: true},
 			{Level: Level3, Approver: ApproverOwner, FourEyes: true, Elevated: true},
 		},
 	}
@@ -178,6 +204,9 @@ func ApproverField(l Level) string   { return "approver." + string(l) }
 func FourEyesField(l Level) string   { return "four_eyes." + string(l) }
 func ElevatedField(l Level) string   { return "elevated." + string(l) }
 func EscalationField(l Level) string { return "escalation." + string(l) }
+func EscalateAfterField(l Level) string {
+	return "escalate_after_hours." + string(l)
+}
 
 func (c Condition) valid() bool { return slices.Contains(Conditions, c) }
 func (l Level) valid() bool     { return slices.Contains(Levels, l) }
@@ -263,9 +292,9 @@ func validateDecision(v *errs.Validation, d Decision) {
 	field := ApproverField(d.Level)
 	if !d.Approver.valid() {
 		// The checks below depend on who approves: only say what is wrong for sure.
-		v.Add(field, "Choose none, system, operator, admin or owner.")
+		v.Add(field, "Choose none, system, operator, admin, owner or the environment's owners.")
 		if d.Escalation != "" && !d.Escalation.Person() {
-			v.Add(EscalationField(d.Level), "Choose no escalation, operator, admin or owner.")
+			v.Add(EscalationField(d.Level), "Choose no escalation, operator, admin, owner or the environment's owners.")
 		}
 		return
 	}
@@ -286,12 +315,21 @@ func validateDecision(v *errs.Validation, d Decision) {
 	field = EscalationField(d.Level)
 	switch {
 	case d.Escalation == "":
+		if d.EscalateAfterHours != 0 {
+			v.Add(EscalateAfterField(d.Level), "Leave the waiting time empty when nobody is escalated to.")
+		}
 	case !d.Escalation.Person():
-		v.Add(field, "Choose no escalation, operator, admin or owner.")
+		v.Add(field, "Choose no escalation, operator, admin, owner or the environment's owners.")
 	case !d.Approver.Person():
 		v.Add(field, "Only a person approver escalates: system and none decide by themselves.")
-	case d.Escalation.rank() < d.Approver.rank():
-		v.Add(field, fmt.Sprintf("An escalation may not lower the bar: choose %s or above.", d.Approver))
+	case d.Approver.Role() && d.Escalation.Role() && d.Escalation.rank() < d.Approver.rank():
+		v.Add(field, fmt.Sprintf("An escalation may not lower the bar: %s decide here.", Decision{Approver: d.Approver}.Summary()))
+	case d.Escalation == d.Approver || d.Approver.Role() && d.Escalation.Role():
+		// Roles are "at least": everyone an escalation to a role at or above the
+		// approver's could add may already decide.
+		v.Add(field, "This escalation adds nobody who may not decide already: escalate between a role and the environment's named owners.")
+	case d.EscalateAfterHours < 1 || d.EscalateAfterHours > MaxEscalateAfterHours:
+		v.Add(EscalateAfterField(d.Level), fmt.Sprintf("Say after how many hours of waiting the escalation applies: 1 to %d.", MaxEscalateAfterHours))
 	}
 }
 
@@ -498,6 +536,7 @@ func Diff(before, after Matrix) []Change {
 		add(row, "four_eyes", strconv.FormatBool(o.FourEyes), strconv.FormatBool(d.FourEyes))
 		add(row, "elevated", strconv.FormatBool(o.Elevated), strconv.FormatBool(d.Elevated))
 		add(row, "escalation", escalationText(o.Escalation), escalationText(d.Escalation))
+		add(row, "escalate_after_hours", strconv.Itoa(o.EscalateAfterHours), strconv.Itoa(d.EscalateAfterHours))
 	}
 	add("rules", "order", ruleOrder(before), ruleOrder(after))
 	return out

@@ -30,7 +30,7 @@ func TestAssessDefault(t *testing.T) {
 	none := risk.Decision{Level: risk.Level0, Approver: risk.ApproverNone}
 	system := risk.Decision{Level: risk.Level1, Approver: risk.ApproverSystem}
 	protected := risk.Decision{Level: risk.Level1Protected, Approver: risk.ApproverOperator, FourEyes: true}
-	admin := risk.Decision{Level: risk.Level2, Approver: risk.ApproverAdmin, FourEyes: true, Escalation: risk.ApproverOwner}
+	admin := risk.Decision{Level: risk.Level2, Approver: risk.ApproverAdmin, FourEyes: true}
 	owner := risk.Decision{Level: risk.Level3, Approver: risk.ApproverOwner, FourEyes: true, Elevated: true}
 
 	cases := []struct {
@@ -194,7 +194,7 @@ func TestDefaultIsValidAndMatchesTheDesign(t *testing.T) {
 		{Level: "0", Approver: "none"},
 		{Level: "1", Approver: "system"},
 		{Level: "1-protected", Approver: "operator", FourEyes: true},
-		{Level: "2", Approver: "admin", FourEyes: true, Escalation: "owner"},
+		{Level: "2", Approver: "admin", FourEyes: true},
 		{Level: "3", Approver: "owner", FourEyes: true, Elevated: true},
 	}, m.Decisions)
 
@@ -202,7 +202,7 @@ func TestDefaultIsValidAndMatchesTheDesign(t *testing.T) {
 	raw, err := json.Marshal(m)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `{"id":"replace","condition":"replace","class":2,"description":"any replace"}`)
-	require.Contains(t, string(raw), `{"level":"2","approver":"admin","four_eyes":true,"elevated":false,"escalation":"owner"}`)
+	require.Contains(t, string(raw), `{"level":"2","approver":"admin","four_eyes":true,"elevated":false,"escalation":""}`)
 	var back risk.Matrix
 	require.NoError(t, json.Unmarshal(raw, &back))
 	require.Equal(t, m, back)
@@ -268,6 +268,26 @@ func TestValidate(t *testing.T) {
 		{"escalating a self-service approval", func(m *risk.Matrix) {
 			setDecision(*m, risk.Level1, func(d *risk.Decision) { d.Escalation = risk.ApproverOwner })
 		}, "escalation.1"},
+		{"escalation without a waiting time", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level2, func(d *risk.Decision) { d.Escalation = risk.ApproverEnvOwners })
+		}, "escalate_after_hours.2"},
+		{"escalation waiting longer than a decision window can last", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level2, func(d *risk.Decision) { d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, 721 })
+		}, "escalate_after_hours.2"},
+		{"escalation to a higher role adds nobody", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level2, func(d *risk.Decision) { d.Escalation, d.EscalateAfterHours = risk.ApproverOwner, 4 })
+		}, "escalation.2"},
+		{"escalation to the same named owners", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level2, func(d *risk.Decision) {
+				d.Approver, d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, risk.ApproverEnvOwners, 4
+			})
+		}, "escalation.2"},
+		{"a waiting time without an escalation", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level1Protected, func(d *risk.Decision) { d.EscalateAfterHours = 4 })
+		}, "escalate_after_hours.1-protected"},
+		{"named owners decide dry runs", func(m *risk.Matrix) {
+			setDecision(*m, risk.Level0, func(d *risk.Decision) { d.Approver = risk.ApproverEnvOwners })
+		}, "approver.0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,7 +313,14 @@ func TestValidate(t *testing.T) {
 
 	// Valid edits.
 	for name, edit := range map[string]func(risk.Matrix){
-		"no escalation":  func(m risk.Matrix) { setDecision(m, risk.Level2, func(d *risk.Decision) { d.Escalation = "" }) },
+		"named owners decide, admins after 4 h": func(m risk.Matrix) {
+			setDecision(m, risk.Level2, func(d *risk.Decision) {
+				d.Approver, d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, risk.ApproverAdmin, 4
+			})
+		},
+		"operators escalate to named owners": func(m risk.Matrix) {
+			setDecision(m, risk.Level1Protected, func(d *risk.Decision) { d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, 8 })
+		},
 		"four eyes off":  func(m risk.Matrix) { setDecision(m, risk.Level3, func(d *risk.Decision) { d.FourEyes = false }) },
 		"elevated admin": func(m risk.Matrix) { setDecision(m, risk.Level2, func(d *risk.Decision) { d.Elevated = true }) },
 		"system approves risk 0": func(m risk.Matrix) {
@@ -303,9 +330,6 @@ func TestValidate(t *testing.T) {
 			setDecision(m, risk.Level1, func(d *risk.Decision) { d.Approver = risk.ApproverOperator })
 		},
 		"replace is risk 1": func(m risk.Matrix) { setClass(m, risk.CondReplace, 1) },
-		"escalation to same level": func(m risk.Matrix) {
-			setDecision(m, risk.Level3, func(d *risk.Decision) { d.Escalation = risk.ApproverOwner })
-		},
 	} {
 		m := risk.Default()
 		edit(m)
@@ -320,10 +344,14 @@ func TestDiff(t *testing.T) {
 
 	after := risk.Default()
 	setClass(after, risk.CondProduction, 3)
-	setDecision(after, risk.Level2, func(d *risk.Decision) { d.Escalation = ""; d.Elevated = true })
+	setDecision(after, risk.Level2, func(d *risk.Decision) {
+		d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, 4
+		d.Elevated = true
+	})
 	require.Equal(t, []risk.Change{
 		{Row: "rule production_change", Field: "class", Before: "2", After: "3"},
 		{Row: "decision 2", Field: "elevated", Before: "false", After: "true"},
-		{Row: "decision 2", Field: "escalation", Before: "owner", After: "none"},
+		{Row: "decision 2", Field: "escalation", Before: "none", After: "environment_owners"},
+		{Row: "decision 2", Field: "escalate_after_hours", Before: "0", After: "4"},
 	}, risk.Diff(before, after))
 }

@@ -68,12 +68,15 @@ const AnyVersion = -1
 // Store keeps the versions of every organization's matrix. Versions are append-only (the
 // database refuses UPDATE and DELETE): a run names the version that classified it.
 type Store struct {
-	db    *gorm.DB
-	audit *audit.Log
+	db     *gorm.DB
+	audit  *audit.Log
+	floors Floors
 }
 
 // NewStore returns the matrix store.
-func NewStore(gdb *gorm.DB, log *audit.Log) *Store { return &Store{db: gdb, audit: log} }
+func NewStore(gdb *gorm.DB, log *audit.Log, floors Floors) *Store {
+	return &Store{db: gdb, audit: log, floors: floors}
+}
 
 // Current returns organization orgID's newest version, or version 0 with Default() when
 // none is stored. It checks no permission: the run service classifies runs with it as the
@@ -130,7 +133,7 @@ func (s *Store) SaveOnto(ctx context.Context, base int, m Matrix, comment string
 		return Version{}, err
 	}
 	comment = strings.TrimSpace(comment)
-	if err := validateSave(m, comment); err != nil {
+	if err := validateSave(m, comment, s.floors); err != nil {
 		return Version{}, err
 	}
 	raw, err := json.Marshal(m)
@@ -187,10 +190,15 @@ func (s *Store) SaveOnto(ctx context.Context, base int, m Matrix, comment string
 }
 
 // validateSave checks the matrix and the comment together, so a form shows every message.
-func validateSave(m Matrix, comment string) error {
+func validateSave(m Matrix, comment string, floors Floors) error {
 	v, _ := errs.AsValidation(m.Validate())
 	if v == nil {
 		v = &errs.Validation{}
+	}
+	if below, ok := errs.AsValidation(floors.Check(m)); ok {
+		for field, msg := range below.Fields {
+			v.Add(field, msg)
+		}
 	}
 	if len([]rune(comment)) > MaxComment {
 		v.Add("comment", fmt.Sprintf("Use at most %d characters.", MaxComment))

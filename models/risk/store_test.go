@@ -36,7 +36,7 @@ type storeFixture struct {
 func member(t *testing.T, orgs *org.Service, orgID, name string, role authz.Role) context.Context {
 	t.Helper()
 	ctx := context.Background()
-	u, err := orgs.UpsertLoginUser(ctx, "https://issuer.test", name, name+"@example.test", name)
+	u, err := orgs.UpsertLoginUser(ctx, org.Login{Issuer: "https://issuer.test", Subject: name, Email: name + "@example.test", Name: name})
 	require.NoError(t, err)
 	require.NoError(t, orgs.EnsureMembership(ctx, orgID, u.ID, role))
 	return authz.WithSubject(ctx, authz.Subject{UserID: u.ID, Name: name, OrganizationID: orgID, Role: role})
@@ -53,7 +53,7 @@ func storeSetup(t *testing.T) storeFixture {
 	b, err := orgs.EnsureOrganization(ctx, "b", "B")
 	require.NoError(t, err)
 	return storeFixture{
-		db: gdb, store: risk.NewStore(gdb, log), log: log, orgA: a.ID, orgB: b.ID,
+		db: gdb, store: risk.NewStore(gdb, log, risk.Floors{}), log: log, orgA: a.ID, orgB: b.ID,
 		ownerA: member(t, orgs, a.ID, "Olga Owner", authz.RoleOwner),
 		adminA: member(t, orgs, a.ID, "Adam Admin", authz.RoleAdmin),
 		ownerB: member(t, orgs, b.ID, "Bea Owner", authz.RoleOwner),
@@ -118,7 +118,7 @@ func TestStoreSaveVersionsAndAudits(t *testing.T) {
 	require.Equal(t, owner.UserID, createdBy)
 
 	m2 := prodAtThree()
-	setDecision(m2, risk.Level2, func(d *risk.Decision) { d.Escalation = "" })
+	setDecision(m2, risk.Level2, func(d *risk.Decision) { d.Escalation, d.EscalateAfterHours = risk.ApproverEnvOwners, 4 })
 	v2, err := f.store.SaveOnto(f.ownerA, 1, m2, "")
 	require.NoError(t, err)
 	require.Equal(t, 2, v2.Version)
@@ -155,7 +155,8 @@ func TestStoreSaveVersionsAndAudits(t *testing.T) {
 	require.NoError(t, json.Unmarshal(events[1].Data, &data))
 	require.Equal(t, 1, data.BeforeVersion)
 	require.Equal(t, 2, data.AfterVersion)
-	require.Equal(t, []risk.Change{{Row: "decision 2", Field: "escalation", Before: "owner", After: "none"}}, data.Changes)
+	require.Equal(t, []risk.Change{{Row: "decision 2", Field: "escalation", Before: "none", After: "environment_owners"},
+		{Row: "decision 2", Field: "escalate_after_hours", Before: "0", After: "4"}}, data.Changes)
 	n, err := f.log.Verify(context.Background(), f.orgA)
 	require.NoError(t, err)
 	require.Positive(t, n)

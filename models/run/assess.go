@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"gantry/models/classify"
-	"gantry/models/db"
+	"gantry/models/environment"
 	"gantry/models/review"
 	"gantry/models/risk"
 	"gantry/policies"
@@ -30,11 +30,6 @@ type Assessment struct {
 	Cost           review.Cost
 }
 
-// MatrixSource gives an organization's current approval matrix.
-type MatrixSource interface {
-	Current(ctx context.Context, orgID string) (risk.Version, error)
-}
-
 // ClassifyOptions are the classification options of a template's resource types.
 func (f TemplateFacts) ClassifyOptions() classify.Options {
 	return classify.Options{Irreversible: f.Irreversible, OrgScoped: f.OrgScoped}
@@ -50,7 +45,7 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
-	env, err := s.environmentOf(ctx, r)
+	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return Assessment{}, err
 	}
@@ -59,7 +54,7 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 		return Assessment{}, err
 	}
 	a := Assessment{Classification: res, MatrixVersion: matrix.Version, Cost: review.EstimateCost(res, facts.Prices)}
-	a.Risk = matrix.Matrix.Assess(factsOf(r, env, res, facts))
+	a.Risk = assessRisk(matrix.Matrix, factsOf(r, env, res, facts))
 
 	bundle, err := s.policies.Bundle(ctx, r.OrganizationID)
 	if err != nil {
@@ -69,13 +64,14 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 	if err != nil {
 		return Assessment{}, err
 	}
-	role, err := s.memberRole(ctx, r.OrganizationID, r.RequestedBy)
+	requester, err := s.members.Member(ctx, r.OrganizationID, r.RequestedBy)
 	if err != nil {
-		return Assessment{}, err
+		return Assessment{}, fmt.Errorf("reading the requester's membership: %w", err)
 	}
+	role := string(requester.Role)
 	input := policies.RunContext{ID: r.ID, Kind: string(r.Kind), Organization: r.OrganizationID,
 		Actor:       policies.Actor{ID: r.RequestedBy, Name: r.RequestedByName, Role: role},
-		Environment: policies.Environment{ID: r.EnvironmentID, Name: env.Name, Tier: env.Tier, RequiresApproval: env.RequiresApproval, Restricted: env.Restricted},
+		Environment: policies.Environment{ID: r.EnvironmentID, Name: env.Name, Tier: string(env.Tier), RequiresApproval: env.RequiresApproval, Restricted: env.Restricted},
 		Template: policies.Template{Name: r.TemplateName, Version: r.TemplateVersion, Source: facts.Source, ModuleDigest: r.ModuleDigest,
 			Irreversible: facts.Irreversible, OrgScoped: facts.OrgScoped},
 		Risk:           policies.Risk{Class: int(a.Risk.Class), Rule: a.Risk.Rule.ID, Approver: string(a.Risk.Decision.Approver)},
@@ -91,10 +87,10 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 }
 
 // factsOf is what the risk rules look at.
-func factsOf(r Run, env envGate, res classify.Result, facts TemplateFacts) risk.Facts {
+func factsOf(r Run, env environment.Environment, res classify.Result, facts TemplateFacts) risk.Facts {
 	c := res.Counts
 	f := risk.Facts{Kind: string(r.Kind), Create: c.Create, Update: c.Update, Replace: c.Replace, Destroy: c.Destroy,
-		Irreversible: res.HasIrreversible, OrgScopedChange: res.TouchesOrgScoped, Tier: env.Tier, RequiresApproval: env.RequiresApproval}
+		Irreversible: res.HasIrreversible, OrgScopedChange: res.TouchesOrgScoped, Tier: string(env.Tier), RequiresApproval: env.RequiresApproval}
 	f.HasChanges = c.Create+c.Update+c.Replace+c.Destroy > 0
 	for _, ch := range res.Changes {
 		// An org policy type (the manifest says which): changing it changes what the
@@ -136,15 +132,6 @@ func capped(deps []string) []string {
 	return deps
 }
 
-func (s *Service) memberRole(ctx context.Context, orgID, userID string) (string, error) {
-	var role string
-	err := db.Conn(ctx, s.db).Raw("SELECT role FROM memberships WHERE organization_id = ? AND user_id = ?", orgID, userID).Scan(&role).Error
-	if err != nil {
-		return "", fmt.Errorf("reading requester's role: %w", err)
-	}
-	return role, nil
-}
-
 // record stores the assessment on the locked run: the evaluation row and the fields
 // the decision binds to.
 func (s *Service) record(ctx context.Context, r *Run, a Assessment) error {
@@ -156,6 +143,7 @@ func (s *Service) record(ctx context.Context, r *Run, a Assessment) error {
 	r.RiskClass, r.RiskLevel, r.RiskRule, r.RiskReason = &class, string(a.Risk.Level), a.Risk.Rule.ID, a.Risk.Reason
 	d := a.Risk.Decision
 	r.RequiredApprover, r.FourEyes, r.Elevated, r.MatrixVersion = string(d.Approver), d.FourEyes, d.Elevated, a.MatrixVersion
+	r.Escalation, r.EscalateAfterMinutes = string(d.Escalation), d.EscalateAfterHours*60
 	r.PolicyEvaluationID, r.PolicyOutcome, r.PolicyBundleDigest, r.PolicyResultDigest = &ev.ID, ev.Outcome, ev.BundleDigest, ev.ResultDigest
 	cost := a.Cost
 	r.Cost = &cost

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/classify"
+	"gantry/models/environment"
 )
 
 // factsOf is what the risk rules see; an org policy change is named by the template's
@@ -22,7 +23,7 @@ func TestFactsOf(t *testing.T) {
 		TouchesOrgScoped: true,
 	}
 	r := Run{Kind: KindApply}
-	env := envGate{Tier: "staging", RequiresApproval: true}
+	env := environment.Environment{Tier: environment.TierStaging, RequiresApproval: true}
 
 	f := factsOf(r, env, res, TemplateFacts{OrgScoped: []string{"sandbox_org_policy", "sandbox_iam_policy_binding"}, OrgPolicy: []string{"sandbox_org_policy"}})
 	require.True(t, f.HasChanges)

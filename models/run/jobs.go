@@ -13,6 +13,8 @@ const (
 	JobApply  JobKind = "apply"
 	JobVerify JobKind = "verify"
 	JobExpire JobKind = "expire"
+	// JobEscalate records that a waiting run's escalation took effect.
+	JobEscalate JobKind = "escalate"
 )
 
 // Job is one piece of background work for a run. Expire jobs carry the state they
@@ -36,8 +38,18 @@ func jobsFor(r Run) []Job {
 	case Queued:
 		return []Job{{Kind: JobPlan, RunID: r.ID}}
 	case PendingApproval:
+		var jobs []Job
 		if r.DecisionDeadline != nil {
-			return []Job{{Kind: JobExpire, RunID: r.ID, State: PendingApproval, RunAt: *r.DecisionDeadline}}
+			jobs = append(jobs, Job{Kind: JobExpire, RunID: r.ID, State: PendingApproval, RunAt: *r.DecisionDeadline})
+		}
+		if at := escalatesAt(r); at != nil {
+			jobs = append(jobs, Job{Kind: JobEscalate, RunID: r.ID, RunAt: *at})
+		}
+		return jobs
+	case PolicyBlocked:
+		// A soft block waits for an override within the decision window.
+		if r.SoftBlocked() && r.DecisionDeadline != nil {
+			return []Job{{Kind: JobExpire, RunID: r.ID, State: PolicyBlocked, RunAt: *r.DecisionDeadline}}
 		}
 	case Approved:
 		jobs := []Job{{Kind: JobApply, RunID: r.ID}}

@@ -8,14 +8,12 @@ import (
 	"regexp"
 	"strings"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
 	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/db"
+	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/workspace"
 )
@@ -64,6 +62,11 @@ type Request struct {
 
 var workspaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
+// inTx runs fn in one transaction (joining the one in ctx, if any).
+func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return db.Tx(ctx, s.store.db, fn)
+}
+
 // Validate checks a request without writing anything: every problem is a field
 // message. It returns the validated template inputs and the workspace the run would
 // use (nil when it would be created).
@@ -76,13 +79,9 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	if !req.Kind.Valid() {
 		v.Add("kind", "Choose apply, dry run or destroy.")
 	}
-	envName, executor, err := s.checkEnvironment(ctx, subject, req.EnvironmentID, v)
+	env, envOK, err := s.requestEnvironment(ctx, subject, req.EnvironmentID, v)
 	if err != nil {
 		return Validated{}, nil, err
-	}
-	chosen, runnerOK := s.runners.pick(executor)
-	if _, bad := v.Fields["environment"]; !bad && !runnerOK {
-		v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", envName, executor))
 	}
 	name := strings.TrimSpace(req.Workspace)
 	if !workspaceName.MatchString(name) {
@@ -106,58 +105,48 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 		}
 	}
 	var ws *workspace.Workspace
-	if _, bad := v.Fields["environment"]; !bad && workspaceName.MatchString(name) {
-		var found workspace.Workspace
-		err := db.Conn(ctx, s.db).Where("organization_id = ? AND environment_id = ? AND name = ?", subject.OrganizationID, req.EnvironmentID, name).Take(&found).Error
-		switch {
-		case err == nil:
-			ws = &found
-			if validated.Template != "" && found.TemplateName != validated.Template {
-				v.Add("workspace", fmt.Sprintf("Workspace %s in %s holds a %s; choose another name for a %s.", name, envName, found.TemplateName, validated.Template))
+	if envOK {
+		chosen, offered := s.runners.pick(env.Executor)
+		if !offered {
+			v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", env.Name, env.Executor))
+		}
+		validated.Runner = chosen
+		a, err := s.actorFor(ctx, subject, env)
+		if err != nil {
+			return Validated{}, nil, err
+		}
+		mayRequest(a, env, chosen, v)
+		if workspaceName.MatchString(name) {
+			if ws, err = s.workspaces.Find(ctx, subject.OrganizationID, env.ID, name); err != nil {
+				return Validated{}, nil, err
 			}
-		case !errors.Is(err, gorm.ErrRecordNotFound):
-			return Validated{}, nil, fmt.Errorf("reading workspace: %w", err)
+			if ws != nil && validated.Template != "" && ws.TemplateName != validated.Template {
+				v.Add("workspace", fmt.Sprintf("Workspace %s in %s holds a %s; choose another name for a %s.", name, env.Name, ws.TemplateName, validated.Template))
+			}
 		}
 	}
-	validated.Runner = chosen
 	if req.Kind == KindDestroy && ws == nil {
 		v.Add("workspace", "There is nothing to destroy: the workspace does not exist.")
 	}
 	return validated, ws, v.Err()
 }
 
-// checkEnvironment adds a field message unless the environment belongs to the
-// subject's organization and the subject may use it (a restricted environment needs an
-// explicit grant; admins and owners manage grants and are not restricted).
-func (s *Service) checkEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (name, executor string, err error) {
+// requestEnvironment reads the environment a request names; a field message (and ok
+// false) unless it is one of the subject's organization's.
+func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (environment.Environment, bool, error) {
 	if strings.TrimSpace(id) == "" {
 		v.Add("environment", "Choose an environment.")
-		return "", "", nil
+		return environment.Environment{}, false, nil
 	}
-	var env struct {
-		Name       string
-		Restricted bool
-		Executor   string
-	}
-	err = db.Conn(ctx, s.db).Table("environments").Select("name, restricted, executor").
-		Where("organization_id = ? AND id = ?", subject.OrganizationID, id).Take(&env).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	env, err := s.environments.Lookup(ctx, subject.OrganizationID, id)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
 		v.Add("environment", "Choose one of this organization's environments.")
-		return "", "", nil
+		return environment.Environment{}, false, nil
+	case err != nil:
+		return environment.Environment{}, false, err
 	}
-	if err != nil {
-		return "", "", fmt.Errorf("reading environment: %w", err)
-	}
-	if env.Restricted && !subject.Role.AtLeast(authz.RoleAdmin) {
-		granted, err := s.hasGrant(ctx, id, subject.UserID)
-		if err != nil {
-			return "", "", err
-		}
-		if !granted {
-			v.Add("environment", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))
-		}
-	}
-	return env.Name, env.Executor, nil
+	return env, true, nil
 }
 
 // Request validates and queues a run: the workspace (created on first use), the
@@ -178,8 +167,8 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 		return Run{}, fmt.Errorf("encoding inputs: %w", err)
 	}
 	var out Run
-	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
-		ws, err := s.workspaceFor(ctx, subject, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		ws, err := s.workspaces.Ensure(ctx, subject.OrganizationID, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
 		if err != nil {
 			return err
 		}
@@ -195,62 +184,58 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 		if err != nil {
 			return err
 		}
-		r := Run{
-			ID: db.NewID("run"), OrganizationID: subject.OrganizationID, WorkspaceID: ws.ID, EnvironmentID: req.EnvironmentID,
-			Number: ws.NextRunNumber, Kind: req.Kind, State: Queued, StateReason: "request validated, configuration generated",
-			TemplateName: validated.Template, TemplateVersion: validated.Version, ModuleDigest: validated.ModuleDigest,
-			Inputs: display, RequestedBy: subject.UserID, RequestedByName: subject.Name,
-			Runner: validated.Runner.Name, Simulated: validated.Runner.Simulated, ConfigArtifactID: cfgArt.ID, ConfigDigest: cfgArt.SHA256,
-		}
-		conn := db.Conn(ctx, s.db)
-		if err := conn.Create(&r).Error; err != nil {
-			return fmt.Errorf("creating run: %w", db.Translate(err))
-		}
-		if err := conn.Model(&workspace.Workspace{}).Where("id = ?", ws.ID).Update("next_run_number", gorm.Expr("next_run_number + 1")).Error; err != nil {
-			return fmt.Errorf("numbering run: %w", err)
-		}
-		if err := s.audit.Record(ctx, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: map[string]any{
-			"kind": r.Kind, "workspace_id": ws.ID, "number": r.Number, "template": r.TemplateName, "template_version": r.TemplateVersion,
-			"module_digest": r.ModuleDigest, "config_digest": r.ConfigDigest, "inputs": json.RawMessage(display), "simulated": r.Simulated,
-		}}); err != nil {
-			return err
-		}
-		if err := s.enqueuer.Enqueue(ctx, jobsFor(r)...); err != nil {
-			return fmt.Errorf("enqueuing plan: %w", err)
-		}
-		if err := notifyChange(ctx, conn, r); err != nil {
-			return err
-		}
-		out = r
-		return nil
+		out, err = s.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
+			template: validated.Template, version: validated.Version, moduleDigest: validated.ModuleDigest, inputs: display,
+			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256})
+		return err
 	})
 	return out, err
 }
 
-// workspaceFor finds or creates the named workspace under a row lock, so two requests
-// for the same new workspace get one workspace and consecutive run numbers.
-func (s *Service) workspaceFor(ctx context.Context, subject authz.Subject, envID, name, template string) (workspace.Workspace, error) {
-	conn := db.Conn(ctx, s.db)
-	ws := workspace.Workspace{ID: db.NewID("ws"), OrganizationID: subject.OrganizationID, EnvironmentID: envID, Name: name, TemplateName: template, NextRunNumber: 1}
-	res := conn.Clauses(clause.OnConflict{DoNothing: true}).Create(&ws)
-	if res.Error != nil {
-		return workspace.Workspace{}, fmt.Errorf("creating workspace: %w", db.Translate(res.Error))
-	}
-	if res.RowsAffected == 1 {
-		if err := s.audit.Record(ctx, audit.Entry{Action: "workspace.created", TargetType: "workspace", TargetID: ws.ID,
-			Data: map[string]any{"name": name, "environment_id": envID, "template": template}}); err != nil {
-			return workspace.Workspace{}, err
-		}
-	}
-	var locked workspace.Workspace
-	err := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND environment_id = ? AND name = ?", subject.OrganizationID, envID, name).Take(&locked).Error
+// queued is a run about to be queued.
+type queued struct {
+	workspaceID, environmentID      string
+	kind                            Kind
+	template, version, moduleDigest string
+	inputs                          json.RawMessage
+	runner                          RunnerInfo
+	configArtifactID, configDigest  string
+	source                          *Run // planned again from
+}
+
+// queue writes a QUEUED run with its number, its audit event and its plan job, in the
+// transaction carried by ctx.
+func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (Run, error) {
+	number, err := s.workspaces.TakeRunNumber(ctx, q.workspaceID)
 	if err != nil {
-		return workspace.Workspace{}, fmt.Errorf("locking workspace: %w", err)
+		return Run{}, err
 	}
-	if locked.TemplateName != template {
-		v := &errs.Validation{}
-		v.Add("workspace", fmt.Sprintf("Workspace %s holds a %s; choose another name for a %s.", name, locked.TemplateName, template))
-		return workspace.Workspace{}, v
+	r := Run{
+		ID: db.NewID("run"), OrganizationID: subject.OrganizationID, WorkspaceID: q.workspaceID, EnvironmentID: q.environmentID,
+		Number: number, Kind: q.kind, State: Queued, StateReason: "request validated, configuration generated",
+		TemplateName: q.template, TemplateVersion: q.version, ModuleDigest: q.moduleDigest,
+		Inputs: q.inputs, RequestedBy: subject.UserID, RequestedByName: subject.Name,
+		Runner: q.runner.Name, Simulated: q.runner.Simulated, ConfigArtifactID: q.configArtifactID, ConfigDigest: q.configDigest,
 	}
-	return locked, nil
+	data := map[string]any{"kind": r.Kind, "workspace_id": r.WorkspaceID, "number": r.Number, "template": r.TemplateName,
+		"template_version": r.TemplateVersion, "module_digest": r.ModuleDigest, "config_digest": r.ConfigDigest,
+		"inputs": json.RawMessage(r.Inputs), "simulated": r.Simulated}
+	if q.source != nil {
+		r.SourceRunID = &q.source.ID
+		r.StateReason = "planned again from run " + q.source.Label() + " (" + strings.ToLower(string(q.source.State)) + "), same template version and inputs"
+		data["planned_again_from"] = q.source.ID
+	}
+	if err := s.store.create(ctx, r); err != nil {
+		return Run{}, err
+	}
+	if err := s.audit.Record(ctx, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data}); err != nil {
+		return Run{}, err
+	}
+	if err := s.enqueuer.Enqueue(ctx, jobsFor(r)...); err != nil {
+		return Run{}, fmt.Errorf("enqueuing plan: %w", err)
+	}
+	if err := s.store.notify(ctx, r); err != nil {
+		return Run{}, err
+	}
+	return r, nil
 }

@@ -2,6 +2,13 @@
 // moved through the gate sequence by pure transition methods on the entity and
 // persisted by one locked read-modify-write that also writes the audit event and
 // enqueues the next job.
+//
+// The package is split by role: the entity and its transition table (run.go,
+// evidence.go, state.go), every decision rule and constant (rules.go), the one locked
+// read-modify-write (update.go), the decisions people take (decisions.go), requests
+// (request.go), reads (reads.go), the worker-facing lifecycle (work.go, stale.go,
+// escalate.go), the plan gates (assess.go), the runs table (store.go) and the small
+// interfaces it needs from other aggregates (deps.go).
 package run
 
 import (
@@ -64,9 +71,12 @@ type Run struct {
 	ConfigArtifactID string
 	ConfigDigest     string
 
+	// The state version the plan was computed from (none: all zero); the decision and
+	// the apply bind to it.
 	PriorStateVersionID *string
 	PriorSerial         int
 	PriorLineage        string
+	PriorStateDigest    string
 
 	PlanRevision       int
 	PlanArtifactID     *string
@@ -78,20 +88,27 @@ type Run struct {
 	// The plan gates' findings (DESIGN §3, §7): the risk class, the matrix rule that
 	// set it and the decision it requires, the policy evaluation the decision binds to,
 	// and the cost estimate.
-	RiskClass          *int
-	RiskLevel          string
-	RiskRule           string
-	RiskReason         string
-	RequiredApprover   string // "none", "system", or the least role that may approve
-	FourEyes           bool
-	Elevated           bool
-	MatrixVersion      int
-	PolicyEvaluationID *string
-	PolicyOutcome      string
-	PolicyBundleDigest string
-	PolicyResultDigest string
-	Cost               *review.Cost `gorm:"serializer:json;type:jsonb"`
+	RiskClass        *int
+	RiskLevel        string
+	RiskRule         string
+	RiskReason       string
+	RequiredApprover string // "none", "system", a role, or "environment_owners"
+	FourEyes         bool
+	Elevated         bool
+	// Escalation names who may also decide once the run has waited EscalateAfterMinutes
+	// ("" = nobody); EscalatedAt is when the escalation job recorded it.
+	Escalation           string
+	EscalateAfterMinutes int
+	MatrixVersion        int
+	PolicyEvaluationID   *string
+	PolicyOutcome        string
+	PolicyBundleDigest   string
+	PolicyResultDigest   string
+	Cost                 *review.Cost `gorm:"serializer:json;type:jsonb"`
 
+	// WaitingSince is when the run started waiting for a person (a soft policy block or
+	// PENDING_APPROVAL); DecisionDeadline is when that wait ends in EXPIRED.
+	WaitingSince     *time.Time
 	DecisionDeadline *time.Time
 
 	ApprovedBy         *string
@@ -105,10 +122,17 @@ type Run struct {
 	RejectedByName string
 	RejectedAt     *time.Time
 
+	CancelledBy     *string
+	CancelledByName string
+	CancelledAt     *time.Time
+
 	ApplyLogArtifactID  *string
 	NewStateVersionID   *string
 	Outputs             json.RawMessage `gorm:"type:jsonb"`
 	VerifyLogArtifactID *string
+
+	// SourceRunID is the run this one was planned again from, if any.
+	SourceRunID *string
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
@@ -122,6 +146,9 @@ type Run struct {
 type move struct {
 	from, to State
 	reason   string
+	// data is what the decision bound (evidence, reason, who may decide), written into
+	// the transition's audit event.
+	data map[string]any
 }
 
 // LogValue keeps run logs to ids and state; inputs may be sensitive.
@@ -143,46 +170,50 @@ func (r *Run) transition(to State, reason string) error {
 	return nil
 }
 
+// annotate adds what the last move bound to its audit event.
+func (r *Run) annotate(data map[string]any) {
+	if len(r.moves) == 0 {
+		return
+	}
+	m := &r.moves[len(r.moves)-1]
+	if m.data == nil {
+		m.data = map[string]any{}
+	}
+	for k, v := range data {
+		m.data[k] = v
+	}
+}
+
 // Decider is the person (or the system) deciding on a run.
 type Decider struct {
 	UserID string
 	Name   string
 }
 
-// Evidence is what a decision is taken on (DESIGN §3): the plan and the policy
-// evaluation the page showed. The database compares it with the run's current evidence
-// in the transaction that records the decision.
-type Evidence struct {
-	PlanDigest         string
-	PolicyEvaluationID string
-	PolicyResultDigest string
-	PolicyBundleDigest string
+// Finished reports whether nothing can follow: a terminal state, or a block by a
+// hard-mandatory policy, which no override lifts.
+func (r Run) Finished() bool {
+	return r.State.Terminal() || r.HardBlocked()
 }
 
-// EvidenceOf is the evidence run r carries now (what a review page shows).
-func EvidenceOf(r Run) Evidence {
-	ev := Evidence{PlanDigest: r.PlanDigest, PolicyResultDigest: r.PolicyResultDigest, PolicyBundleDigest: r.PolicyBundleDigest}
-	if r.PolicyEvaluationID != nil {
-		ev.PolicyEvaluationID = *r.PolicyEvaluationID
-	}
-	return ev
-}
+// HardBlocked reports whether a hard-mandatory policy failure blocks the run for good.
+func (r Run) HardBlocked() bool { return r.State == PolicyBlocked && r.PolicyOutcome == "hard_failed" }
 
-// checkEvidence refuses a decision taken on other evidence than the run's current one.
-func (r *Run) checkEvidence(ev Evidence) error {
-	if ev.PlanDigest == "" || ev.PlanDigest != r.PlanDigest {
-		return fmt.Errorf("decision names plan %q, run %s carries %q: %w", ev.PlanDigest, r.ID, r.PlanDigest, ErrStaleEvidence)
-	}
-	if cur := EvidenceOf(*r); ev != cur {
-		return fmt.Errorf("decision names policy evaluation %q (result %q, bundle %q), run %s carries %q (%q, %q): %w",
-			ev.PolicyEvaluationID, ev.PolicyResultDigest, ev.PolicyBundleDigest, r.ID,
-			cur.PolicyEvaluationID, cur.PolicyResultDigest, cur.PolicyBundleDigest, ErrStaleEvidence)
-	}
-	return nil
-}
+// SoftBlocked reports whether the run waits for an admin's override of soft-mandatory
+// policy failures.
+func (r Run) SoftBlocked() bool { return r.State == PolicyBlocked && !r.HardBlocked() }
 
-// Approve records an approval of exactly the evidence ev.
-func (r *Run) Approve(d Decider, ev Evidence) error {
+// Waiting reports whether the run waits for a person's decision (an override or an
+// approval): the runs a new state version makes STALE and a deadline expires.
+func (r Run) Waiting() bool { return r.State == PendingApproval || r.SoftBlocked() }
+
+// Live reports whether the run's executor acts on a real cloud (not the SIMULATED mock):
+// requesting and approving it needs cloud.live.
+func (r Run) Live() bool { return !r.Simulated }
+
+// Approve records an approval of exactly the evidence ev, valid for ApprovalValidity
+// from now (the database clock when the decision commits).
+func (r *Run) Approve(d Decider, ev Evidence, now time.Time) error {
 	if r.State != PendingApproval {
 		return &TransitionError{From: r.State, To: Approved}
 	}
@@ -192,70 +223,84 @@ func (r *Run) Approve(d Decider, ev Evidence) error {
 	if err := r.transition(Approved, "approved by "+d.Name); err != nil {
 		return err
 	}
+	expires := now.Add(ApprovalValidity)
 	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, ev.PlanDigest, "person"
+	r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
+	r.annotate(ev.auditData())
 	return nil
-}
-
-// Finished reports whether nothing can follow: a terminal state, or a block by a
-// hard-mandatory policy, which no override lifts.
-func (r Run) Finished() bool {
-	return r.State.Terminal() || (r.State == PolicyBlocked && r.PolicyOutcome == "hard_failed")
-}
-
-// Actions are what a person may do to r now, in display order: the table's actions
-// from its state, none after a hard policy block, and an override of a soft one.
-func (r Run) Actions() []Action {
-	if r.State == PolicyBlocked && r.PolicyOutcome == "hard_failed" {
-		return nil
-	}
-	return AvailableActions(r.State)
-}
-
-// ReleasePolicyBlock moves a run whose soft-mandatory failures were all overridden to
-// wait for a person's approval.
-func (r *Run) ReleasePolicyBlock(reason string) error {
-	if r.State != PolicyBlocked {
-		return &TransitionError{From: r.State, To: PendingApproval}
-	}
-	return r.transition(PendingApproval, reason)
 }
 
 // SelfServiceApprove is the system's approval of a run no person needs to decide on,
 // bound to the same evidence as a person's (DESIGN §3, risk 1).
-func (r *Run) SelfServiceApprove(rule string) error {
+func (r *Run) SelfServiceApprove(rule string, now time.Time) error {
 	if err := r.transition(Approved, "self-service: "+rule); err != nil {
 		return err
 	}
-	system := "system"
+	system, expires := "system", now.Add(ApprovalValidity)
 	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &system, "Gantry (self-service)", r.PlanDigest, "self-service"
+	r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
+	r.annotate(EvidenceOf(*r).auditData())
 	return nil
 }
 
-// Reject records a rejection; it needs a reason and stamps no approval fields.
-func (r *Run) Reject(d Decider, ev Evidence, reason string) error {
-	if r.State != PendingApproval {
+// VoidApproval sends an approved run back to wait for a decision: the approver lost
+// the rights the approval needed before the apply started. The decision deadline it
+// had still holds.
+func (r *Run) VoidApproval(reason string) error {
+	if r.State != Approved {
+		return &TransitionError{From: r.State, To: PendingApproval}
+	}
+	if err := r.transition(PendingApproval, reason); err != nil {
+		return err
+	}
+	r.ApprovedBy, r.ApprovedByName, r.ApprovedAt, r.ApprovedPlanDigest, r.ApprovalKind, r.ApprovalExpiresAt = nil, "", nil, "", "", nil
+	return nil
+}
+
+// Reject records a rejection of the run waiting for a decision (PENDING_APPROVAL, or a
+// soft policy block); it needs a reason and stamps no approval fields.
+func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error {
+	if !r.Waiting() {
 		return &TransitionError{From: r.State, To: Rejected}
 	}
-	if strings.TrimSpace(reason) == "" {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
 		return ErrReasonRequired
 	}
 	if err := r.checkEvidence(ev); err != nil {
 		return err
 	}
-	if err := r.transition(Rejected, strings.TrimSpace(reason)); err != nil {
+	if err := r.transition(Rejected, "rejected by "+d.Name+": "+reason); err != nil {
 		return err
 	}
-	r.RejectedBy, r.RejectedByName = &d.UserID, d.Name
+	r.RejectedBy, r.RejectedByName, r.RejectedAt = &d.UserID, d.Name, &now
+	r.annotate(ev.auditData())
+	r.annotate(map[string]any{"rejected_by": d.UserID, "rejection_reason": reason})
 	return nil
 }
 
-// Cancel stops a run that has not started applying.
-func (r *Run) Cancel(d Decider, reason string) error {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		reason = "cancelled by " + d.Name
+// Cancel stops a run that has not started applying; the reason is optional. A
+// cancellation is not a rejection: it says nothing about the plan.
+func (r *Run) Cancel(d Decider, reason string, now time.Time) error {
+	why := "cancelled by " + d.Name
+	if reason = strings.TrimSpace(reason); reason != "" {
+		why += ": " + reason
 	}
-	return r.transition(Cancelled, reason)
+	if err := r.transition(Cancelled, why); err != nil {
+		return err
+	}
+	r.CancelledBy, r.CancelledByName, r.CancelledAt = &d.UserID, d.Name, &now
+	r.annotate(map[string]any{"cancelled_by": d.UserID, "cancellation_reason": reason})
+	return nil
+}
+
+// ReleasePolicyBlock moves a run whose soft-mandatory failures were all overridden to
+// wait for a person's approval, within the decision deadline it already has.
+func (r *Run) ReleasePolicyBlock(reason string) error {
+	if r.State != PolicyBlocked {
+		return &TransitionError{From: r.State, To: PendingApproval}
+	}
+	return r.transition(PendingApproval, reason)
 }
 
 // StartPlanning moves a queued run into planning.
@@ -305,10 +350,21 @@ func (r *Run) Expire(reason string) error { return r.transition(Expired, reason)
 func (r *Run) MarkStale(reason string) error { return r.transition(Stale, reason) }
 
 // FinishPlanAs moves a planning run to the outcome of its plan (PLANNED, NO_CHANGES,
-// PENDING_APPROVAL); self-service approval goes through SelfServiceApprove.
+// POLICY_BLOCKED, PENDING_APPROVAL); self-service approval goes through
+// SelfServiceApprove.
 func (r *Run) FinishPlanAs(to State, reason string) error {
 	if r.State != Planning {
 		return &TransitionError{From: r.State, To: to}
 	}
 	return r.transition(to, reason)
+}
+
+// waitFor starts a wait for a person's decision: from now, until the environment's
+// decision window ends. A run released from a soft policy block keeps the wait it had.
+func (r *Run) waitFor(window time.Duration, now time.Time) {
+	if r.WaitingSince != nil && r.DecisionDeadline != nil {
+		return
+	}
+	deadline := now.Add(window)
+	r.WaitingSince, r.DecisionDeadline = &now, &deadline
 }

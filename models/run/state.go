@@ -34,14 +34,19 @@ const (
 var States = []State{Queued, Planning, Planned, NoChanges, PolicyBlocked, PendingApproval, Approved,
 	Running, Verifying, Succeeded, Failed, Rejected, Cancelled, Expired, Stale, ApplyInterrupted}
 
-// transitions is THE table: the only moves a run can make. Services, workers and the
-// UI's available actions all read it.
+// transitions is THE table (DESIGN §2, with the moves issue 9 added): the only moves a
+// run can make. Services, workers and the UI's available actions all read it.
+//   - PLANNING -> STALE: the workspace's state moved while the run was planning.
+//   - POLICY_BLOCKED (soft only; a hard block is final, see Run.Finished) -> REJECTED,
+//     STALE, EXPIRED: a soft block waits for a person like PENDING_APPROVAL does.
+//   - APPROVED -> PENDING_APPROVAL: the approver lost the rights the approval needed
+//     (demoted or removed) before the apply started; the run waits again.
 var transitions = map[State][]State{
 	Queued:           {Planning, Cancelled},
-	Planning:         {Planned, NoChanges, PolicyBlocked, PendingApproval, Approved, Failed, Cancelled},
-	PolicyBlocked:    {PendingApproval, Cancelled},
+	Planning:         {Planned, NoChanges, PolicyBlocked, PendingApproval, Approved, Failed, Cancelled, Stale},
+	PolicyBlocked:    {PendingApproval, Rejected, Cancelled, Expired, Stale},
 	PendingApproval:  {Approved, Rejected, Cancelled, Expired, Stale},
-	Approved:         {Running, Expired, Cancelled, Stale},
+	Approved:         {Running, Expired, Cancelled, Stale, PendingApproval},
 	Running:          {Verifying, Failed, ApplyInterrupted},
 	Verifying:        {Succeeded, Failed},
 	ApplyInterrupted: {Failed},
@@ -83,35 +88,53 @@ type Action string
 const (
 	ActionApprove Action = "approve"
 	ActionReject  Action = "reject"
-	ActionCancel  Action = "cancel"
+	// ActionOverride overrides one soft-mandatory policy failure (with a reason);
+	// offered per failed rule on the review page.
+	ActionOverride Action = "override"
+	ActionCancel   Action = "cancel"
 	// ActionRecover closes an interrupted apply after an admin checked the workspace
 	// (the state lock is then released and later runs may apply).
 	ActionRecover Action = "recover"
-	// ActionOverride overrides one soft-mandatory policy failure (admins, with a reason);
-	// offered per failed rule on the review page, not in the action bar.
-	ActionOverride Action = "override"
+	// ActionPlanAgain starts a new run with the same template version and inputs after
+	// this one went STALE, EXPIRED or was REJECTED: a new intent needs a new run.
+	ActionPlanAgain Action = "plan-again"
 )
 
-// actionTargets maps each person-initiated action to the state it moves a run to.
-// Approval and rejection are decisions on a run waiting for one, so they also require
-// PENDING_APPROVAL (the table's PLANNING -> APPROVED is the system's self-service path).
-var actionTargets = map[Action]State{ActionApprove: Approved, ActionReject: Rejected, ActionCancel: Cancelled, ActionRecover: Failed}
+// Actions lists every action, in display order.
+var Actions = []Action{ActionApprove, ActionReject, ActionOverride, ActionCancel, ActionRecover, ActionPlanAgain}
 
-// AvailableActions are the actions the table allows from s, in display order.
-func AvailableActions(s State) []Action {
+// plannedAgainFrom are the ends after which the same intent may be planned again.
+var plannedAgainFrom = []State{Stale, Expired, Rejected}
+
+// Actions are what the state machine allows on r now, whoever asks (rules.go's
+// Permissions then says who may): approving only while it waits for approval,
+// rejecting while it waits for any decision, overriding a soft policy block, cancelling
+// where the table allows, recovering an interrupted apply, planning again after it
+// went stale, expired or was rejected. Nothing after a hard policy block.
+func (r Run) Actions() []Action {
+	if r.HardBlocked() {
+		return nil
+	}
 	var out []Action
-	for _, a := range []Action{ActionApprove, ActionReject, ActionCancel, ActionRecover} {
-		if !CanTransition(s, actionTargets[a]) {
-			continue
+	for _, a := range Actions {
+		ok := false
+		switch a {
+		case ActionApprove:
+			ok = r.State == PendingApproval
+		case ActionReject:
+			ok = r.Waiting()
+		case ActionOverride:
+			ok = r.SoftBlocked()
+		case ActionCancel:
+			ok = CanTransition(r.State, Cancelled)
+		case ActionRecover:
+			ok = r.State == ApplyInterrupted
+		case ActionPlanAgain:
+			ok = slices.Contains(plannedAgainFrom, r.State) && r.Kind != KindPlanOnly
 		}
-		if (a == ActionApprove || a == ActionReject) && s != PendingApproval {
-			continue
+		if ok {
+			out = append(out, a)
 		}
-		// Failing a run is the system's move everywhere but after an interrupted apply.
-		if a == ActionRecover && s != ApplyInterrupted {
-			continue
-		}
-		out = append(out, a)
 	}
 	return out
 }

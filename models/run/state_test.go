@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -12,11 +13,15 @@ var legal = map[[2]State]bool{
 	{Queued, Planning}: true, {Queued, Cancelled}: true,
 	{Planning, Planned}: true, {Planning, NoChanges}: true, {Planning, PolicyBlocked}: true,
 	{Planning, PendingApproval}: true, {Planning, Approved}: true, {Planning, Failed}: true, {Planning, Cancelled}: true,
-	{PolicyBlocked, PendingApproval}: true, {PolicyBlocked, Cancelled}: true,
+	{Planning, Stale}: true, // the state moved while planning (issue 9)
+	// soft blocks only (a hard block is final: Run.Finished)
+	{PolicyBlocked, PendingApproval}: true, {PolicyBlocked, Rejected}: true, {PolicyBlocked, Cancelled}: true,
+	{PolicyBlocked, Stale}: true, {PolicyBlocked, Expired}: true,
 	{PendingApproval, Approved}: true, {PendingApproval, Rejected}: true, {PendingApproval, Cancelled}: true,
 	{PendingApproval, Expired}: true, {PendingApproval, Stale}: true,
 	{Approved, Running}: true, {Approved, Expired}: true, {Approved, Cancelled}: true, {Approved, Stale}: true,
-	{Running, Verifying}: true, {Running, Failed}: true, {Running, ApplyInterrupted}: true,
+	{Approved, PendingApproval}: true, // the approver lost the rights before the apply started
+	{Running, Verifying}:        true, {Running, Failed}: true, {Running, ApplyInterrupted}: true,
 	{Verifying, Succeeded}: true, {Verifying, Failed}: true,
 	{ApplyInterrupted, Failed}: true,
 }
@@ -53,54 +58,96 @@ func TestTerminalStates(t *testing.T) {
 	}
 }
 
-func TestAvailableActions(t *testing.T) {
+func TestActionsFollowTheTable(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []Action{ActionApprove, ActionReject, ActionCancel}, AvailableActions(PendingApproval))
-	require.Equal(t, []Action{ActionCancel}, AvailableActions(Planning), "approving is for waiting runs only")
-	require.Equal(t, []Action{ActionCancel}, AvailableActions(Approved))
-	require.Equal(t, []Action{ActionCancel}, AvailableActions(Queued))
-	require.Empty(t, AvailableActions(Running))
-	require.Equal(t, []Action{ActionRecover}, AvailableActions(ApplyInterrupted))
-	require.Empty(t, AvailableActions(Verifying))
-	require.Empty(t, AvailableActions(Succeeded))
+	actions := func(st State, outcome string) []Action {
+		return Run{State: st, Kind: KindApply, PolicyOutcome: outcome}.Actions()
+	}
+	require.Equal(t, []Action{ActionApprove, ActionReject, ActionCancel}, actions(PendingApproval, "pass"))
+	require.Equal(t, []Action{ActionCancel}, actions(Planning, ""), "approving is for waiting runs only")
+	require.Equal(t, []Action{ActionCancel}, actions(Approved, "pass"))
+	require.Equal(t, []Action{ActionCancel}, actions(Queued, ""))
+	require.Empty(t, actions(Running, "pass"))
+	require.Equal(t, []Action{ActionRecover}, actions(ApplyInterrupted, "pass"))
+	require.Empty(t, actions(Verifying, "pass"))
+	require.Empty(t, actions(Succeeded, "pass"))
+	// A soft block waits for an override, or a rejection; a hard block for nothing.
+	require.Equal(t, []Action{ActionReject, ActionOverride, ActionCancel}, actions(PolicyBlocked, "soft_failed"))
+	require.Empty(t, actions(PolicyBlocked, "hard_failed"))
+	// A run that ended without applying offers planning again, never a decision.
+	for _, st := range []State{Stale, Expired, Rejected} {
+		require.Equal(t, []Action{ActionPlanAgain}, actions(st, "pass"), st)
+	}
+	require.Empty(t, Run{State: Stale, Kind: KindPlanOnly}.Actions(), "a dry run is requested again, not planned again")
+	for _, st := range []State{Cancelled, Failed, Planned, NoChanges} {
+		require.Empty(t, actions(st, "pass"), st)
+	}
 }
 
 func TestDecisionsBindEvidence(t *testing.T) {
 	t.Parallel()
-	eval := "pev-1"
-	r := &Run{State: PendingApproval, PlanDigest: "sha256:aa", PolicyEvaluationID: &eval, PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
-	good := Evidence{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
-	require.Equal(t, good, EvidenceOf(*r))
-	stale := []Evidence{
-		{PlanDigest: "sha256:bb", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"},
-		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-0", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"},
-		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r0", PolicyBundleDigest: "b1"},
-		{PlanDigest: "sha256:aa", PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b0"},
-		{PlanDigest: "sha256:aa"},
+	eval, prior := "pev-1", "sv-1"
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	waiting := func() *Run {
+		return &Run{ID: "run-1", State: PendingApproval, PlanRevision: 2, PlanDigest: "sha256:aa", ConfigDigest: "sha256:cc",
+			PriorStateVersionID: &prior, PriorSerial: 4, PriorLineage: "lin", PriorStateDigest: "sha256:ss",
+			PolicyEvaluationID: &eval, PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
 	}
-	for _, ev := range stale {
-		require.ErrorIs(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, ev), ErrStaleEvidence, "%+v", ev)
-		require.Equal(t, PendingApproval, r.State)
+	r := waiting()
+	good := Evidence{RunID: "run-1", PlanRevision: 2, PlanDigest: "sha256:aa", ConfigDigest: "sha256:cc",
+		Predecessor:        Predecessor{VersionID: "sv-1", Serial: 4, Lineage: "lin", Digest: "sha256:ss"},
+		PolicyEvaluationID: "pev-1", PolicyResultDigest: "r1", PolicyBundleDigest: "b1"}
+	require.Equal(t, good, EvidenceOf(*r))
+	// Every field of the binding counts (DESIGN §3).
+	for name, edit := range map[string]func(*Evidence){
+		"run":                 func(e *Evidence) { e.RunID = "run-2" },
+		"plan revision":       func(e *Evidence) { e.PlanRevision = 1 },
+		"plan digest":         func(e *Evidence) { e.PlanDigest = "sha256:bb" },
+		"config digest":       func(e *Evidence) { e.ConfigDigest = "sha256:dd" },
+		"predecessor id":      func(e *Evidence) { e.Predecessor.VersionID = "sv-0" },
+		"predecessor serial":  func(e *Evidence) { e.Predecessor.Serial = 3 },
+		"predecessor lineage": func(e *Evidence) { e.Predecessor.Lineage = "other" },
+		"predecessor digest":  func(e *Evidence) { e.Predecessor.Digest = "sha256:tt" },
+		"no predecessor":      func(e *Evidence) { e.Predecessor = Predecessor{VersionID: NoPredecessor} },
+		"evaluation":          func(e *Evidence) { e.PolicyEvaluationID = "pev-0" },
+		"result digest":       func(e *Evidence) { e.PolicyResultDigest = "r0" },
+		"bundle digest":       func(e *Evidence) { e.PolicyBundleDigest = "b0" },
+	} {
+		ev := good
+		edit(&ev)
+		require.ErrorIs(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, ev, now), ErrStaleEvidence, name)
+		require.Equal(t, PendingApproval, r.State, name)
 	}
 
-	require.NoError(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, good))
+	require.NoError(t, r.Approve(Decider{UserID: "usr-1", Name: "Ann"}, good, now))
 	require.Equal(t, Approved, r.State)
 	require.Equal(t, "sha256:aa", r.ApprovedPlanDigest)
 	require.Equal(t, "usr-1", *r.ApprovedBy)
+	require.Equal(t, now, *r.ApprovedAt, "the approval sets its own time")
+	require.Equal(t, now.Add(ApprovalValidity), *r.ApprovalExpiresAt, "and its own validity")
 
 	// Rejection needs a reason, binds the same evidence and stamps no approval fields.
-	r2 := &Run{State: PendingApproval, PlanDigest: "sha256:aa"}
-	ev2 := Evidence{PlanDigest: "sha256:aa"}
-	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, ev2, "  "), ErrReasonRequired)
-	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, Evidence{PlanDigest: "sha256:aa", PolicyEvaluationID: "x"}, "why not"), ErrStaleEvidence)
-	require.NoError(t, r2.Reject(Decider{UserID: "usr-2", Name: "Bob"}, ev2, "wrong region"))
+	r2 := waiting()
+	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, good, "  ", now), ErrReasonRequired)
+	stale := good
+	stale.ConfigDigest = "sha256:other"
+	require.ErrorIs(t, r2.Reject(Decider{UserID: "usr-2"}, stale, "why not", now), ErrStaleEvidence)
+	require.NoError(t, r2.Reject(Decider{UserID: "usr-2", Name: "Bob"}, good, "wrong region", now))
 	require.Equal(t, Rejected, r2.State)
 	require.Nil(t, r2.ApprovedBy)
 	require.Empty(t, r2.ApprovedPlanDigest)
-	require.Equal(t, "wrong region", r2.StateReason)
+	require.Equal(t, "rejected by Bob: wrong region", r2.StateReason)
 
 	// Deciding twice is refused by the table.
-	require.True(t, errors.Is(r2.Approve(Decider{UserID: "usr-1"}, ev2), ErrInvalidTransition))
+	require.True(t, errors.Is(r2.Approve(Decider{UserID: "usr-1"}, good, now), ErrInvalidTransition))
+
+	// A cancellation is not a rejection: it says who, and its reason is optional.
+	r3 := waiting()
+	require.NoError(t, r3.Cancel(Decider{UserID: "usr-3", Name: "Cat"}, "", now))
+	require.Equal(t, Cancelled, r3.State)
+	require.Equal(t, "cancelled by Cat", r3.StateReason)
+	require.Nil(t, r3.RejectedBy)
+	require.Equal(t, "usr-3", *r3.CancelledBy)
 }
 
 func TestHardPolicyBlockIsFinal(t *testing.T) {
@@ -109,12 +156,13 @@ func TestHardPolicyBlockIsFinal(t *testing.T) {
 	require.True(t, hard.Finished())
 	require.Empty(t, hard.Actions())
 	// Nothing moves it: not a cancel, not a release.
-	require.ErrorIs(t, hard.Cancel(Decider{Name: "Ann"}, "tidy up"), ErrInvalidTransition)
+	require.ErrorIs(t, hard.Cancel(Decider{Name: "Ann"}, "tidy up", time.Now()), ErrInvalidTransition)
+	require.ErrorIs(t, hard.Reject(Decider{Name: "Ann"}, EvidenceOf(hard), "no", time.Now()), ErrInvalidTransition)
 	require.ErrorIs(t, hard.ReleasePolicyBlock("x"), ErrInvalidTransition)
 	require.Equal(t, PolicyBlocked, hard.State)
 	soft := Run{State: PolicyBlocked, PolicyOutcome: "soft_failed"}
 	require.False(t, soft.Finished())
-	require.Equal(t, []Action{ActionCancel}, soft.Actions())
+	require.Equal(t, []Action{ActionReject, ActionOverride, ActionCancel}, soft.Actions())
 	require.NoError(t, soft.ReleasePolicyBlock("overridden"))
 	require.Equal(t, PendingApproval, soft.State)
 	// Nothing but POLICY_BLOCKED is released by an override.

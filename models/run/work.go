@@ -8,14 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
 	"gantry/models/artifact"
 	"gantry/models/authz"
 	"gantry/models/bundle"
-	"gantry/models/db"
-	"gantry/models/workspace"
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/risk"
 	"gantry/policies"
 )
 
@@ -35,32 +33,6 @@ type PlanWork struct {
 	Config     []byte
 	PriorState []byte // nil when the workspace has no state yet
 	Restarted  bool   // an earlier attempt died while planning; planning again is safe
-}
-
-// StateVersion is one row of state_versions.
-type StateVersion struct {
-	ID             string
-	OrganizationID string
-	WorkspaceID    string
-	Serial         int
-	Lineage        string
-	ArtifactID     string
-	SHA256         string `gorm:"column:sha256"`
-	RunID          *string
-	CreatedAt      time.Time
-}
-
-// latestState returns the workspace's newest state version, or nil.
-func (s *Service) latestState(ctx context.Context, workspaceID string) (*StateVersion, error) {
-	var sv StateVersion
-	err := db.Conn(ctx, s.db).Where("workspace_id = ?", workspaceID).Order("serial DESC").Take(&sv).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading state: %w", err)
-	}
-	return &sv, nil
 }
 
 // BeginPlan moves a queued run into PLANNING and returns its config and the state it
@@ -85,14 +57,11 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 			return ErrSkip
 		}
 		r.PlanRevision++
-		prior, err := s.latestState(ctx, r.WorkspaceID)
+		prior, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		r.PriorStateVersionID, r.PriorSerial, r.PriorLineage = nil, 0, ""
-		if prior != nil {
-			r.PriorStateVersionID, r.PriorSerial, r.PriorLineage = &prior.ID, prior.Serial, prior.Lineage
-		}
+		r.setPredecessor(prior)
 		return nil
 	})
 	if err != nil {
@@ -103,20 +72,20 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 		return PlanWork{}, err
 	}
 	if r.PriorStateVersionID != nil {
-		if work.PriorState, err = s.stateBytes(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
+		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return PlanWork{}, err
 		}
 	}
 	return work, nil
 }
 
-func (s *Service) stateBytes(ctx context.Context, orgID, stateVersionID string) ([]byte, error) {
-	var sv StateVersion
-	if err := db.Conn(ctx, s.db).Where("id = ?", stateVersionID).Take(&sv).Error; err != nil {
-		return nil, fmt.Errorf("reading state version: %w", db.Translate(err))
+// setPredecessor records the state version the plan is computed from.
+func (r *Run) setPredecessor(p Predecessor) {
+	r.PriorStateVersionID, r.PriorSerial, r.PriorLineage, r.PriorStateDigest = nil, 0, "", ""
+	if !p.None() {
+		id := p.VersionID
+		r.PriorStateVersionID, r.PriorSerial, r.PriorLineage, r.PriorStateDigest = &id, p.Serial, p.Lineage, p.Digest
 	}
-	data, _, err := s.artifacts.Get(ctx, orgID, sv.ArtifactID)
-	return data, err
 }
 
 // PlanOutcome is what the runner produced.
@@ -135,9 +104,9 @@ type PlanOutcome struct {
 // overrides it; otherwise the approval matrix decides between a self-service approval
 // and a person's. Only the attempt that still owns the plan revision records anything.
 func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome) (Run, error) {
-	var current Run
-	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&current).Error; err != nil {
-		return Run{}, fmt.Errorf("reading run %s: %w", runID, db.Translate(err))
+	current, err := s.store.get(ctx, "", runID)
+	if err != nil {
+		return Run{}, err
 	}
 	if current.State != Planning || current.PlanRevision != out.Revision {
 		return Run{}, ErrSkip
@@ -176,6 +145,21 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 		if err := s.record(ctx, r, a); err != nil {
 			return err
 		}
+		// A state written while the run was planning (a state write marks only waiting
+		// runs) leaves this plan computed against an old target.
+		if r.Kind != KindPlanOnly && out.HasChanges {
+			current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if mine := EvidenceOf(*r).Predecessor; current != mine {
+				return r.MarkStale(fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
+			}
+		}
+		env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+		if err != nil {
+			return err
+		}
 		switch {
 		case r.Kind == KindPlanOnly:
 			return r.FinishPlanAs(Planned, "dry run: planned, never applied"+policyNote(a))
@@ -186,43 +170,33 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 			return r.FinishPlanAs(PolicyBlocked, "blocked by hard-mandatory policy "+strings.Join(hard, ", ")+"; it cannot be overridden: change the request")
 		}
 		if soft := failedRules(a.Policy, policies.SoftMandatory); len(soft) > 0 {
+			// The override and the approval after it share one decision window.
+			r.waitFor(decisionWindow(env), now)
 			return r.FinishPlanAs(PolicyBlocked, "blocked by soft-mandatory policy "+strings.Join(soft, ", ")+" until an admin overrides it with a reason")
 		}
-		return s.route(ctx, r, now, a.Risk.Reason+policyNote(a))
+		return route(r, env, now, a.Risk.Reason+policyNote(a))
 	})
 }
 
 // route sends a planned run that passed its policies to the decision its risk needs:
 // the system's self-service approval, or a person's within its environment's decision
-// window.
-func (s *Service) route(ctx context.Context, r *Run, now time.Time, reason string) error {
-	if r.RequiredApprover == "system" {
-		if err := r.SelfServiceApprove(reason); err != nil {
-			return err
-		}
-		expires := now.Add(ApprovalValidity)
-		r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
-		return nil
+// window (the window in force when the run starts waiting: a later edit of the window
+// does not move its deadline; the expiry job is scheduled from it, see jobsFor).
+func route(r *Run, env environment.Environment, now time.Time, reason string) error {
+	if risk.Approver(r.RequiredApprover) == risk.ApproverSystem {
+		return r.SelfServiceApprove(reason, now)
 	}
-	if err := s.setDecisionDeadline(ctx, r, now); err != nil {
-		return err
-	}
+	r.waitFor(decisionWindow(env), now)
 	return r.FinishPlanAs(PendingApproval, reason)
 }
 
-// setDecisionDeadline sets the deadline of a run about to wait for a person's decision
-// from its environment's decision window. The window is read inside the run's
-// transaction, so the deadline is the window in force when the run starts waiting; a
-// later edit of the window does not move it. The expiry job is scheduled from the
-// deadline (jobsFor).
-func (s *Service) setDecisionDeadline(ctx context.Context, r *Run, now time.Time) error {
-	env, err := s.environmentOf(ctx, *r)
-	if err != nil {
-		return err
+// decisionWindow is how long a run of env may wait for a person's decision;
+// DefaultDecisionWindow if the row somehow has none (the column is NOT NULL, 1 to 720).
+func decisionWindow(env environment.Environment) time.Duration {
+	if env.DecisionWindowHours <= 0 {
+		return DefaultDecisionWindow
 	}
-	deadline := now.Add(env.decisionWindow())
-	r.DecisionDeadline = &deadline
-	return nil
+	return env.DecisionWindow()
 }
 
 // policyNote mentions advisory findings in a run's reason: they annotate, never gate.
@@ -231,47 +205,6 @@ func policyNote(a Assessment) string {
 		return "; advisory: " + strings.Join(adv, ", ")
 	}
 	return ""
-}
-
-// RequiredApproverOf is the least role that may approve r: the approver its risk class
-// requires in the org's matrix, recorded when it was planned.
-func RequiredApproverOf(r Run) authz.Role { return requiredApprover(r) }
-
-func requiredApprover(r Run) authz.Role {
-	switch role := authz.Role(r.RequiredApprover); role {
-	case authz.RoleOperator, authz.RoleAdmin, authz.RoleOwner:
-		return role
-	}
-	// "system" and "none" never wait for a person; a run after an override always
-	// does, and needs at least an operator.
-	return authz.RoleOperator
-}
-
-type envGate struct {
-	Name                string
-	Tier                string
-	RequiresApproval    bool
-	Restricted          bool
-	DecisionWindowHours int
-}
-
-// decisionWindow is how long a run of the environment may wait for a person's decision;
-// DefaultDecisionWindow if the row somehow has none (the column is NOT NULL, 1 to 720).
-func (e envGate) decisionWindow() time.Duration {
-	if e.DecisionWindowHours <= 0 {
-		return DefaultDecisionWindow
-	}
-	return time.Duration(e.DecisionWindowHours) * time.Hour
-}
-
-func (s *Service) environmentOf(ctx context.Context, r Run) (envGate, error) {
-	var env envGate
-	err := db.Conn(ctx, s.db).Table("environments").Select("name, tier, requires_approval, restricted, decision_window_hours").
-		Where("organization_id = ? AND id = ?", r.OrganizationID, r.EnvironmentID).Take(&env).Error
-	if err != nil {
-		return envGate{}, fmt.Errorf("reading environment: %w", db.Translate(err))
-	}
-	return env, nil
 }
 
 // FailPhase ends a run whose phase failed, keeping the runner's log as evidence.
@@ -357,18 +290,18 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 			return r.RefuseApply(fmt.Sprintf("plan digest mismatch: approved %s, the run carries %s and the stored plan file is %s",
 				r.ApprovedPlanDigest, r.PlanDigest, got))
 		}
-		if err := s.stillEntitled(ctx, *r); err != nil {
+		if err := s.stillEntitled(ctx, *r, now); err != nil {
 			return r.RefuseApply(err.Error())
 		}
-		if err := s.policyStillHolds(ctx, *r, rc); err != nil {
+		if err := s.policyStillHolds(ctx, *r, rc, now); err != nil {
 			return r.RefuseApply(err.Error())
 		}
-		current, err := s.latestState(ctx, r.WorkspaceID)
+		current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		if !samePredecessor(current, *r) {
-			return r.MarkStale("the workspace state changed after this run was planned; plan again")
+		if mine := EvidenceOf(*r).Predecessor; current != mine {
+			return r.MarkStale(fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
 		}
 		if err := s.takeSlot(ctx, *r); err != nil {
 			return err
@@ -387,7 +320,7 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 		return ApplyWork{}, err
 	}
 	if r.PriorStateVersionID != nil {
-		if work.PriorState, err = s.stateBytes(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
+		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return ApplyWork{}, err
 		}
 	}
@@ -401,47 +334,45 @@ func deref(s *string) string {
 	return *s
 }
 
-func samePredecessor(current *StateVersion, r Run) bool {
-	if current == nil {
-		return r.PriorStateVersionID == nil
-	}
-	return r.PriorStateVersionID != nil && *r.PriorStateVersionID == current.ID && current.Serial == r.PriorSerial && current.Lineage == r.PriorLineage
-}
-
-// stillEntitled checks, before any side effect, that the requester still holds
-// provisioning.apply and, for a person's approval, that the approver still holds the
-// role the decision needed; both still need a grant when the environment is restricted
-// (DESIGN §3: a role or grant removed after the decision voids it).
-func (s *Service) stillEntitled(ctx context.Context, r Run) error {
-	env, err := s.environmentOf(ctx, r)
+// stillEntitled checks, before any side effect, that the requester still may request
+// the run and, for a person's approval, that the approver still may approve it (DESIGN
+// §3: a role, grant or cloud.live removed after the decision voids it). The rules are
+// those of requesting and approving (rules.go), asked again now.
+func (s *Service) stillEntitled(ctx context.Context, r Run, now time.Time) error {
+	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return err
 	}
-	check := func(userID, name string, need authz.Role) error {
-		var role authz.Role
-		if err := db.Conn(ctx, s.db).Table("memberships").Select("role").
-			Where("organization_id = ? AND user_id = ?", r.OrganizationID, userID).Scan(&role).Error; err != nil {
-			return fmt.Errorf("checking %s: %w", name, err)
-		}
-		if !role.AtLeast(need) {
-			return fmt.Errorf("%s no longer holds the %s role this run needs; the approval is void", name, need)
-		}
-		if env.Restricted && !role.AtLeast(authz.RoleAdmin) {
-			granted, err := s.hasGrant(ctx, r.EnvironmentID, userID)
-			if err != nil {
-				return err
-			}
-			if !granted {
-				return fmt.Errorf("%s no longer has a grant for the restricted environment %s; the approval is void", name, env.Name)
-			}
-		}
-		return nil
-	}
-	if err := check(r.RequestedBy, r.RequestedByName, authz.RoleOperator); err != nil {
+	requester, err := s.actorFor(ctx, authz.Subject{UserID: r.RequestedBy, Name: r.RequestedByName, OrganizationID: r.OrganizationID}, env)
+	if err != nil {
 		return err
 	}
-	if r.ApprovalKind == "person" && r.ApprovedBy != nil {
-		return check(*r.ApprovedBy, r.ApprovedByName, requiredApprover(r))
+	v := &errs.Validation{}
+	if !requester.Can(authz.PermProvisioningPlan) {
+		return fmt.Errorf("%s, who requested this run, may no longer request runs; the approval is void", r.RequestedByName)
+	}
+	mayRequest(requester, env, RunnerInfo{Name: r.Runner, Simulated: r.Simulated}, v)
+	if msg, bad := v.Fields["environment"]; bad {
+		return fmt.Errorf("%s, who requested this run, no longer may (%s); the approval is void", r.RequestedByName, strings.TrimSuffix(msg, "."))
+	}
+	if r.ApprovalKind != "person" || r.ApprovedBy == nil {
+		return nil
+	}
+	approver, err := s.actorFor(ctx, authz.Subject{UserID: *r.ApprovedBy, Name: r.ApprovedByName, OrganizationID: r.OrganizationID}, env)
+	if err != nil {
+		return err
+	}
+	// Judged as the approval was: while it waited for that decision (the approval's own
+	// moment), by the rules that decided it.
+	waiting := r
+	waiting.State = PendingApproval
+	at := now
+	if r.ApprovedAt != nil {
+		at = *r.ApprovedAt
+	}
+	verdict := decide(waiting, approver, env, at, ActionApprove, true)
+	if !verdict.Allowed() && verdict.Code() != errs.CodeApprovalExpired {
+		return fmt.Errorf("%s, who approved this run, no longer may (%s); the approval is void", r.ApprovedByName, strings.TrimSuffix(verdict.Reason(), "."))
 	}
 	return nil
 }
@@ -456,8 +387,8 @@ type recheck struct {
 
 // prepareRecheck re-runs the plan gates on run runID's plan if it is about to apply.
 func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
-	var r Run
-	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&r).Error; err != nil || r.State != Approved || r.PolicyEvaluationID == nil {
+	r, err := s.store.get(ctx, "", runID)
+	if err != nil || r.State != Approved || r.PolicyEvaluationID == nil {
 		return nil
 	}
 	rc := &recheck{planDigest: r.PlanDigest}
@@ -474,8 +405,9 @@ func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
 // bundle and the environment's modes may have changed since the approval). The same
 // result as approved passes; a different one is stored as evidence and refuses the
 // apply when a hard-mandatory rule fails, or a soft-mandatory rule fails without an
-// override given to exactly this result (same rule version, mode and messages).
-func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck) error {
+// override given to exactly this result (same rule version, mode and messages) that
+// has not expired with the run's decision window.
+func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at time.Time) error {
 	if r.PolicyEvaluationID == nil {
 		return nil // planned before policies were evaluated
 	}
@@ -486,14 +418,19 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck) erro
 		return fmt.Errorf("the policy re-check failed: %w", rc.err)
 	}
 	now := rc.assessment.Policy
+	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	if err != nil {
+		return err
+	}
+	for rule, o := range overrides {
+		if !o.ValidAt(at) {
+			return fmt.Errorf("the override of %s expired at %s with the run's decision window", rule, o.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	}
 	if now.Digest == r.PolicyResultDigest {
 		return nil
 	}
 	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, now)
-	if err != nil {
-		return err
-	}
-	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return err
 	}
@@ -530,70 +467,65 @@ func sameResult(a, b policies.Result) bool {
 // takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs
 // of one workspace apply one at a time, in the order they were requested.
 func (s *Service) takeSlot(ctx context.Context, r Run) error {
-	var ws workspace.Workspace
-	conn := db.Conn(ctx, s.db)
-	if err := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", r.WorkspaceID).Take(&ws).Error; err != nil {
-		return fmt.Errorf("locking workspace: %w", err)
+	holder, err := s.workspaces.LockSlot(ctx, r.WorkspaceID)
+	if err != nil {
+		return err
 	}
-	if ws.ActiveRunID != nil && *ws.ActiveRunID != r.ID {
+	if holder != "" && holder != r.ID {
 		return ErrWorkspaceBusy
 	}
 	// Runs apply in the order they were requested: an earlier run on its way to apply
 	// (not a dry run) goes first, even if this one was approved sooner. Runs waiting for
 	// a person's decision do not hold the queue (that can take days, this approval is
-	// valid for minutes); if they are approved later they find the state moved and go
-	// STALE.
-	var earlier int64
-	err := conn.Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind <> ? AND state IN ?", r.WorkspaceID, r.Number, KindPlanOnly,
-		[]State{Queued, Planning, Approved}).Count(&earlier).Error
+	// valid for minutes); a state this run writes makes them STALE.
+	earlier, err := s.store.earlierInQueue(ctx, r)
 	if err != nil {
-		return fmt.Errorf("checking queue order: %w", err)
+		return err
 	}
 	if earlier > 0 {
 		return ErrWorkspaceBusy
 	}
-	return conn.Model(&workspace.Workspace{}).Where("id = ?", r.WorkspaceID).Update("active_run_id", r.ID).Error
+	return s.workspaces.SetSlot(ctx, r.WorkspaceID, r.ID)
 }
 
 // ApplyOutcome is what the runner's apply produced.
 type ApplyOutcome struct {
 	State   []byte
-	Serial  int
-	Lineage string
 	Outputs []byte
 	Log     []byte
 }
 
 // FinishApply records the state the apply produced and moves the run to VERIFYING.
-// A runner that returns the state (the mock) has it stored here as a new encrypted
-// version; a runner whose tofu wrote it through the http backend returns none, and the
-// version the backend stored for this run is the one recorded.
+// A runner that returns the state (the mock) has it stored here, through the state
+// backend's rules, as a new encrypted version; a runner whose tofu wrote it through the
+// http backend returns none, and the version the backend stored for this run is the one
+// recorded. Either way the runs still waiting on the old state go STALE in the same
+// transaction.
 func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
 	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Running {
 			return ErrSkip
 		}
 		var versionID string
+		var err error
 		if out.State != nil {
-			stateArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.State, out.State)
+			if versionID, err = s.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State); err != nil {
+				return err
+			}
+			latest, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 			if err != nil {
 				return err
 			}
-			sv := StateVersion{ID: db.NewID("sv"), OrganizationID: r.OrganizationID, WorkspaceID: r.WorkspaceID,
-				Serial: out.Serial, Lineage: out.Lineage, ArtifactID: stateArt.ID, SHA256: stateArt.SHA256, RunID: &r.ID}
-			if err := db.Conn(ctx, s.db).Create(&sv).Error; err != nil {
-				return fmt.Errorf("saving state version %d: %w", out.Serial, db.Translate(err))
+			if err := s.StateWritten(ctx, r.OrganizationID, r.WorkspaceID, latest, r.ID); err != nil {
+				return err
 			}
-			versionID = sv.ID
 		} else {
-			latest, err := s.latestState(ctx, r.WorkspaceID)
-			if err != nil {
+			if versionID, err = s.states.VersionOf(ctx, r.OrganizationID, r.WorkspaceID, r.ID); err != nil {
 				return err
 			}
-			if latest == nil || latest.RunID == nil || *latest.RunID != r.ID {
+			if versionID == "" {
 				return r.Fail("the apply finished but wrote no state through the backend")
 			}
-			versionID = latest.ID
 		}
 		logArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
 		if err != nil {
@@ -613,9 +545,9 @@ type VerifyWork struct {
 
 // BeginVerify returns the applied state to verify, or ErrSkip.
 func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, error) {
-	var r Run
-	if err := db.Conn(ctx, s.db).Where("id = ?", runID).Take(&r).Error; err != nil {
-		return VerifyWork{}, fmt.Errorf("reading run %s: %w", runID, db.Translate(err))
+	r, err := s.store.get(ctx, "", runID)
+	if err != nil {
+		return VerifyWork{}, err
 	}
 	if r.State != Verifying || r.NewStateVersionID == nil {
 		return VerifyWork{}, ErrSkip
@@ -637,7 +569,7 @@ func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, er
 	if err != nil {
 		return VerifyWork{}, err
 	}
-	st, err := s.stateBytes(ctx, r.OrganizationID, *r.NewStateVersionID)
+	st, err := s.states.Content(ctx, r.OrganizationID, *r.NewStateVersionID)
 	if err != nil {
 		return VerifyWork{}, err
 	}
@@ -671,7 +603,7 @@ func (s *Service) ExpireIfDue(ctx context.Context, runID string, st State) (Run,
 			return ErrSkip
 		}
 		switch {
-		case st == PendingApproval && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
+		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
 			return r.Expire("no decision within the decision window")
 		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
 			return r.Expire("the approval expired before the apply started")

@@ -15,6 +15,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/db"
+	"gantry/models/run"
 )
 
 // lockRow is one row of state_locks.
@@ -55,7 +56,7 @@ func deref(s *string) string {
 // lockWorkspace returns workspaceID's lock row, locked FOR UPDATE until the
 // transaction in ctx ends, creating it (free) on first use. Every write, lock and
 // unlock of a workspace goes through it, so they are serialised per workspace.
-func (s *Service) lockWorkspace(ctx context.Context, orgID, workspaceID string) (lockRow, error) {
+func (s *Store) lockWorkspace(ctx context.Context, orgID, workspaceID string) (lockRow, error) {
 	conn := db.Conn(ctx, s.db)
 	err := conn.Exec(`INSERT INTO state_locks (workspace_id, organization_id) VALUES (?, ?) ON CONFLICT (workspace_id) DO NOTHING`,
 		workspaceID, orgID).Error
@@ -74,7 +75,7 @@ func (s *Service) lockWorkspace(ctx context.Context, orgID, workspaceID string) 
 // checks again that cred is still live: FenceAndRelease revokes under the same row
 // lock, so a job fenced while its request was on the way cannot slip in behind the
 // fence with a credential it authenticated a moment earlier.
-func (s *Service) lockFor(ctx context.Context, cred Credential, workspaceID string) (lockRow, error) {
+func (s *Store) lockFor(ctx context.Context, cred Credential, workspaceID string) (lockRow, error) {
 	lock, err := s.lockWorkspace(ctx, cred.OrganizationID, workspaceID)
 	if err != nil {
 		return lockRow{}, err
@@ -92,7 +93,7 @@ func (s *Service) lockFor(ctx context.Context, cred Credential, workspaceID stri
 
 // Latest returns the newest state version of workspaceID in organization orgID, or
 // ErrNoState.
-func (s *Service) Latest(ctx context.Context, orgID, workspaceID string) (Version, error) {
+func (s *Store) Latest(ctx context.Context, orgID, workspaceID string) (Version, error) {
 	var v Version
 	err := db.Conn(ctx, s.db).Where("organization_id = ? AND workspace_id = ?", orgID, workspaceID).Order("serial DESC").Take(&v).Error
 	if isNotFound(err) {
@@ -105,7 +106,7 @@ func (s *Service) Latest(ctx context.Context, orgID, workspaceID string) (Versio
 }
 
 // Read returns the decrypted latest state of workspaceID, or ErrNoState.
-func (s *Service) Read(ctx context.Context, cred Credential, workspaceID string) ([]byte, error) {
+func (s *Store) Read(ctx context.Context, cred Credential, workspaceID string) ([]byte, error) {
 	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
 		return nil, err
 	}
@@ -145,7 +146,8 @@ func parseState(data []byte) (stateHeader, error) {
 // only the holder (same lock id, same run) may write, and a write naming a lock that
 // is no longer held (released, or fenced after its job was declared dead) is refused.
 // The state must keep the workspace's lineage and move its serial forward; the same
-// serial with the same bytes again is an idempotent success (a retried request).
+// serial with the same bytes again is an idempotent success (a retried request). In the
+// same transaction the run lifecycle marks the workspace's waiting runs STALE.
 func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockID string, data []byte) error {
 	if err := s.authorize(ctx, cred, workspaceID, true); err != nil {
 		return err
@@ -154,8 +156,6 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 	if err != nil {
 		return err
 	}
-	serial := int64(*h.Serial)
-	digest := bundle.Digest(data)
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
 		lock, err := s.lockFor(ctx, cred, workspaceID)
 		if err != nil {
@@ -167,36 +167,115 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 		case !lock.held() && lockID != "":
 			return fmt.Errorf("writing under lock %s: %w", lockID, ErrLockNotHeld)
 		}
-		current, err := s.Latest(ctx, cred.OrganizationID, workspaceID)
-		switch {
-		case err == nil:
-			if h.Lineage != current.Lineage {
-				return fmt.Errorf("lineage %s over %s: %w", h.Lineage, current.Lineage, ErrLineageChanged)
-			}
-			if serial == current.Serial && digest == current.SHA256 {
-				return nil // the same write again: already stored
-			}
-			if serial <= current.Serial {
-				return fmt.Errorf("serial %d over %d: %w", serial, current.Serial, ErrSerialRegressed)
-			}
-		case !errors.Is(err, ErrNoState):
+		v, wrote, err := s.store(ctx, cred.OrganizationID, workspaceID, cred.RunID, h, data, map[string]any{"credential_id": cred.ID})
+		if err != nil || !wrote {
 			return err
 		}
-		art, err := s.artifacts.Put(ctx, cred.OrganizationID, workspaceID, artifact.State, data)
-		if err != nil {
-			return err
-		}
-		runID := cred.RunID
-		v := Version{ID: db.NewID("sv"), OrganizationID: cred.OrganizationID, WorkspaceID: workspaceID, Serial: serial,
-			Lineage: h.Lineage, ArtifactID: art.ID, SHA256: art.SHA256, RunID: &runID}
-		if err := db.Conn(ctx, s.db).Omit("CreatedAt").Create(&v).Error; err != nil {
-			return fmt.Errorf("saving state version %d: %w", serial, db.Translate(err))
-		}
-		// The audit names the version, never its content: state holds secrets.
-		return s.audit.RecordAs(ctx, authz.System(cred.OrganizationID), audit.Entry{Action: "state.version_created",
-			TargetType: "workspace", TargetID: workspaceID, Data: map[string]any{"state_version_id": v.ID, "serial": serial,
-				"lineage": h.Lineage, "sha256": art.SHA256, "run_id": cred.RunID, "credential_id": cred.ID}})
+		return s.runs.StateWritten(ctx, cred.OrganizationID, workspaceID, v.Predecessor(), cred.RunID)
 	})
+}
+
+// RecordApplied stores the state a runner returned instead of writing it through the
+// backend (the SIMULATED mock) as run runID's version, under the same lineage and
+// serial rules, and returns its id. The caller (the run lifecycle, in its own
+// transaction) marks the waiting runs STALE.
+func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte) (string, error) {
+	h, err := parseState(data)
+	if err != nil {
+		return "", err
+	}
+	var id string
+	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
+		if _, err := s.lockWorkspace(ctx, orgID, workspaceID); err != nil {
+			return err
+		}
+		v, _, err := s.store(ctx, orgID, workspaceID, runID, h, data, nil)
+		id = v.ID
+		return err
+	})
+	return id, err
+}
+
+// store writes a new version of workspaceID under its lock row (held by the caller's
+// transaction): same lineage, serial forward; the same serial and bytes again is the
+// version already stored (wrote false).
+func (s *Store) store(ctx context.Context, orgID, workspaceID, runID string, h stateHeader, data []byte, audited map[string]any) (Version, bool, error) {
+	serial := int64(*h.Serial)
+	current, err := s.Latest(ctx, orgID, workspaceID)
+	switch {
+	case err == nil:
+		if h.Lineage != current.Lineage {
+			return Version{}, false, fmt.Errorf("lineage %s over %s: %w", h.Lineage, current.Lineage, ErrLineageChanged)
+		}
+		if serial == current.Serial && bundle.Digest(data) == current.SHA256 {
+			return current, false, nil // the same write again: already stored
+		}
+		if serial <= current.Serial {
+			return Version{}, false, fmt.Errorf("serial %d over %d: %w", serial, current.Serial, ErrSerialRegressed)
+		}
+	case !errors.Is(err, ErrNoState):
+		return Version{}, false, err
+	}
+	art, err := s.artifacts.Put(ctx, orgID, workspaceID, artifact.State, data)
+	if err != nil {
+		return Version{}, false, err
+	}
+	v := Version{ID: db.NewID("sv"), OrganizationID: orgID, WorkspaceID: workspaceID, Serial: serial,
+		Lineage: h.Lineage, ArtifactID: art.ID, SHA256: art.SHA256, RunID: &runID}
+	if err := db.Conn(ctx, s.db).Omit("CreatedAt").Create(&v).Error; err != nil {
+		return Version{}, false, fmt.Errorf("saving state version %d: %w", serial, db.Translate(err))
+	}
+	// The audit names the version, never its content: state holds secrets.
+	data2 := map[string]any{"state_version_id": v.ID, "serial": serial, "lineage": h.Lineage, "sha256": art.SHA256, "run_id": runID}
+	for k, val := range audited {
+		data2[k] = val
+	}
+	err = s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "state.version_created",
+		TargetType: "workspace", TargetID: workspaceID, Data: data2})
+	return v, true, err
+}
+
+// Predecessor is the workspace's newest version as the predecessor of a plan computed
+// now (run.NoPredecessor when it has no state).
+func (s *Store) Predecessor(ctx context.Context, orgID, workspaceID string) (run.Predecessor, error) {
+	v, err := s.Latest(ctx, orgID, workspaceID)
+	switch {
+	case errors.Is(err, ErrNoState):
+		return run.Predecessor{VersionID: run.NoPredecessor}, nil
+	case err != nil:
+		return run.Predecessor{}, err
+	}
+	return v.Predecessor(), nil
+}
+
+// Predecessor is v as the predecessor of a plan.
+func (v Version) Predecessor() run.Predecessor {
+	return run.Predecessor{VersionID: v.ID, Serial: int(v.Serial), Lineage: v.Lineage, Digest: v.SHA256}
+}
+
+// Content returns the decrypted state of version id of organization orgID.
+func (s *Store) Content(ctx context.Context, orgID, id string) ([]byte, error) {
+	var v Version
+	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id).Take(&v).Error; err != nil {
+		return nil, fmt.Errorf("reading state version %s: %w", id, db.Translate(err))
+	}
+	data, _, err := s.artifacts.Get(ctx, orgID, v.ArtifactID)
+	return data, err
+}
+
+// VersionOf returns the newest version of workspaceID that run runID wrote ("" none).
+func (s *Store) VersionOf(ctx context.Context, orgID, workspaceID, runID string) (string, error) {
+	v, err := s.Latest(ctx, orgID, workspaceID)
+	switch {
+	case errors.Is(err, ErrNoState):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	if v.RunID == nil || *v.RunID != runID {
+		return "", nil
+	}
+	return v.ID, nil
 }
 
 func parseLockInfo(info []byte) (LockInfo, error) {
@@ -214,7 +293,7 @@ func parseLockInfo(info []byte) (LockInfo, error) {
 // lock held by anyone else is a *LockedError carrying the holder's LockInfo. Taking a
 // lock already held under the same lock id by the same credential succeeds again, so
 // a retried request whose first answer was lost does not lock its own sender out.
-func (s *Service) Lock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
+func (s *Store) Lock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
 	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
 		return err
 	}
@@ -250,7 +329,7 @@ func (s *Service) Lock(ctx context.Context, cred Credential, workspaceID string,
 // *LockedError. tofu force-unlock sends a LockInfo with only the ID: the same rule
 // applies, so a job cannot break another run's lock; the orchestrator does that with
 // FenceAndRelease.
-func (s *Service) Unlock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
+func (s *Store) Unlock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
 	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
 		return err
 	}
@@ -273,7 +352,7 @@ func (s *Service) Unlock(ctx context.Context, cred Credential, workspaceID strin
 	})
 }
 
-func (s *Service) release(ctx context.Context, workspaceID string) error {
+func (s *Store) release(ctx context.Context, workspaceID string) error {
 	err := db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = NULL, info = NULL, run_id = NULL, credential_id = NULL,
 		acquired_at = NULL WHERE workspace_id = ?`, workspaceID).Error
 	if err != nil {
@@ -284,7 +363,7 @@ func (s *Service) release(ctx context.Context, workspaceID string) error {
 
 // LockOf returns the lock state of workspaceID (Held false when free), for the
 // orchestrator to find a lock whose job is gone.
-func (s *Service) LockOf(ctx context.Context, workspaceID string) (Lock, error) {
+func (s *Store) LockOf(ctx context.Context, workspaceID string) (Lock, error) {
 	var row lockRow
 	err := db.Conn(ctx, s.db).Where("workspace_id = ?", workspaceID).Take(&row).Error
 	if isNotFound(err) {
@@ -297,7 +376,7 @@ func (s *Service) LockOf(ctx context.Context, workspaceID string) (Lock, error) 
 }
 
 // HoldsLock reports whether a job of run runID holds the workspace's state lock.
-func (s *Service) HoldsLock(ctx context.Context, workspaceID, runID string) (bool, error) {
+func (s *Store) HoldsLock(ctx context.Context, workspaceID, runID string) (bool, error) {
 	l, err := s.LockOf(ctx, workspaceID)
 	if err != nil {
 		return false, err
@@ -313,7 +392,7 @@ func (s *Service) HoldsLock(ctx context.Context, workspaceID, runID string) (boo
 //
 // Call it before issuing credentials for a retry of the same run: it revokes every
 // credential the run has at that moment.
-func (s *Service) FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error {
+func (s *Store) FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error {
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
 		var orgID string
 		err := db.Conn(ctx, s.db).Table("workspaces").Select("organization_id").Where("id = ?", workspaceID).Take(&orgID).Error

@@ -43,7 +43,7 @@ func (credentialRow) TableName() string { return "state_credentials" }
 //
 // It is the orchestrator's call (no subject in context): the run it names must be a
 // run of that workspace of organization orgID.
-func (s *Service) IssueCredentials(ctx context.Context, orgID, workspaceID, runID string, phase Phase, ttl time.Duration) (username, password string, err error) {
+func (s *Store) IssueCredentials(ctx context.Context, orgID, workspaceID, runID string, phase Phase, ttl time.Duration) (username, password string, err error) {
 	if !phase.Valid() {
 		return "", "", fmt.Errorf("issuing state credentials: unknown phase %q", phase)
 	}
@@ -91,7 +91,7 @@ var dummyHash = sha256.Sum256([]byte("gantry-state-no-such-credential"))
 // Authenticate checks a Basic-auth username and password. Every failure (unknown
 // username, wrong password, expired, revoked) is an ErrBadCredentials; the password is
 // compared in constant time before anything else about the credential is looked at.
-func (s *Service) Authenticate(ctx context.Context, username, password string) (Credential, error) {
+func (s *Store) Authenticate(ctx context.Context, username, password string) (Credential, error) {
 	var row credentialRow
 	err := db.Conn(ctx, s.db).Select("*, now() AS now").Where("id = ?", username).Take(&row).Error
 	if err != nil && !isNotFound(err) {
@@ -119,7 +119,7 @@ func (s *Service) Authenticate(ctx context.Context, username, password string) (
 // Revoke ends every live credential of run runID and returns how many it ended. The
 // orchestrator calls it when a job phase finishes; a revoked credential fails
 // Authenticate from then on.
-func (s *Service) Revoke(ctx context.Context, runID string) (int, error) {
+func (s *Store) Revoke(ctx context.Context, runID string) (int, error) {
 	var n int
 	err := db.Tx(ctx, s.db, func(ctx context.Context) error {
 		var err error
@@ -131,7 +131,7 @@ func (s *Service) Revoke(ctx context.Context, runID string) (int, error) {
 
 // RevokeCredential ends one credential (a finished phase's), leaving the run's other
 // credentials alone: the next phase of the same run may already hold its own.
-func (s *Service) RevokeCredential(ctx context.Context, id string) error {
+func (s *Store) RevokeCredential(ctx context.Context, id string) error {
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
 		var revoked []credentialRow
 		err := db.Conn(ctx, s.db).Raw(`UPDATE state_credentials SET revoked_at = now()
@@ -150,7 +150,7 @@ func (s *Service) RevokeCredential(ctx context.Context, id string) error {
 
 // revoke revokes runID's live credentials inside the caller's transaction and audits
 // it per organization (a run has one) when any was live.
-func (s *Service) revoke(ctx context.Context, runID, reason string) (int, error) {
+func (s *Store) revoke(ctx context.Context, runID, reason string) (int, error) {
 	var revoked []credentialRow
 	err := db.Conn(ctx, s.db).Raw(`UPDATE state_credentials SET revoked_at = now()
 		WHERE run_id = ? AND revoked_at IS NULL RETURNING id, organization_id, workspace_id`, runID).Scan(&revoked).Error
@@ -173,7 +173,7 @@ func (s *Service) revoke(ctx context.Context, runID, reason string) (int, error)
 // authorize checks that cred may act on workspaceID: its own workspace only. Another
 // workspace of the same organization is ErrOtherWorkspace (tofu reports a 403 as bad
 // credentials); a workspace outside the organization does not exist for it.
-func (s *Service) authorize(ctx context.Context, cred Credential, workspaceID string, write bool) error {
+func (s *Store) authorize(ctx context.Context, cred Credential, workspaceID string, write bool) error {
 	if cred.ID == "" {
 		return ErrBadCredentials
 	}

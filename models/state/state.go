@@ -23,6 +23,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/errs"
+	"gantry/models/run"
 )
 
 // Phase is the job phase a credential was issued for.
@@ -137,14 +138,27 @@ func (e *LockedError) Error() string { return "state is locked by " + e.LockID }
 // Unwrap makes a LockedError an ErrLocked (a conflict).
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
-// Service is the state backend.
-type Service struct {
+// Store holds the state backend's data: the state versions of every workspace, their
+// locks and the job credentials. Runs read their predecessors and fence dead jobs'
+// locks through it; Service serves it to OpenTofu.
+type Store struct {
 	db        *gorm.DB
 	artifacts *artifact.Store
 	audit     *audit.Log
 }
 
-// NewService returns the state backend storing state through artifacts.
-func NewService(gdb *gorm.DB, artifacts *artifact.Store, log *audit.Log) *Service {
-	return &Service{db: gdb, artifacts: artifacts, audit: log}
+// NewStore returns the state store, keeping state through artifacts.
+func NewStore(gdb *gorm.DB, artifacts *artifact.Store, log *audit.Log) *Store {
+	return &Store{db: gdb, artifacts: artifacts, audit: log}
 }
+
+// Service is Gantry's OpenTofu http state backend: the store's operations for job
+// credentials, and every state write told to the run lifecycle in the write's own
+// transaction, so the runs still waiting on the old state go STALE with it (DESIGN §3).
+type Service struct {
+	*Store
+	runs run.StateWatcher
+}
+
+// NewService returns the backend over st, telling runs about every write.
+func NewService(st *Store, runs run.StateWatcher) *Service { return &Service{Store: st, runs: runs} }

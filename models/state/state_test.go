@@ -118,6 +118,18 @@ func TestStateWriteRules(t *testing.T) {
 	var serials []int
 	require.NoError(t, f.DB.Raw("SELECT serial FROM state_versions WHERE workspace_id = ? ORDER BY serial", f.WorkspaceID).Scan(&serials).Error)
 	require.Equal(t, []int{1, 3}, serials)
+	// Each stored version, and only those, was told to the run lifecycle inside the
+	// write's transaction (so waiting runs go STALE with it); a repeat is not a write.
+	reported := f.Written.All()
+	require.Len(t, reported, 2)
+	for i, serial := range []int{1, 3} {
+		require.Equal(t, serial, reported[i].Written.Serial)
+		require.Equal(t, lineage, reported[i].Written.Lineage)
+		require.Equal(t, f.RunID, reported[i].ByRunID)
+		require.Equal(t, f.WorkspaceID, reported[i].WorkspaceID)
+		require.True(t, reported[i].InTx, "reported inside the write's transaction")
+		require.NotEmpty(t, reported[i].Written.Digest)
+	}
 
 	planUser, planPass := f.Issue(t, f.WorkspaceID, f.RunID, state.PhasePlan)
 	plan, err := f.Service.Authenticate(ctx, planUser, planPass)
@@ -181,7 +193,7 @@ func TestStateRotateKeys(t *testing.T) {
 	data, err := f.Service.Read(ctx, cred, f.WorkspaceID)
 	require.Error(t, err, "the fixture's service still holds only k1")
 	require.Nil(t, data)
-	rotated := state.NewService(f.DB, artifact.NewStore(f.DB, onlyK2), f.Audit)
+	rotated := state.NewService(state.NewStore(f.DB, artifact.NewStore(f.DB, onlyK2), f.Audit), f.Written)
 	data, err = rotated.Read(ctx, cred, f.WorkspaceID)
 	require.NoError(t, err)
 	require.Contains(t, string(data), "rotate-me")

@@ -16,15 +16,33 @@ type View struct {
 	EnvironmentName string
 }
 
+// Access says which environments a member may not see (environment.Service): the
+// workspaces of a restricted environment without a grant do not exist for them.
+type Access interface {
+	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)
+}
+
 // Service reads workspaces of the subject's organization. Workspaces are created by
-// requesting a run (models/run).
-type Service struct{ db *gorm.DB }
+// requesting a run (models/run, through Store).
+type Service struct {
+	db     *gorm.DB
+	access Access
+}
 
 // NewService returns the workspace service.
-func NewService(gdb *gorm.DB) *Service { return &Service{db: gdb} }
+func NewService(gdb *gorm.DB, access Access) *Service { return &Service{db: gdb, access: access} }
 
 const viewQuery = `SELECT w.*, e.name AS environment_name FROM workspaces w
 	JOIN environments e ON e.id = w.environment_id AND e.organization_id = w.organization_id`
+
+// hidden is the SQL that leaves out the workspaces of environments subject may not see.
+func (s *Service) hidden(ctx context.Context, subject authz.Subject) (string, []any, error) {
+	ids, err := s.access.HiddenFrom(ctx, subject)
+	if err != nil || len(ids) == 0 {
+		return "", nil, err
+	}
+	return " AND w.environment_id NOT IN ?", []any{ids}, nil
+}
 
 // List returns the organization's workspaces by environment tier, then name.
 func (s *Service) List(ctx context.Context) ([]View, error) {
@@ -32,23 +50,31 @@ func (s *Service) List(ctx context.Context) ([]View, error) {
 	if err != nil {
 		return nil, err
 	}
+	hide, args, err := s.hidden(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
 	var out []View
-	err = db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ?
-		ORDER BY CASE e.tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, w.name`, subject.OrganizationID).Scan(&out).Error
+	err = db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ?`+hide+`
+		ORDER BY CASE e.tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, w.name`, append([]any{subject.OrganizationID}, args...)...).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing workspaces: %w", err)
 	}
 	return out, nil
 }
 
-// Get returns workspace id of the subject's organization.
+// Get returns workspace id of the subject's organization, if the subject may see it.
 func (s *Service) Get(ctx context.Context, id string) (View, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return View{}, err
 	}
+	hide, args, err := s.hidden(ctx, subject)
+	if err != nil {
+		return View{}, err
+	}
 	var out []View
-	if err := db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ? AND w.id = ?`, subject.OrganizationID, id).Scan(&out).Error; err != nil {
+	if err := db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ? AND w.id = ?`+hide, append([]any{subject.OrganizationID, id}, args...)...).Scan(&out).Error; err != nil {
 		return View{}, fmt.Errorf("reading workspace: %w", err)
 	}
 	if len(out) == 0 {

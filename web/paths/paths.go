@@ -66,14 +66,15 @@ func RunEvents(id string) string { return Run(id) + "/events" }
 func RunEventsSince(id string, version int64) string {
 	return RunEvents(id) + "?" + url.Values{"since": {strconv.FormatInt(version, 10)}}.Encode()
 }
-func RunApprove(id string) string  { return Run(id) + "/approve" }
-func RunReject(id string) string   { return Run(id) + "/reject" }
-func RunRecover(id string) string  { return Run(id) + "/recover" }
-func RunCancel(id string) string   { return Run(id) + "/cancel" }
-func RunPlanJSON(id string) string { return Run(id) + "/plan.json" }
-func RunPlanText(id string) string { return Run(id) + "/plan.txt" }
-func RunOverride(id string) string { return Run(id) + "/override" }
-func RunReview(id string) string   { return Run(id) + "/review" }
+func RunApprove(id string) string   { return Run(id) + "/approve" }
+func RunReject(id string) string    { return Run(id) + "/reject" }
+func RunRecover(id string) string   { return Run(id) + "/recover" }
+func RunCancel(id string) string    { return Run(id) + "/cancel" }
+func RunPlanAgain(id string) string { return Run(id) + "/plan-again" }
+func RunPlanJSON(id string) string  { return Run(id) + "/plan.json" }
+func RunPlanText(id string) string  { return Run(id) + "/plan.txt" }
+func RunOverride(id string) string  { return Run(id) + "/override" }
+func RunReview(id string) string    { return Run(id) + "/review" }
 
 // RunReviewSection is one page of one section of a run's plan review.
 func RunReviewSection(id, section string, page int) string {
@@ -90,6 +91,14 @@ func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid
 func WorkloadJWKS() string      { return WorkloadIssuer() + "/jwks" }
 
 func Executors() string { return "/executors" }
+
+// Route patterns of the members page.
+const RouteMemberAction = "/members/:id/:action"
+
+func Members() string                    { return "/members" }
+func InviteMember() string               { return Members() + "/invite" }
+func RevokeInvitation() string           { return Members() + "/invitations/revoke" }
+func MemberAction(id, act string) string { return Members() + "/" + url.PathEscape(id) + "/" + act }
 
 // ApprovalMatrix is the organization's risk rules and approval matrix (settings).
 func ApprovalMatrix() string { return "/settings/approval-matrix" }

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	catalogfiles "gantry/catalog"
+	"gantry/cmd/gantry/assemble"
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/demo"
@@ -68,7 +69,7 @@ type App struct {
 	DB     *gorm.DB
 	Orgs   map[string]string // demo organization slug -> id
 	Server *web.Server
-	System *runner.System
+	System *assemble.Portal
 }
 
 // Start runs a fresh application for t and stops it when t ends.
@@ -130,12 +131,12 @@ func StartWith(t testing.TB, opts Options) *App {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	keys, err := keyring.Parse(keyring.NewKeySpec("test-1"))
 	require.NoError(t, err)
-	app.System, err = runner.NewSystem(ctx, runner.SystemConfig{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
+	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet})
 	require.NoError(t, err)
-	app.Server, err = web.New(ctx, web.Config{
+	app.Server, err = app.System.Web(ctx, web.Config{
 		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet,
-	}, app.DB, web.Services{Executors: app.System, Identity: app.System.Identity, State: app.System.State, Runs: app.System.Runs, Catalog: app.System.Catalog, ListenPool: app.System.ListenPool, Credentials: app.System.Credentials})
+	})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	require.NoError(t, app.System.Queue.Start(runCtx))

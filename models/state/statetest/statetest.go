@@ -4,6 +4,8 @@
 package statetest
 
 import (
+	"sync"
+
 	"context"
 	"fmt"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/keyring"
+	"gantry/models/run"
 	"gantry/models/state"
 )
 
@@ -28,6 +31,9 @@ type Fixture struct {
 	Artifacts *artifact.Store
 	Audit     *audit.Log
 	Service   *state.Service
+	// Written records what the backend told the run lifecycle, write by write (the
+	// run lifecycle itself is tested with it in web/).
+	Written *Watcher
 
 	OrgID       string // the organization the tests act in
 	WorkspaceID string // its workspace under test, with run RunID
@@ -47,7 +53,8 @@ func New(t testing.TB) *Fixture {
 	require.NoError(t, err)
 	log := audit.New(gdb)
 	arts := artifact.NewStore(gdb, keys)
-	f := &Fixture{DB: gdb, KeySpec: spec, Keys: keys, Artifacts: arts, Audit: log, Service: state.NewService(gdb, arts, log)}
+	f := &Fixture{DB: gdb, KeySpec: spec, Keys: keys, Artifacts: arts, Audit: log, Written: &Watcher{}}
+	f.Service = state.NewService(state.NewStore(gdb, arts, log), f.Written)
 	f.OrgID = f.org(t, "acme")
 	env := f.env(t, f.OrgID)
 	f.WorkspaceID = f.Workspace(t, f.OrgID, env, "network")
@@ -127,4 +134,35 @@ func StateJSON(serial int, lineage, extra string) []byte {
   "check_results": null
 }
 `, serial, lineage, extra)
+}
+
+// Watcher records the writes the backend reports (run.StateWatcher), with whether the
+// report came inside a transaction (it must: the stale marking commits with the write).
+type Watcher struct {
+	mu     sync.Mutex
+	Writes []Write
+}
+
+// Write is one report.
+type Write struct {
+	WorkspaceID string
+	Written     run.Predecessor
+	ByRunID     string
+	InTx        bool
+}
+
+// StateWritten records the report.
+func (w *Watcher) StateWritten(ctx context.Context, orgID, workspaceID string, written run.Predecessor, byRunID string) error {
+	_, inTx := db.SQLTx(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.Writes = append(w.Writes, Write{WorkspaceID: workspaceID, Written: written, ByRunID: byRunID, InTx: inTx})
+	return nil
+}
+
+// All returns the reports so far.
+func (w *Watcher) All() []Write {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Write(nil), w.Writes...)
 }

@@ -1,0 +1,211 @@
+// Package assemble is Gantry's one composition root: it builds the stores, then the
+// services on them, then the job queue, then the web server, each constructor given
+// exactly what it needs. `gantry serve`, `gantry dev` and the whole-app test harness
+// (web/webtest) all start Gantry through it, so what the tests run is what ships.
+package assemble
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"gorm.io/gorm"
+
+	"gantry/models/artifact"
+	"gantry/models/audit"
+	"gantry/models/catalog"
+	"gantry/models/environment"
+	"gantry/models/idempotency"
+	"gantry/models/identity"
+	"gantry/models/keyring"
+	"gantry/models/org"
+	"gantry/models/policy"
+	"gantry/models/risk"
+	"gantry/models/run"
+	"gantry/models/session"
+	"gantry/models/state"
+	"gantry/models/workspace"
+	"gantry/runner"
+	"gantry/web"
+)
+
+// Config is what the portal is built from.
+type Config struct {
+	DB        *gorm.DB
+	DSN       string // for the LISTEN/NOTIFY pool
+	Keys      *keyring.Keyring
+	CatalogFS fs.FS
+	// Runner is the deployment's default executor; Extra are the others environments
+	// may choose. Names must differ.
+	Runner runner.Runner
+	Extra  []runner.Runner
+	// BaseURL is where runners reach Gantry's state backend and clouds its workload issuer.
+	BaseURL              string
+	Logger               *slog.Logger
+	RescueStuckJobsAfter time.Duration
+	Timeouts             runner.Timeouts
+	// ContainerStatePort is the loopback port jobs in containers (tofu/oci) reach the
+	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
+	ContainerStatePort int
+	MaxWorkers         int
+	OnApplyStart       func(runID string)
+}
+
+// Portal is one portal process's parts, built in order: stores, services, queue.
+type Portal struct {
+	// Stores: data access with no rules of their own.
+	Audit      *audit.Log
+	Artifacts  *artifact.Store
+	Keys       *idempotency.Store
+	Catalog    *catalog.Catalog
+	Matrix     *risk.Store
+	Policies   *policy.Store
+	StateStore *state.Store
+	Workspaces *workspace.Store
+
+	// Services: the rules, each authorizing its subject.
+	Orgs           *org.Service
+	Members        *org.Members
+	Environments   *environment.Service
+	Credentials    *environment.Credentials
+	WorkspaceViews *workspace.Service
+	Identity       *identity.Issuer
+	Runs           *run.Service
+	State          *state.Service
+
+	// The queue and the runners it drives.
+	Queue      *runner.Queue
+	ListenPool *pgxpool.Pool
+	Runners    runner.RunnerSet
+	Default    string
+
+	db     *gorm.DB // only for the session store, whose lifetimes come with the web config
+	sqlDB  *sql.DB
+	logger *slog.Logger
+}
+
+// Build loads the catalog (pinning template digests in the database) and builds the
+// portal. Start its queue with Portal.Queue.Start; Close it after stopping the queue.
+func Build(ctx context.Context, cfg Config) (*Portal, error) {
+	if cfg.DB == nil || cfg.Keys == nil || cfg.CatalogFS == nil || cfg.Runner == nil {
+		return nil, errors.New("assemble: DB, Keys, CatalogFS and Runner are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	sqlDB, err := cfg.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	p := &Portal{db: cfg.DB, sqlDB: sqlDB, logger: cfg.Logger, Default: cfg.Runner.Name(), Runners: runner.RunnerSet{}}
+
+	// Stores.
+	gdb := cfg.DB
+	p.Audit = audit.New(gdb)
+	p.Artifacts = artifact.NewStore(gdb, cfg.Keys)
+	p.Keys = idempotency.NewStore(gdb)
+	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
+	p.Policies = policy.NewStore(gdb, p.Audit)
+	p.StateStore = state.NewStore(gdb, p.Artifacts, p.Audit)
+	p.Workspaces = workspace.NewStore(gdb, p.Audit)
+	if p.Catalog, err = catalog.Load(ctx, cfg.CatalogFS, catalog.DBPins{DB: gdb}); err != nil {
+		return nil, fmt.Errorf("loading catalog: %w", err)
+	}
+	for _, e := range p.Catalog.All() {
+		if !e.Usable() {
+			cfg.Logger.WarnContext(ctx, "template refused", "template", e.Template.Name, "version", e.Template.Version, "reason", e.Refused)
+		}
+	}
+
+	// Services that need no run lifecycle.
+	p.Orgs = org.NewService(gdb, p.Audit)
+	p.Environments = environment.NewService(gdb, p.Audit)
+	p.Credentials = environment.NewCredentials(gdb, p.Audit, cfg.Keys)
+	p.WorkspaceViews = workspace.NewService(gdb, p.Environments)
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{})
+
+	// The queue (its workers are bound to the run service below).
+	offered := run.Runners{Default: cfg.Runner.Name()}
+	for _, r := range append([]runner.Runner{cfg.Runner}, cfg.Extra...) {
+		if _, dup := p.Runners[r.Name()]; dup {
+			return nil, fmt.Errorf("two runners are named %s", r.Name())
+		}
+		p.Runners[r.Name()] = r
+		offered.Available = append(offered.Available, run.RunnerInfo{Name: r.Name(), Simulated: r.Simulated()})
+	}
+	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	poolCfg.MaxConns = 4 // LISTEN connections only
+	if p.ListenPool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
+		return nil, fmt.Errorf("opening listen pool: %w", err)
+	}
+	p.Queue, err = runner.NewQueue(runner.QueueConfig{SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
+		Credentials:          runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials),
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
+	if err != nil {
+		p.ListenPool.Close()
+		return nil, err
+	}
+
+	// The run lifecycle, then the services that call into it.
+	p.Runs, err = run.NewService(run.Config{
+		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: p.Queue.Enqueuer(), Catalog: catalog.ForRuns(p.Catalog),
+		Runners: offered,
+		StateAddress: func(runnerName, workspaceID string) string {
+			address, _ := state.Addresses(stateBase(base, cfg.ContainerStatePort, runnerName), workspaceID)
+			return address
+		},
+		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
+		Matrix: p.Matrix, Policies: p.Policies,
+	})
+	if err != nil {
+		p.ListenPool.Close()
+		return nil, err
+	}
+	p.State = state.NewService(p.StateStore, p.Runs)
+	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
+	p.Queue.Bind(p.Runs)
+	return p, nil
+}
+
+// stateBase is where a runner's jobs reach the state backend. The address is embedded
+// in saved plans, so it must be the same wherever the plan is applied: containers
+// always see http://127.0.0.1:<port>, forwarded to the portal's state socket.
+func stateBase(base string, containerPort int, runnerName string) string {
+	if runnerName == "tofu/oci" && containerPort > 0 {
+		return fmt.Sprintf("http://127.0.0.1:%d", containerPort)
+	}
+	return base
+}
+
+// Web builds the HTTP server on the portal's services. It discovers the OpenID
+// Provider, so the provider must answer.
+func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = p.logger
+	}
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sessions := session.NewStore(p.db, cfg.SessionIdle, cfg.SessionLifetime)
+	return web.New(ctx, cfg, web.Services{
+		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Environments: p.Environments,
+		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
+		Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
+		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
+	})
+}
+
+// Close releases the listen pool (stop the queue first).
+func (p *Portal) Close() { p.ListenPool.Close() }

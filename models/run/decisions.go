@@ -1,0 +1,324 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gantry/models/authz"
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/policy"
+	"gantry/models/risk"
+	"gantry/policies"
+)
+
+// The decisions people take on a run. Each is authorized first, through Permissions,
+// inside the transaction that records it: under the row lock, by the database clock.
+
+// decider is the subject as the entity's methods see it.
+func decider(s authz.Subject) Decider { return Decider{UserID: s.UserID, Name: s.Name} }
+
+// actorFor is the rules' view of subject in environment env: the role, cloud.live and
+// groups the database holds now (a demotion counts at once), and the grant on env.
+func (s *Service) actorFor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
+	a := Actor{Subject: subject}
+	if subject.System {
+		return a, nil
+	}
+	m, err := s.members.Member(ctx, subject.OrganizationID, subject.UserID)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		// No longer a member: nothing is allowed.
+		a.Role = ""
+		return a, nil
+	case err != nil:
+		return Actor{}, err
+	}
+	a.Role, a.CloudLive, a.Groups = m.Role, m.CloudLive, m.Groups
+	if env.Restricted && environment.NeedsGrant(a.Role) {
+		if a.Granted, err = s.environments.HasGrant(ctx, env.ID, subject.UserID); err != nil {
+			return Actor{}, err
+		}
+	}
+	return a, nil
+}
+
+// permissions is PermissionsOf for subject on run r, now.
+func (s *Service) permissions(ctx context.Context, subject authz.Subject, r Run, now time.Time) (Permissions, environment.Environment, error) {
+	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+	if err != nil {
+		return Permissions{}, environment.Environment{}, err
+	}
+	a, err := s.actorFor(ctx, subject, env)
+	if err != nil {
+		return Permissions{}, environment.Environment{}, err
+	}
+	return PermissionsOf(r, a, env, now), env, nil
+}
+
+// Permissions says what the subject in ctx may do to run r (read through Get) now, by
+// the database clock: what pages show as controls.
+func (s *Service) Permissions(ctx context.Context, r Run) (Permissions, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Permissions{}, err
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return Permissions{}, err
+	}
+	p, _, err := s.permissions(ctx, subject, r, now)
+	return p, err
+}
+
+// Approval is a person's approval as submitted: the evidence the page showed and, for
+// a run whose risk asks for an elevated decision, the typed confirmation and reason.
+type Approval struct {
+	Evidence Evidence
+	Confirm  string // must be ConfirmWord when the run's decision is elevated
+	Reason   string // MinReasonLength+ characters when elevated
+}
+
+// decision runs one decision on run id: under the row lock and the database clock it
+// asks Permissions for act (a late decision expires the run and answers
+// APPROVAL_EXPIRED; anything else refused records nothing), checks the evidence is
+// complete, then lets apply record it.
+func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evidence,
+	apply func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Run{}, err
+	}
+	if ev != nil {
+		if err := ev.complete(); err != nil {
+			return Run{}, err
+		}
+	}
+	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+		p, _, err := s.permissions(ctx, subject, *r, now)
+		if err != nil {
+			return err
+		}
+		v := map[Action]Verdict{ActionApprove: p.Approve, ActionReject: p.Reject, ActionOverride: p.Override,
+			ActionCancel: p.Cancel, ActionRecover: p.Recover}[act]
+		if !v.Allowed() {
+			if v.Code() == errs.CodeApprovalExpired && r.Waiting() {
+				// Judged at commit: the deadline passed before this decision could be
+				// recorded, so the run ends EXPIRED with that reason and nothing else is.
+				if err := r.Expire(fmt.Sprintf("no decision within the decision window: a decision (%s by %s) arrived at %s, after the deadline %s",
+					act, subject.Name, now.Format(time.RFC3339Nano), r.DecisionDeadline.UTC().Format(time.RFC3339Nano))); err != nil {
+					return err
+				}
+				r.annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
+				return commitThen{err: v.Err()}
+			}
+			return v.Err()
+		}
+		return apply(ctx, r, subject, now)
+	})
+}
+
+// complete refuses evidence with a field missing (422): a decision on half the
+// evidence is no decision.
+func (ev Evidence) complete() error {
+	if ev.RunID == "" || ev.PlanRevision <= 0 || ev.PlanDigest == "" || ev.ConfigDigest == "" || ev.Predecessor.VersionID == "" {
+		v := &errs.Validation{}
+		v.Add("evidence", "This decision is missing part of the evidence it binds to. Reload the review page and decide again.")
+		return v
+	}
+	return nil
+}
+
+// Approve approves run id's current evidence, valid for ApprovalValidity by the
+// database clock. Evidence other than the run now carries is 409 STALE_EVIDENCE; a
+// decision after the deadline 409 APPROVAL_EXPIRED.
+func (s *Service) Approve(ctx context.Context, id string, in Approval) (Run, error) {
+	return s.decision(ctx, id, ActionApprove, &in.Evidence, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
+		elevated := RequirementOf(*r).Elevated
+		if elevated {
+			if err := checkElevation(in.Confirm, in.Reason); err != nil {
+				return err
+			}
+		}
+		if err := r.Approve(decider(subject), in.Evidence, now); err != nil {
+			return err
+		}
+		if elevated {
+			reason := strings.TrimSpace(in.Reason)
+			r.StateReason += ": " + reason
+			r.moves[len(r.moves)-1].reason = r.StateReason
+			r.annotate(map[string]any{"elevated": true, "confirmation": ConfirmWord, "approval_reason": reason,
+				"authenticated_at": subject.AuthenticatedAt.UTC()})
+		}
+		return nil
+	})
+}
+
+// Reject rejects run id (waiting for an approval or an override) with a reason, bound
+// to the same evidence as an approval.
+func (s *Service) Reject(ctx context.Context, id string, ev Evidence, reason string) (Run, error) {
+	if err := checkReason(reason, 1, "Say why you reject this plan."); err != nil {
+		return Run{}, err
+	}
+	return s.decision(ctx, id, ActionReject, &ev, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
+		return r.Reject(decider(subject), ev, reason, now)
+	})
+}
+
+// Cancel stops run id where the state machine allows it, with an optional reason: the
+// requester her own run, admins and owners any run.
+func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
+	return s.decision(ctx, id, ActionCancel, nil, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
+		return r.Cancel(decider(subject), reason, now)
+	})
+}
+
+// Recover closes an interrupted apply (APPLY_INTERRUPTED -> FAILED) once an admin has
+// checked the workspace, which releases its apply slot.
+func (s *Service) Recover(ctx context.Context, id, reason string) (Run, error) {
+	if err := checkReason(reason, 1, "Say what you checked before closing the interrupted apply."); err != nil {
+		return Run{}, err
+	}
+	return s.decision(ctx, id, ActionRecover, nil, func(ctx context.Context, r *Run, subject authz.Subject, _ time.Time) error {
+		return r.Recover(decider(subject), reason)
+	})
+}
+
+// Override overrides one soft-mandatory failure of run id's policy evaluation, bound to
+// the evaluation's result digest and the rule's version, until the run's decision
+// deadline; a hard-mandatory failure is never overridden. It needs what approving
+// needs and policies.manage. When no soft failure is left the run waits for a person's
+// approval, within the decision window it already had.
+func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, ruleVersion, reason string) (Run, error) {
+	if err := checkReason(reason, MinReasonLength, fmt.Sprintf("Say why this failure may be overridden, in at least %d characters.", MinReasonLength)); err != nil {
+		return Run{}, err
+	}
+	reason = strings.TrimSpace(reason)
+	return s.decision(ctx, id, ActionOverride, &ev, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
+		if err := r.checkEvidence(ev); err != nil {
+			return err
+		}
+		evaluation, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		if err != nil {
+			return err
+		}
+		var found *policies.Result
+		for i := range evaluation.Results {
+			if evaluation.Results[i].RuleID == ruleID {
+				found = &evaluation.Results[i]
+			}
+		}
+		switch {
+		case found == nil || found.Passed:
+			return fmt.Errorf("rule %s did not fail in this evaluation: %w", ruleID, errs.ErrNotFound)
+		case found.Enforcement == policies.HardMandatory:
+			return errs.Explain(errs.ErrForbidden, "Rule "+ruleID+" is hard-mandatory: its failure is never overridden. Change the request instead.")
+		case found.Enforcement != policies.SoftMandatory:
+			return fmt.Errorf("rule %s is advisory: nothing to override: %w", ruleID, errs.ErrConflict)
+		case found.RuleVersion != ruleVersion:
+			return fmt.Errorf("the override names version %s of rule %s, the evaluation used %s: %w", ruleVersion, ruleID, found.RuleVersion, ErrStaleEvidence)
+		}
+		if _, done := overrides[ruleID]; done {
+			return fmt.Errorf("rule %s is already overridden: %w", ruleID, errs.ErrConflict)
+		}
+		if r.DecisionDeadline == nil {
+			return fmt.Errorf("run %s has no decision deadline to bound the override: %w", r.ID, errs.ErrConflict)
+		}
+		o := policy.Override{OrganizationID: r.OrganizationID, RunID: r.ID, EvaluationID: evaluation.ID, RuleID: ruleID,
+			RuleVersion: found.RuleVersion, ResultDigest: evaluation.ResultDigest, Reason: reason, OverriddenBy: subject.UserID,
+			OverriddenByName: subject.Name, ExpiresAt: *r.DecisionDeadline}
+		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest); err != nil {
+			return err
+		}
+		overrides[ruleID] = o
+		for _, res := range evaluation.Results {
+			if _, ok := overrides[res.RuleID]; !ok && !res.Passed && res.Enforcement == policies.SoftMandatory {
+				return nil // more failures wait for their own override
+			}
+		}
+		// An overridden policy always deserves a person's decision.
+		if !risk.Approver(r.RequiredApprover).Person() {
+			r.RequiredApprover, r.FourEyes = string(risk.ApproverOperator), true
+		}
+		return r.ReleasePolicyBlock("soft-mandatory failures overridden by " + subject.Name + "; " + r.RiskReason)
+	})
+}
+
+// PlanAgain starts a new run of run id's intent (same workspace, kind, template version
+// and inputs: the same config bundle) after it went STALE, EXPIRED or was REJECTED. It
+// needs what requesting needs.
+func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		old, err := s.store.get(ctx, subject.OrganizationID, id)
+		if err != nil {
+			return err
+		}
+		now, err := s.now(ctx)
+		if err != nil {
+			return err
+		}
+		p, _, err := s.permissions(ctx, subject, old, now)
+		if err != nil {
+			return err
+		}
+		if !p.PlanAgain.Allowed() {
+			return p.PlanAgain.Err()
+		}
+		if _, offered := s.runners.pick(old.Runner); !offered {
+			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s ran on the %s executor, which this Gantry no longer offers: request the change again instead.", old.Label(), old.Runner))
+		}
+		out, err = s.queue(ctx, subject, queued{workspaceID: old.WorkspaceID, environmentID: old.EnvironmentID, kind: old.Kind,
+			template: old.TemplateName, version: old.TemplateVersion, moduleDigest: old.ModuleDigest, inputs: old.Inputs,
+			runner: RunnerInfo{Name: old.Runner, Simulated: old.Simulated}, configArtifactID: old.ConfigArtifactID,
+			configDigest: old.ConfigDigest, source: &old})
+		return err
+	})
+	return out, err
+}
+
+// VoidApprovalsOf sends the runs userID approved that have not started applying back to
+// wait for a decision (a run whose deadline has passed expires instead). The members
+// service calls it, in its own transaction, when it demotes or removes userID; it has
+// authorized its subject.
+func (s *Service) VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error {
+	ids, err := s.store.approvedBy(ctx, orgID, userID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, now time.Time) error {
+			if r.State != Approved || r.ApprovedBy == nil || *r.ApprovedBy != userID {
+				return ErrSkip
+			}
+			if r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline) {
+				return r.Expire("the approval was void (" + reason + ") and the decision window had closed")
+			}
+			return r.VoidApproval("the approval by " + r.ApprovedByName + " is void: " + reason + "; the run waits for a decision again")
+		})
+		if err != nil && !errors.Is(err, ErrSkip) {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsConflict reports whether err means "the run moved on": an invalid transition or
+// stale evidence, both a 409 for a person.
+func IsConflict(err error) bool {
+	return errors.Is(err, ErrInvalidTransition) || errors.Is(err, ErrStaleEvidence)
+}
+
+// ApprovalVoider is what the members service (models/org) calls, in the transaction
+// that demotes or removes a member or takes cloud.live away, so that member's approvals
+// that have not started applying go back to waiting (Service implements it).
+type ApprovalVoider interface {
+	VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error
+}

@@ -1,0 +1,205 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"gantry/models/artifact"
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/environment"
+	"gantry/models/policy"
+	"gantry/models/risk"
+	"gantry/models/workspace"
+	"gantry/policies"
+)
+
+// What runs need from other aggregates, each as a small interface the owning package
+// implements: runs never query another aggregate's tables.
+
+// Environments is what runs need of environments (environment.Service): the run's
+// environment with its gate settings and named owners, grants, and which restricted
+// environments a member may not see.
+type Environments interface {
+	Lookup(ctx context.Context, orgID, id string) (environment.Environment, error)
+	HasGrant(ctx context.Context, envID, userID string) (bool, error)
+	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)
+}
+
+// Member is what the rules need to know about a member of an organization.
+type Member struct {
+	Name      string
+	Role      authz.Role
+	CloudLive bool
+	Groups    []string
+}
+
+// Members is what runs need of memberships (org.Service): a member's role, cloud.live
+// and groups; errs.ErrNotFound when the user is no longer a member.
+type Members interface {
+	Member(ctx context.Context, orgID, userID string) (Member, error)
+}
+
+// Workspaces is what runs need of workspaces (workspace.Store): finding one by name,
+// creating it on first use, numbering its runs and its apply slot.
+type Workspaces interface {
+	Find(ctx context.Context, orgID, envID, name string) (*workspace.Workspace, error)
+	// Ensure returns the named workspace, created (and audited) on first use, locked
+	// until the transaction in ctx ends.
+	Ensure(ctx context.Context, orgID, envID, name, template string) (workspace.Workspace, error)
+	// TakeRunNumber returns the workspace's next run number and counts it used.
+	TakeRunNumber(ctx context.Context, id string) (int, error)
+	// LockSlot locks the workspace row and returns the run holding its apply slot ("" none).
+	LockSlot(ctx context.Context, id string) (string, error)
+	SetSlot(ctx context.Context, id, runID string) error
+	ReleaseSlot(ctx context.Context, id, runID string) error
+}
+
+// StateVersions is what runs need of the state backend (state.Store): the predecessor
+// a plan is computed from, a version's content, and storing the state a runner returned
+// instead of writing it through the backend (the mock).
+type StateVersions interface {
+	// Predecessor is the workspace's newest version as the predecessor of a plan
+	// computed now (NoPredecessor if it has none).
+	Predecessor(ctx context.Context, orgID, workspaceID string) (Predecessor, error)
+	Content(ctx context.Context, orgID, versionID string) ([]byte, error)
+	// VersionOf is the version run runID wrote, if any ("" when it wrote none).
+	VersionOf(ctx context.Context, orgID, workspaceID, runID string) (string, error)
+	RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte) (string, error)
+}
+
+// Fencer releases a dead job's state lock and revokes its credentials (state.Store).
+type Fencer interface {
+	FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error
+	HoldsLock(ctx context.Context, workspaceID, runID string) (bool, error)
+}
+
+// Policies is what the plan gates and overrides need of policy (policy.Store).
+type Policies interface {
+	Bundle(ctx context.Context, orgID string) (*policies.Bundle, error)
+	Modes(ctx context.Context, envID string) (map[string]policies.Enforcement, error)
+	Record(ctx context.Context, orgID, runID string, revision int, planDigest string, ev policies.Evaluation) (policy.Evaluation, error)
+	EvaluationWithOverrides(ctx context.Context, orgID, evaluationID string) (policy.Evaluation, map[string]policy.Override, error)
+	AddOverride(ctx context.Context, o policy.Override, bundleDigest string) error
+}
+
+// MatrixSource gives an organization's current approval matrix (risk.Store).
+type MatrixSource interface {
+	Current(ctx context.Context, orgID string) (risk.Version, error)
+}
+
+// RunnerInfo names an executor this deployment offers and whether it only simulates.
+type RunnerInfo struct {
+	Name      string
+	Simulated bool
+}
+
+// Runners are the executors on offer: the deployment's default and every runner an
+// environment may name.
+type Runners struct {
+	Default   string
+	Available []RunnerInfo
+}
+
+// pick resolves an environment's executor setting to an available runner.
+func (rs Runners) pick(executor string) (RunnerInfo, bool) {
+	if executor == "" || executor == "default" {
+		executor = rs.Default
+	}
+	for _, r := range rs.Available {
+		if r.Name == executor {
+			return r, true
+		}
+	}
+	return RunnerInfo{}, false
+}
+
+// Service moves runs through the gate sequence. Person-facing methods check the
+// subject's permission first (rules.go) and scope everything to its organization;
+// worker-facing methods (Begin*/Finish*) act as the system on the run they are given.
+type Service struct {
+	store        store
+	audit        *audit.Log
+	artifacts    *artifact.Store
+	enqueuer     Enqueuer
+	catalog      Catalog
+	runners      Runners
+	stateAddress func(runner, workspaceID string) string
+	environments Environments
+	members      Members
+	workspaces   Workspaces
+	states       StateVersions
+	fencer       Fencer
+	matrix       MatrixSource
+	policies     Policies
+}
+
+// Config is what a Service is built from; every field is required.
+type Config struct {
+	DB        *gorm.DB
+	Audit     *audit.Log
+	Artifacts *artifact.Store
+	Enqueuer  Enqueuer
+	Catalog   Catalog
+	Runners   Runners
+	// StateAddress is the http backend address a runner's jobs reach for a workspace
+	// (jobs in containers reach it through a forwarded socket at a fixed address).
+	StateAddress func(runner, workspaceID string) string
+	Environments Environments
+	Members      Members
+	Workspaces   Workspaces
+	States       StateVersions
+	Fencer       Fencer
+	Matrix       MatrixSource
+	Policies     Policies
+}
+
+// NewService returns the run service; it builds nothing behind the caller's back, so
+// a missing dependency is an error here rather than a default that hides it.
+func NewService(c Config) (*Service, error) {
+	var missing []string
+	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
+		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
+		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies} {
+		if isNil(dep) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("run service: missing %v", missing)
+	}
+	if len(c.Runners.Available) == 0 {
+		return nil, errors.New("run service: no runners on offer")
+	}
+	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
+		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
+		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies}, nil
+}
+
+// isNil reports whether dep is nil, also when it is a typed nil pointer or func in an
+// interface.
+func isNil(dep any) bool {
+	if dep == nil {
+		return true
+	}
+	switch d := dep.(type) {
+	case *gorm.DB:
+		return d == nil
+	case *audit.Log:
+		return d == nil
+	case *artifact.Store:
+		return d == nil
+	case func(string, string) string:
+		return d == nil
+	}
+	return false
+}
+
+// now is the database clock, read after any row lock the transaction in ctx took
+// (clock_timestamp(), not now(): a decision that waited behind the lock is judged when
+// it commits, not when its transaction began).
+func (s *Service) now(ctx context.Context) (time.Time, error) { return s.store.clock(ctx) }

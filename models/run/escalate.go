@@ -1,0 +1,46 @@
+package run
+
+import (
+	"context"
+	"time"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+)
+
+// EscalateIfDue records, once, that run runID has waited its escalation time: from now
+// the escalation's deciders may decide too. The rules already judge eligibility by the
+// database clock (a decision need not wait for this job); the job makes the escalation
+// visible and audited: run.escalated is written exactly once per run and decision row,
+// however often the job runs and on however many replicas.
+func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) {
+	var out Run
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		r, err := s.store.lock(ctx, "", runID)
+		if err != nil {
+			return err
+		}
+		out = r
+		now, err := s.now(ctx)
+		if err != nil {
+			return err
+		}
+		at := escalatesAt(r)
+		if r.State != PendingApproval || at == nil || now.Before(*at) {
+			return ErrSkip
+		}
+		d := RequirementOf(r)
+		first, err := s.store.recordEscalation(ctx, r, string(d.Escalation), now)
+		if err != nil || !first {
+			return err
+		}
+		if err := s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.escalated", TargetType: "run", TargetID: r.ID,
+			Data: map[string]any{"level": r.RiskLevel, "approver": string(d.Approver), "escalation": string(d.Escalation),
+				"waiting_since": r.WaitingSince.UTC(), "escalate_after_minutes": int(d.EscalateAfter / time.Minute),
+				"reason": "waited " + d.EscalateAfter.String() + " for " + approverPhrase(d.Approver) + "; now also " + approverPhrase(d.Escalation)}}); err != nil {
+			return err
+		}
+		return s.store.notify(ctx, r)
+	})
+	return out, err
+}

@@ -1,0 +1,162 @@
+package run
+
+import (
+	"context"
+	"fmt"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/classify"
+	"gantry/models/environment"
+	"gantry/models/errs"
+	"gantry/models/policy"
+	"gantry/models/review"
+)
+
+// Reads of runs for people. A run in a restricted environment the reader has no grant
+// for does not exist for them (DESIGN §4): every read here answers ErrNotFound, and
+// lists leave it out, exactly as for another tenant's run.
+
+// Get returns run id of the subject's organization, if the subject may see it.
+func (s *Service) Get(ctx context.Context, id string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Run{}, err
+	}
+	r, err := s.store.get(ctx, subject.OrganizationID, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := s.visible(ctx, subject, r); err != nil {
+		return Run{}, err
+	}
+	return r, nil
+}
+
+// visible refuses, as not found, a run in a restricted environment the subject may
+// not see.
+func (s *Service) visible(ctx context.Context, subject authz.Subject, r Run) error {
+	if r.OrganizationID != subject.OrganizationID {
+		return fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound)
+	}
+	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	granted := false
+	if env.Restricted && environment.NeedsGrant(subject.Role) {
+		if granted, err = s.environments.HasGrant(ctx, env.ID, subject.UserID); err != nil {
+			return err
+		}
+	}
+	if !environment.Visible(env, subject.Role, granted) {
+		return fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound)
+	}
+	return nil
+}
+
+// list lists the subject's organization's runs that the subject may see.
+func (s *Service) list(ctx context.Context, q listQuery) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	q.orgID = subject.OrganizationID
+	if q.hidden, err = s.environments.HiddenFrom(ctx, subject); err != nil {
+		return nil, err
+	}
+	return s.store.list(ctx, q)
+}
+
+// ListForWorkspace returns the runs of a workspace, newest first.
+func (s *Service) ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]Run, error) {
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	return s.list(ctx, listQuery{workspaceID: workspaceID, order: "number DESC", limit: limit})
+}
+
+// ListRecent returns the newest runs of the subject's organization.
+func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
+	if limit <= 0 || limit > 200 {
+		limit = 20
+	}
+	return s.list(ctx, listQuery{order: "created_at DESC", limit: limit})
+}
+
+// ListPending returns the runs waiting for a decision in the subject's organization.
+func (s *Service) ListPending(ctx context.Context) ([]Run, error) {
+	return s.list(ctx, listQuery{states: []State{PendingApproval}, order: "created_at"})
+}
+
+// History returns the audit events of run r (read through Get), oldest first: the
+// gate timeline's evidence.
+func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if r.OrganizationID != subject.OrganizationID {
+		return nil, errs.ErrNotFound
+	}
+	return s.audit.OfTarget(ctx, r.OrganizationID, "run", r.ID)
+}
+
+// Artifact returns a decrypted artifact of run r (read through Get).
+func (s *Service) Artifact(ctx context.Context, r Run, id *string) ([]byte, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if id == nil || r.OrganizationID != subject.OrganizationID {
+		return nil, errs.ErrNotFound
+	}
+	data, _, err := s.artifacts.Get(ctx, subject.OrganizationID, *id)
+	return data, err
+}
+
+// ReviewData is what the plan review page shows beyond the run row: the plan read
+// once (classification and raw values) and the stored policy evaluation with its
+// overrides.
+type ReviewData struct {
+	Classification classify.Result
+	Doc            *review.Doc
+	Evaluation     *policy.Evaluation
+	Overrides      map[string]policy.Override
+}
+
+// Review reads run r's plan for review (r read through Get). A run without a plan yet
+// is errs.ErrNotFound.
+func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return ReviewData{}, err
+	}
+	if r.OrganizationID != subject.OrganizationID || r.PlanJSONArtifactID == nil {
+		return ReviewData{}, errs.ErrNotFound
+	}
+	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID)
+	if err != nil {
+		return ReviewData{}, err
+	}
+	var out ReviewData
+	facts, err := s.catalog.Facts(r.TemplateName)
+	if err != nil {
+		// A template the catalog no longer offers: classify without its type facts.
+		facts = TemplateFacts{}
+	}
+	if out.Classification, err = classify.Classify(planJSON, facts.ClassifyOptions()); err != nil {
+		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
+	}
+	if out.Doc, err = review.Load(planJSON); err != nil {
+		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
+	}
+	if r.PolicyEvaluationID != nil {
+		ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		if err != nil {
+			return ReviewData{}, err
+		}
+		out.Evaluation, out.Overrides = &ev, overrides
+	}
+	return out, nil
+}

@@ -1,0 +1,44 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StateWatcher is what the state backend (models/state) calls, in the transaction that
+// stores a new state version of a workspace: the run lifecycle marks that workspace's
+// runs still waiting on the old state STALE there and then (DESIGN §3).
+type StateWatcher interface {
+	StateWritten(ctx context.Context, orgID, workspaceID string, written Predecessor, byRunID string) error
+}
+
+// StateWritten marks the runs of the workspace that wait for a decision (PENDING_APPROVAL,
+// a soft POLICY_BLOCKED) or for their apply (APPROVED) STALE, with the reason, unless
+// their plan was computed against the version just written. The run that wrote it
+// (byRunID, applying) is never among them. It joins the transaction in ctx.
+func (s *Service) StateWritten(ctx context.Context, orgID, workspaceID string, written Predecessor, byRunID string) error {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.store.waitingIn(ctx, workspaceID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if id == byRunID {
+				continue
+			}
+			_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+				mine := EvidenceOf(*r).Predecessor
+				if !(r.Waiting() || r.State == Approved) || mine == written {
+					return ErrSkip
+				}
+				return r.MarkStale(fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", written, mine))
+			})
+			if err != nil && !errors.Is(err, ErrSkip) {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,165 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/db"
+)
+
+// store holds the run aggregate's own queries: the runs and run_escalations tables.
+// Everything else runs need comes through the interfaces in deps.go.
+type store struct{ db *gorm.DB }
+
+func (st store) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, st.db) }
+
+// clock reads the database clock as it is now (clock_timestamp()), not when the
+// transaction began (now()): every deadline is judged by it, after any lock was taken.
+func (st store) clock(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := st.conn(ctx).Raw("SELECT clock_timestamp()").Scan(&t).Error; err != nil {
+		return time.Time{}, fmt.Errorf("reading database clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// get reads run id; orgID "" is the system's lookup by id alone.
+func (st store) get(ctx context.Context, orgID, id string) (Run, error) {
+	q := st.conn(ctx).Where("id = ?", id)
+	if orgID != "" {
+		q = q.Where("organization_id = ?", orgID)
+	}
+	var r Run
+	if err := q.Take(&r).Error; err != nil {
+		return Run{}, fmt.Errorf("reading run %s: %w", id, db.Translate(err))
+	}
+	return r, nil
+}
+
+// lock reads run id under a row lock held until the transaction in ctx ends.
+func (st store) lock(ctx context.Context, orgID, id string) (Run, error) {
+	q := st.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id)
+	if orgID != "" {
+		q = q.Where("organization_id = ?", orgID)
+	}
+	var r Run
+	if err := q.Take(&r).Error; err != nil {
+		return Run{}, fmt.Errorf("reading run %s: %w", id, db.Translate(err))
+	}
+	return r, nil
+}
+
+// save writes every column of r (a locked row): gorm's Updates(struct) would skip zero
+// values, so the columns are selected explicitly.
+func (st store) save(ctx context.Context, r Run) error {
+	if err := st.conn(ctx).Model(&Run{}).Where("id = ?", r.ID).Select("*").Omit("id", "created_at").Updates(&r).Error; err != nil {
+		return fmt.Errorf("saving run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func (st store) create(ctx context.Context, r Run) error {
+	if err := st.conn(ctx).Create(&r).Error; err != nil {
+		return fmt.Errorf("creating run: %w", db.Translate(err))
+	}
+	return nil
+}
+
+// listQuery narrows a listing of one organization's runs.
+type listQuery struct {
+	orgID       string
+	workspaceID string
+	states      []State
+	// hidden are environments whose runs the reader may not see.
+	hidden []string
+	order  string
+	limit  int
+}
+
+func (st store) list(ctx context.Context, q listQuery) ([]Run, error) {
+	tx := st.conn(ctx).Where("organization_id = ?", q.orgID)
+	if q.workspaceID != "" {
+		tx = tx.Where("workspace_id = ?", q.workspaceID)
+	}
+	if len(q.states) > 0 {
+		tx = tx.Where("state IN ?", q.states)
+	}
+	if len(q.hidden) > 0 {
+		tx = tx.Where("environment_id NOT IN ?", q.hidden)
+	}
+	if q.limit > 0 {
+		tx = tx.Limit(q.limit)
+	}
+	var runs []Run
+	if err := tx.Order(q.order).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	return runs, nil
+}
+
+// waitingIn lists the runs of a workspace a new state version makes stale: those
+// waiting for a decision (PENDING_APPROVAL, a soft POLICY_BLOCKED) and those approved
+// but not yet applying.
+func (st store) waitingIn(ctx context.Context, workspaceID string) ([]string, error) {
+	var ids []string
+	err := st.conn(ctx).Model(&Run{}).
+		Where("workspace_id = ? AND (state IN ? OR (state = ? AND policy_outcome <> 'hard_failed'))", workspaceID,
+			[]State{PendingApproval, Approved}, PolicyBlocked).
+		Order("number").Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing waiting runs: %w", err)
+	}
+	return ids, nil
+}
+
+// approvedBy lists the runs of an organization approved by userID that have not started
+// applying.
+func (st store) approvedBy(ctx context.Context, orgID, userID string) ([]string, error) {
+	var ids []string
+	err := st.conn(ctx).Model(&Run{}).Where("organization_id = ? AND state = ? AND approved_by = ?", orgID, Approved, userID).
+		Order("created_at").Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing approvals: %w", err)
+	}
+	return ids, nil
+}
+
+// earlierInQueue counts the runs of r's workspace requested before r that are on their
+// way to apply (not dry runs): they apply first.
+func (st store) earlierInQueue(ctx context.Context, r Run) (int64, error) {
+	var n int64
+	err := st.conn(ctx).Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind <> ? AND state IN ?", r.WorkspaceID, r.Number, KindPlanOnly,
+		[]State{Queued, Planning, Approved}).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("checking queue order: %w", err)
+	}
+	return n, nil
+}
+
+// recordEscalation notes that run r's escalation for its decision row took effect;
+// false when it was noted before (the job ran twice, or on two replicas).
+func (st store) recordEscalation(ctx context.Context, r Run, escalation string, at time.Time) (bool, error) {
+	res := st.conn(ctx).Exec(`INSERT INTO run_escalations (organization_id, run_id, level, escalation, escalated_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.OrganizationID, r.ID, r.RiskLevel, escalation, at)
+	if res.Error != nil {
+		return false, fmt.Errorf("recording escalation: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ChangesChannel is the LISTEN/NOTIFY channel of run changes.
+const ChangesChannel = "gantry_run_changes"
+
+// notify tells live run pages (over LISTEN/NOTIFY, delivered at commit).
+func (st store) notify(ctx context.Context, r Run) error {
+	payload, _ := json.Marshal(map[string]string{"run": r.ID, "workspace": r.WorkspaceID, "org": r.OrganizationID, "state": string(r.State)})
+	if err := st.conn(ctx).Exec("SELECT pg_notify(?, ?)", ChangesChannel, string(payload)).Error; err != nil {
+		return fmt.Errorf("notifying run change: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+)
+
+// commitThen is what an update's fn returns when its changes must commit although the
+// caller is told no: a decision that arrives after its deadline expires the run (that
+// is recorded) and answers APPROVAL_EXPIRED.
+type commitThen struct{ err error }
+
+func (c commitThen) Error() string { return c.err.Error() }
+func (c commitThen) Unwrap() error { return c.err }
+
+// update is the one locked read-modify-write every transition goes through: lock the
+// row, read the database clock (after the lock, so a decision that waited behind
+// another is judged when it commits), apply fn, save, audit each transition, release
+// the apply slot of a finished run, enqueue the jobs the new state needs and notify
+// live pages, all in one transaction. orgID "" is the system's lookup by id.
+func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
+	var out Run
+	var answer error
+	err := db.Tx(ctx, s.store.db, func(ctx context.Context) error {
+		r, err := s.store.lock(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		now, err := s.now(ctx)
+		if err != nil {
+			return err
+		}
+		before := r.State
+		if err := fn(ctx, &r, now); err != nil {
+			var late commitThen
+			if !errors.As(err, &late) {
+				return err
+			}
+			answer = late.err
+		}
+		if r.Finished() && r.FinishedAt == nil {
+			r.FinishedAt = &now
+		}
+		r.UpdatedAt = now
+		if err := s.store.save(ctx, r); err != nil {
+			return err
+		}
+		out = r
+		if r.State == before && len(r.moves) == 0 {
+			return nil
+		}
+		who := authz.System(r.OrganizationID)
+		if actor != nil {
+			who = *actor
+		}
+		for _, m := range r.moves {
+			if err := s.audit.RecordAs(ctx, who, transitionEntry(r, m)); err != nil {
+				return err
+			}
+		}
+		if r.State.Terminal() {
+			if err := s.workspaces.ReleaseSlot(ctx, r.WorkspaceID, r.ID); err != nil {
+				return err
+			}
+		}
+		if jobs := jobsFor(r); len(jobs) > 0 {
+			if err := s.enqueuer.Enqueue(ctx, jobs...); err != nil {
+				return fmt.Errorf("enqueuing %s work for run %s: %w", r.State, r.ID, err)
+			}
+		}
+		return s.store.notify(ctx, r)
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, answer
+}
+
+// transitionEntry is the audit event of one state change, with the evidence in force
+// and what the decision bound.
+func transitionEntry(r Run, m move) audit.Entry {
+	data := map[string]any{"from": m.from, "to": m.to, "reason": m.reason, "workspace_id": r.WorkspaceID,
+		"number": r.Number, "simulated": r.Simulated}
+	if r.PlanDigest != "" {
+		data["plan_digest"] = r.PlanDigest
+	}
+	if m.to == Approved {
+		data["approved_plan_digest"], data["approval_kind"], data["config_digest"] = r.ApprovedPlanDigest, r.ApprovalKind, r.ConfigDigest
+		// What else the approval bound: the policy evaluation and the risk decision (the
+		// run row changes later; the hash-chained log keeps this).
+		ev := EvidenceOf(r)
+		data["policy_evaluation_id"], data["policy_result_digest"], data["policy_bundle_digest"] = ev.PolicyEvaluationID, ev.PolicyResultDigest, ev.PolicyBundleDigest
+		data["risk_rule"], data["required_approver"], data["matrix_version"] = r.RiskRule, string(RequirementOf(r).Approver), r.MatrixVersion
+		if r.ApprovalExpiresAt != nil {
+			data["approval_expires_at"] = r.ApprovalExpiresAt.UTC()
+		}
+		if r.RiskClass != nil {
+			data["risk_class"] = *r.RiskClass
+		}
+	}
+	for k, v := range m.data {
+		data[k] = v
+	}
+	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data}
+}

@@ -1,0 +1,111 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/audit"
+	"gantry/models/db"
+	"gantry/models/errs"
+)
+
+// Store holds what the run lifecycle asks of workspaces: finding and creating them,
+// numbering their runs and their apply slot. It checks no permission: the run service
+// authorizes its subject first.
+type Store struct {
+	db    *gorm.DB
+	audit *audit.Log
+}
+
+// NewStore returns the workspace store.
+func NewStore(gdb *gorm.DB, log *audit.Log) *Store { return &Store{db: gdb, audit: log} }
+
+// Find returns the workspace named name in environment envID of orgID, or nil.
+func (s *Store) Find(ctx context.Context, orgID, envID, name string) (*Workspace, error) {
+	var ws Workspace
+	err := db.Conn(ctx, s.db).Where("organization_id = ? AND environment_id = ? AND name = ?", orgID, envID, name).Take(&ws).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading workspace: %w", err)
+	}
+	return &ws, nil
+}
+
+// Ensure finds or creates the named workspace under a row lock held until the
+// transaction in ctx ends, so two requests for the same new workspace get one
+// workspace and consecutive run numbers. A workspace holding another template is a
+// field message.
+func (s *Store) Ensure(ctx context.Context, orgID, envID, name, template string) (Workspace, error) {
+	conn := db.Conn(ctx, s.db)
+	ws := Workspace{ID: db.NewID("ws"), OrganizationID: orgID, EnvironmentID: envID, Name: name, TemplateName: template, NextRunNumber: 1}
+	res := conn.Clauses(clause.OnConflict{DoNothing: true}).Create(&ws)
+	if res.Error != nil {
+		return Workspace{}, fmt.Errorf("creating workspace: %w", db.Translate(res.Error))
+	}
+	if res.RowsAffected == 1 {
+		if err := s.audit.Record(ctx, audit.Entry{Action: "workspace.created", TargetType: "workspace", TargetID: ws.ID,
+			Data: map[string]any{"name": name, "environment_id": envID, "template": template}}); err != nil {
+			return Workspace{}, err
+		}
+	}
+	var locked Workspace
+	err := conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND environment_id = ? AND name = ?", orgID, envID, name).Take(&locked).Error
+	if err != nil {
+		return Workspace{}, fmt.Errorf("locking workspace: %w", err)
+	}
+	if locked.TemplateName != template {
+		v := &errs.Validation{}
+		v.Add("workspace", fmt.Sprintf("Workspace %s holds a %s; choose another name for a %s.", name, locked.TemplateName, template))
+		return Workspace{}, v
+	}
+	return locked, nil
+}
+
+// TakeRunNumber returns workspace id's next run number and counts it used.
+func (s *Store) TakeRunNumber(ctx context.Context, id string) (int, error) {
+	var n int
+	err := db.Conn(ctx, s.db).Raw("UPDATE workspaces SET next_run_number = next_run_number + 1 WHERE id = ? RETURNING next_run_number - 1", id).Scan(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("numbering run: %w", err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("workspace %s: %w", id, errs.ErrNotFound)
+	}
+	return n, nil
+}
+
+// LockSlot locks workspace id's row until the transaction in ctx ends and returns the
+// run holding its apply slot ("" when free).
+func (s *Store) LockSlot(ctx context.Context, id string) (string, error) {
+	var ws Workspace
+	if err := db.Conn(ctx, s.db).Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&ws).Error; err != nil {
+		return "", fmt.Errorf("locking workspace: %w", db.Translate(err))
+	}
+	if ws.ActiveRunID == nil {
+		return "", nil
+	}
+	return *ws.ActiveRunID, nil
+}
+
+// SetSlot gives workspace id's apply slot to run runID.
+func (s *Store) SetSlot(ctx context.Context, id, runID string) error {
+	if err := db.Conn(ctx, s.db).Model(&Workspace{}).Where("id = ?", id).Update("active_run_id", runID).Error; err != nil {
+		return fmt.Errorf("taking the apply slot: %w", err)
+	}
+	return nil
+}
+
+// ReleaseSlot frees workspace id's apply slot if run runID holds it.
+func (s *Store) ReleaseSlot(ctx context.Context, id, runID string) error {
+	err := db.Conn(ctx, s.db).Exec("UPDATE workspaces SET active_run_id = NULL, updated_at = now() WHERE id = ? AND active_run_id = ?", id, runID).Error
+	if err != nil {
+		return fmt.Errorf("releasing apply slot: %w", err)
+	}
+	return nil
+}

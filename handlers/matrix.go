@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/risk"
+	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
@@ -85,11 +87,12 @@ func matrixInput(c echo.Context, cur risk.Matrix) (risk.Matrix, int, string) {
 	}
 	for _, l := range risk.Levels {
 		m.Decisions = append(m.Decisions, risk.Decision{
-			Level:      l,
-			Approver:   risk.Approver(c.FormValue(risk.ApproverField(l))),
-			FourEyes:   c.FormValue(risk.FourEyesField(l)) == "on",
-			Elevated:   c.FormValue(risk.ElevatedField(l)) == "on",
-			Escalation: risk.Approver(c.FormValue(risk.EscalationField(l))),
+			Level:              l,
+			Approver:           risk.Approver(c.FormValue(risk.ApproverField(l))),
+			FourEyes:           c.FormValue(risk.FourEyesField(l)) == "on",
+			Elevated:           c.FormValue(risk.ElevatedField(l)) == "on",
+			Escalation:         risk.Approver(c.FormValue(risk.EscalationField(l))),
+			EscalateAfterHours: hours(c.FormValue(risk.EscalateAfterField(l))),
 		})
 	}
 	base, err := strconv.Atoi(c.FormValue("base_version"))
@@ -97,6 +100,20 @@ func matrixInput(c echo.Context, cur risk.Matrix) (risk.Matrix, int, string) {
 		base = risk.AnyVersion
 	}
 	return m, base, c.FormValue("comment")
+}
+
+// hours reads an escalation's waiting time: empty is 0 (none); anything that is not a
+// whole number is -1, which Validate refuses beside the control.
+func hours(s string) int {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // page renders the matrix m (the current one, or the one submitted) with the history.
@@ -108,6 +125,7 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		Version: cur.Version, SavedBy: cur.CreatedByName, SavedAt: cur.CreatedAt, Comment: cur.Comment,
 		CanEdit: subject.Can(authz.PermMatrixManage), BaseVersion: base, NewComment: comment,
 		Errors: fieldErrors, ConflictVersion: conflict,
+		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
 	}
 	for _, a := range risk.Approvers {
 		p.Approvers = append(p.Approvers, string(a))
@@ -119,8 +137,12 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		p.Rules = append(p.Rules, views.MatrixRuleRow{Condition: string(r.Condition), Description: r.Description, Class: int(r.Class)})
 	}
 	for _, d := range m.Decisions {
-		p.Decisions = append(p.Decisions, views.MatrixDecisionRow{Level: string(d.Level), Approver: string(d.Approver),
-			FourEyes: d.FourEyes, Elevated: d.Elevated, Escalation: string(d.Escalation), Summary: d.Summary()})
+		row := views.MatrixDecisionRow{Level: string(d.Level), Approver: string(d.Approver),
+			FourEyes: d.FourEyes, Elevated: d.Elevated, Escalation: string(d.Escalation), Summary: d.Summary()}
+		if d.EscalateAfterHours != 0 {
+			row.EscalateAfterHours = strconv.Itoa(d.EscalateAfterHours)
+		}
+		p.Decisions = append(p.Decisions, row)
 	}
 	for i, v := range history {
 		before := risk.Default()

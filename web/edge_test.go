@@ -16,11 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/run"
+	"gantry/web"
 	"gantry/web/webtest"
 )
 
 // The edge refuses bad input with 4xx, never 500: NUL, invalid UTF-8 and control
-// characters anywhere a request can carry them, and broken bodies.
+// characters anywhere a request can carry them, broken bodies, off-site return_to.
 
 // badBytes are what a request must never carry past the edge.
 var badBytes = []struct{ name, raw string }{
@@ -238,4 +239,71 @@ func TestEdgeRefusesMalformedBodies(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	require.EqualValues(t, 0, countRows(t, app, "SELECT count(*) FROM environments WHERE name LIKE 'edge-%' AND name NOT IN ('edge-multi', 'edge-json')"))
+}
+
+func TestReturnToStaysOnSite(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	for returnTo, want := range map[string]string{
+		"/ok/path?x=1":         "/ok/path?x=1",
+		"/%09/evil.example":    "/",
+		"/%2F/evil.example":    "/",
+		"/%252F/evil.example":  "/",
+		"//evil.example":       "/",
+		"/\\evil.example":      "/",
+		"/%5Cevil.example":     "/",
+		"https://evil.example": "/",
+		"evil.example":         "/",
+	} {
+		// A genuine sign-in through the provider, started with return_to.
+		c := app.Client(t)
+		action, id := app.StartLoginAt(t, c, "/login?return_to="+url.QueryEscape(returnTo))
+		callback := app.SubmitCredentials(t, c, action, id, "admin@acme.test", "admin-acme")
+		resp := app.Get(t, c, strings.TrimPrefix(callback.String(), app.URL))
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, returnTo)
+		require.Equal(t, want, resp.Header.Get("Location"), returnTo)
+	}
+	// Raw control characters in return_to (the browser would drop them and land on
+	// //evil.example) do not even start a sign-in.
+	for _, raw := range []string{"/\t/evil.example", "/\r/evil.example", "/\n/evil.example"} {
+		resp := app.Get(t, app.Client(t), "/login?return_to="+url.QueryEscape(raw))
+		refusedByEdge(t, resp, fmt.Sprintf("return_to %q", raw))
+		require.Empty(t, resp.Header.Get("Location"))
+	}
+}
+
+func TestSafeReturn(t *testing.T) {
+	t.Parallel()
+	for to, want := range map[string]string{
+		"":                        "/",
+		"/":                       "/",
+		"/ok/path?x=1":            "/ok/path?x=1",
+		"/runs/run-abc/review":    "/runs/run-abc/review",
+		"/caf%C3%A9":              "/caf%C3%A9",
+		"/\t/evil.example":        "/",
+		"/\r/evil.example":        "/",
+		"/\n/evil.example":        "/",
+		"/ok\x00":                 "/",
+		"/ok\x7f":                 "/",
+		"/\\evil.example":         "/",
+		"/ok/\\evil":              "/",
+		"/%09/evil.example":       "/",
+		"/%00":                    "/",
+		"/%ff":                    "/",
+		"/%2F/evil.example":       "/",
+		"/%2f/evil.example":       "/",
+		"/%252F/evil.example":     "/",
+		"/%5C/evil.example":       "/",
+		"//evil.example":          "/",
+		"///evil.example":         "/",
+		"https://evil.example":    "/",
+		"https:/evil.example":     "/",
+		"/ok?next=https://x.test": "/ok?next=https://x.test",
+		"evil.example":            "/",
+		"/%zz":                    "/",
+		"/%25252525252F":          "/",
+	} {
+		require.Equal(t, want, web.SafeReturn(to), "%q", to)
+	}
 }

@@ -16,12 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/run"
+	"gantry/static"
 	"gantry/web"
 	"gantry/web/webtest"
 )
 
 // The edge refuses bad input with 4xx, never 500: NUL, invalid UTF-8 and control
-// characters anywhere a request can carry them, broken bodies, off-site return_to.
+// characters anywhere a request can carry them, broken bodies, off-site return_to;
+// everything behind sign-in is no-store.
 
 // badBytes are what a request must never carry past the edge.
 var badBytes = []struct{ name, raw string }{
@@ -305,5 +307,51 @@ func TestSafeReturn(t *testing.T) {
 		"/%25252525252F":          "/",
 	} {
 		require.Equal(t, want, web.SafeReturn(to), "%q", to)
+	}
+}
+
+func TestNoStoreBehindSignIn(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+
+	for path, status := range map[string]int{
+		"/":                            http.StatusOK, // a page
+		"/runs/" + r.ID:                http.StatusOK,
+		"/runs/" + r.ID + "/plan.json": http.StatusOK, // an artifact
+		"/api/v1/environments":         http.StatusForbidden,
+		"/environments/env-missing":    http.StatusForbidden, // an error page from inside
+		"/workspaces/ws-missing":       http.StatusNotFound,
+	} {
+		resp := app.Get(t, operator, path)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, status, resp.StatusCode, path)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), path)
+	}
+	// The live stream says no-cache itself; behind sign-in it is no-store all the same.
+	resp := app.Get(t, operator, "/runs/"+r.ID+"/events")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	resp.Body.Close()
+	admin := app.LoggedIn(t, "admin@acme.test")
+	resp = app.Get(t, admin, "/api/v1/environments") // an API answer
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	// Signing in and out are behind the session too.
+	resp = app.Get(t, app.Client(t), "/login")
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+
+	// Public, unpersonal answers keep their own caching.
+	for _, path := range []string{"/static/" + static.CSS, "/healthz", "/workload/jwks"} {
+		resp := app.Get(t, operator, path)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.NotContains(t, resp.Header.Get("Cache-Control"), "no-store", path)
 	}
 }

@@ -98,7 +98,8 @@ func httpCode(status int) errs.Code {
 }
 
 // handleError is echo's one error handler: it logs server errors with the request id
-// and answers with a page or, for API requests, JSON.
+// and answers with a page or, for API requests, JSON. An error answer is about this one
+// request and may name who is signed in: no cache keeps it.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -108,6 +109,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.cfg.Logger.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)), slog.Any("error", err))
 	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	var werr error
 	switch {
 	case c.Request().Method == http.MethodHead:

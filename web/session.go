@@ -59,9 +59,13 @@ func (s *Server) clearSessionCookie(c echo.Context) {
 }
 
 // loadSession finds the browser's session (if any) and sets up the page chrome that
-// every page, even an error page, renders with.
+// every page, even an error page, renders with. What it answers depends on who is
+// signed in, so no cache may keep it: Cache-Control: no-store, set as the answer is
+// written so that it holds for every handler and error page of the session routes.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() { res.Header().Set(echo.HeaderCacheControl, "no-store") })
 		rs := sessionOf(c)
 		if cookie, err := c.Cookie(s.cookieName()); err == nil {
 			sess, err := s.sessions.Load(c.Request().Context(), cookie.Value)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,7 +24,8 @@ import (
 
 // The edge refuses bad input with 4xx, never 500: NUL, invalid UTF-8 and control
 // characters anywhere a request can carry them, broken bodies, off-site return_to;
-// everything behind sign-in is no-store.
+// everything behind sign-in is no-store; a 413 or CSRF refusal still shows who is
+// signed in and a way back.
 
 // badBytes are what a request must never carry past the edge.
 var badBytes = []struct{ name, raw string }{
@@ -354,4 +356,67 @@ func TestNoStoreBehindSignIn(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		require.NotContains(t, resp.Header.Get("Cache-Control"), "no-store", path)
 	}
+}
+
+var errorAction = regexp.MustCompile(`<a class="button" href="([^"]*)" data-testid="error-action">([^<]*)</a>`)
+
+// requireSignedInErrorPage: the page names who is signed in, says what happened and
+// leads back to back.
+func requireSignedInErrorPage(t *testing.T, resp *http.Response, status int, message, back string) {
+	t.Helper()
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, status, resp.StatusCode, body)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	require.Contains(t, body, `data-testid="current-user">Adam (Acme Corp admin)`)
+	require.Contains(t, body, `id="sign-out"`)
+	require.NotContains(t, body, `id="sign-in-link"`)
+	require.Contains(t, body, message)
+	m := errorAction.FindStringSubmatch(body)
+	require.NotNil(t, m, body)
+	require.Equal(t, back, m[1])
+	require.NotEqual(t, "Sign in", m[2])
+}
+
+func TestErrorPagesKnowTheSignedInPerson(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	admin := app.LoggedIn(t, "admin@acme.test")
+	token := app.CSRF(t, admin)
+	huge := url.Values{"_csrf": {token}, "name": {strings.Repeat("a", 2_100_000)}, "tier": {"development"}}.Encode()
+	postForm := func(body io.Reader, referer string, header ...string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, app.URL+"/environments", body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if referer != "" {
+			req.Header.Set("Referer", referer)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		return do(t, admin, req)
+	}
+	tooLarge := "larger than Gantry accepts (2 MB at most)"
+	csrf := "missing its security token"
+
+	// 413, told by Content-Length and (chunked) by reading.
+	requireSignedInErrorPage(t, postForm(strings.NewReader(huge), app.URL+"/environments/new"), http.StatusRequestEntityTooLarge, tooLarge, "/environments/new")
+	requireSignedInErrorPage(t, postForm(io.MultiReader(strings.NewReader(huge)), app.URL+"/environments/new?x=1"),
+		http.StatusRequestEntityTooLarge, tooLarge, "/environments/new?x=1")
+	// The CSRF refusal.
+	requireSignedInErrorPage(t, postForm(strings.NewReader("name=x&tier=development"), app.URL+"/environments/new"), http.StatusForbidden, csrf, "/environments/new")
+	// Without a Referer, or with another site's, the way back is the dashboard.
+	requireSignedInErrorPage(t, postForm(strings.NewReader("name=x&tier=development"), ""), http.StatusForbidden, csrf, "/")
+	requireSignedInErrorPage(t, postForm(strings.NewReader("name=x&tier=development"), "https://evil.example/environments/new"), http.StatusForbidden, csrf, "/")
+	requireSignedInErrorPage(t, postForm(strings.NewReader(huge), app.URL+"//evil.example/x"), http.StatusRequestEntityTooLarge, tooLarge, "/")
+
+	// JSON callers keep the problem document.
+	resp := postForm(strings.NewReader(huge), "", "Accept", "application/json")
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+	var problem struct{ Code, Detail string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&problem))
+	resp.Body.Close()
+	require.Equal(t, "PAYLOAD_TOO_LARGE", problem.Code)
+	require.Contains(t, problem.Detail, tooLarge)
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM environments WHERE name = 'x' OR name LIKE 'aaaa%'"))
 }

@@ -82,7 +82,13 @@ func checkRequest(c echo.Context) error {
 	default:
 		return nil
 	}
-	mediaType, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	contentType := r.Header.Get(echo.HeaderContentType)
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if contentType != "" && err != nil {
+		// Request.ParseForm would fail on it too, in whichever handler reads the form.
+		return errs.Explain(fmt.Errorf("content type %q: %w: %w", contentType, err, errs.ErrBadRequest),
+			"The request's Content-Type could not be read.")
+	}
 	switch {
 	case mediaType == echo.MIMEApplicationForm || mediaType == echo.MIMEMultipartForm:
 		return checkForm(c, mediaType)

@@ -186,11 +186,17 @@ func TestEdgeRefusesMalformedBodies(t *testing.T) {
 		return do(t, admin, req)
 	}
 
-	refusedByEdge(t, post("/environments", "application/x-www-form-urlencoded", "%zz=1"), "broken %-escape")
-	refusedByEdge(t, post("/environments", "application/x-www-form-urlencoded", "name=a%"), "truncated %-escape")
-	refusedByEdge(t, post("/environments", "multipart/form-data", "name=x"), "multipart without a boundary")
-	refusedByEdge(t, post("/environments", "multipart/form-data; boundary=XyZ", "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx"),
-		"multipart cut short")
+	// A decision reads its form first (it was a 500), the environment form ignores a
+	// broken one (it was a 422 for fields it never saw).
+	for _, path := range []string{"/runs/run-x/approve", "/environments"} {
+		refusedByEdge(t, post(path, "application/x-www-form-urlencoded", "%zz=1"), path+": broken %-escape")
+		refusedByEdge(t, post(path, "application/x-www-form-urlencoded", "name=a%"), path+": truncated %-escape")
+		refusedByEdge(t, post(path, "multipart/form-data", "name=x"), path+": multipart without a boundary")
+		refusedByEdge(t, post(path, "multipart/form-data; boundary=XyZ", "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx"),
+			path+": multipart cut short")
+		refusedByEdge(t, post(path, "text/plain; =x", "name=x"), path+": unreadable Content-Type")
+		refusedByEdge(t, post(path, "application/x-www-form-urlencoded; =x", "name=x"), path+": form with an unreadable parameter")
+	}
 
 	multipartForm := func(fields map[string]string, fileName string) (string, string) {
 		var b bytes.Buffer

@@ -63,7 +63,9 @@ func checkRequest(c echo.Context) error {
 	if _, ok := cleanValues(query, func(string) string { return allowNone }); !ok {
 		return badInput("The address's query contains characters Gantry does not accept (control characters or bytes that are not UTF-8). Check the link and try again.")
 	}
-	for _, values := range r.Header { // Go's server has already refused bad header names and CR, LF or NUL in values
+	// Go's server has already refused control characters other than tab in header values;
+	// bytes that are not UTF-8 it lets by.
+	for _, values := range r.Header {
 		for _, v := range values {
 			if !cleanText(v, allowHeader) {
 				return badInput("A request header contains characters Gantry does not accept (control characters or bytes that are not UTF-8).")

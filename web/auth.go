@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -62,12 +63,35 @@ func randomString() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// safeReturn keeps the post-login redirect on this site: a local absolute path only.
+// safeReturn keeps a redirect (after sign-in, or back from an error page) on this
+// site: a path of this origin, else the dashboard. Browsers drop tab, CR and LF from a
+// URL and read a backslash as a slash, so "/\t/evil.example" or "/\\evil.example" would
+// leave the site; a path is kept only if no decoding of it holds a control character or
+// backslash, or starts with "//" (a host).
 func safeReturn(to string) string {
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+	if !strings.HasPrefix(to, "/") {
 		return paths.Home()
 	}
-	return to
+	u, err := url.Parse(to) // refuses ASCII control characters
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return paths.Home()
+	}
+	// The browser decodes at most once; a proxy or a later redirect may again. Check each
+	// decoding until nothing changes, and give up on anything encoded deeper.
+	for s, i := to, 0; i < 4; i++ {
+		if strings.HasPrefix(s, "//") || strings.ContainsRune(s, '\\') || !cleanText(s, allowNone) {
+			return paths.Home()
+		}
+		decoded, err := url.PathUnescape(s)
+		if err != nil {
+			return paths.Home()
+		}
+		if decoded == s {
+			return to
+		}
+		s = decoded
+	}
+	return paths.Home()
 }
 
 // login starts the authorization code flow: fresh state, nonce and PKCE verifier,

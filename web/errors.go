@@ -3,8 +3,10 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -67,6 +69,10 @@ func classifyGeneric(err error) problem {
 		return problem{Status: http.StatusUnprocessableEntity, Code: code, Title: "Invalid input",
 			Detail: "Some fields need correcting.", Fields: v.Fields}
 	}
+	if errors.As(err, &httpErr) && httpErr.Code == http.StatusRequestEntityTooLarge {
+		return problem{Status: httpErr.Code, Code: httpCode(httpErr.Code), Title: "Too large to accept",
+			Detail: fmt.Sprintf("What you sent is larger than Gantry accepts (%d MB at most), so nothing was saved. Go back, send less and try again.", maxBodyBytes/1_000_000)}
+	}
 	if errors.As(err, &httpErr) {
 		msg, _ := httpErr.Message.(string)
 		if msg == "" {
@@ -98,7 +104,8 @@ func httpCode(status int) errs.Code {
 }
 
 // handleError is echo's one error handler: it logs server errors with the request id
-// and answers with a page or, for API requests, JSON.
+// and answers with a page or, for API requests, JSON. An error answer is about this one
+// request and may name who is signed in: no cache keeps it.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -108,6 +115,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.cfg.Logger.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)), slog.Any("error", err))
 	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	var werr error
 	switch {
 	case c.Request().Method == http.MethodHead:
@@ -118,7 +126,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 		werr = json.NewEncoder(c.Response()).Encode(p)
 	default:
 		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Detail, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
-		if p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest {
+		switch {
+		case s.signedInChrome(c):
+			if back := s.backTo(c); back != "" {
+				props.ActionHref, props.ActionLabel = back, "Go back"
+			}
+		case p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest:
 			props.ActionHref, props.ActionLabel = paths.Login(), "Sign in"
 		}
 		werr = render.Page(c, p.Status, views.ErrorPage(props))
@@ -126,4 +139,48 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr != nil {
 		s.cfg.Logger.ErrorContext(c.Request().Context(), "writing error response", slog.Any("error", werr))
 	}
+}
+
+// signedInChrome makes an error page show who is signed in, also when the request was
+// refused before requireMember filled the page chrome (a missing CSRF token, a body over
+// the limit, bad bytes at the edge), and reports whether someone is. What fails here
+// leaves the chrome of a signed-out visitor: the error page must still render.
+func (s *Server) signedInChrome(c echo.Context) bool {
+	if views.ChromeFrom(c.Request().Context()).SignedIn {
+		return true
+	}
+	rs, err := s.findSession(c)
+	if err != nil || !rs.found || !rs.sess.SignedIn() {
+		s.setChrome(c, func(*views.Chrome) {}) // the request id in the footer
+		return false
+	}
+	m, err := s.memberOf(c.Request().Context(), rs)
+	if err != nil {
+		s.cfg.Logger.WarnContext(c.Request().Context(), "error page without the signed-in user", slog.Any("error", err))
+		s.setChrome(c, func(*views.Chrome) {})
+		return false
+	}
+	s.setChrome(c, func(ch *views.Chrome) {
+		m.fill(ch)
+		ch.CSRFToken = rs.sess.CSRFToken
+	})
+	return true
+}
+
+// backTo is where an error page's way back leads: the page the request came from (its
+// same-origin Referer, made safe), unless that is where it failed; "" for the dashboard.
+func (s *Server) backTo(c echo.Context) string {
+	ref, err := url.Parse(c.Request().Referer())
+	if err != nil || ref.Host == "" {
+		return ""
+	}
+	base, err := url.Parse(s.cfg.BaseURL)
+	if err != nil || ref.Scheme != base.Scheme || ref.Host != base.Host {
+		return ""
+	}
+	back := safeReturn(ref.RequestURI())
+	if back == paths.Home() || (c.Request().Method == http.MethodGet && back == c.Request().URL.RequestURI()) {
+		return ""
+	}
+	return back
 }

@@ -149,8 +149,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(secureHeaders)
+	e.Use(refuseBadInput) // bad bytes and broken bodies are a 400 before anything reads them (edge.go)
 	// State bodies can be large; the state handler caps them itself.
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "2M",
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprint(maxBodyBytes),
 		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/state/") }}))
 
 	assets, err := fs.Sub(static.FS, ".")

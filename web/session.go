@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/errs"
+	"gantry/models/org"
 	"gantry/models/session"
 	"gantry/views"
 	"gantry/web/paths"
@@ -20,8 +22,9 @@ import (
 
 // requestSession is the session of one request, if the browser has a live one.
 type requestSession struct {
-	sess  session.Session
-	found bool
+	sess   session.Session
+	found  bool
+	looked bool // the cookie was looked up (findSession)
 }
 
 const sessionKey = "gantry.session"
@@ -59,20 +62,16 @@ func (s *Server) clearSessionCookie(c echo.Context) {
 }
 
 // loadSession finds the browser's session (if any) and sets up the page chrome that
-// every page, even an error page, renders with.
+// every page, even an error page, renders with. What it answers depends on who is
+// signed in, so no cache may keep it: Cache-Control: no-store, set as the answer is
+// written so that it holds for every handler and error page of the session routes.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		rs := sessionOf(c)
-		if cookie, err := c.Cookie(s.cookieName()); err == nil {
-			sess, err := s.sessions.Load(c.Request().Context(), cookie.Value)
-			switch {
-			case err == nil:
-				rs.sess, rs.found = sess, true
-			case errors.Is(err, errs.ErrNotFound):
-				s.clearSessionCookie(c)
-			default:
-				return err
-			}
+		res := c.Response()
+		res.Before(func() { res.Header().Set(echo.HeaderCacheControl, "no-store") })
+		rs, err := s.findSession(c)
+		if err != nil {
+			return err
 		}
 		if rs.found {
 			render.SetFlasher(c, func(kind, message string) error {
@@ -88,6 +87,30 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		s.setChrome(c, func(ch *views.Chrome) { ch.CSRFToken = rs.sess.CSRFToken })
 		return next(c)
 	}
+}
+
+// findSession loads the session the browser's cookie names, once per request; an
+// unknown or ended one clears the cookie.
+func (s *Server) findSession(c echo.Context) (*requestSession, error) {
+	rs := sessionOf(c)
+	if rs.looked {
+		return rs, nil
+	}
+	rs.looked = true
+	cookie, err := c.Cookie(s.cookieName())
+	if err != nil {
+		return rs, nil
+	}
+	sess, err := s.sessions.Load(c.Request().Context(), cookie.Value)
+	switch {
+	case err == nil:
+		rs.sess, rs.found = sess, true
+	case errors.Is(err, errs.ErrNotFound):
+		s.clearSessionCookie(c)
+	default:
+		return nil, err
+	}
+	return rs, nil
 }
 
 // setChrome edits the page chrome carried by the request context.
@@ -132,50 +155,82 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return errs.ErrUnauthenticated
 		}
-		user, err := s.orgs.User(ctx, *rs.sess.UserID)
-		if err != nil {
-			return fmt.Errorf("loading signed-in user: %w", err)
-		}
-		memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
+		m, err := s.memberOf(ctx, rs)
 		if err != nil {
 			return err
 		}
-		s.setChrome(c, func(ch *views.Chrome) {
-			ch.SignedIn, ch.UserName, ch.UserEmail = true, user.DisplayName(), user.Email
-		})
-		if len(memberships) == 0 {
+		if len(m.memberships) == 0 {
+			s.setChrome(c, m.fill)
 			return render.Page(c, http.StatusForbidden, views.NoOrganization())
 		}
-		current := memberships[0]
-		if rs.sess.OrganizationID != nil {
-			if i := slices.IndexFunc(memberships, func(m orgMembership) bool { return m.OrganizationID == *rs.sess.OrganizationID }); i >= 0 {
-				current = memberships[i]
-			}
-		}
-		subject := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role,
-			AuthenticatedAt: rs.sess.CreatedAt}
-		if at := rs.sess.Data.AuthTime; at != nil {
-			subject.AuthenticatedAt = *at
-		}
-		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), subject)))
+		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), m.subject)))
 		flashes, err := s.popFlashes(c, rs)
 		if err != nil {
 			return err
 		}
 		s.setChrome(c, func(ch *views.Chrome) {
-			ch.Org = views.OrgChoice{ID: current.OrganizationID, Name: current.OrganizationName, Role: string(current.Role)}
-			ch.Orgs = ch.Orgs[:0]
-			for _, m := range memberships {
-				ch.Orgs = append(ch.Orgs, views.OrgChoice{ID: m.OrganizationID, Name: m.OrganizationName, Role: string(m.Role)})
-			}
+			m.fill(ch)
 			ch.Flashes = flashes
-			ch.CanManageEnvs = subject.Can(authz.PermEnvironmentsManage)
-			ch.CanReadAudit = subject.Can(authz.PermAuditRead)
-			ch.CanRequest = subject.Can(authz.PermProvisioningPlan)
-			ch.CanApprove = subject.Can(authz.PermProvisioningApply)
 		})
 		return next(c)
 	}
+}
+
+// member is the signed-in user of a session with their memberships and, when they have
+// any, the subject acting in the current organization.
+type member struct {
+	user        org.User
+	memberships []orgMembership
+	subject     authz.Subject
+}
+
+// memberOf reads who the signed-in session rs belongs to.
+func (s *Server) memberOf(ctx context.Context, rs *requestSession) (member, error) {
+	user, err := s.orgs.User(ctx, *rs.sess.UserID)
+	if err != nil {
+		return member{}, fmt.Errorf("loading signed-in user: %w", err)
+	}
+	memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
+	if err != nil {
+		return member{}, err
+	}
+	m := member{user: user, memberships: memberships}
+	if len(memberships) == 0 {
+		return m, nil
+	}
+	current := memberships[0]
+	if rs.sess.OrganizationID != nil {
+		if i := slices.IndexFunc(memberships, func(m orgMembership) bool { return m.OrganizationID == *rs.sess.OrganizationID }); i >= 0 {
+			current = memberships[i]
+		}
+	}
+	m.subject = authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role,
+		AuthenticatedAt: rs.sess.CreatedAt}
+	if at := rs.sess.Data.AuthTime; at != nil {
+		m.subject.AuthenticatedAt = *at
+	}
+	return m, nil
+}
+
+// fill puts the member into the page chrome: who is signed in, the organizations to
+// switch between, and what the navigation offers.
+func (m member) fill(ch *views.Chrome) {
+	ch.SignedIn, ch.UserName, ch.UserEmail = true, m.user.DisplayName(), m.user.Email
+	if len(m.memberships) == 0 {
+		return
+	}
+	ch.Org = views.OrgChoice{ID: m.subject.OrganizationID, Role: string(m.subject.Role)}
+	ch.Orgs = make([]views.OrgChoice, 0, len(m.memberships))
+	for _, o := range m.memberships {
+		if o.OrganizationID == m.subject.OrganizationID {
+			ch.Org.Name = o.OrganizationName
+		}
+		ch.Orgs = append(ch.Orgs, views.OrgChoice{ID: o.OrganizationID, Name: o.OrganizationName, Role: string(o.Role)})
+	}
+	ch.CanManageEnvs = m.subject.Can(authz.PermEnvironmentsManage)
+	ch.CanReadAudit = m.subject.Can(authz.PermAuditRead)
+	ch.CanRequest = m.subject.Can(authz.PermProvisioningPlan)
+	ch.CanApprove = m.subject.Can(authz.PermProvisioningApply)
 }
 
 // popFlashes takes the queued flash messages for a full page view (not for htmx

@@ -104,7 +104,7 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 			return err
 		}
 		if err := conn.Create(&ev).Error; err != nil {
-			return fmt.Errorf("inserting audit event: %w", err)
+			return fmt.Errorf("inserting audit event: %w", db.Translate(err)) // a NUL in the data is the request's fault
 		}
 		return nil
 	})

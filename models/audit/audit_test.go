@@ -11,6 +11,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
+	"gantry/models/errs"
 	"gantry/models/org"
 )
 
@@ -83,4 +84,21 @@ func TestListNeedsAuditRead(t *testing.T) {
 	events, err := log.List(auditor, audit.Filter{})
 	require.NoError(t, err)
 	require.Len(t, events, 1)
+}
+
+// TestRecordRefusesUnstorableText: data PostgreSQL cannot store (a NUL in a reason) is
+// the request's fault, a bad request, and nothing is recorded.
+func TestRecordRefusesUnstorableText(t *testing.T) {
+	t.Parallel()
+	gdb := dbtest.New(t)
+	log := audit.New(gdb)
+	ctx := context.Background()
+	o, err := org.NewService(gdb, log).EnsureOrganization(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	actor := authz.WithSubject(ctx, authz.Subject{UserID: "usr-1", Name: "Ann", OrganizationID: o.ID, Role: authz.RoleOwner})
+	err = log.Record(actor, audit.Entry{Action: "test.event", TargetType: "thing", TargetID: "t", Data: map[string]any{"reason": "a\x00b"}})
+	require.ErrorIs(t, err, errs.ErrBadRequest)
+	n, err := log.Verify(ctx, o.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n) // organization.created only
 }

@@ -77,7 +77,8 @@ func Tx(ctx context.Context, base *gorm.DB, fn func(ctx context.Context) error) 
 }
 
 // Translate maps database errors onto domain errors: a missing row is ErrNotFound, a
-// unique or foreign-key violation ErrConflict. Other errors pass through unchanged.
+// unique or foreign-key violation ErrConflict, text the database refuses to store
+// (NUL, invalid UTF-8) ErrBadRequest. Other errors pass through unchanged.
 func Translate(err error) error {
 	if err == nil {
 		return nil
@@ -92,7 +93,15 @@ func Translate(err error) error {
 			return fmt.Errorf("%s: %w", pgErr.ConstraintName, errs.ErrConflict)
 		case "23503": // foreign_key_violation
 			return fmt.Errorf("%s: %w", pgErr.ConstraintName, errs.ErrConflict)
+		case "22021", // character_not_in_repertoire: NUL or bytes that are not UTF-8
+			"22P05": // untranslatable_character: e.g. \u0000 in a jsonb value
+			// The edge refuses such bytes first; this is the backstop for any that slip by.
+			return fmt.Errorf("%s: %w", pgErr.Code, errs.Explain(errs.ErrBadRequest,
+				"The request contains characters Gantry cannot store (a NUL character or bytes that are not UTF-8). Remove them and try again."))
 		}
+		// Not 22P02 (invalid_text_representation) or 22P04 (bad_copy_file_format): Gantry
+		// parses typed input in Go and uses no COPY, so those would be Gantry's own bugs,
+		// which must stay 500s that are logged, not be blamed on the request.
 	}
 	return err
 }

@@ -95,7 +95,7 @@ func (s *Store) Authenticate(ctx context.Context, username, password string) (Cr
 	var row credentialRow
 	err := db.Conn(ctx, s.db).Select("*, now() AS now").Where("id = ?", username).Take(&row).Error
 	if err != nil && !isNotFound(err) {
-		return Credential{}, fmt.Errorf("reading state credential: %w", err)
+		return Credential{}, fmt.Errorf("reading state credential: %w", db.Translate(err)) // a NUL in the user is a 400
 	}
 	found := row.ID != "" && len(row.SecretHash) == sha256.Size
 	want := dummyHash[:]

@@ -48,6 +48,11 @@ func TestStateCredentials(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrBadCredentials)
 	_, err = f.Service.Authenticate(ctx, user, "")
 	require.ErrorIs(t, err, state.ErrBadCredentials)
+	// A user PostgreSQL cannot compare (NUL, invalid UTF-8) is a bad request, not a 500.
+	for _, bad := range []string{"stc-\x00", "stc-\xff"} {
+		_, err = f.Service.Authenticate(ctx, bad, pass)
+		require.ErrorIs(t, err, errs.ErrBadRequest, "%q", bad)
+	}
 
 	// Expired, by the database's clock.
 	expUser, expPass := f.Issue(t, f.WorkspaceID, f.RunID, state.PhasePlan)

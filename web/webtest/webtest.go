@@ -209,7 +209,14 @@ var formAction = regexp.MustCompile(`<form method="post" action="([^"]+)"`)
 // page's form action and auth request id.
 func (a *App) StartLogin(t testing.TB, c *http.Client) (action, authRequestID string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, a.URL+"/login", nil)
+	return a.StartLoginAt(t, c, "/login")
+}
+
+// StartLoginAt is StartLogin from loginPath, a /login address with its query (such as
+// return_to).
+func (a *App) StartLoginAt(t testing.TB, c *http.Client, loginPath string) (action, authRequestID string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, a.URL+loginPath, nil)
 	resp := Follow(t, c, req, nil)
 	body := ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)

@@ -1,0 +1,4 @@
+package web
+
+// SafeReturn exposes safeReturn to the external tests.
+var SafeReturn = safeReturn

@@ -398,7 +398,7 @@ func (h Runs) events(c echo.Context) error {
 	defer unsubscribe()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-cache")
+	w.Header().Set(echo.HeaderCacheControl, "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	w.Flush() // the browser's EventSource opens on the headers, before any event

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -425,4 +427,24 @@ func TestErrorPagesKnowTheSignedInPerson(t *testing.T) {
 	require.Equal(t, "PAYLOAD_TOO_LARGE", problem.Code)
 	require.Contains(t, problem.Detail, tooLarge)
 	require.Zero(t, countRows(t, app, "SELECT count(*) FROM environments WHERE name = 'x' OR name LIKE 'aaaa%'"))
+}
+
+// TestMultiLineFieldsMatchTheTextareas: every textarea of every page keeps its line
+// breaks at the edge (a textarea missing from the list would refuse what people type),
+// and the list names nothing else (an input in it would accept control characters).
+func TestMultiLineFieldsMatchTheTextareas(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../views/*.templ")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	textarea := regexp.MustCompile(`(?s)<textarea\b[^>]*?\bname="([a-z_]+)"`)
+	found := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range textarea.FindAllStringSubmatch(string(src), -1) {
+			found[m[1]] = true
+		}
+	}
+	require.Equal(t, found, web.MultiLineFields)
 }

@@ -58,7 +58,7 @@ func (st store) lock(ctx context.Context, orgID, id string) (Run, error) {
 // values, so the columns are selected explicitly.
 func (st store) save(ctx context.Context, r Run) error {
 	if err := st.conn(ctx).Model(&Run{}).Where("id = ?", r.ID).Select("*").Omit("id", "created_at").Updates(&r).Error; err != nil {
-		return fmt.Errorf("saving run %s: %w", r.ID, err)
+		return fmt.Errorf("saving run %s: %w", r.ID, db.Translate(err))
 	}
 	return nil
 }

@@ -1,14 +1,6 @@
 package views
 
-import (
-	"fmt"
-	"net/http"
-	"sort"
-)
-
-func statusText(code int) string {
-	return fmt.Sprintf("%d · %s", code, http.StatusText(code))
-}
+import "sort"
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

@@ -125,7 +125,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().WriteHeader(p.Status)
 		werr = json.NewEncoder(c.Response()).Encode(p)
 	default:
-		props := views.ErrorProps{Status: p.Status, Title: p.Title, Message: p.Detail, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
+		props := views.ErrorProps{Status: p.Status, StatusLine: fmt.Sprintf("%d · %s", p.Status, http.StatusText(p.Status)), Title: p.Title, Message: p.Detail, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
 		switch {
 		case s.signedInChrome(c):
 			if back := s.backTo(c); back != "" {

@@ -214,7 +214,7 @@ func (h Runs) decide(c echo.Context) error {
 		}
 		return idempotency.Outcome{Status: http.StatusSeeOther, Location: location, Flash: msg}, nil
 	})
-	if v, ok := errs.AsValidation(err); ok && onDecisionForm(action, v) {
+	if v, ok := errs.AsValidation(err); ok && onDecisionForm(action, v) && !render.WantsJSON(c) {
 		again := &retry{action: action, rule: c.FormValue("rule_id"), errors: v.Fields, reason: c.FormValue("reason")}
 		p, perr := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, again)
 		if perr != nil {

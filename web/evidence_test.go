@@ -1,0 +1,293 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/models/state"
+	"gantry/models/state/statetest"
+	"gantry/web/webtest"
+)
+
+// The whole evidence binding (DESIGN §3): a decision names the run, its plan revision
+// and digest, its config bundle digest, the state it was planned against and its policy
+// evaluation; anything that moved since the page was drawn is 409 STALE_EVIDENCE and
+// records nothing; half the evidence is 422.
+
+// postDecision sends a decision form as a script would (JSON problem answers).
+func postDecision(t *testing.T, app *webtest.App, c *http.Client, path string, form url.Values) (int, errs.Code, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, app.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	body := webtest.ReadBody(t, resp)
+	var problem struct {
+		Code errs.Code `json:"code"`
+	}
+	if resp.StatusCode >= 400 {
+		require.NoError(t, json.Unmarshal([]byte(body), &problem), body)
+	}
+	return resp.StatusCode, problem.Code, body
+}
+
+// decisionsRecorded counts the approvals and rejections audited for run id.
+func decisionsRecorded(t *testing.T, app *webtest.App, id string) int64 {
+	t.Helper()
+	return countRows(t, app, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action IN ('run.approved', 'run.rejected')", id)
+}
+
+func TestEvidenceThatMovedIsStale(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	// A workspace with a state, so the predecessor is a real version.
+	base := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	approve(t, app, admin, base)
+	waitForState(t, app, base.ID, run.Succeeded)
+
+	// The run changed in the database between the review and the decision: each field
+	// of the binding in turn, as a re-plan, a regenerated bundle or another state would.
+	// A change to the bucket keeps the plan non-empty against the applied state.
+	changed := bucketRequest(staging, "eu-west")
+	changed.Set("inputs.retention_days", "60")
+	for column, value := range map[string]any{"plan_revision": 7, "config_digest": "sha256:regenerated", "prior_serial": 99,
+		"prior_lineage": "another-lineage", "prior_state_digest": "sha256:other-state", "plan_digest": "sha256:replanned"} {
+		t.Run(column, func(t *testing.T) {
+			for _, action := range []string{"approve", "reject"} {
+				r := waitForState(t, app, requestRun(t, app, operator, changed), run.PendingApproval)
+				require.NotNil(t, r.PriorStateVersionID, "planned against the workspace's state")
+				form := decisionForm(t, app, admin, r) // what the review page carried
+				form.Set("reason", "not like this")
+				require.NoError(t, app.DB.Exec("UPDATE runs SET "+column+" = ? WHERE id = ?", value, r.ID).Error)
+				status, code, body := postDecision(t, app, admin, "/runs/"+r.ID+"/"+action, form)
+				require.Equal(t, http.StatusConflict, status, body)
+				require.Equal(t, errs.CodeStaleEvidence, code)
+				require.Equal(t, run.PendingApproval, waitForState(t, app, r.ID, run.PendingApproval).State)
+				require.Zero(t, decisionsRecorded(t, app, r.ID), "nothing recorded")
+			}
+		})
+	}
+
+	// A form that names other evidence than the run carries (tampered, or from another
+	// page) is the same conflict; a field missing is 422 INVALID_INPUT. Nothing recorded.
+	r := waitForState(t, app, requestRun(t, app, operator, changed), run.PendingApproval)
+	for _, field := range run.EvidenceFields {
+		form := decisionForm(t, app, admin, r)
+		form.Set(field, form.Get(field)+"0")
+		status, code, body := postDecision(t, app, admin, "/runs/"+r.ID+"/approve", form)
+		// (A number still: ten times the revision or serial is another one.)
+		require.Equal(t, http.StatusConflict, status, "%s: %s", field, body)
+		require.Equal(t, errs.CodeStaleEvidence, code, field)
+
+		form = decisionForm(t, app, admin, r)
+		form.Del(field)
+		status, code, body = postDecision(t, app, admin, "/runs/"+r.ID+"/approve", form)
+		require.Equal(t, http.StatusUnprocessableEntity, status, "%s missing: %s", field, body)
+		require.Equal(t, errs.CodeInvalidInput, code, field)
+	}
+	require.Zero(t, decisionsRecorded(t, app, r.ID))
+	require.Equal(t, run.PendingApproval, waitForState(t, app, r.ID, run.PendingApproval).State)
+
+	// The evidence the decision bound is in its audit event.
+	approve(t, app, admin, r)
+	var data string
+	require.NoError(t, app.DB.Raw("SELECT data::text FROM audit_events WHERE target_id = ? AND action = 'run.approved'", r.ID).Scan(&data).Error)
+	var event struct {
+		Evidence struct {
+			RunID        string `json:"run_id"`
+			PlanRevision int    `json:"plan_revision"`
+			PlanDigest   string `json:"plan_digest"`
+			ConfigDigest string `json:"config_digest"`
+			Predecessor  struct {
+				StateVersionID string `json:"state_version_id"`
+				Serial         int    `json:"serial"`
+				Lineage        string `json:"lineage"`
+				Digest         string `json:"digest"`
+			} `json:"predecessor"`
+			PolicyEvaluationID string `json:"policy_evaluation_id"`
+		} `json:"evidence"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(data), &event))
+	ev := run.EvidenceOf(r)
+	require.Equal(t, r.ID, event.Evidence.RunID)
+	require.Equal(t, ev.PlanRevision, event.Evidence.PlanRevision)
+	require.Equal(t, ev.PlanDigest, event.Evidence.PlanDigest)
+	require.Equal(t, ev.ConfigDigest, event.Evidence.ConfigDigest)
+	require.Equal(t, ev.Predecessor.VersionID, event.Evidence.Predecessor.StateVersionID)
+	require.Equal(t, ev.Predecessor.Serial, event.Evidence.Predecessor.Serial)
+	require.Equal(t, ev.Predecessor.Lineage, event.Evidence.Predecessor.Lineage)
+	require.Equal(t, ev.Predecessor.Digest, event.Evidence.Predecessor.Digest)
+	require.Equal(t, ev.PolicyEvaluationID, event.Evidence.PolicyEvaluationID)
+}
+
+// TestStateWriteMarksWaitingRunsStale: a state version written to a workspace (through
+// the OpenTofu backend, as a live apply does) marks that workspace's runs waiting for a
+// decision or an apply STALE in the write's own transaction, with the reason; a refused
+// write marks nothing; other workspaces are untouched.
+func TestStateWriteMarksWaitingRunsStale(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	ctx := context.Background()
+	waiting := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "7")), run.PendingApproval)
+	approved := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "medium", "7")), run.PendingApproval)
+	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
+	other := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "7")), run.PendingApproval)
+	writer := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "large", "7")), run.PendingApproval)
+	require.Equal(t, waiting.WorkspaceID, blocked.WorkspaceID)
+	// An approved run waits for its apply (no worker takes it here).
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	approve(t, app, admin, approved)
+	require.Equal(t, run.Approved, waitForState(t, app, approved.ID, run.Approved).State)
+
+	// A job of another run of the workspace writes state through the backend.
+	user, pass, err := app.System.StateStore.IssueCredentials(ctx, writer.OrganizationID, writer.WorkspaceID, writer.ID, state.PhaseApply, time.Minute)
+	require.NoError(t, err)
+	cred, err := app.System.State.Authenticate(ctx, user, pass)
+	require.NoError(t, err)
+	const lineage = "6c1d0d1e-0000-4000-8000-00000000abcd"
+	require.NoError(t, app.System.State.Write(ctx, cred, writer.WorkspaceID, "", statetest.StateJSON(3, lineage, "written")))
+	// A refused write (its serial goes back) changes nothing for anyone.
+	require.ErrorIs(t, app.System.State.Write(ctx, cred, writer.WorkspaceID, "", statetest.StateJSON(2, lineage, "older")), state.ErrSerialRegressed)
+
+	var versionXmin string
+	require.NoError(t, app.DB.Raw("SELECT xmin::text FROM state_versions WHERE workspace_id = ? AND serial = 3", writer.WorkspaceID).Scan(&versionXmin).Error)
+	for _, r := range []run.Run{waiting, approved, blocked} {
+		r = waitForState(t, app, r.ID, run.Stale)
+		require.Contains(t, r.StateReason, "the workspace state moved to serial 3")
+		var xmin string
+		require.NoError(t, app.DB.Raw("SELECT xmin::text FROM runs WHERE id = ?", r.ID).Scan(&xmin).Error)
+		require.Equal(t, versionXmin, xmin, "%s went STALE in the write's own transaction", r.ID)
+		require.EqualValues(t, 1, auditCount(t, app, r.ID, "run.stale"))
+	}
+	require.Equal(t, run.PendingApproval, waitForState(t, app, other.ID, run.PendingApproval).State, "another workspace is untouched")
+	// The writer's own run is not marked by its own write.
+	require.Equal(t, run.PendingApproval, waitForState(t, app, writer.ID, run.PendingApproval).State)
+
+	// Deciding a run already STALE is 409 STALE_EVIDENCE; the page offers Plan again.
+	stale := waitForState(t, app, waiting.ID, run.Stale)
+	status, code, _ := postDecision(t, app, admin, "/runs/"+stale.ID+"/approve", decisionForm(t, app, admin, stale))
+	require.Equal(t, http.StatusConflict, status)
+	require.Equal(t, errs.CodeStaleEvidence, code)
+	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+stale.ID+"/review"))
+	require.Contains(t, page, `id="plan-again"`)
+	require.NotContains(t, page, `id="approve"`)
+	require.NotContains(t, page, `id="reject"`)
+}
+
+// TestDecisionRacingItsDeadline: the deadline is moved (in the database) to the moment
+// a decision arrives. Each time exactly one of "decision recorded" or "409
+// APPROVAL_EXPIRED with the run EXPIRED" happens: never both, never neither, because the
+// deadline is judged by clock_timestamp() after the row lock, when the decision commits.
+func TestDecisionRacingItsDeadline(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	admin := app.NewMember(t, "acme", "Rae Racer", authz.RoleAdmin, false)
+	ctx := authz.WithSubject(context.Background(), admin.Subject(time.Now()))
+	recorded, expiredCount := 0, 0
+	for i := range 16 {
+		req := bucketRequest(staging, "eu-west")
+		req.Set("workspace", fmt.Sprintf("race-%d", i))
+		r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+		// The deadline lands a moment from now: sometimes before the decision commits,
+		// sometimes after.
+		offset := fmt.Sprintf("%d milliseconds", (i%4)*2)
+		var wg sync.WaitGroup
+		var err error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err = app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+		}()
+		go func() {
+			defer wg.Done()
+			require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = clock_timestamp() + ?::interval WHERE id = ?", offset, r.ID).Error)
+		}()
+		wg.Wait()
+		var after run.Run
+		require.NoError(t, app.DB.Where("id = ?", r.ID).Take(&after).Error)
+		approvals := auditCount(t, app, r.ID, "run.approved")
+		switch {
+		case err == nil:
+			recorded++
+			require.EqualValues(t, 1, approvals, "a recorded decision is audited once")
+			require.NotNil(t, after.ApprovedBy)
+			require.NotEqual(t, run.Expired, after.State)
+		case errs.CodeOf(err) == errs.CodeApprovalExpired:
+			expiredCount++
+			require.Zero(t, approvals, "a late decision records nothing")
+			require.Nil(t, after.ApprovedBy)
+			require.Equal(t, run.Expired, after.State)
+			require.Contains(t, after.StateReason, "after the deadline")
+		default:
+			t.Fatalf("run %s: neither recorded nor APPROVAL_EXPIRED: %v", r.ID, err)
+		}
+	}
+	t.Logf("%d decisions recorded, %d expired", recorded, expiredCount)
+	require.Equal(t, 16, recorded+expiredCount)
+}
+
+// TestFiftyConcurrentDecisionsRecordOne: fifty people decide one run at once (approve
+// and reject); exactly one decision is recorded, the others are conflicts.
+func TestFiftyConcurrentDecisionsRecordOne(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	deciders := make([]webtest.Member, 50)
+	for i := range deciders {
+		deciders[i] = app.NewMember(t, "acme", fmt.Sprintf("Decider %d", i), authz.RoleAdmin, false)
+	}
+	var wg sync.WaitGroup
+	results := make([]error, len(deciders))
+	start := make(chan struct{})
+	for i, d := range deciders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := authz.WithSubject(context.Background(), d.Subject(time.Now()))
+			<-start
+			if i%2 == 0 {
+				_, results[i] = app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+			} else {
+				_, results[i] = app.System.Runs.Reject(ctx, r.ID, run.EvidenceOf(r), "not now")
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	succeeded := 0
+	for _, err := range results {
+		if err == nil {
+			succeeded++
+			continue
+		}
+		require.Equal(t, errs.CodeConflict, errs.CodeOf(err), "%v", err)
+	}
+	require.Equal(t, 1, succeeded)
+	require.EqualValues(t, 1, decisionsRecorded(t, app, r.ID))
+}

@@ -263,7 +263,7 @@ func devUsers() []devidp.User {
 			}
 		}
 		out = append(out, devidp.User{Subject: u.Subject, Email: u.Email, Name: u.Name, Password: u.Password,
-			Note: org + " · " + strings.ToLower(string(u.Role))})
+			Note: org + " · " + strings.ToLower(string(u.Role)), Groups: u.Groups})
 	}
 	return out
 }

@@ -31,6 +31,9 @@ type User struct {
 	Name     string
 	Password string // dev only; shown on the login page
 	Note     string // free text shown on the login page, e.g. "Acme Corp — owner"
+	// Groups go into the ID token's groups claim (with the profile scope), as an
+	// enterprise provider sends them.
+	Groups []string
 }
 
 // Client is a registered relying party.

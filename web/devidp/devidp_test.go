@@ -30,7 +30,8 @@ const (
 	postLogoutURI = "http://127.0.0.1:1/signed-out"
 )
 
-var alice = User{Subject: "alice-owner", Email: "alice@acme.test", Name: "Alice Owner", Password: "alice-pw", Note: "Acme Corp — owner"}
+var alice = User{Subject: "alice-owner", Email: "alice@acme.test", Name: "Alice Owner", Password: "alice-pw", Note: "Acme Corp — owner",
+	Groups: []string{"platform-leads", "on-call"}}
 
 // startIdP serves a provider on a real loopback listener, because the issuer
 // must equal the served URL.
@@ -156,14 +157,16 @@ func TestHappyPath(t *testing.T) {
 			assert.Equal(t, nonce, idt.Nonce)
 			assert.Equal(t, alice.Subject, idt.Subject)
 			var claims struct {
-				Email         string `json:"email"`
-				EmailVerified bool   `json:"email_verified"`
-				Name          string `json:"name"`
+				Email         string   `json:"email"`
+				EmailVerified bool     `json:"email_verified"`
+				Name          string   `json:"name"`
+				Groups        []string `json:"groups"`
 			}
 			require.NoError(t, idt.Claims(&claims))
 			assert.Equal(t, alice.Email, claims.Email)
 			assert.True(t, claims.EmailVerified)
 			assert.Equal(t, alice.Name, claims.Name)
+			assert.Equal(t, alice.Groups, claims.Groups, "the ID token carries the groups claim")
 
 			info, err := r.provider.UserInfo(r.ctx, oauth2.StaticTokenSource(tok))
 			require.NoError(t, err)

@@ -347,6 +347,9 @@ func (s *storage) setUserinfo(info *oidc.UserInfo, subject string, scopes []stri
 			info.Email, info.EmailVerified = u.Email, true
 		case oidc.ScopeProfile:
 			info.Name, info.PreferredUsername = u.Name, u.Email
+			if len(u.Groups) > 0 {
+				info.AppendClaims("groups", u.Groups)
+			}
 		}
 	}
 	return nil

@@ -113,7 +113,8 @@ func StartWith(t testing.TB, opts Options) *App {
 
 	var users []devidp.User
 	for _, u := range demo.Users() {
-		users = append(users, devidp.User{Subject: u.Subject, Email: u.Email, Name: u.Name, Password: u.Password, Note: u.OrgSlug + " " + string(u.Role)})
+		users = append(users, devidp.User{Subject: u.Subject, Email: u.Email, Name: u.Name, Password: u.Password, Note: u.OrgSlug + " " + string(u.Role),
+			Groups: u.Groups})
 	}
 	users = append(users, devidp.User{Subject: "newcomer", Email: NewcomerEmail, Name: "Nora Newcomer", Password: NewcomerPassword})
 	idp, err := devidp.New(devidp.Config{

@@ -159,6 +159,9 @@ func requireDecisionRetry(t *testing.T, b *browser, app *webtest.App, r runmodel
 
 	// What she typed as the reason is still there.
 	require.Equal(t, reason, value(t, b, chromedp.ID("approve-reason")), "the typed reason is kept")
+	hidden := run(t, b, "measure the reason box", chromedp.Evaluate[int](
+		`(el => el.scrollHeight - el.clientHeight)(document.getElementById("approve-reason"))`))
+	require.LessOrEqual(t, hidden, 0, "the reason box should show the whole kept reason, not scroll it (%d px hidden)", hidden)
 
 	// The focus is on the field in error, and it shows.
 	waitForFocus(t, b, "approve-"+field)

@@ -39,6 +39,8 @@ type RunService interface {
 	// Permissions says what the person may do to the run now (the only source of the
 	// controls a page shows).
 	Permissions(ctx context.Context, r run.Run) (run.Permissions, error)
+	// Clock is the database clock (escalations are judged by it).
+	Clock(ctx context.Context) (time.Time, error)
 }
 
 // WorkspaceReader reads workspaces.
@@ -354,6 +356,14 @@ func (h Runs) approvals(c echo.Context) error {
 	rows, err := h.rows(ctx, runs)
 	if err != nil {
 		return err
+	}
+	now, err := h.Runs.Clock(ctx)
+	if err != nil {
+		return err
+	}
+	for i, r := range runs {
+		d := run.DecidersAt(r, now)
+		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
 	}
 	return render.Page(c, http.StatusOK, views.Approvals(views.ApprovalsProps{Runs: rows}))
 }

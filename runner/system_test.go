@@ -370,3 +370,29 @@ func TestApproverNeedsGrantInRestrictedEnvironment(t *testing.T) {
 	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 }
+
+// TestCloudLiveRecheckedBeforeApply: a run on a live executor needs cloud.live of its
+// requester and its approver; losing it after the approval voids the approval before
+// the first side effect.
+func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	for _, who := range []string{"operator", "admin"} {
+		r := h.planByHand(h.requestBucket("staging", "live-"+who, "live-"+who+"-bucket", run.KindApply))
+		require.Equal(t, run.PendingApproval, r.State)
+		// The run acts on a live cloud (the harness plans with the mock; the rule only
+		// reads the run's executor kind).
+		require.NoError(t, h.db.Exec("UPDATE runs SET simulated = false WHERE id = ?", r.ID).Error)
+		r.Simulated = false
+		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+		require.NoError(t, err, "the demo admin holds cloud.live")
+		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = false WHERE user_id = ?", h.users[who].UserID).Error)
+		_, err = h.sys.Runs.BeginApply(context.Background(), r.ID)
+		require.ErrorIs(t, err, run.ErrSkip)
+		r = h.waitFor(r.ID, run.Failed)
+		require.Contains(t, r.StateReason, "cloud.live")
+		require.Contains(t, r.StateReason, "the approval is void")
+		require.Zero(t, h.stateVersions(r.WorkspaceID), "nothing was applied")
+		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = true WHERE user_id = ?", h.users[who].UserID).Error)
+	}
+}

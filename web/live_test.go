@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
@@ -172,6 +173,17 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 		return url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"logs"}, "kind": {"apply"},
 			"inputs.name": {"logs-archive"}, "inputs.retention_days": {retention}}
 	}
+	// Requesting on a live executor needs cloud.live (owners grant it per member).
+	noLive := app.NewMember(t, "acme", "No Live", authz.RoleOperator, false)
+	c := app.SessionFor(t, noLive.UserID, noLive.OrgID, time.Now())
+	form := bucket("30")
+	form.Set("_csrf", app.CSRF(t, c))
+	resp := app.PostForm(t, c, "/requests", form)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "cloud.live")
+	require.Zero(t, countRows(t, app.App, "SELECT count(*) FROM runs WHERE requested_by = ?", noLive.UserID), "nothing was created")
+
 	base := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("30")), run.PendingApproval)
 	approve(t, app.App, admin, base)
 	waitForState(t, app.App, base.ID, run.Succeeded)
@@ -183,8 +195,8 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	waitForState(t, app.App, first.ID, run.Succeeded)
 	second = waitForState(t, app.App, second.ID, run.Stale)
 	require.Contains(t, second.StateReason, "the workspace state moved to serial")
-	resp := app.PostForm(t, admin, "/runs/"+second.ID+"/approve", decisionForm(t, app.App, admin, second))
-	body := webtest.ReadBody(t, resp)
+	resp = app.PostForm(t, admin, "/runs/"+second.ID+"/approve", decisionForm(t, app.App, admin, second))
+	body = webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 	require.Contains(t, body, "STALE")
 	var versions int64

@@ -179,7 +179,7 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	inbox := webtest.ReadBody(t, app.Get(t, admin, "/approvals"))
 	require.Contains(t, inbox, `data-testid="run-`+r.ID+`"`)
 	require.Contains(t, inbox, "risk 1")
-	require.Contains(t, inbox, "needs operator")
+	require.Contains(t, inbox, "decided by a member with provisioning.apply (operator or above), not the requester")
 
 	// Then the run is decided like any other.
 	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))

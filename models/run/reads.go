@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gantry/models/audit"
 	"gantry/models/authz"
@@ -160,3 +161,7 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	}
 	return out, nil
 }
+
+// Clock is the database clock now: pages that say who may decide judge escalations by
+// it, as the decisions do.
+func (s *Service) Clock(ctx context.Context) (time.Time, error) { return s.now(ctx) }

@@ -119,6 +119,14 @@ type Deciders struct {
 	EscalatesAt *time.Time
 }
 
+// DecidersAt is who may decide run r at now (the database clock): its approver, and its
+// escalation once the run has waited long enough.
+func DecidersAt(r Run, now time.Time) Deciders {
+	d := Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}
+	d.Escalated = d.EscalatesAt != nil && !now.Before(*d.EscalatesAt)
+	return d
+}
+
 // Summary says it in a sentence, e.g. "an owner, not the requester, freshly signed in;
 // after 4 h also an admin or owner".
 func (d Deciders) Summary() string {
@@ -234,8 +242,7 @@ func freshSignIn(a Actor, now time.Time) bool {
 // clock). Visibility comes first (404 beats 403), then who the person is (role, grant,
 // named owner or escalation, four eyes, cloud.live), then the state and the clock.
 func PermissionsOf(r Run, a Actor, env environment.Environment, now time.Time) Permissions {
-	p := Permissions{Deciders: Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}}
-	p.Deciders.Escalated = p.Deciders.EscalatesAt != nil && !now.Before(*p.Deciders.EscalatesAt)
+	p := Permissions{Deciders: DecidersAt(r, now)}
 	if a.OrganizationID != r.OrganizationID || !environment.Visible(env, a.Role, a.Granted) {
 		hidden := refused(fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound))
 		p.Approve, p.Reject, p.Override, p.Cancel, p.Recover, p.PlanAgain = hidden, hidden, hidden, hidden, hidden, hidden

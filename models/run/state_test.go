@@ -2,6 +2,9 @@ package run
 
 import (
 	"errors"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +170,32 @@ func TestHardPolicyBlockIsFinal(t *testing.T) {
 	require.Equal(t, PendingApproval, soft.State)
 	// Nothing but POLICY_BLOCKED is released by an override.
 	require.ErrorIs(t, (&Run{State: Planning}).ReleasePolicyBlock("x"), ErrInvalidTransition)
+}
+
+// TestDocumentedLifecycleMatchesTheTable: the lifecycle block in the README and in
+// docs/decisions.md (lines "STATE -> NEXT | NEXT") says exactly what the code's table
+// allows: every move it lists is in the table, and every move of the table is listed.
+func TestDocumentedLifecycleMatchesTheTable(t *testing.T) {
+	t.Parallel()
+	line := regexp.MustCompile(`^([A-Z_]+)\s+->\s+([A-Z_ |]+?)\s*$`)
+	for _, doc := range []string{"../../README.md", "../../docs/decisions.md"} {
+		raw, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		documented := map[State][]State{}
+		for _, l := range strings.Split(string(raw), "\n") {
+			m := line.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			from := State(m[1])
+			require.True(t, from.Valid(), "%s: unknown state %s", doc, from)
+			require.NotContains(t, documented, from, "%s: %s listed twice", doc, from)
+			for _, to := range strings.Split(m[2], "|") {
+				s := State(strings.TrimSpace(to))
+				require.True(t, s.Valid(), "%s: unknown state %q", doc, s)
+				documented[from] = append(documented[from], s)
+			}
+		}
+		require.Equal(t, transitions, documented, "%s's lifecycle differs from models/run/state.go", doc)
+	}
 }

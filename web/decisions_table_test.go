@@ -230,8 +230,10 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 		return waitForState(t, app, r.ID, state)
 	}
 	f.templates["r1-protected"] = request(requester, bucket(envs["staging"], "table-r1p", run.KindApply), run.PendingApproval)
-	f.templates["r1-self-service"] = request(requester, bucket(envs["development"], "table-r1", run.KindApply), run.Approved)
-	waitForState(t, app, f.templates["r1-self-service"].ID, run.Succeeded)
+	// Self-service: approved by the system and applied at once (clones go back to the
+	// moment of the approval).
+	f.templates["r1-self-service"] = request(requester, bucket(envs["development"], "table-r1", run.KindApply), run.Succeeded)
+	require.Equal(t, "self-service", f.templates["r1-self-service"].ApprovalKind)
 	f.templates["r2-production"] = request(requester, bucket(envs["production"], "table-r2", run.KindApply), run.PendingApproval)
 	// A destroy needs something to destroy.
 	base := request(requester, bucket(envs["staging"], "table-r3", run.KindApply), run.PendingApproval)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"gantry/models/audit"
@@ -32,19 +33,21 @@ func (s *Service) Invite(ctx context.Context, orgID, email string, role authz.Ro
 	if !strings.Contains(email, "@") {
 		return fmt.Errorf("%q is not an e-mail address", email)
 	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		inv := Invitation{OrganizationID: orgID, Email: email, Role: role}
-		err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
+	return saveInvitation(ctx, s.db, s.audit, authz.System(orgID), Invitation{OrganizationID: orgID, Email: email, Role: role})
+}
+
+// saveInvitation records (or replaces) inv and audits it as actor, in one transaction.
+func saveInvitation(ctx context.Context, gdb *gorm.DB, log *audit.Log, actor authz.Subject, inv Invitation) error {
+	return db.Tx(ctx, gdb, func(ctx context.Context) error {
+		err := db.Conn(ctx, gdb).Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "organization_id"}, {Name: "email"}},
 			DoUpdates: clause.AssignmentColumns([]string{"role"}),
 		}).Create(&inv).Error
 		if err != nil {
 			return fmt.Errorf("saving invitation: %w", db.Translate(err))
 		}
-		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{
-			Action: "invitation.created", TargetType: "invitation", TargetID: email,
-			Data: map[string]any{"role": role},
-		})
+		return log.RecordAs(ctx, actor, audit.Entry{Action: "invitation.created", TargetType: "invitation", TargetID: inv.Email,
+			Data: map[string]any{"role": inv.Role}})
 	})
 }
 

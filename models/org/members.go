@@ -37,12 +37,7 @@ func (s *Members) List(ctx context.Context) ([]MembershipView, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []MembershipView
-	err = db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY u.name, u.email`, subject.OrganizationID).Scan(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("listing members: %w", err)
-	}
-	return out, nil
+	return membersOf(ctx, s.db, subject.OrganizationID)
 }
 
 // Invitations lists the open invitations of the subject's organization.
@@ -88,18 +83,7 @@ func (s *Members) Invite(ctx context.Context, email string, role authz.Role) err
 	if err := mayGiveRole(subject, role); err != nil {
 		return err
 	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		inv := Invitation{OrganizationID: subject.OrganizationID, Email: email, Role: role}
-		err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "organization_id"}, {Name: "email"}},
-			DoUpdates: clause.AssignmentColumns([]string{"role"}),
-		}).Create(&inv).Error
-		if err != nil {
-			return fmt.Errorf("saving invitation: %w", db.Translate(err))
-		}
-		return s.audit.Record(ctx, audit.Entry{Action: "invitation.created", TargetType: "invitation", TargetID: email,
-			Data: map[string]any{"role": role}})
-	})
+	return saveInvitation(ctx, s.db, s.audit, subject, Invitation{OrganizationID: subject.OrganizationID, Email: email, Role: role})
 }
 
 // RevokeInvitation withdraws the invitation of email.

@@ -188,8 +188,13 @@ func (s *Service) Members(ctx context.Context) ([]MembershipView, error) {
 	if err != nil {
 		return nil, err
 	}
+	return membersOf(ctx, s.db, subject.OrganizationID)
+}
+
+// membersOf lists the members of organization orgID by name.
+func membersOf(ctx context.Context, gdb *gorm.DB, orgID string) ([]MembershipView, error) {
 	var out []MembershipView
-	err = db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY u.name, u.email`, subject.OrganizationID).Scan(&out).Error
+	err := db.Conn(ctx, gdb).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY u.name, u.email`, orgID).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing members: %w", err)
 	}

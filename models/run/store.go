@@ -30,20 +30,19 @@ func (st store) clock(ctx context.Context) (time.Time, error) {
 
 // get reads run id; orgID "" is the system's lookup by id alone.
 func (st store) get(ctx context.Context, orgID, id string) (Run, error) {
-	q := st.conn(ctx).Where("id = ?", id)
-	if orgID != "" {
-		q = q.Where("organization_id = ?", orgID)
-	}
-	var r Run
-	if err := q.Take(&r).Error; err != nil {
-		return Run{}, fmt.Errorf("reading run %s: %w", id, db.Translate(err))
-	}
-	return r, nil
+	return st.read(ctx, orgID, id, false)
 }
 
 // lock reads run id under a row lock held until the transaction in ctx ends.
 func (st store) lock(ctx context.Context, orgID, id string) (Run, error) {
-	q := st.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id)
+	return st.read(ctx, orgID, id, true)
+}
+
+func (st store) read(ctx context.Context, orgID, id string, forUpdate bool) (Run, error) {
+	q := st.conn(ctx).Where("id = ?", id)
+	if forUpdate {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
 	if orgID != "" {
 		q = q.Where("organization_id = ?", orgID)
 	}

@@ -332,7 +332,7 @@ func TestNoStoreBehindSignIn(t *testing.T) {
 		"/runs/" + r.ID:                http.StatusOK,
 		"/runs/" + r.ID + "/plan.json": http.StatusOK, // an artifact
 		"/api/v1/environments":         http.StatusForbidden,
-		"/environments/env-missing":    http.StatusForbidden, // an error page from inside
+		"/environments/" + staging:     http.StatusForbidden, // an error page from inside
 		"/workspaces/ws-missing":       http.StatusNotFound,
 	} {
 		resp := app.Get(t, operator, path)

@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -67,6 +68,42 @@ func (s *Service) HasGrant(ctx context.Context, envID, userID string) (bool, err
 		return false, fmt.Errorf("checking grants: %w", err)
 	}
 	return n > 0, nil
+}
+
+// CheckVisible answers ErrNotFound unless environment id is one of subject's
+// organization's and subject may see it (Visible). Other aggregates whose objects
+// live in an environment ask it before anything else, so that a hidden environment
+// is not found rather than forbidden.
+func (s *Service) CheckVisible(ctx context.Context, subject authz.Subject, id string) error {
+	env, err := s.get(ctx, subject.OrganizationID, id, false)
+	if err != nil {
+		return err
+	}
+	granted := false
+	if env.Restricted && NeedsGrant(subject.Role) {
+		if granted, err = s.HasGrant(ctx, env.ID, subject.UserID); err != nil {
+			return err
+		}
+	}
+	if !Visible(env, subject.Role, granted) {
+		return fmt.Errorf("environment %s: %w", id, errs.ErrNotFound)
+	}
+	return nil
+}
+
+// refusal is what someone refused permission to act on environment id is answered:
+// ErrNotFound when they may not even see it (another organization's, an id of none,
+// or restricted without a grant), else refused. Cannot see wins over cannot act
+// (DESIGN §4): a 403 for a hidden environment would say that it exists.
+func (s *Service) refusal(ctx context.Context, id string, refused error) error {
+	subject, ok := authz.SubjectFrom(ctx)
+	if !ok || subject.OrganizationID == "" || !errors.Is(refused, errs.ErrForbidden) {
+		return refused
+	}
+	if err := s.CheckVisible(ctx, subject, id); err != nil {
+		return err
+	}
+	return refused
 }
 
 // HiddenFrom lists the environments of subject's organization that subject may not

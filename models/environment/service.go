@@ -46,11 +46,12 @@ func (s *Service) List(ctx context.Context) ([]Environment, error) {
 	return envs, nil
 }
 
-// Get returns environment id of the subject's organization.
+// Get returns environment id of the subject's organization (environments.manage);
+// an environment the subject may not see is not found, permission or not.
 func (s *Service) Get(ctx context.Context, id string) (Environment, error) {
 	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
 	if err != nil {
-		return Environment{}, err
+		return Environment{}, s.refusal(ctx, id, err)
 	}
 	return s.Lookup(ctx, subject.OrganizationID, id)
 }
@@ -135,11 +136,12 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 }
 
 // Update changes environment id under a row lock and audits the before and after.
-// An update that changes nothing writes nothing, not even an audit event.
+// An update that changes nothing writes nothing, not even an audit event. An
+// environment the subject may not see is not found, permission or not.
 func (s *Service) Update(ctx context.Context, id string, in Input) (Environment, error) {
 	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
 	if err != nil {
-		return Environment{}, err
+		return Environment{}, s.refusal(ctx, id, err)
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	var env Environment

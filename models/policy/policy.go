@@ -26,12 +26,22 @@ import (
 
 // Store reads and writes policy configuration and evaluations.
 type Store struct {
-	db    *gorm.DB
-	audit *audit.Log
+	db           *gorm.DB
+	audit        *audit.Log
+	environments Environments
+}
+
+// Environments says whether a member may see an environment (environment.Service): the
+// policy modes of an environment they may not see (another organization's, or
+// restricted without a grant) do not exist for them either.
+type Environments interface {
+	CheckVisible(ctx context.Context, subject authz.Subject, id string) error
 }
 
 // NewStore returns the policy store.
-func NewStore(gdb *gorm.DB, log *audit.Log) *Store { return &Store{db: gdb, audit: log} }
+func NewStore(gdb *gorm.DB, log *audit.Log, envs Environments) *Store {
+	return &Store{db: gdb, audit: log, environments: envs}
+}
 
 // OrgPolicy is one version of an organization-managed policy.
 type OrgPolicy struct {
@@ -161,7 +171,7 @@ func (s *Store) EnvironmentModes(ctx context.Context, environmentID string) ([]R
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ownEnvironment(ctx, subject.OrganizationID, environmentID); err != nil {
+	if err := s.environments.CheckVisible(ctx, subject, environmentID); err != nil {
 		return nil, err
 	}
 	b, err := s.Bundle(ctx, subject.OrganizationID)
@@ -183,27 +193,23 @@ func (s *Store) EnvironmentModes(ctx context.Context, environmentID string) ([]R
 	return out, nil
 }
 
-func (s *Store) ownEnvironment(ctx context.Context, orgID, environmentID string) error {
-	var n int64
-	if err := db.Conn(ctx, s.db).Table("environments").Where("organization_id = ? AND id = ?", orgID, environmentID).Count(&n).Error; err != nil {
-		return fmt.Errorf("reading environment: %w", err)
-	}
-	if n == 0 {
-		return errs.ErrNotFound
-	}
-	return nil
-}
-
 // SetModes sets the enforcement of rules in an environment (admins). A mode equal to
 // the rule's default removes the row, so a later change of the default applies.
-// Unknown rules and modes are field errors ("mode.<rule>"); nothing is stored then.
+// Unknown rules and modes are field errors ("mode.<rule>"); nothing is stored then. An
+// environment the subject may not see is not found, permission or not (a 403 would
+// say it exists).
 func (s *Store) SetModes(ctx context.Context, environmentID string, modes map[string]string) error {
 	subject, err := authz.Require(ctx, authz.PermPoliciesManage)
+	if reader, ok := authz.SubjectFrom(ctx); ok && errors.Is(err, errs.ErrForbidden) {
+		if verr := s.environments.CheckVisible(ctx, reader, environmentID); verr != nil {
+			return verr
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		if err := s.ownEnvironment(ctx, subject.OrganizationID, environmentID); err != nil {
+		if err := s.environments.CheckVisible(ctx, subject, environmentID); err != nil {
 			return err
 		}
 		b, err := s.Bundle(ctx, subject.OrganizationID)

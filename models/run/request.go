@@ -105,16 +105,24 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 		}
 	}
 	var ws *workspace.Workspace
+	var a Actor
+	if envOK {
+		if a, err = s.actorFor(ctx, subject, env); err != nil {
+			return Validated{}, nil, err
+		}
+		// A restricted environment without a grant does not exist for the person (DESIGN
+		// §4): the message of an unknown id, naming nothing of it.
+		if !environment.Visible(env, a.Role, a.Granted) {
+			v.Add("environment", unknownEnvironment)
+			envOK = false
+		}
+	}
 	if envOK {
 		chosen, offered := s.runners.pick(env.Executor)
 		if !offered {
 			v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", env.Name, env.Executor))
 		}
 		validated.Runner = chosen
-		a, err := s.actorFor(ctx, subject, env)
-		if err != nil {
-			return Validated{}, nil, err
-		}
 		mayRequest(a, env, chosen, v)
 		if workspaceName.MatchString(name) {
 			if ws, err = s.workspaces.Find(ctx, subject.OrganizationID, env.ID, name); err != nil {
@@ -131,6 +139,10 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	return validated, ws, v.Err()
 }
 
+// unknownEnvironment is the message for an environment id the person may not use
+// because, for them, it does not exist.
+const unknownEnvironment = "Choose one of this organization's environments."
+
 // requestEnvironment reads the environment a request names; a field message (and ok
 // false) unless it is one of the subject's organization's.
 func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (environment.Environment, bool, error) {
@@ -141,7 +153,7 @@ func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject,
 	env, err := s.environments.Lookup(ctx, subject.OrganizationID, id)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
-		v.Add("environment", "Choose one of this organization's environments.")
+		v.Add("environment", unknownEnvironment)
 		return environment.Environment{}, false, nil
 	case err != nil:
 		return environment.Environment{}, false, err

@@ -111,7 +111,6 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Artifacts = artifact.NewStore(gdb, cfg.Keys)
 	p.Keys = idempotency.NewStore(gdb)
 	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
-	p.Policies = policy.NewStore(gdb, p.Audit)
 	p.StateStore = state.NewStore(gdb, p.Artifacts, p.Audit)
 	p.Workspaces = workspace.NewStore(gdb, p.Audit)
 	if p.Catalog, err = catalog.Load(ctx, cfg.CatalogFS, catalog.DBPins{DB: gdb}); err != nil {
@@ -126,6 +125,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	// Services that need no run lifecycle.
 	p.Orgs = org.NewService(gdb, p.Audit)
 	p.Environments = environment.NewService(gdb, p.Audit)
+	p.Policies = policy.NewStore(gdb, p.Audit, p.Environments)
 	p.Credentials = environment.NewCredentials(gdb, p.Audit, cfg.Keys)
 	p.WorkspaceViews = workspace.NewService(gdb, p.Environments)
 	base := strings.TrimRight(cfg.BaseURL, "/")

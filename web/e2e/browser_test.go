@@ -252,6 +252,21 @@ func run[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]
 
 func text[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
 	t.Helper()
+	// A document the browser replaced between finding a node and reading it (the page
+	// was still settling after a redirect) answers "No node with given id found": the
+	// selector is asked again, a few times, before that counts as a failure.
+	for range 3 {
+		ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+		v, err := chromedp.Run(ctx, chromedp.Text(sel, chromedp.NodeVisible))
+		cancel()
+		if err == nil {
+			return strings.TrimSpace(v)
+		}
+		if !strings.Contains(err.Error(), "No node with given id found") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	return strings.TrimSpace(run(t, b, fmt.Sprintf("read the text of %v", sel), chromedp.Text(sel, chromedp.NodeVisible)))
 }
 

@@ -14,7 +14,9 @@ import (
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/review"
+	"gantry/models/risk"
 	"gantry/models/run"
+	"gantry/policies"
 	"gantry/views"
 	"gantry/web/render"
 )
@@ -233,7 +235,8 @@ func riskView(r run.Run, perms run.Permissions) views.RiskView {
 	d := perms.Deciders
 	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: string(run.RequiredApproverOf(r)),
 		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated, MatrixVersion: r.MatrixVersion}
-	if r.RequiredApprover == "system" || r.RequiredApprover == "none" {
+	if a := risk.Approver(r.RequiredApprover); !a.Person() && r.State != run.PendingApproval {
+		// The system decided (or nothing needed deciding): nobody else does.
 		v.Approver, v.Deciders = r.RequiredApprover, ""
 	}
 	if r.RiskClass != nil {
@@ -309,7 +312,7 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		}
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
-		} else if !res.Passed && res.Enforcement == "soft_mandatory" && mayOverride {
+		} else if !res.Passed && res.Enforcement == policies.SoftMandatory && mayOverride {
 			row.CanOverride, row.OverrideKey = true, idempotency.NewKey()
 		}
 		v.Rows = append(v.Rows, row)

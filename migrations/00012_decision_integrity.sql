@@ -13,8 +13,11 @@ ALTER TABLE runs
     ADD COLUMN cancelled_by           text,
     ADD COLUMN cancelled_by_name      text NOT NULL DEFAULT '',
     ADD COLUMN cancelled_at           timestamptz,
-    -- A run planned again from an earlier one (same template version and inputs).
-    ADD COLUMN source_run_id          text;
+    -- A run planned again from an earlier one (same template version and inputs), and
+    -- the people who requested the runs it was planned again from: four eyes keeps them
+    -- all from deciding it.
+    ADD COLUMN source_run_id          text,
+    ADD COLUMN prior_requesters       jsonb NOT NULL DEFAULT '[]';
 
 -- The digest of each run's predecessor, for runs planned before it was recorded.
 UPDATE runs r SET prior_state_digest = sv.sha256 FROM state_versions sv WHERE sv.id = r.prior_state_version_id;

@@ -26,9 +26,11 @@ type PlanArgs struct {
 
 func (PlanArgs) Kind() string { return "run.plan" }
 
-// ApplyArgs asks for the apply of an approved run.
+// ApplyArgs asks for the apply of an approved run, once per approval (Since is when the
+// run was approved: an approval voided and given again gets an apply job of its own).
 type ApplyArgs struct {
-	RunID string `json:"run_id" river:"unique"`
+	RunID string    `json:"run_id" river:"unique"`
+	Since time.Time `json:"since" river:"unique"`
 }
 
 func (ApplyArgs) Kind() string { return "run.apply" }
@@ -40,17 +42,20 @@ type VerifyArgs struct {
 
 func (VerifyArgs) Kind() string { return "run.verify" }
 
-// ExpireArgs expires a run still in State at its deadline.
+// ExpireArgs expires a run still in State at its deadline, once per entry into it.
 type ExpireArgs struct {
 	RunID string    `json:"run_id" river:"unique"`
 	State run.State `json:"state" river:"unique"`
+	Since time.Time `json:"since" river:"unique"`
 }
 
 func (ExpireArgs) Kind() string { return "run.expire" }
 
-// EscalateArgs records, once, that a waiting run's escalation took effect.
+// EscalateArgs records, once, that a waiting run's escalation took effect (one job per
+// entry into PENDING_APPROVAL; the record itself is once per run and decision row).
 type EscalateArgs struct {
-	RunID string `json:"run_id" river:"unique"`
+	RunID string    `json:"run_id" river:"unique"`
+	Since time.Time `json:"since" river:"unique"`
 }
 
 func (EscalateArgs) Kind() string { return "run.escalate" }
@@ -79,13 +84,13 @@ func (e Enqueuer) Enqueue(ctx context.Context, jobs ...run.Job) error {
 		case run.JobPlan:
 			args = PlanArgs{RunID: j.RunID}
 		case run.JobApply:
-			args = ApplyArgs{RunID: j.RunID}
+			args = ApplyArgs{RunID: j.RunID, Since: j.Since}
 		case run.JobVerify:
 			args = VerifyArgs{RunID: j.RunID}
 		case run.JobExpire:
-			args = ExpireArgs{RunID: j.RunID, State: j.State}
+			args = ExpireArgs{RunID: j.RunID, State: j.State, Since: j.Since}
 		case run.JobEscalate:
-			args = EscalateArgs{RunID: j.RunID}
+			args = EscalateArgs{RunID: j.RunID, Since: j.Since}
 		default:
 			return fmt.Errorf("unknown job kind %q", j.Kind)
 		}

@@ -166,10 +166,15 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	// The override is audited with its binding.
 	var data string
 	require.NoError(t, app.DB.Raw("SELECT data::text FROM audit_events WHERE action = 'policy.overridden' AND target_id = ?", r.ID).Scan(&data).Error)
-	var bound map[string]string
+	var bound map[string]any
 	require.NoError(t, json.Unmarshal([]byte(data), &bound))
+	evidence, _ := bound["evidence"].(map[string]any)
+	require.Equal(t, r.ID, evidence["run_id"], "the override's event carries the evidence it was given on")
+	require.Equal(t, r.PlanDigest, evidence["plan_digest"])
+	require.Equal(t, r.ConfigDigest, evidence["config_digest"])
+	delete(bound, "evidence")
 	// The override holds until the run's decision deadline, and no longer.
-	require.Equal(t, map[string]string{"rule_id": "database_protection", "rule_version": version, "evaluation_id": ev.ID,
+	require.Equal(t, map[string]any{"rule_id": "database_protection", "rule_version": version, "evaluation_id": ev.ID,
 		"result_digest": ev.ResultDigest, "bundle_digest": ev.BundleDigest, "reason": good,
 		"expires_at": r.DecisionDeadline.UTC().Format(time.RFC3339Nano)}, bound)
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ? AND rule_version = ? AND result_digest = ?",

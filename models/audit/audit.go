@@ -62,6 +62,18 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 	return l.RecordAs(ctx, subject, e)
 }
 
+// Lock takes organization orgID's audit chain lock in the transaction carried by ctx,
+// until it ends (taking it again is free). Every audited change holds it from its
+// first event to its commit, so a transaction that will lock several rows and audit
+// (a decision, a state write, a member's demotion voiding approvals) takes it first:
+// one lock order for all of them, no deadlock between the chain and the rows.
+func (l *Log) Lock(ctx context.Context, orgID string) error {
+	if err := db.Conn(ctx, l.db).Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", orgID).Error; err != nil {
+		return fmt.Errorf("locking audit chain: %w", err)
+	}
+	return nil
+}
+
 // RecordAs is Record for an explicit subject (used where the context has none yet,
 // such as a login).
 func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) error {
@@ -71,8 +83,8 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 	}
 	return db.Tx(ctx, l.db, func(ctx context.Context) error {
 		conn := db.Conn(ctx, l.db)
-		if err := conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", subject.OrganizationID).Error; err != nil {
-			return fmt.Errorf("locking audit chain: %w", err)
+		if err := l.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
 		}
 		var head struct {
 			Now  time.Time

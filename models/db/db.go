@@ -66,14 +66,46 @@ func Conn(ctx context.Context, base *gorm.DB) *gorm.DB {
 }
 
 // Tx runs fn in a transaction carried by the context it receives; a nested call joins
-// the outer transaction instead of opening a second one.
+// the outer transaction instead of opening a second one. When fn's error is a
+// CommitThen, the transaction commits and Tx returns the error inside it; a nested Tx
+// passes the CommitThen on, so the outermost one decides.
 func Tx(ctx context.Context, base *gorm.DB, fn func(ctx context.Context) error) error {
 	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
-	return base.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(context.WithValue(ctx, txKey{}, tx))
+	var answer error
+	err := base.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := fn(context.WithValue(ctx, txKey{}, tx))
+		var ct commitThen
+		if errors.As(err, &ct) {
+			answer = ct.err
+			return nil
+		}
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	return answer
+}
+
+// commitThen: see CommitThen.
+type commitThen struct{ err error }
+
+func (c commitThen) Error() string { return c.err.Error() }
+func (c commitThen) Unwrap() error { return c.err }
+
+// CommitThen wraps err, the answer to a caller whose request failed, when what the
+// transaction did must still commit: a decision that came too late expires its run (that
+// is recorded) and answers APPROVAL_EXPIRED. Whoever owns the transaction commits it and
+// returns err. Code between them sees an error that unwraps to err and must not treat
+// its own work as done (it may undo its own part, see MustCommit).
+func CommitThen(err error) error { return commitThen{err: err} }
+
+// MustCommit reports whether err asks the transaction to commit anyway (CommitThen).
+func MustCommit(err error) bool {
+	var ct commitThen
+	return errors.As(err, &ct)
 }
 
 // Translate maps database errors onto domain errors: a missing row is ErrNotFound, a
@@ -89,6 +121,8 @@ func Translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
+		case "40P01", "40001": // deadlock_detected, serialization_failure: nothing was done; try again
+			return errs.Explain(fmt.Errorf("%s: %w", pgErr.Code, errs.ErrConflict), "Another change to the same records was made at the same moment. Nothing was saved: try again.")
 		case "23505": // unique_violation
 			return fmt.Errorf("%s: %w", pgErr.ConstraintName, errs.ErrConflict)
 		case "23503": // foreign_key_violation

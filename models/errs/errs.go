@@ -65,11 +65,25 @@ func CodeOf(err error) Code {
 		return CodeConflict
 	case errors.Is(err, ErrBadRequest):
 		return CodeBadRequest
+	case transientConflict(err):
+		return CodeConflict
 	}
 	if _, ok := AsValidation(err); ok {
 		return CodeInvalidInput
 	}
 	return CodeInternal
+}
+
+// transientConflict reports a database error that means "another change got there at
+// the same moment, nothing was done" (a deadlock or serialization failure, SQLSTATE
+// 40P01 or 40001), wherever it was not translated: a conflict to retry, not a crash.
+func transientConflict(err error) bool {
+	var state interface{ SQLState() string }
+	if !errors.As(err, &state) {
+		return false
+	}
+	code := state.SQLState()
+	return code == "40P01" || code == "40001"
 }
 
 // Validation carries one message per offending input field. Services return it before

@@ -3,12 +3,18 @@ package errs_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/errs"
 )
+
+type sqlState string
+
+func (s sqlState) Error() string    { return "ERROR: deadlock detected (SQLSTATE " + string(s) + ")" }
+func (s sqlState) SQLState() string { return string(s) }
 
 func TestCodeOf(t *testing.T) {
 	t.Parallel()
@@ -25,7 +31,11 @@ func TestCodeOf(t *testing.T) {
 		errs.CodeInvalidInput:    fmt.Errorf("validating: %w", v),
 		errs.CodeInternal:        errors.New("disk on fire"),
 	}
+	cases[errs.CodeConflict+"-deadlock"] = fmt.Errorf("locking: %w", sqlState("40P01"))
 	for want, err := range cases {
+		if strings.HasSuffix(string(want), "-deadlock") {
+			want = errs.CodeConflict
+		}
 		require.Equal(t, want, errs.CodeOf(err), err.Error())
 	}
 	// The specific conflicts are still conflicts for code that only knows 409.

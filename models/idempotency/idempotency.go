@@ -133,7 +133,15 @@ func (s *Store) Do(ctx context.Context, req Request, fn func(ctx context.Context
 			return err
 		}
 		if out, err = fn(ctx); err != nil {
-			return err // the rollback takes the reservation with it
+			if db.MustCommit(err) {
+				// The request failed but changed what must stay (a late decision expired
+				// its run): that commits, the reservation does not: the key stays usable.
+				if derr := conn.Exec("DELETE FROM idempotency_keys WHERE organization_id = ? AND user_id = ? AND key = ?",
+					subject.OrganizationID, subject.UserID, req.Key).Error; derr != nil {
+					return fmt.Errorf("releasing idempotency key: %w", derr)
+				}
+			}
+			return err // otherwise the rollback takes the reservation with it
 		}
 		res := conn.Model(&record{}).Where("organization_id = ? AND user_id = ? AND key = ?", subject.OrganizationID, subject.UserID, req.Key).
 			Updates(map[string]any{"status": out.Status, "location": out.Location, "flash": out.Flash})

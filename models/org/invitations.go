@@ -66,15 +66,18 @@ func (s *Service) AcceptInvitations(ctx context.Context, user User) error {
 			return fmt.Errorf("reading invitations: %w", err)
 		}
 		for _, inv := range invs {
-			if err := s.EnsureMembership(ctx, inv.OrganizationID, user.ID, inv.Role); err != nil {
-				return err
+			// An invitation makes a member; it never changes one. A role changes on the
+			// members page, where lowering it voids approvals and the last owner stays.
+			res := conn.Clauses(clause.OnConflict{DoNothing: true}).Create(&Membership{OrganizationID: inv.OrganizationID, UserID: user.ID, Role: inv.Role})
+			if res.Error != nil {
+				return fmt.Errorf("creating membership: %w", db.Translate(res.Error))
 			}
 			if err := conn.Where("organization_id = ? AND email = ?", inv.OrganizationID, inv.Email).Delete(&Invitation{}).Error; err != nil {
 				return fmt.Errorf("removing accepted invitation: %w", err)
 			}
 			actor := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: inv.OrganizationID, Role: inv.Role}
 			if err := s.audit.RecordAs(ctx, actor, audit.Entry{Action: "invitation.accepted", TargetType: "invitation", TargetID: inv.Email,
-				Data: map[string]any{"role": inv.Role}}); err != nil {
+				Data: map[string]any{"role": inv.Role, "already_a_member": res.RowsAffected == 0}}); err != nil {
 				return err
 			}
 		}

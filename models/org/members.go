@@ -83,7 +83,33 @@ func (s *Members) Invite(ctx context.Context, email string, role authz.Role) err
 	if err := mayGiveRole(subject, role); err != nil {
 		return err
 	}
-	return saveInvitation(ctx, s.db, s.audit, subject, Invitation{OrganizationID: subject.OrganizationID, Email: email, Role: role})
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, s.db)
+		var members int64
+		err := conn.Table("memberships m").Joins("JOIN users u ON u.id = m.user_id").
+			Where("m.organization_id = ? AND lower(u.email) = ?", subject.OrganizationID, email).Count(&members).Error
+		if err != nil {
+			return fmt.Errorf("checking members: %w", err)
+		}
+		if members > 0 {
+			v := &errs.Validation{}
+			v.Add("email", "This address is already a member: change their role in the table above.")
+			return v
+		}
+		// Replacing an invitation is changing what it gives: an owner's invitation is an
+		// owner's to change.
+		var open Invitation
+		err = conn.Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND email = ?", subject.OrganizationID, email).Take(&open).Error
+		switch {
+		case err == nil:
+			if err := mayGiveRole(subject, open.Role); err != nil {
+				return err
+			}
+		case !errors.Is(err, gorm.ErrRecordNotFound):
+			return fmt.Errorf("reading invitation: %w", err)
+		}
+		return saveInvitation(ctx, s.db, s.audit, subject, Invitation{OrganizationID: subject.OrganizationID, Email: email, Role: role})
+	})
 }
 
 // RevokeInvitation withdraws the invitation of email.
@@ -152,6 +178,11 @@ func (s *Members) SetRole(ctx context.Context, userID string, role authz.Role) e
 		return v
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		// One member change at a time per organization (the last-owner count holds),
+		// and the audit chain lock before any row: voiding approvals locks runs.
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
 		m, err := s.member(ctx, subject, userID)
 		if err != nil {
 			return err
@@ -193,6 +224,11 @@ func (s *Members) SetCloudLive(ctx context.Context, userID string, on bool) erro
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		// One member change at a time per organization (the last-owner count holds),
+		// and the audit chain lock before any row: voiding approvals locks runs.
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
 		m, err := s.member(ctx, subject, userID)
 		if err != nil {
 			return err
@@ -230,6 +266,11 @@ func (s *Members) Remove(ctx context.Context, userID string) error {
 		return errs.Explain(errs.ErrConflict, "You cannot remove yourself: ask another admin or owner.")
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		// One member change at a time per organization (the last-owner count holds),
+		// and the audit chain lock before any row: voiding approvals locks runs.
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
 		m, err := s.member(ctx, subject, userID)
 		if err != nil {
 			return err

@@ -401,12 +401,15 @@ func (s *Store) Overrides(ctx context.Context, orgID, evaluationID string) (map[
 
 // AddOverride stores an override (in the transaction carried by ctx, which has
 // checked it) and audits it with its binding.
-func (s *Store) AddOverride(ctx context.Context, o Override, bundleDigest string) error {
+func (s *Store) AddOverride(ctx context.Context, o Override, bundleDigest string, bound map[string]any) error {
 	o.ID = db.NewID("pov")
 	if err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{DoNothing: true}).Omit("created_at").Create(&o).Error; err != nil {
 		return fmt.Errorf("saving override: %w", err)
 	}
-	return s.audit.Record(ctx, audit.Entry{Action: "policy.overridden", TargetType: "run", TargetID: o.RunID,
-		Data: map[string]any{"rule_id": o.RuleID, "rule_version": o.RuleVersion, "evaluation_id": o.EvaluationID,
-			"result_digest": o.ResultDigest, "bundle_digest": bundleDigest, "reason": o.Reason, "expires_at": o.ExpiresAt}})
+	data := map[string]any{"rule_id": o.RuleID, "rule_version": o.RuleVersion, "evaluation_id": o.EvaluationID,
+		"result_digest": o.ResultDigest, "bundle_digest": bundleDigest, "reason": o.Reason, "expires_at": o.ExpiresAt}
+	for k, v := range bound {
+		data[k] = v
+	}
+	return s.audit.Record(ctx, audit.Entry{Action: "policy.overridden", TargetType: "run", TargetID: o.RunID, Data: data})
 }

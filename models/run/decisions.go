@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gantry/models/authz"
+	"gantry/models/db"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/policy"
@@ -113,7 +114,7 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 					return err
 				}
 				r.annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
-				return commitThen{err: v.Err()}
+				return db.CommitThen(v.Err())
 			}
 			return v.Err()
 		}
@@ -213,7 +214,9 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		}
 		switch {
 		case found == nil || found.Passed:
-			return fmt.Errorf("rule %s did not fail in this evaluation: %w", ruleID, errs.ErrNotFound)
+			v := &errs.Validation{}
+			v.Add("rule_id", fmt.Sprintf("Rule %q did not fail in this evaluation: there is nothing to override.", ruleID))
+			return v
 		case found.Enforcement == policies.HardMandatory:
 			return errs.Explain(errs.ErrForbidden, "Rule "+ruleID+" is hard-mandatory: its failure is never overridden. Change the request instead.")
 		case found.Enforcement != policies.SoftMandatory:
@@ -230,7 +233,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		o := policy.Override{OrganizationID: r.OrganizationID, RunID: r.ID, EvaluationID: evaluation.ID, RuleID: ruleID,
 			RuleVersion: found.RuleVersion, ResultDigest: evaluation.ResultDigest, Reason: reason, OverriddenBy: subject.UserID,
 			OverriddenByName: subject.Name, ExpiresAt: *r.DecisionDeadline}
-		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest); err != nil {
+		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest, ev.auditData()); err != nil {
 			return err
 		}
 		overrides[ruleID] = o
@@ -257,6 +260,9 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 	}
 	var out Run
 	err = s.inTx(ctx, func(ctx context.Context) error {
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
 		old, err := s.store.get(ctx, subject.OrganizationID, id)
 		if err != nil {
 			return err
@@ -272,8 +278,19 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 		if !p.PlanAgain.Allowed() {
 			return p.PlanAgain.Err()
 		}
-		if _, offered := s.runners.pick(old.Runner); !offered {
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s ran on the %s executor, which this Gantry no longer offers: request the change again instead.", old.Label(), old.Runner))
+		// Planning again is the same intent, so it needs the same template version from
+		// the catalog and the executor its bundle was generated for.
+		if facts, err := s.catalog.Facts(old.TemplateName); err != nil || facts.Version != old.TemplateVersion {
+			return errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers %s %s, which run %s used: request the change again from the catalog.",
+				old.TemplateName, old.TemplateVersion, old.Label()))
+		}
+		env, err := s.environments.Lookup(ctx, old.OrganizationID, old.EnvironmentID)
+		if err != nil {
+			return err
+		}
+		if chosen, offered := s.runners.pick(env.Executor); !offered || chosen.Name != old.Runner {
+			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Environment %s no longer runs jobs on the %s executor run %s was planned for: request the change again.",
+				env.Name, old.Runner, old.Label()))
 		}
 		out, err = s.queue(ctx, subject, queued{workspaceID: old.WorkspaceID, environmentID: old.EnvironmentID, kind: old.Kind,
 			template: old.TemplateName, version: old.TemplateVersion, moduleDigest: old.ModuleDigest, inputs: old.Inputs,

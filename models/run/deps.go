@@ -28,6 +28,8 @@ type Environments interface {
 	Lookup(ctx context.Context, orgID, id string) (environment.Environment, error)
 	HasGrant(ctx context.Context, envID, userID string) (bool, error)
 	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)
+	// CheckVisible is errs.ErrNotFound unless subject may see environment id.
+	CheckVisible(ctx context.Context, subject authz.Subject, id string) error
 }
 
 // Member is what the rules need to know about a member of an organization.
@@ -84,7 +86,9 @@ type Policies interface {
 	Modes(ctx context.Context, envID string) (map[string]policies.Enforcement, error)
 	Record(ctx context.Context, orgID, runID string, revision int, planDigest string, ev policies.Evaluation) (policy.Evaluation, error)
 	EvaluationWithOverrides(ctx context.Context, orgID, evaluationID string) (policy.Evaluation, map[string]policy.Override, error)
-	AddOverride(ctx context.Context, o policy.Override, bundleDigest string) error
+	// AddOverride stores an override; bound is the evidence the decision named, for its
+	// audit event.
+	AddOverride(ctx context.Context, o policy.Override, bundleDigest string, bound map[string]any) error
 }
 
 // MatrixSource gives an organization's current approval matrix (risk.Store).

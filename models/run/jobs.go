@@ -24,6 +24,11 @@ type Job struct {
 	RunID string
 	State State     // for JobExpire: the state that expires
 	RunAt time.Time // zero: as soon as possible
+	// Since is when the run entered the state that asked for the job: a run can enter
+	// APPROVED or PENDING_APPROVAL more than once (an approval voided, then given
+	// again), and each entry needs its own apply, expiry and escalation job (the queue
+	// keeps jobs unique by their arguments, finished ones included).
+	Since time.Time
 }
 
 // Enqueuer puts jobs on the queue inside the transaction carried by ctx, so a job
@@ -34,6 +39,14 @@ type Enqueuer interface {
 
 // jobsFor is the one place that says which work follows which state.
 func jobsFor(r Run) []Job {
+	jobs := jobsForState(r)
+	for i := range jobs {
+		jobs[i].Since = r.UpdatedAt
+	}
+	return jobs
+}
+
+func jobsForState(r Run) []Job {
 	switch r.State {
 	case Queued:
 		return []Job{{Kind: JobPlan, RunID: r.ID}}

@@ -8,7 +8,6 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/classify"
-	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/policy"
 	"gantry/models/review"
@@ -34,24 +33,14 @@ func (s *Service) Get(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
-// visible refuses, as not found, a run in a restricted environment the subject may
-// not see.
+// visible refuses, as not found, a run of another organization or in a restricted
+// environment the subject may not see (the environment's rule, environment.Visible).
 func (s *Service) visible(ctx context.Context, subject authz.Subject, r Run) error {
 	if r.OrganizationID != subject.OrganizationID {
 		return fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound)
 	}
-	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
-	if err != nil {
-		return err
-	}
-	granted := false
-	if env.Restricted && environment.NeedsGrant(subject.Role) {
-		if granted, err = s.environments.HasGrant(ctx, env.ID, subject.UserID); err != nil {
-			return err
-		}
-	}
-	if !environment.Visible(env, subject.Role, granted) {
-		return fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound)
+	if err := s.environments.CheckVisible(ctx, subject, r.EnvironmentID); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return nil
 }
@@ -85,9 +74,10 @@ func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
 	return s.list(ctx, listQuery{order: "created_at DESC", limit: limit})
 }
 
-// ListPending returns the runs waiting for a decision in the subject's organization.
+// ListPending returns the runs waiting for a person's decision in the subject's
+// organization: an approval (PENDING_APPROVAL) or an override (a soft policy block).
 func (s *Service) ListPending(ctx context.Context) ([]Run, error) {
-	return s.list(ctx, listQuery{states: []State{PendingApproval}, order: "created_at"})
+	return s.list(ctx, listQuery{waiting: true, order: "created_at"})
 }
 
 // History returns the audit events of run r (read through Get), oldest first: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gantry/models/artifact"
@@ -180,6 +181,11 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 	}
 	var out Run
 	err = s.inTx(ctx, func(ctx context.Context) error {
+		// The audit chain lock before the workspace row: an apply holds the chain lock
+		// when it takes the workspace's apply slot.
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
 		ws, err := s.workspaces.Ensure(ctx, subject.OrganizationID, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
 		if err != nil {
 			return err
@@ -228,12 +234,17 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 		TemplateName: q.template, TemplateVersion: q.version, ModuleDigest: q.moduleDigest,
 		Inputs: q.inputs, RequestedBy: subject.UserID, RequestedByName: subject.Name,
 		Runner: q.runner.Name, Simulated: q.runner.Simulated, ConfigArtifactID: q.configArtifactID, ConfigDigest: q.configDigest,
+		PriorRequesters: []string{},
 	}
 	data := map[string]any{"kind": r.Kind, "workspace_id": r.WorkspaceID, "number": r.Number, "template": r.TemplateName,
 		"template_version": r.TemplateVersion, "module_digest": r.ModuleDigest, "config_digest": r.ConfigDigest,
 		"inputs": json.RawMessage(r.Inputs), "simulated": r.Simulated}
 	if q.source != nil {
 		r.SourceRunID = &q.source.ID
+		r.PriorRequesters = append([]string{}, q.source.PriorRequesters...)
+		if !slices.Contains(r.PriorRequesters, q.source.RequestedBy) {
+			r.PriorRequesters = append(r.PriorRequesters, q.source.RequestedBy)
+		}
 		r.StateReason = "planned again from run " + q.source.Label() + " (" + strings.ToLower(string(q.source.State)) + "), same template version and inputs"
 		data["planned_again_from"] = q.source.ID
 	}

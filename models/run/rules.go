@@ -21,7 +21,7 @@ const (
 	// DefaultDecisionWindow is the decision window of an environment that sets none
 	// (the environments.decision_window_hours default); each environment sets its own,
 	// 1 to 720 hours.
-	DefaultDecisionWindow = 7 * 24 * time.Hour
+	DefaultDecisionWindow = environment.DefaultDecisionWindowHours * time.Hour
 	// ApprovalValidity is how long an approval stays good: the apply must start within it.
 	ApprovalValidity = 15 * time.Minute
 	// ElevationWindow is how recent a sign-in at the provider must be for an elevated
@@ -285,9 +285,9 @@ func decide(r Run, a Actor, env environment.Environment, now time.Time, act Acti
 		return forbid("Overriding a policy failure needs an admin or owner.")
 	case !eligible(r, a, env, now):
 		return forbid(fmt.Sprintf("This run is decided by %s.", Deciders{Decision: d, EscalatesAt: escalatesAt(r)}.Summary()))
-	case act == ActionReject && a.UserID == r.RequestedBy:
+	case act == ActionReject && r.RequestedByUser(a.UserID):
 		return forbid("You requested this run: you may cancel it, but a rejection is someone else's decision.")
-	case d.FourEyes && a.UserID == r.RequestedBy:
+	case d.FourEyes && r.RequestedByUser(a.UserID):
 		return forbid("You requested this run: four eyes means someone else decides on it.")
 	case act == ActionApprove && r.Live() && !a.CloudLive:
 		return forbid("This run acts on a live cloud: approving it needs the cloud.live entitlement, which owners grant on the members page.")

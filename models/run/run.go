@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,8 +132,11 @@ type Run struct {
 	Outputs             json.RawMessage `gorm:"type:jsonb"`
 	VerifyLogArtifactID *string
 
-	// SourceRunID is the run this one was planned again from, if any.
-	SourceRunID *string
+	// SourceRunID is the run this one was planned again from, if any; PriorRequesters
+	// are who requested the runs along that chain (none of them decides this one where
+	// the requester may not).
+	SourceRunID     *string
+	PriorRequesters []string `gorm:"serializer:json;type:jsonb"`
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
@@ -206,6 +210,12 @@ func (r Run) SoftBlocked() bool { return r.State == PolicyBlocked && !r.HardBloc
 // Waiting reports whether the run waits for a person's decision (an override or an
 // approval): the runs a new state version makes STALE and a deadline expires.
 func (r Run) Waiting() bool { return r.State == PendingApproval || r.SoftBlocked() }
+
+// RequestedByUser reports whether user userID requested this run, or a run it was planned
+// again from: four eyes and "the requester never rejects" hold across "Plan again".
+func (r Run) RequestedByUser(userID string) bool {
+	return r.RequestedBy == userID || slices.Contains(r.PriorRequesters, userID)
+}
 
 // Live reports whether the run's executor acts on a real cloud (not the SIMULATED mock):
 // requesting and approving it needs cloud.live.

@@ -74,6 +74,9 @@ type listQuery struct {
 	orgID       string
 	workspaceID string
 	states      []State
+	// waiting: the runs waiting for a person's decision (PENDING_APPROVAL, or a soft
+	// policy block waiting for an override).
+	waiting bool
 	// hidden are environments whose runs the reader may not see.
 	hidden []string
 	order  string
@@ -87,6 +90,9 @@ func (st store) list(ctx context.Context, q listQuery) ([]Run, error) {
 	}
 	if len(q.states) > 0 {
 		tx = tx.Where("state IN ?", q.states)
+	}
+	if q.waiting {
+		tx = tx.Where("(state = ? OR (state = ? AND policy_outcome <> 'hard_failed'))", PendingApproval, PolicyBlocked)
 	}
 	if len(q.hidden) > 0 {
 		tx = tx.Where("environment_id NOT IN ?", q.hidden)

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,24 +11,29 @@ import (
 	"gantry/models/db"
 )
 
-// commitThen is what an update's fn returns when its changes must commit although the
-// caller is told no: a decision that arrives after its deadline expires the run (that
-// is recorded) and answers APPROVAL_EXPIRED.
-type commitThen struct{ err error }
-
-func (c commitThen) Error() string { return c.err.Error() }
-func (c commitThen) Unwrap() error { return c.err }
-
-// update is the one locked read-modify-write every transition goes through: lock the
-// row, read the database clock (after the lock, so a decision that waited behind
-// another is judged when it commits), apply fn, save, audit each transition, release
-// the apply slot of a finished run, enqueue the jobs the new state needs and notify
-// live pages, all in one transaction. orgID "" is the system's lookup by id.
+// update is the one locked read-modify-write every transition goes through: take the
+// organization's audit chain lock (first, so every transaction that locks runs and
+// audits takes its locks in one order), lock the row, read the database clock (after
+// the locks, so a decision that waited behind another is judged when it commits), apply
+// fn, save, audit each transition, release the apply slot of a finished run, enqueue the
+// jobs the new state needs and notify live pages, all in one transaction. orgID "" is
+// the system's lookup by id. When fn answers db.CommitThen(err) (a decision that came
+// too late expires the run), the changes commit and the caller gets err.
 func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
 	var out Run
-	var answer error
 	err := db.Tx(ctx, s.store.db, func(ctx context.Context) error {
-		r, err := s.store.lock(ctx, orgID, id)
+		lockOrg := orgID
+		if lockOrg == "" {
+			peek, err := s.store.get(ctx, "", id)
+			if err != nil {
+				return err
+			}
+			lockOrg = peek.OrganizationID
+		}
+		if err := s.audit.Lock(ctx, lockOrg); err != nil {
+			return err
+		}
+		r, err := s.store.lock(ctx, lockOrg, id)
 		if err != nil {
 			return err
 		}
@@ -38,12 +42,12 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 			return err
 		}
 		before := r.State
+		var answer error
 		if err := fn(ctx, &r, now); err != nil {
-			var late commitThen
-			if !errors.As(err, &late) {
+			if !db.MustCommit(err) {
 				return err
 			}
-			answer = late.err
+			answer = err
 		}
 		if r.Finished() && r.FinishedAt == nil {
 			r.FinishedAt = &now
@@ -54,7 +58,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		}
 		out = r
 		if r.State == before && len(r.moves) == 0 {
-			return nil
+			return answer
 		}
 		who := authz.System(r.OrganizationID)
 		if actor != nil {
@@ -75,12 +79,12 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 				return fmt.Errorf("enqueuing %s work for run %s: %w", r.State, r.ID, err)
 			}
 		}
-		return s.store.notify(ctx, r)
+		if err := s.store.notify(ctx, r); err != nil {
+			return err
+		}
+		return answer
 	})
-	if err != nil {
-		return out, err
-	}
-	return out, answer
+	return out, err
 }
 
 // transitionEntry is the audit event of one state change, with the evidence in force

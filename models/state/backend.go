@@ -157,6 +157,11 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		// The audit chain lock first: the write audits and then locks the workspace's
+		// waiting runs, and every run transition takes the chain lock before its row.
+		if err := s.audit.Lock(ctx, cred.OrganizationID); err != nil {
+			return err
+		}
 		lock, err := s.lockFor(ctx, cred, workspaceID)
 		if err != nil {
 			return err
@@ -186,6 +191,9 @@ func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID str
 	}
 	var id string
 	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
+		if err := s.audit.Lock(ctx, orgID); err != nil {
+			return err
+		}
 		if _, err := s.lockWorkspace(ctx, orgID, workspaceID); err != nil {
 			return err
 		}

@@ -1,0 +1,182 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/idempotency"
+	"gantry/models/run"
+	"gantry/web/webtest"
+)
+
+// Holes an independent review of the decision path found, each closed and held here.
+
+// TestInvitationNeverChangesAMember: an invitation makes a member, never changes one:
+// an admin cannot demote an owner (or anyone) by inviting their address.
+func TestInvitationNeverChangesAMember(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	admin := app.LoggedIn(t, "admin@acme.test")
+	resp := app.PostForm(t, admin, "/members/invite", memberForm(t, app, admin, url.Values{"email": {"owner@acme.test"}, "role": {"viewer"}}))
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "already a member")
+	// Even an invitation made behind the page (the bootstrap path) leaves the role be.
+	require.NoError(t, app.System.Orgs.Invite(context.Background(), app.Orgs["acme"], "owner@acme.test", authz.RoleViewer))
+	app.LoggedIn(t, "owner@acme.test")
+	var role string
+	require.NoError(t, app.DB.Raw("SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = 'owner@acme.test'").Scan(&role).Error)
+	require.Equal(t, "owner", role)
+	// An owner's open invitation is an owner's to change.
+	owner := app.NewMember(t, "acme", "Inviting Owner", authz.RoleOwner, false)
+	require.NoError(t, app.System.Members.Invite(authz.WithSubject(context.Background(), owner.Subject(time.Now())), "next.owner@acme.test", authz.RoleOwner))
+	resp = app.PostForm(t, admin, "/members/invite", memberForm(t, app, admin, url.Values{"email": {"next.owner@acme.test"}, "role": {"viewer"}}))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestLateDecisionOverHTTPExpiresTheRun: through the page (inside the idempotency
+// key's transaction) a decision after the deadline answers APPROVAL_EXPIRED and the run
+// ends EXPIRED; the key stays unused.
+func TestLateDecisionOverHTTPExpiresTheRun(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	r := waitingIn(t, app, operator, "late")
+	require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", r.ID).Error)
+	form := decisionForm(t, app, admin, r)
+	status, code, body := postDecision(t, app, admin, "/runs/"+r.ID+"/approve", form)
+	require.Equal(t, http.StatusConflict, status, body)
+	require.Equal(t, errs.CodeApprovalExpired, code)
+	r = waitForState(t, app, r.ID, run.Expired)
+	require.Contains(t, r.StateReason, "after the deadline")
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM idempotency_keys WHERE key = ?", form.Get(idempotency.Field)))
+	require.Zero(t, decisionsRecorded(t, app, r.ID))
+}
+
+// TestApprovalGivenAgainAfterAVoidApplies: an approval voided (its apply job already ran
+// and found nothing to do) and given again gets an apply job of its own, and applies.
+func TestApprovalGivenAgainAfterAVoidApplies(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	r := waitingIn(t, app, operator, "again")
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	first := app.NewMember(t, "acme", "First Admin", authz.RoleAdmin, false)
+	second := app.NewMember(t, "acme", "Second Admin", authz.RoleAdmin, false)
+	owner := app.NewMember(t, "acme", "Demoting Owner", authz.RoleOwner, false)
+	r = approvedBy(t, app, r, first)
+	require.NoError(t, app.System.Members.SetRole(authz.WithSubject(context.Background(), owner.Subject(time.Now())), first.UserID, authz.RoleViewer))
+	r = waitForState(t, app, r.ID, run.PendingApproval)
+	// The first approval's apply job ran meanwhile: it found the run waiting and finished.
+	_, err := app.System.Runs.BeginApply(context.Background(), r.ID)
+	require.ErrorIs(t, err, run.ErrSkip)
+	require.NoError(t, app.DB.Exec("UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'run.apply' AND args->>'run_id' = ?", r.ID).Error)
+	approvedBy(t, app, r, second)
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM river_job WHERE kind = 'run.apply' AND args->>'run_id' = ? AND state <> 'completed'", r.ID),
+		"the second approval has an apply job of its own")
+	app.System.Queue.Start(context.Background())
+	waitForState(t, app, r.ID, run.Succeeded)
+}
+
+// TestTransitionsTakeTheAuditLockFirst: every transaction that locks runs and audits
+// takes the organization's audit chain lock before any row (so a decision, a state
+// write and a demotion that voids approvals cannot deadlock): a decision waiting for
+// the chain lock holds no lock on its run yet.
+func TestTransitionsTakeTheAuditLockFirst(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	r := waitingIn(t, app, operator, "order")
+	admin := app.NewMember(t, "acme", "Ordered Admin", authz.RoleAdmin, false)
+	approver := app.NewMember(t, "acme", "Voided Admin", authz.RoleAdmin, false)
+
+	holder := app.DB.Begin()
+	require.NoError(t, holder.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", r.OrganizationID).Error)
+	done := make(chan error, 2)
+	go func() {
+		_, err := app.System.Runs.Approve(authz.WithSubject(context.Background(), approver.Subject(time.Now())), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+		done <- err
+	}()
+	go func() {
+		done <- app.System.Members.SetRole(authz.WithSubject(context.Background(), admin.Subject(time.Now())), approver.UserID, authz.RoleViewer)
+	}()
+	// Both wait for the chain lock...
+	require.Eventually(t, func() bool {
+		return countRows(t, app, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	// ...holding neither the run nor the membership.
+	probe := app.DB.Begin()
+	require.NoError(t, probe.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE NOWAIT", r.ID).Error, "the run is not locked yet")
+	require.NoError(t, probe.Exec("SELECT user_id FROM memberships WHERE user_id = ? FOR UPDATE NOWAIT", approver.UserID).Error, "nor the member")
+	require.NoError(t, probe.Rollback().Error)
+	require.NoError(t, holder.Commit().Error)
+	for range 2 {
+		err := <-done
+		// Whichever went first, neither deadlocked: the approval is recorded (then
+		// voided by the demotion) or refused because the demotion came first.
+		require.True(t, err == nil || errs.CodeOf(err) == errs.CodeForbidden, "%v", err)
+	}
+}
+
+// TestPlanAgainKeepsFourEyes: whoever requested a run, directly or by planning it
+// again, never decides the run planned again from it where four eyes applies.
+func TestPlanAgainKeepsFourEyes(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	author := app.NewMember(t, "acme", "Author Admin", authz.RoleAdmin, false)
+	clicker := app.NewMember(t, "acme", "Clicking Operator", authz.RoleOperator, false)
+	asAuthor := authz.WithSubject(context.Background(), author.Subject(time.Now()))
+	asClicker := authz.WithSubject(context.Background(), clicker.Subject(time.Now()))
+	prod := app.OrgEnvironmentID(t, "acme", "production")
+	r, err := app.System.Runs.Request(asAuthor, run.Request{EnvironmentID: prod, Workspace: "four-eyes", Template: "bucket", Kind: run.KindApply,
+		Inputs: map[string]string{"name": "four-eyes", "retention_days": "30", "region": "eu-west"}})
+	require.NoError(t, err)
+	r = waitForState(t, app, r.ID, run.PendingApproval)
+	require.NoError(t, app.DB.Exec("UPDATE runs SET state = 'STALE' WHERE id = ?", r.ID).Error)
+	again, err := app.System.Runs.PlanAgain(asClicker, r.ID)
+	require.NoError(t, err)
+	again = waitForState(t, app, again.ID, run.PendingApproval)
+	require.Equal(t, []string{author.UserID}, again.PriorRequesters)
+	for _, who := range []context.Context{asAuthor, asClicker} {
+		_, err = app.System.Runs.Approve(who, again.ID, run.Approval{Evidence: run.EvidenceOf(again)})
+		require.Equal(t, errs.CodeForbidden, errs.CodeOf(err), "%v", err)
+		_, err = app.System.Runs.Reject(who, again.ID, run.EvidenceOf(again), "no")
+		require.Equal(t, errs.CodeForbidden, errs.CodeOf(err), "%v", err)
+	}
+}
+
+// TestLastOwnerStaysUnderConcurrentDemotions: two owners demoting each other at once
+// leave one owner.
+func TestLastOwnerStaysUnderConcurrentDemotions(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	org := app.Orgs["acme"]
+	require.NoError(t, app.DB.Exec("UPDATE memberships SET role = 'admin' WHERE organization_id = ? AND role = 'owner'", org).Error)
+	for range 8 {
+		a := app.NewMember(t, "acme", "Owner A", authz.RoleOwner, false)
+		b := app.NewMember(t, "acme", "Owner B", authz.RoleOwner, false)
+		var wg sync.WaitGroup
+		for _, p := range [][2]webtest.Member{{a, b}, {b, a}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = app.System.Members.SetRole(authz.WithSubject(context.Background(), p[0].Subject(time.Now())), p[1].UserID, authz.RoleAdmin)
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM memberships WHERE organization_id = ? AND role = 'owner'", org))
+		require.NoError(t, app.DB.Exec("UPDATE memberships SET role = 'admin' WHERE organization_id = ? AND role = 'owner'", org).Error)
+	}
+}

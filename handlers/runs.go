@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
-	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/models/workspace"
@@ -184,149 +182,6 @@ func outputsKV(raw json.RawMessage) []views.KV {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
-}
-
-// IdempotencyKeys runs a keyed request once and replays its outcome to repeats
-// (models/idempotency.Store).
-type IdempotencyKeys interface {
-	Do(ctx context.Context, req idempotency.Request, fn func(ctx context.Context) (idempotency.Outcome, error)) (idempotency.Outcome, bool, error)
-}
-
-// decide handles the decisions on a run (approve, reject, override, cancel, recover,
-// plan again). A decision on a run that moved on, or on other evidence than the run
-// carries, is a 409 from the service. Each form carries an idempotency key: a repeat of
-// a decision that went through (a double click, a retry) gets the same redirect and
-// flash again without deciding twice; a failed decision records nothing, so its key
-// may be retried. A decision with field errors draws the review page again, the
-// messages at their fields and the typed reason kept.
-func (h Runs) decide(c echo.Context) error {
-	action := run.Action(c.Param("action"))
-	if !slices.Contains(run.Actions, action) {
-		return errs.ErrNotFound
-	}
-	form, err := c.FormParams()
-	if err != nil {
-		return fmt.Errorf("reading the form: %v: %w", err, errs.ErrBadRequest)
-	}
-	req := idempotency.Request{Key: c.FormValue(idempotency.Field), Hash: idempotency.Fingerprint(c.Request().Method, c.Request().URL.Path, form)}
-	out, _, err := h.Keys.Do(c.Request().Context(), req, func(ctx context.Context) (idempotency.Outcome, error) {
-		msg, location, err := h.decideOnce(ctx, c, action)
-		if err != nil {
-			return idempotency.Outcome{}, err
-		}
-		return idempotency.Outcome{Status: http.StatusSeeOther, Location: location, Flash: msg}, nil
-	})
-	if v, ok := errs.AsValidation(err); ok && onDecisionForm(action, v) && !render.WantsJSON(c) {
-		again := &retry{action: action, rule: c.FormValue("rule_id"), errors: v.Fields, reason: c.FormValue("reason")}
-		p, perr := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, again)
-		if perr != nil {
-			return err
-		}
-		return render.Page(c, http.StatusUnprocessableEntity, views.ReviewPage(p))
-	}
-	if err != nil {
-		return err
-	}
-	_ = render.Flash(c, "success", out.Flash)
-	return render.Redirect(c, out.Location)
-}
-
-// onDecisionForm reports whether v's messages belong at the fields of the review page's
-// decision forms (then the page is drawn again with them); any other refusal (a missing
-// idempotency key, say) goes to the error page.
-func onDecisionForm(action run.Action, v *errs.Validation) bool {
-	if action != run.ActionApprove && action != run.ActionReject && action != run.ActionOverride {
-		return false
-	}
-	for f := range v.Fields {
-		if f != "confirm" && f != "reason" && f != "evidence" {
-			return false
-		}
-	}
-	return true
-}
-
-// decideOnce makes the service call of one decision and returns its flash message and
-// where to go next.
-func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action) (msg, location string, err error) {
-	id, reason := c.Param("id"), c.FormValue("reason")
-	location = paths.Run(id)
-	var ev run.Evidence
-	if action == run.ActionApprove || action == run.ActionReject || action == run.ActionOverride {
-		if ev, err = evidenceForm(c); err != nil {
-			return "", "", err
-		}
-	}
-	switch action {
-	case run.ActionApprove:
-		_, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason})
-		msg = fmt.Sprintf("Approved. The apply starts now and must begin within %d minutes.", int(run.ApprovalValidity.Minutes()))
-	case run.ActionOverride:
-		_, err = h.Runs.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
-		msg, location = "Override recorded for "+c.FormValue("rule_id")+".", paths.RunReview(id)
-	case run.ActionReject:
-		_, err = h.Runs.Reject(ctx, id, ev, reason)
-		msg = "Rejected: the run will not apply."
-	case run.ActionCancel:
-		if c.FormValue("confirm") != "yes" {
-			v := &errs.Validation{}
-			v.Add("confirm", "Confirm the cancellation on its confirmation page.")
-			return "", "", v
-		}
-		_, err = h.Runs.Cancel(ctx, id, reason)
-		msg = "Cancelled: the run stopped and will not apply."
-	case run.ActionRecover:
-		_, err = h.Runs.Recover(ctx, id, reason)
-		msg = "Recovered: the run is closed and the workspace is free."
-	case run.ActionPlanAgain:
-		var r run.Run
-		if r, err = h.Runs.PlanAgain(ctx, id); err == nil {
-			msg, location = "Planning again as run "+r.Label()+".", paths.Run(r.ID)
-		}
-	}
-	if err != nil {
-		return "", "", err
-	}
-	return msg, location, nil
-}
-
-// evidenceForm reads the evidence a review page submits with a decision: a field
-// missing is a 422.
-func evidenceForm(c echo.Context) (run.Evidence, error) {
-	form, err := c.FormParams()
-	if err != nil {
-		return run.Evidence{}, fmt.Errorf("reading the form: %v: %w", err, errs.ErrBadRequest)
-	}
-	return run.ParseEvidence(func(field string) (string, bool) {
-		vals, ok := form[field]
-		if !ok || len(vals) == 0 {
-			return "", false
-		}
-		return vals[0], true
-	})
-}
-
-// confirmCancel asks before cancelling: what cancelling means, an optional reason,
-// and the button that does it (the focus starts there).
-func (h Runs) confirmCancel(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	perms, err := h.Runs.Permissions(ctx, r)
-	if err != nil {
-		return err
-	}
-	if !perms.Cancel.Allowed() {
-		return perms.Cancel.Err()
-	}
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: r.ID, Label: r.Label(),
-		WorkspaceName: ws.Name, State: string(r.State), Key: idempotency.NewKey()}))
 }
 
 func (h Runs) planJSON(c echo.Context) error {

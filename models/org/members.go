@@ -136,6 +136,23 @@ func (s *Members) RevokeInvitation(ctx context.Context, email string) error {
 	})
 }
 
+// change runs fn on member userID's locked membership, in one transaction that first
+// takes the organization's audit chain lock: one member change at a time per
+// organization (so the last-owner count holds), and that lock before any row, as every
+// run transition takes it (voiding approvals locks runs).
+func (s *Members) change(ctx context.Context, subject authz.Subject, userID string, fn func(ctx context.Context, m Membership) error) error {
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
+			return err
+		}
+		m, err := s.member(ctx, subject, userID)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, m)
+	})
+}
+
 // member locks and returns user userID's membership of the subject's organization.
 func (s *Members) member(ctx context.Context, subject authz.Subject, userID string) (Membership, error) {
 	var m Membership
@@ -177,16 +194,7 @@ func (s *Members) SetRole(ctx context.Context, userID string, role authz.Role) e
 		v.Add("role", "Choose viewer, operator, admin, owner or auditor.")
 		return v
 	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		// One member change at a time per organization (the last-owner count holds),
-		// and the audit chain lock before any row: voiding approvals locks runs.
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
-		}
-		m, err := s.member(ctx, subject, userID)
-		if err != nil {
-			return err
-		}
+	return s.change(ctx, subject, userID, func(ctx context.Context, m Membership) error {
 		if m.Role == role {
 			return nil
 		}
@@ -223,16 +231,7 @@ func (s *Members) SetCloudLive(ctx context.Context, userID string, on bool) erro
 	if err != nil {
 		return err
 	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		// One member change at a time per organization (the last-owner count holds),
-		// and the audit chain lock before any row: voiding approvals locks runs.
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
-		}
-		m, err := s.member(ctx, subject, userID)
-		if err != nil {
-			return err
-		}
+	return s.change(ctx, subject, userID, func(ctx context.Context, m Membership) error {
 		if m.CloudLive == on {
 			return nil
 		}
@@ -265,16 +264,7 @@ func (s *Members) Remove(ctx context.Context, userID string) error {
 	if userID == subject.UserID {
 		return errs.Explain(errs.ErrConflict, "You cannot remove yourself: ask another admin or owner.")
 	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		// One member change at a time per organization (the last-owner count holds),
-		// and the audit chain lock before any row: voiding approvals locks runs.
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
-		}
-		m, err := s.member(ctx, subject, userID)
-		if err != nil {
-			return err
-		}
+	return s.change(ctx, subject, userID, func(ctx context.Context, m Membership) error {
 		if err := mayGiveRole(subject, m.Role); err != nil {
 			return err
 		}

@@ -1,0 +1,305 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gantry/models/artifact"
+	"gantry/models/authz"
+	"gantry/models/bundle"
+	"gantry/models/errs"
+	"gantry/policies"
+)
+
+// The apply phase: everything the approval bound is checked again before the first
+// side effect, then the stored plan file is applied and the state it wrote recorded.
+
+// ApplyWork is what an apply job needs.
+type ApplyWork struct {
+	Run        Run
+	Config     []byte
+	PlanFile   []byte
+	PriorState []byte
+}
+
+// BeginApply re-checks everything the approval bound before the first side effect
+// (DESIGN §3): the approval is still valid, the stored plan file still has the approved
+// digest, the approver still may approve, the workspace state is still the one the
+// plan was computed from. Then it takes the workspace's apply slot and moves the run to
+// RUNNING. A run found RUNNING was being applied by a worker that died: it becomes
+// APPLY_INTERRUPTED and is never applied again blindly.
+func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, error) {
+	var work ApplyWork
+	rc := s.prepareRecheck(ctx, runID)
+	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+		switch r.State {
+		case Running:
+			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
+				return err
+			}
+			return r.Interrupt("the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
+		case Approved:
+		default:
+			return ErrSkip
+		}
+		// Fail closed: an approval without a validity is treated as expired.
+		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
+			return r.Expire("the approval expired before the apply started")
+		}
+		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
+		if err != nil {
+			return r.RefuseApply("the plan file could not be read: " + err.Error())
+		}
+		if got := bundle.Digest(plan); got != r.ApprovedPlanDigest || r.PlanDigest != r.ApprovedPlanDigest {
+			return r.RefuseApply(fmt.Sprintf("plan digest mismatch: approved %s, the run carries %s and the stored plan file is %s",
+				r.ApprovedPlanDigest, r.PlanDigest, got))
+		}
+		if err := s.stillEntitled(ctx, *r, now); err != nil {
+			return r.RefuseApply(err.Error())
+		}
+		if err := s.policyStillHolds(ctx, *r, rc, now); err != nil {
+			return r.RefuseApply(err.Error())
+		}
+		current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if mine := EvidenceOf(*r).Predecessor; current != mine {
+			return r.MarkStale(fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
+		}
+		if err := s.takeSlot(ctx, *r); err != nil {
+			return err
+		}
+		work.PlanFile = plan
+		return r.StartApply()
+	})
+	if err != nil {
+		return ApplyWork{}, err
+	}
+	if r.State != Running {
+		return ApplyWork{Run: r}, ErrSkip
+	}
+	work.Run = r
+	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
+		return ApplyWork{}, err
+	}
+	if r.PriorStateVersionID != nil {
+		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
+			return ApplyWork{}, err
+		}
+	}
+	return work, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// stillEntitled checks, before any side effect, that the requester still may request
+// the run and, for a person's approval, that the approver still may approve it (DESIGN
+// §3: a role, grant or cloud.live removed after the decision voids it). The rules are
+// those of requesting and approving (rules.go), asked again now.
+func (s *Service) stillEntitled(ctx context.Context, r Run, now time.Time) error {
+	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	requester, err := s.actorFor(ctx, authz.Subject{UserID: r.RequestedBy, Name: r.RequestedByName, OrganizationID: r.OrganizationID}, env)
+	if err != nil {
+		return err
+	}
+	v := &errs.Validation{}
+	if !requester.Can(authz.PermProvisioningPlan) {
+		return fmt.Errorf("%s, who requested this run, may no longer request runs; the approval is void", r.RequestedByName)
+	}
+	mayRequest(requester, env, RunnerInfo{Name: r.Runner, Simulated: r.Simulated}, v)
+	if msg, bad := v.Fields["environment"]; bad {
+		return fmt.Errorf("%s, who requested this run, no longer may (%s); the approval is void", r.RequestedByName, strings.TrimSuffix(msg, "."))
+	}
+	if r.ApprovalKind != "person" || r.ApprovedBy == nil {
+		return nil
+	}
+	approver, err := s.actorFor(ctx, authz.Subject{UserID: *r.ApprovedBy, Name: r.ApprovedByName, OrganizationID: r.OrganizationID}, env)
+	if err != nil {
+		return err
+	}
+	// Judged as the approval was: while it waited for that decision (the approval's own
+	// moment), by the rules that decided it.
+	waiting := r
+	waiting.State = PendingApproval
+	at := now
+	if r.ApprovedAt != nil {
+		at = *r.ApprovedAt
+	}
+	verdict := decide(waiting, approver, env, at, ActionApprove, true)
+	if !verdict.Allowed() && verdict.Code() != errs.CodeApprovalExpired {
+		return fmt.Errorf("%s, who approved this run, no longer may (%s); the approval is void", r.ApprovedByName, strings.TrimSuffix(verdict.Reason(), "."))
+	}
+	return nil
+}
+
+// recheck is a re-evaluation of an approved run's plan, computed before the run is
+// locked (a large plan takes a moment) and judged inside the lock.
+type recheck struct {
+	planDigest string
+	assessment Assessment
+	err        error
+}
+
+// prepareRecheck re-runs the plan gates on run runID's plan if it is about to apply.
+func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
+	r, err := s.store.get(ctx, "", runID)
+	if err != nil || r.State != Approved || r.PolicyEvaluationID == nil {
+		return nil
+	}
+	rc := &recheck{planDigest: r.PlanDigest}
+	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
+	if err != nil {
+		rc.err = fmt.Errorf("the plan JSON could not be read: %w", err)
+		return rc
+	}
+	rc.assessment, rc.err = s.assess(ctx, r, planJSON)
+	return rc
+}
+
+// policyStillHolds judges the policy re-evaluation before an apply (DESIGN §3: the
+// bundle and the environment's modes may have changed since the approval). The same
+// result as approved passes; a different one is stored as evidence and refuses the
+// apply when a hard-mandatory rule fails, or a soft-mandatory rule fails without an
+// override given to exactly this result (same rule version, mode and messages) that
+// has not expired with the run's decision window.
+func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at time.Time) error {
+	if r.PolicyEvaluationID == nil {
+		return nil // planned before policies were evaluated
+	}
+	if rc == nil || rc.planDigest != r.PlanDigest {
+		return errors.New("the policy re-check did not run on this plan")
+	}
+	if rc.err != nil {
+		return fmt.Errorf("the policy re-check failed: %w", rc.err)
+	}
+	now := rc.assessment.Policy
+	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	if err != nil {
+		return err
+	}
+	for rule, o := range overrides {
+		if !o.ValidAt(at) {
+			return fmt.Errorf("the override of %s expired at %s with the run's decision window", rule, o.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	}
+	if now.Digest == r.PolicyResultDigest {
+		return nil
+	}
+	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, now)
+	if err != nil {
+		return err
+	}
+	before := map[string]policies.Result{}
+	for _, res := range approved.Results {
+		before[res.RuleID] = res
+	}
+	var refused []string
+	for _, res := range now.Results {
+		if res.Passed {
+			continue
+		}
+		switch res.Enforcement {
+		case policies.HardMandatory:
+			refused = append(refused, res.RuleID+" (hard-mandatory)")
+		case policies.SoftMandatory:
+			_, overridden := overrides[res.RuleID]
+			if !overridden || !sameResult(before[res.RuleID], res) {
+				refused = append(refused, res.RuleID+" (soft-mandatory, no override of this result)")
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("the policy re-check before apply (evaluation %s, bundle %s) fails %s", again.ID, again.BundleDigest, strings.Join(refused, ", "))
+	}
+	return nil
+}
+
+// sameResult reports whether two results of one rule say the same thing.
+func sameResult(a, b policies.Result) bool {
+	return a.RuleVersion == b.RuleVersion && a.Enforcement == b.Enforcement && a.Passed == b.Passed && slices.Equal(a.Messages, b.Messages)
+}
+
+// takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs
+// of one workspace apply one at a time, in the order they were requested.
+func (s *Service) takeSlot(ctx context.Context, r Run) error {
+	holder, err := s.workspaces.LockSlot(ctx, r.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if holder != "" && holder != r.ID {
+		return ErrWorkspaceBusy
+	}
+	// Runs apply in the order they were requested: an earlier run on its way to apply
+	// (not a dry run) goes first, even if this one was approved sooner. Runs waiting for
+	// a person's decision do not hold the queue (that can take days, this approval is
+	// valid for minutes); a state this run writes makes them STALE.
+	earlier, err := s.store.earlierInQueue(ctx, r)
+	if err != nil {
+		return err
+	}
+	if earlier > 0 {
+		return ErrWorkspaceBusy
+	}
+	return s.workspaces.SetSlot(ctx, r.WorkspaceID, r.ID)
+}
+
+// ApplyOutcome is what the runner's apply produced.
+type ApplyOutcome struct {
+	State   []byte
+	Outputs []byte
+	Log     []byte
+}
+
+// FinishApply records the state the apply produced and moves the run to VERIFYING.
+// A runner that returns the state (the mock) has it stored here, through the state
+// backend's rules, as a new encrypted version; a runner whose tofu wrote it through the
+// http backend returns none, and the version the backend stored for this run is the one
+// recorded. Either way the runs still waiting on the old state go STALE in the same
+// transaction.
+func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
+	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+		if r.State != Running {
+			return ErrSkip
+		}
+		var versionID string
+		var err error
+		if out.State != nil {
+			if versionID, err = s.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State); err != nil {
+				return err
+			}
+			latest, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if err := s.StateWritten(ctx, r.OrganizationID, r.WorkspaceID, latest, r.ID); err != nil {
+				return err
+			}
+		} else {
+			if versionID, err = s.states.VersionOf(ctx, r.OrganizationID, r.WorkspaceID, r.ID); err != nil {
+				return err
+			}
+			if versionID == "" {
+				return r.Fail("the apply finished but wrote no state through the backend")
+			}
+		}
+		logArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
+		if err != nil {
+			return err
+		}
+		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &versionID, &logArt.ID, out.Outputs
+		return r.StartVerify()
+	})
+}

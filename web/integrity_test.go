@@ -14,6 +14,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
+	"gantry/models/state/statetest"
 	"gantry/web/webtest"
 )
 
@@ -90,44 +91,71 @@ func TestApprovalGivenAgainAfterAVoidApplies(t *testing.T) {
 	waitForState(t, app, r.ID, run.Succeeded)
 }
 
-// TestTransitionsTakeTheAuditLockFirst: every transaction that locks runs and audits
-// takes the organization's audit chain lock before any row (so a decision, a state
-// write and a demotion that voids approvals cannot deadlock): a decision waiting for
-// the chain lock holds no lock on its run yet.
-func TestTransitionsTakeTheAuditLockFirst(t *testing.T) {
+// TestRunsAreLockedBeforeTheAuditChain: one lock order everywhere: rows, then the
+// organization's audit chain (which the first audit event takes and holds to the
+// commit). A transaction that changes several runs (a member's demotion voiding
+// approvals, a state write marking runs STALE) locks them all before auditing, so one
+// that waits for a run holds no chain lock, and a decision holding that run (row, then
+// chain) finishes: no deadlock.
+func TestRunsAreLockedBeforeTheAuditChain(t *testing.T) {
 	t.Parallel()
 	app := webtest.Start(t)
+	ctx := context.Background()
 	operator := app.LoggedIn(t, "operator@acme.test")
-	r := waitingIn(t, app, operator, "order")
-	admin := app.NewMember(t, "acme", "Ordered Admin", authz.RoleAdmin, false)
+	approved := waitingIn(t, app, operator, "order-void")
+	waiting := waitingIn(t, app, operator, "order-stale")
+	writer := waitingIn(t, app, operator, "order-stale") // its job writes the state
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, app.System.Queue.Stop(stopCtx))
 	approver := app.NewMember(t, "acme", "Voided Admin", authz.RoleAdmin, false)
-
-	holder := app.DB.Begin()
-	require.NoError(t, holder.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", r.OrganizationID).Error)
-	done := make(chan error, 2)
-	go func() {
-		_, err := app.System.Runs.Approve(authz.WithSubject(context.Background(), approver.Subject(time.Now())), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
-		done <- err
-	}()
-	go func() {
-		done <- app.System.Members.SetRole(authz.WithSubject(context.Background(), admin.Subject(time.Now())), approver.UserID, authz.RoleViewer)
-	}()
-	// Both wait for the chain lock...
-	require.Eventually(t, func() bool {
-		return countRows(t, app, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 2
-	}, 10*time.Second, 10*time.Millisecond)
-	// ...holding neither the run nor the membership.
-	probe := app.DB.Begin()
-	require.NoError(t, probe.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE NOWAIT", r.ID).Error, "the run is not locked yet")
-	require.NoError(t, probe.Exec("SELECT user_id FROM memberships WHERE user_id = ? FOR UPDATE NOWAIT", approver.UserID).Error, "nor the member")
-	require.NoError(t, probe.Rollback().Error)
-	require.NoError(t, holder.Commit().Error)
-	for range 2 {
-		err := <-done
-		// Whichever went first, neither deadlocked: the approval is recorded (then
-		// voided by the demotion) or refused because the demotion came first.
-		require.True(t, err == nil || errs.CodeOf(err) == errs.CodeForbidden, "%v", err)
+	owner := app.NewMember(t, "acme", "Demoting Owner", authz.RoleOwner, false)
+	approved = approvedBy(t, app, approved, approver)
+	chainFree := func() bool {
+		probe := app.DB.Begin()
+		defer probe.Rollback()
+		var free bool
+		require.NoError(t, probe.Raw("SELECT pg_try_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", approved.OrganizationID).Scan(&free).Error)
+		return free
 	}
+	waitingForARow := func() bool {
+		return countRows(t, app, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')") > 0
+	}
+	for _, change := range []struct {
+		name string
+		run  run.Run
+		do   func() error
+	}{
+		{"demotion", approved, func() error {
+			return app.System.Members.SetRole(authz.WithSubject(ctx, owner.Subject(time.Now())), approver.UserID, authz.RoleViewer)
+		}},
+		{"state write", waiting, func() error {
+			user, pass, err := app.System.StateStore.IssueCredentials(ctx, writer.OrganizationID, writer.WorkspaceID, writer.ID, "apply", time.Minute)
+			if err != nil {
+				return err
+			}
+			cred, err := app.System.State.Authenticate(ctx, user, pass)
+			if err != nil {
+				return err
+			}
+			return app.System.State.Write(ctx, cred, waiting.WorkspaceID, "", statetestState())
+		}},
+	} {
+		name := change.name
+		// A decision on the run, between its row lock and its audit event.
+		holder := app.DB.Begin()
+		require.NoError(t, holder.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE", change.run.ID).Error)
+		done := make(chan error, 1)
+		go func() { done <- change.do() }()
+		require.Eventually(t, waitingForARow, 10*time.Second, 10*time.Millisecond, "%s waits for the run", name)
+		require.True(t, chainFree(), "%s waits for a run holding no audit chain lock", name)
+		require.NoError(t, holder.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", change.run.OrganizationID).Error,
+			"the decision audits: no deadlock")
+		require.NoError(t, holder.Commit().Error)
+		require.NoError(t, <-done, name)
+	}
+	require.Equal(t, run.PendingApproval, waitForState(t, app, approved.ID, run.PendingApproval).State, "the approval was voided")
+	require.Equal(t, run.Stale, waitForState(t, app, waiting.ID, run.Stale).State, "the waiting run went STALE")
 }
 
 // TestPlanAgainKeepsFourEyes: whoever requested a run, directly or by planning it
@@ -179,4 +207,9 @@ func TestLastOwnerStaysUnderConcurrentDemotions(t *testing.T) {
 		require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM memberships WHERE organization_id = ? AND role = 'owner'", org))
 		require.NoError(t, app.DB.Exec("UPDATE memberships SET role = 'admin' WHERE organization_id = ? AND role = 'owner'", org).Error)
 	}
+}
+
+// statetestState is a first state version of a workspace.
+func statetestState() []byte {
+	return statetest.StateJSON(1, "7c0e1f2a-0000-4000-8000-00000000beef", "written")
 }

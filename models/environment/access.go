@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -41,13 +42,32 @@ func (e Environment) OwnedBy(userID string, groups []string) bool {
 
 // Lookup returns environment id of organization orgID with its named owners, for other
 // aggregates' services (runs): it checks no permission, they authorize their own
-// subject. It reads in the transaction carried by ctx, if any.
+// subject. It reads in the transaction carried by ctx, if any, in one round trip (it is
+// on the path of every decision and apply).
 func (s *Service) Lookup(ctx context.Context, orgID, id string) (Environment, error) {
-	env, err := s.get(ctx, orgID, id, false)
-	if err != nil {
-		return Environment{}, err
+	var row struct {
+		Environment
+		OwnersJSON      string
+		OwnerGroupsJSON string
 	}
-	return s.withOwners(ctx, env)
+	err := db.Conn(ctx, s.db).Raw(`SELECT e.*,
+		    coalesce((SELECT json_agg(user_id ORDER BY user_id) FROM environment_owners WHERE environment_id = e.id), '[]')::text AS owners_json,
+		    coalesce((SELECT json_agg(group_name ORDER BY group_name) FROM environment_owner_groups WHERE environment_id = e.id), '[]')::text AS owner_groups_json
+		  FROM environments e WHERE e.organization_id = ? AND e.id = ?`, orgID, id).Scan(&row).Error
+	if err != nil {
+		return Environment{}, fmt.Errorf("reading environment %s: %w", id, db.Translate(err))
+	}
+	if row.ID == "" {
+		return Environment{}, fmt.Errorf("environment %s: %w", id, errs.ErrNotFound)
+	}
+	env := row.Environment
+	if err := json.Unmarshal([]byte(row.OwnersJSON), &env.Owners); err != nil {
+		return Environment{}, fmt.Errorf("reading environment owners: %w", err)
+	}
+	if err := json.Unmarshal([]byte(row.OwnerGroupsJSON), &env.OwnerGroups); err != nil {
+		return Environment{}, fmt.Errorf("reading environment owner groups: %w", err)
+	}
+	return env, nil
 }
 
 func (s *Service) withOwners(ctx context.Context, env Environment) (Environment, error) {

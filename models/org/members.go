@@ -137,13 +137,13 @@ func (s *Members) RevokeInvitation(ctx context.Context, email string) error {
 }
 
 // change runs fn on member userID's locked membership, in one transaction that first
-// takes the organization's audit chain lock: one member change at a time per
-// organization (so the last-owner count holds), and that lock before any row, as every
-// run transition takes it (voiding approvals locks runs).
+// takes the organization's member lock: one member change at a time per organization,
+// so the last-owner count holds. fn voids approvals before it audits anything (the
+// runs' lock order: rows before the audit chain).
 func (s *Members) change(ctx context.Context, subject authz.Subject, userID string, fn func(ctx context.Context, m Membership) error) error {
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
+		if err := db.Conn(ctx, s.db).Exec("SELECT pg_advisory_xact_lock(hashtextextended('members:' || ?, 0))", subject.OrganizationID).Error; err != nil {
+			return fmt.Errorf("locking members: %w", err)
 		}
 		m, err := s.member(ctx, subject, userID)
 		if err != nil {
@@ -209,18 +209,17 @@ func (s *Members) SetRole(ctx context.Context, userID string, role authz.Role) e
 				return err
 			}
 		}
+		if lowers(m.Role, role) {
+			if err := s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, fmt.Sprintf("%s changed their role from %s to %s", subject.Name, m.Role, role)); err != nil {
+				return err
+			}
+		}
 		if err := db.Conn(ctx, s.db).Model(&Membership{}).Where("organization_id = ? AND user_id = ?", m.OrganizationID, userID).
 			Update("role", role).Error; err != nil {
 			return fmt.Errorf("changing role: %w", err)
 		}
-		if err := s.audit.Record(ctx, audit.Entry{Action: "membership.role_changed", TargetType: "user", TargetID: userID,
-			Data: map[string]any{"before": m.Role, "after": role}}); err != nil {
-			return err
-		}
-		if lowers(m.Role, role) {
-			return s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, fmt.Sprintf("%s changed their role from %s to %s", subject.Name, m.Role, role))
-		}
-		return nil
+		return s.audit.Record(ctx, audit.Entry{Action: "membership.role_changed", TargetType: "user", TargetID: userID,
+			Data: map[string]any{"before": m.Role, "after": role}})
 	})
 }
 
@@ -235,21 +234,18 @@ func (s *Members) SetCloudLive(ctx context.Context, userID string, on bool) erro
 		if m.CloudLive == on {
 			return nil
 		}
+		action := "membership.cloud_live_granted"
+		if !on {
+			action = "membership.cloud_live_revoked"
+			if err := s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, subject.Name+" revoked their cloud.live entitlement"); err != nil {
+				return err
+			}
+		}
 		if err := db.Conn(ctx, s.db).Model(&Membership{}).Where("organization_id = ? AND user_id = ?", m.OrganizationID, userID).
 			Update("cloud_live", on).Error; err != nil {
 			return fmt.Errorf("setting cloud.live: %w", err)
 		}
-		action := "membership.cloud_live_granted"
-		if !on {
-			action = "membership.cloud_live_revoked"
-		}
-		if err := s.audit.Record(ctx, audit.Entry{Action: action, TargetType: "user", TargetID: userID}); err != nil {
-			return err
-		}
-		if !on {
-			return s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, subject.Name+" revoked their cloud.live entitlement")
-		}
-		return nil
+		return s.audit.Record(ctx, audit.Entry{Action: action, TargetType: "user", TargetID: userID})
 	})
 }
 

@@ -186,6 +186,9 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at t
 		return fmt.Errorf("the policy re-check failed: %w", rc.err)
 	}
 	now := rc.assessment.Policy
+	if now.Digest == r.PolicyResultDigest && r.PolicyOutcome != "soft_failed" {
+		return nil // the approved result again, and no override to have expired
+	}
 	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return err
@@ -277,14 +280,7 @@ func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcom
 		var versionID string
 		var err error
 		if out.State != nil {
-			if versionID, err = s.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State); err != nil {
-				return err
-			}
-			latest, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
-			if err != nil {
-				return err
-			}
-			if err := s.StateWritten(ctx, r.OrganizationID, r.WorkspaceID, latest, r.ID); err != nil {
+			if versionID, err = s.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State, s); err != nil {
 				return err
 			}
 		} else {

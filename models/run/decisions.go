@@ -260,9 +260,6 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 	}
 	var out Run
 	err = s.inTx(ctx, func(ctx context.Context) error {
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
-		}
 		old, err := s.store.get(ctx, subject.OrganizationID, id)
 		if err != nil {
 			return err
@@ -303,11 +300,23 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 
 // VoidApprovalsOf sends the runs userID approved that have not started applying back to
 // wait for a decision (a run whose deadline has passed expires instead). The members
-// service calls it, in its own transaction, when it demotes or removes userID; it has
-// authorized its subject.
+// service calls it, in its own transaction and before its own audit event (the runs are
+// locked before the audit chain, as everywhere), when it demotes or removes userID or
+// takes cloud.live away; it has authorized its subject.
 func (s *Service) VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error {
-	ids, err := s.store.approvedBy(ctx, orgID, userID)
-	if err != nil {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.store.approvedBy(ctx, orgID, userID)
+		if err != nil {
+			return err
+		}
+		return s.voidAll(ctx, orgID, userID, reason, ids)
+	})
+}
+
+// voidAll voids userID's approvals of runs ids: all of them locked first (see update's
+// lock order), then each voided with its own audit event.
+func (s *Service) voidAll(ctx context.Context, orgID, userID, reason string, ids []string) error {
+	if err := s.store.lockRuns(ctx, ids); err != nil {
 		return err
 	}
 	for _, id := range ids {

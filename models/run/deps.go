@@ -71,7 +71,12 @@ type StateVersions interface {
 	Content(ctx context.Context, orgID, versionID string) ([]byte, error)
 	// VersionOf is the version run runID wrote, if any ("" when it wrote none).
 	VersionOf(ctx context.Context, orgID, workspaceID, runID string) (string, error)
-	RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte) (string, error)
+	// RecordApplied stores the state a runner returned (the mock), telling runs (the
+	// watcher) as a backend write does.
+	RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte, runs StateWatcher) (string, error)
+	// HoldSteady keeps the workspace's state from being written until the transaction
+	// in ctx ends (a shared hold of its state lock).
+	HoldSteady(ctx context.Context, orgID, workspaceID string) error
 }
 
 // Fencer releases a dead job's state lock and revokes its credentials (state.Store).

@@ -16,15 +16,7 @@ import (
 func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) {
 	var out Run
 	err := s.inTx(ctx, func(ctx context.Context) error {
-		peek, err := s.store.get(ctx, "", runID)
-		if err != nil {
-			return err
-		}
-		// The audit chain lock before the row, as every run transition takes them.
-		if err := s.audit.Lock(ctx, peek.OrganizationID); err != nil {
-			return err
-		}
-		r, err := s.store.lock(ctx, peek.OrganizationID, runID)
+		r, err := s.store.lock(ctx, "", runID)
 		if err != nil {
 			return err
 		}

@@ -181,11 +181,6 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 	}
 	var out Run
 	err = s.inTx(ctx, func(ctx context.Context) error {
-		// The audit chain lock before the workspace row: an apply holds the chain lock
-		// when it takes the workspace's apply slot.
-		if err := s.audit.Lock(ctx, subject.OrganizationID); err != nil {
-			return err
-		}
 		ws, err := s.workspaces.Ensure(ctx, subject.OrganizationID, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
 		if err != nil {
 			return err

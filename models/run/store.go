@@ -168,3 +168,17 @@ func (st store) notify(ctx context.Context, r Run) error {
 	}
 	return nil
 }
+
+// lockRuns locks runs ids in id order until the transaction in ctx ends: a transaction
+// that changes several runs takes all their locks before its first audit event (the
+// lock order of update).
+func (st store) lockRuns(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var locked []string
+	if err := st.conn(ctx).Raw("SELECT id FROM runs WHERE id IN ? ORDER BY id FOR UPDATE", ids).Scan(&locked).Error; err != nil {
+		return fmt.Errorf("locking runs: %w", err)
+	}
+	return nil
+}

@@ -11,29 +11,22 @@ import (
 	"gantry/models/db"
 )
 
-// update is the one locked read-modify-write every transition goes through: take the
-// organization's audit chain lock (first, so every transaction that locks runs and
-// audits takes its locks in one order), lock the row, read the database clock (after
-// the locks, so a decision that waited behind another is judged when it commits), apply
-// fn, save, audit each transition, release the apply slot of a finished run, enqueue the
-// jobs the new state needs and notify live pages, all in one transaction. orgID "" is
-// the system's lookup by id. When fn answers db.CommitThen(err) (a decision that came
-// too late expires the run), the changes commit and the caller gets err.
+// update is the one locked read-modify-write every transition goes through: lock the
+// row, read the database clock (after the lock, so a decision that waited behind
+// another is judged when it commits), apply fn, save, audit each transition, release
+// the apply slot of a finished run, enqueue the jobs the new state needs and notify
+// live pages, all in one transaction. orgID "" is the system's lookup by id. When fn
+// answers db.CommitThen(err) (a decision that came too late expires the run), the
+// changes commit and the caller gets err.
+//
+// Lock order: rows before the organization's audit chain lock, which the first audit
+// event takes and holds to the commit. A transaction that changes several runs (a
+// state write, a member's demotion) locks all of them, in id order, before its first
+// audit event (lockRuns): one order everywhere, no deadlock.
 func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
 	var out Run
 	err := db.Tx(ctx, s.store.db, func(ctx context.Context) error {
-		lockOrg := orgID
-		if lockOrg == "" {
-			peek, err := s.store.get(ctx, "", id)
-			if err != nil {
-				return err
-			}
-			lockOrg = peek.OrganizationID
-		}
-		if err := s.audit.Lock(ctx, lockOrg); err != nil {
-			return err
-		}
-		r, err := s.store.lock(ctx, lockOrg, id)
+		r, err := s.store.lock(ctx, orgID, id)
 		if err != nil {
 			return err
 		}

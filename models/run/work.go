@@ -144,6 +144,11 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 		// A state written while the run was planning (a state write marks only waiting
 		// runs) leaves this plan computed against an old target.
 		if r.Kind != KindPlanOnly && out.HasChanges {
+			// Held until this commits: a write waits, then finds this run waiting and
+			// marks it STALE; or it came first, and the comparison below sees it.
+			if err := s.states.HoldSteady(ctx, r.OrganizationID, r.WorkspaceID); err != nil {
+				return err
+			}
 			current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 			if err != nil {
 				return err

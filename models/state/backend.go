@@ -157,11 +157,6 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		// The audit chain lock first: the write audits and then locks the workspace's
-		// waiting runs, and every run transition takes the chain lock before its row.
-		if err := s.audit.Lock(ctx, cred.OrganizationID); err != nil {
-			return err
-		}
 		lock, err := s.lockFor(ctx, cred, workspaceID)
 		if err != nil {
 			return err
@@ -172,36 +167,59 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 		case !lock.held() && lockID != "":
 			return fmt.Errorf("writing under lock %s: %w", lockID, ErrLockNotHeld)
 		}
-		v, wrote, err := s.store(ctx, cred.OrganizationID, workspaceID, cred.RunID, h, data, map[string]any{"credential_id": cred.ID})
-		if err != nil || !wrote {
-			return err
-		}
-		return s.runs.StateWritten(ctx, cred.OrganizationID, workspaceID, v.Predecessor(), cred.RunID)
+		return s.record(ctx, cred.OrganizationID, workspaceID, cred.RunID, h, data, map[string]any{"credential_id": cred.ID}, s.runs)
 	})
+}
+
+// record stores a state version under the workspace's state lock (held by the caller)
+// and tells runs: it locks the waiting runs before auditing the version (the lock
+// order of the run lifecycle), then marks them STALE.
+func (s *Store) record(ctx context.Context, orgID, workspaceID, runID string, h stateHeader, data []byte, audited map[string]any, runs run.StateWatcher) error {
+	if err := runs.LockWaiting(ctx, orgID, workspaceID); err != nil {
+		return err
+	}
+	v, wrote, err := s.store(ctx, orgID, workspaceID, runID, h, data, audited)
+	if err != nil || !wrote {
+		return err
+	}
+	return runs.StateWritten(ctx, orgID, workspaceID, v.Predecessor(), runID)
 }
 
 // RecordApplied stores the state a runner returned instead of writing it through the
 // backend (the SIMULATED mock) as run runID's version, under the same lineage and
-// serial rules, and returns its id. The caller (the run lifecycle, in its own
-// transaction) marks the waiting runs STALE.
-func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte) (string, error) {
+// serial rules and telling runs as a backend write does, and returns its id.
+func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte, runs run.StateWatcher) (string, error) {
 	h, err := parseState(data)
 	if err != nil {
 		return "", err
 	}
-	var id string
 	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
-		if err := s.audit.Lock(ctx, orgID); err != nil {
-			return err
-		}
 		if _, err := s.lockWorkspace(ctx, orgID, workspaceID); err != nil {
 			return err
 		}
-		v, _, err := s.store(ctx, orgID, workspaceID, runID, h, data, nil)
-		id = v.ID
-		return err
+		return s.record(ctx, orgID, workspaceID, runID, h, data, nil, runs)
 	})
-	return id, err
+	if err != nil {
+		return "", err
+	}
+	return s.VersionOf(ctx, orgID, workspaceID, runID)
+}
+
+// HoldSteady takes workspaceID's state lock, shared, until the transaction in ctx ends:
+// no state version is written meanwhile, so a predecessor read now stays the newest
+// until the reader commits (a run finishing its plan; see run.StateWatcher).
+func (s *Store) HoldSteady(ctx context.Context, orgID, workspaceID string) error {
+	conn := db.Conn(ctx, s.db)
+	err := conn.Exec(`INSERT INTO state_locks (workspace_id, organization_id) VALUES (?, ?) ON CONFLICT (workspace_id) DO NOTHING`,
+		workspaceID, orgID).Error
+	if err != nil {
+		return fmt.Errorf("creating lock of %s: %w", workspaceID, db.Translate(err))
+	}
+	var held []string
+	if err := conn.Raw("SELECT workspace_id FROM state_locks WHERE workspace_id = ? AND organization_id = ? FOR SHARE", workspaceID, orgID).Scan(&held).Error; err != nil {
+		return fmt.Errorf("holding state of %s: %w", workspaceID, err)
+	}
+	return nil
 }
 
 // store writes a new version of workspaceID under its lock row (held by the caller's

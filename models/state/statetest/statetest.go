@@ -151,6 +151,9 @@ type Write struct {
 	InTx        bool
 }
 
+// LockWaiting is a no-op here: these tests have no waiting runs to lock.
+func (w *Watcher) LockWaiting(context.Context, string, string) error { return nil }
+
 // StateWritten records the report.
 func (w *Watcher) StateWritten(ctx context.Context, orgID, workspaceID string, written run.Predecessor, byRunID string) error {
 	_, inTx := db.SQLTx(ctx)

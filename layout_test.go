@@ -78,6 +78,10 @@ var rules = []rule{
 		Why: "the policy engine is a leaf"},
 	{Prefix: "gantry/runner", Bans: []string{"gantry/web", "gantry/handlers", "gantry/views", "gantry/cmd"},
 		Why: "workers drive services; they serve no pages"},
+	{Prefix: "gantry/bench", Bans: []string{"gantry/"},
+		Why: "benchmark support is a leaf"},
+	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/cmd/benchtable"},
+		Why: "only benchmarks (test files) and the summary tool use benchmark support; the product never does"},
 }
 
 // violations lists what pkgs break of rules.

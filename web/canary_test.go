@@ -153,7 +153,7 @@ func startCanary(t *testing.T) canaryApp {
 	t.Cleanup(cloudSrv.Close)
 	a.cloudURL = cloudSrv.URL
 	a.exec = &recordingExecutor{Executor: &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}}
-	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir())})
+	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()})})
 	return a
 }
 

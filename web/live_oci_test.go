@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,11 +37,12 @@ type runcApp struct {
 	*webtest.App
 	cloudDir string
 	exec     *oci.Executor
+	tofu     *tofurun.OCI
 	runner   *runcTimedRunner
 }
 
 // runcRequire skips unless runc can run containers here (root and the runc binary).
-func runcRequire(t *testing.T) {
+func runcRequire(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the OCI executor needs root (runc); CI runs as root")
@@ -51,7 +53,7 @@ func runcRequire(t *testing.T) {
 }
 
 // runcSocketDir makes a directory the job's (unused) uid can traverse, for one socket.
-func runcSocketDir(t *testing.T, name string) string {
+func runcSocketDir(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.Mkdir(dir, 0o755))
@@ -60,7 +62,7 @@ func runcSocketDir(t *testing.T, name string) string {
 }
 
 // runcListenUnix listens on a unix socket connectable by any uid (the job's is unused).
-func runcListenUnix(t *testing.T, path string) net.Listener {
+func runcListenUnix(t testing.TB, path string) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("unix", path)
 	require.NoError(t, err)
@@ -69,7 +71,7 @@ func runcListenUnix(t *testing.T, path string) net.Listener {
 	return ln
 }
 
-func runcServe(t *testing.T, ln net.Listener, h http.Handler) {
+func runcServe(t testing.TB, ln net.Listener, h http.Handler) {
 	t.Helper()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed
@@ -82,6 +84,18 @@ func runcServe(t *testing.T, ln net.Listener, h http.Handler) {
 
 func startRunc(t *testing.T, limits oci.Limits) runcApp {
 	t.Helper()
+	return startRuncWith(t, runcOptions{limits: limits})
+}
+
+// runcOptions: the containers' limits and the catalog (nil: the shipped one).
+type runcOptions struct {
+	limits  oci.Limits
+	catalog fs.FS
+}
+
+func startRuncWith(t testing.TB, opts runcOptions) runcApp {
+	t.Helper()
+	limits := opts.limits
 	runcRequire(t)
 	tools := t.TempDir()
 	tc, err := tofu.PrepareToolchain(t.Context(), "..", tools, testLogWriter{t})
@@ -127,8 +141,8 @@ func startRunc(t *testing.T, limits oci.Limits) runcApp {
 		Executor:    ex,
 	})
 	require.NoError(t, err)
-	tr := &runcTimedRunner{Runner: tofurun.New(ociExec, filepath.Join(scratch, "work"))}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tr})
+	tr := &runcTimedRunner{Runner: tofurun.New(ociExec, filepath.Join(scratch, "work"), &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(scratch, "plugins")})}
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tr, CatalogFS: opts.catalog})
 	require.Equal(t, baseURL, app.URL)
 	runcServe(t, stateLn, web.StateOnly(app.Server.Echo))
 	cloudDir := t.TempDir()
@@ -140,7 +154,7 @@ func startRunc(t *testing.T, limits oci.Limits) runcApp {
 	hctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, ociExec.Health(hctx))
-	return runcApp{App: app, cloudDir: cloudDir, exec: ex, runner: tr}
+	return runcApp{App: app, cloudDir: cloudDir, exec: ex, tofu: ociExec, runner: tr}
 }
 
 func (a runcApp) cloudObjects(t *testing.T, kind string) int {
@@ -195,7 +209,7 @@ func (r *runcTimedRunner) Times() string {
 }
 
 // runcRunLogs are a run's plan, apply and verify logs, for failure messages.
-func runcRunLogs(t *testing.T, app *webtest.App, r run.Run) string {
+func runcRunLogs(t testing.TB, app *webtest.App, r run.Run) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -219,7 +233,7 @@ func runcRunLogs(t *testing.T, app *webtest.App, r run.Run) string {
 
 // runcWaitFor waits (at most timeout) until the run is in want, and fails with the
 // run's logs when it ends elsewhere or does not get there in time.
-func runcWaitFor(t *testing.T, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
+func runcWaitFor(t testing.TB, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var r run.Run

@@ -66,7 +66,7 @@ func startLiveWith(t testing.TB, opts liveOptions) liveApp {
 	if opts.exec != nil {
 		exec = opts.exec(exec, cloudSrv.URL)
 	}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir()), CatalogFS: opts.catalog})
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}), CatalogFS: opts.catalog})
 	return liveApp{App: app, cloudDir: cloudDir, exec: exec, toolchain: tc}
 }
 

@@ -152,8 +152,9 @@ func (s systemFlags) liveRunners(ctx context.Context, logger *slog.Logger) ([]ru
 		return nil, err
 	}
 	process := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
-	runners := []runner.Runner{tofurun.New(process, filepath.Join(workDir, "jobs"))}
-	if isolated, err := s.ociRunner(ctx, tc, root, workDir); err != nil {
+	plugins := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(workDir, "plugins")}
+	runners := []runner.Runner{tofurun.New(process, filepath.Join(workDir, "jobs"), plugins)}
+	if isolated, err := s.ociRunner(ctx, tc, plugins, root, workDir); err != nil {
 		logger.Warn("isolated (runc) jobs are not available", "error", err)
 	} else {
 		runners = append(runners, isolated)
@@ -163,7 +164,7 @@ func (s systemFlags) liveRunners(ctx context.Context, logger *slog.Logger) ([]ru
 
 // ociRunner builds the runc executor: a read-only rootfs with tofu, fwd and the mirror,
 // and the state and cloud sockets bind-mounted into every job.
-func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, root, workDir string) (runner.Runner, error) {
+func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, plugins *tofu.PluginCache, root, workDir string) (runner.Runner, error) {
 	if s.stateSocket == "" || s.cloudSocket == "" {
 		return nil, errors.New("--state-socket and --cloud-socket are not set")
 	}
@@ -203,7 +204,7 @@ func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, root, wor
 	if err != nil {
 		return nil, err
 	}
-	return tofurun.New(o, filepath.Join(workDir, "jobs")), nil
+	return tofurun.New(o, filepath.Join(workDir, "jobs"), plugins), nil
 }
 
 // logWriter turns build progress lines into log records.

@@ -2,6 +2,7 @@ package tofu
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,23 @@ func TestOfflineInitFromMirror(t *testing.T) {
 		out, err = run(ws, "validate", "-no-color")
 		require.NoError(t, err, out)
 		require.Contains(t, out, "The configuration is valid")
+	})
+
+	t.Run("init links the providers from the plugin cache and writes nothing there", func(t *testing.T) {
+		cache := &PluginCache{Mirror: mirror, Root: t.TempDir(), Platform: platform}
+		dir, err := cache.Dir(lock.File())
+		require.NoError(t, err)
+		before := treeListing(t, dir)
+		ws := workspace(t, lock.File())
+		cmd := exec.CommandContext(ctx, tofu, "init", "-input=false", "-no-color", "-lockfile=readonly")
+		cmd.Dir, cmd.Env = ws, append(env, "TF_PLUGIN_CACHE_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "from the shared cache directory")
+		require.NotContains(t, string(out), "Installing")
+		require.Equal(t, before, treeListing(t, dir), "init wrote into the cache")
+		out2, err := run(ws, "validate", "-no-color")
+		require.NoError(t, err, out2)
 	})
 
 	t.Run("the lock file is the one tofu writes", func(t *testing.T) {
@@ -216,5 +234,24 @@ func buildProvider(t *testing.T, root, dir string) string {
 	require.NoError(t, err, "%s", output)
 	require.NoError(t, build(fake, "-modfile="+modFile))
 	t.Log("provider: testdata/fakeprovider (completed go.sum copy)")
+	return out
+}
+
+// treeListing lists every path under dir with its mode and size.
+func treeListing(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, fmt.Sprintf("%s %s %d", rel, info.Mode(), info.Size()))
+		return nil
+	}))
 	return out
 }

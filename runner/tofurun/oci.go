@@ -31,6 +31,7 @@ const (
 	ociHome      = "/tmp" // HOME and TMPDIR: the per-run tmpfs (go-plugin puts its sockets there)
 	ociStateDir  = "/run/state"
 	ociCloudDir  = "/run/cloud"
+	ociPlugins   = "/tofu/plugin-cache" // the job's plugin cache, mounted read-only
 	// ociMinID is where the search for a job uid/gid starts: far above the ids of
 	// host users and system accounts.
 	ociMinID = 200000
@@ -145,7 +146,7 @@ func NewOCI(ctx context.Context, cfg OCIConfig) (*OCI, error) {
 		return nil, fmt.Errorf("oci executor: preparing the rootfs: %w", err)
 	}
 	// Mountpoints PrepareRootfs does not make (it has /run/state and /run/secrets).
-	for _, d := range []string{ociCloudDir, ociStateDir} {
+	for _, d := range []string{ociCloudDir, ociStateDir, ociPlugins} {
 		p := filepath.Join(rootfs, d)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, err
@@ -284,6 +285,14 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (int, string, 
 		}
 		env = append(env, k+"="+c.Secrets[k])
 	}
+	mounts := []oci.Mount{
+		{Source: filepath.Dir(o.cfg.StateSocket), Destination: ociStateDir, ReadOnly: true},
+		{Source: filepath.Dir(o.cfg.CloudSocket), Destination: ociCloudDir, ReadOnly: true},
+	}
+	if c.PluginCache != "" {
+		mounts = append(mounts, oci.Mount{Source: c.PluginCache, Destination: ociPlugins, ReadOnly: true})
+		env = append(env, "TF_PLUGIN_CACHE_DIR="+ociPlugins)
+	}
 	args := append([]string{ociFwd,
 		"-listen", "127.0.0.1:" + strconv.Itoa(o.cfg.StatePort),
 		"-unix", ociStateDir + "/" + filepath.Base(o.cfg.StateSocket),
@@ -294,10 +303,7 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (int, string, 
 		Args:    args,
 		Env:     dedupEnv(env),
 		Workdir: workdir,
-		Mounts: []oci.Mount{
-			{Source: filepath.Dir(o.cfg.StateSocket), Destination: ociStateDir, ReadOnly: true},
-			{Source: filepath.Dir(o.cfg.CloudSocket), Destination: ociCloudDir, ReadOnly: true},
-		},
+		Mounts:  mounts,
 		UID:     uid,
 		GID:     uid,
 		Limits:  o.cfg.Limits,

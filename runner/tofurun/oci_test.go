@@ -229,13 +229,15 @@ func TestOCIPlanApply(t *testing.T) {
 	require.Equal(t, "oci", o.Name())
 	require.True(t, o.Isolated())
 	require.NoError(t, o.Health(t.Context()))
-	r := tofurun.New(o, filepath.Join(e.dir, "work"))
+	r := tofurun.New(o, filepath.Join(e.dir, "work"), &tofu.PluginCache{Mirror: e.tc.Mirror, Root: filepath.Join(e.dir, "plugins")})
 	require.Equal(t, "tofu/oci", r.Name())
 
 	plan, err := r.Plan(t.Context(), runner.PlanRequest{RunID: "run-1", WorkspaceID: workspaceID, Kind: runner.KindApply,
 		Config: e.config, Credentials: e.creds(t, "plan", "read")})
 	require.NoError(t, err, "%s", plan.Log)
 	require.True(t, plan.HasChanges)
+	require.Contains(t, string(plan.Log), "from the shared cache directory")
+	require.NotContains(t, string(plan.Log), "tofu validate", "plan validates; no separate process")
 	require.Contains(t, string(plan.Log), "Plan: 3 to add, 0 to change, 0 to destroy.")
 	require.Contains(t, string(plan.PlanJSON), `"sandbox_database"`)
 
@@ -271,8 +273,7 @@ func TestOCIRunDetails(t *testing.T) {
 	e := setupOCI(t)
 	o := e.newOCI(t, oci.Limits{}, time.Minute)
 
-	work := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(work, "main.tf"), []byte(`terraform {
+	const mainTF = `terraform {
   required_providers {
     sandbox = {
       source  = "portal.local/sandbox/sandbox"
@@ -280,7 +281,9 @@ func TestOCIRunDetails(t *testing.T) {
     }
   }
 }
-`), 0o644))
+`
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "main.tf"), []byte(mainTF), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(work, ".terraform.lock.hcl"), e.tc.Lock.File(), 0o644))
 	var out bytes.Buffer
 	code, explain, err := o.Run(t.Context(), work, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"},
@@ -308,6 +311,41 @@ func TestOCIRunDetails(t *testing.T) {
 		return nil
 	})
 	require.Empty(t, links)
+
+	// With a plugin cache, init links the provider from it (mounted read-only) instead.
+	plugins := &tofu.PluginCache{Mirror: e.tc.Mirror, Root: filepath.Join(e.dir, "plugins-details")}
+	cacheDir, err := plugins.Dir(e.tc.Lock.File())
+	require.NoError(t, err)
+	cached := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(cached, "main.tf"), []byte(mainTF), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cached, ".terraform.lock.hcl"), e.tc.Lock.File(), 0o644))
+	out.Reset()
+	code, _, err = o.Run(t.Context(), cached, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"},
+		Stdout: &out, Stderr: &out, PluginCache: cacheDir})
+	require.NoError(t, err)
+	require.Equal(t, 0, code, out.String())
+	require.Contains(t, out.String(), "Using portal.local/sandbox/sandbox v0.1.0 from the shared cache directory")
+	link, err := os.Readlink(filepath.Join(cached, ".terraform/providers/portal.local/sandbox/sandbox/0.1.0/linux_amd64"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(link, "/tofu/plugin-cache/"), link)
+
+	// A cache whose provider no longer matches the lock file: tofu would reinstall it
+	// into the cache, which the job cannot write.
+	bin := filepath.Join(cacheDir, "portal.local/sandbox/sandbox/0.1.0/linux_amd64/terraform-provider-sandbox_v0.1.0")
+	f, err := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("tampered")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	tampered := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tampered, "main.tf"), []byte(mainTF), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tampered, ".terraform.lock.hcl"), e.tc.Lock.File(), 0o644))
+	out.Reset()
+	code, _, err = o.Run(t.Context(), tampered, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"},
+		Stdout: &out, Stderr: &out, PluginCache: cacheDir})
+	require.NoError(t, err)
+	require.NotZero(t, code, out.String())
+	require.Contains(t, out.String(), "read-only file system")
 
 	// A command that exits non-zero: its code, no explanation.
 	out.Reset()

@@ -48,6 +48,9 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 	cmd := exec.CommandContext(ctx, p.Tofu, c.Args...)
 	cmd.Dir = workdir
 	cmd.Env = append(tofu.Env(p.CLIConfig, home), "SANDBOX_ENDPOINT="+p.CloudEndpoint)
+	if c.PluginCache != "" {
+		cmd.Env = append(cmd.Env, "TF_PLUGIN_CACHE_DIR="+c.PluginCache)
+	}
 	for k, v := range c.Secrets {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

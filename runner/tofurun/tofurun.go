@@ -1,5 +1,5 @@
-// Package tofurun is the live runner: it runs OpenTofu (init, validate, plan -out, show
-// -json; apply of the saved plan file; a refresh-only plan to verify) through an
+// Package tofurun is the live runner: it runs OpenTofu (init, plan -out, show -json; apply
+// of the saved plan file; a refresh-only plan to verify) through an
 // Executor that decides where the process runs: a plain host process for development
 // ("not isolated") or a runc container.
 package tofurun
@@ -19,6 +19,7 @@ import (
 
 	"gantry/models/bundle"
 	"gantry/runner"
+	"gantry/runner/tofu"
 )
 
 // Command is one tofu invocation in a job's working directory.
@@ -29,6 +30,9 @@ type Command struct {
 	Secrets map[string]string
 	Stdout  io.Writer
 	Stderr  io.Writer
+	// PluginCache is a host directory tofu links providers from (TF_PLUGIN_CACHE_DIR),
+	// prepared and verified by tofu.PluginCache; the job only reads it. Empty: none.
+	PluginCache string
 }
 
 // Executor runs tofu commands for a job whose files are in workdir (a host directory).
@@ -50,20 +54,27 @@ type Runner struct {
 	Exec Executor
 	// WorkRoot holds one fresh working directory per phase, removed afterwards.
 	WorkRoot string
+	// Plugins, when set, gives every job the providers its lock file selects, unpacked
+	// and verified once per lock file, so `tofu init` only links them.
+	Plugins *tofu.PluginCache
 }
 
-// New returns a live runner.
-func New(exec Executor, workRoot string) *Runner { return &Runner{Exec: exec, WorkRoot: workRoot} }
+// New returns a live runner; plugins may be nil (every init then extracts the
+// providers from the mirror).
+func New(exec Executor, workRoot string, plugins *tofu.PluginCache) *Runner {
+	return &Runner{Exec: exec, WorkRoot: workRoot, Plugins: plugins}
+}
 
 func (r *Runner) Name() string    { return "tofu/" + r.Exec.Name() }
 func (r *Runner) Simulated() bool { return false }
 
 // job is one phase's working directory and log.
 type job struct {
-	r     *Runner
-	dir   string
-	log   bytes.Buffer
-	creds runner.Credentials
+	r       *Runner
+	dir     string
+	log     bytes.Buffer
+	creds   runner.Credentials
+	plugins string // the plugin cache directory for this job's lock file, or ""
 }
 
 func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
@@ -90,7 +101,15 @@ func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
 			return nil, err
 		}
 	}
-	return &job{r: r, dir: dir, creds: creds}, nil
+	j := &job{r: r, dir: dir, creds: creds}
+	if lock, ok := b.Files[".terraform.lock.hcl"]; ok && r.Plugins != nil {
+		// Without the cache the job still runs: init extracts from the mirror and says
+		// what is wrong with a provider in its own words.
+		if j.plugins, err = r.Plugins.Dir(lock); err != nil {
+			fmt.Fprintf(&j.log, "# the plugin cache is not used: %v\n", err)
+		}
+	}
+	return j, nil
 }
 
 func (j *job) close() { os.RemoveAll(j.dir) }
@@ -132,7 +151,7 @@ func (j *job) secrets() map[string]string {
 func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
 	fmt.Fprintf(&j.log, "$ tofu %s\n", strings.Join(args, " "))
 	started := time.Now()
-	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: &j.log})
+	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: &j.log, PluginCache: j.plugins})
 	fmt.Fprintf(&j.log, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
 	if err != nil {
 		return code, fmt.Errorf("running tofu %s: %w", args[0], err)
@@ -172,7 +191,8 @@ func (j *job) init(ctx context.Context) error {
 	return err
 }
 
-// Plan runs init, validate, plan -out and show -json.
+// Plan runs init, plan -out and show -json. There is no separate validate: plan
+// validates the configuration first and reports the same diagnostics.
 func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
 	j, err := r.newJob(req.Config, req.Credentials)
 	if err != nil {
@@ -186,9 +206,6 @@ func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanR
 
 func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error) {
 	if err := j.init(ctx); err != nil {
-		return runner.PlanResult{}, err
-	}
-	if _, err := j.tofu(ctx, []int{0}, "validate", "-no-color"); err != nil {
 		return runner.PlanResult{}, err
 	}
 	// Plans of one workspace may overlap (each locks the state briefly): wait for the

@@ -75,9 +75,10 @@ type Server struct {
 // maxBody bounds request bodies.
 const maxBody = 1 << 20
 
-// New opens (or creates) the data directory and tries to discover the issuer once. An issuer that
-// is not reachable yet is not an error: discovery is retried on later requests, which get 503
-// until it works.
+// New opens (or creates) the data directory and starts discovering the issuer in the
+// background: the issuer is often the process about to serve once New returns, so New
+// must not wait for it. An issuer that is not reachable yet is not an error: discovery is
+// retried on later requests, which get 503 until it works.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("sandbox cloud: Config.DataDir is required")
@@ -107,9 +108,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.cfg.AdminToken = "" // keep only the digest
 	}
 	s.routes()
-	s.authMu.Lock()
-	_ = s.discoverLocked() // logged; retried on demand
-	s.authMu.Unlock()
+	go func() {
+		s.authMu.Lock()
+		defer s.authMu.Unlock()
+		if s.verifier == nil && s.lastAttempt.IsZero() {
+			_ = s.discoverLocked() // logged; retried on demand
+		}
+	}()
 	return s, nil
 }
 

@@ -14,6 +14,27 @@ type delayed struct {
 	d time.Duration
 }
 
+// Health, Isolated and Preparing are the wrapped runner's: the executors page, the
+// workers and the run pages ask for them.
+func (x delayed) Health(ctx context.Context) error {
+	if h, ok := x.Runner.(interface{ Health(context.Context) error }); ok {
+		return h.Health(ctx)
+	}
+	return nil
+}
+
+func (x delayed) Isolated() bool {
+	i, ok := x.Runner.(interface{ Isolated() bool })
+	return ok && i.Isolated()
+}
+
+func (x delayed) Preparing() (Preparation, bool) {
+	if p, ok := x.Runner.(Preparing); ok {
+		return p.Preparing()
+	}
+	return Preparation{}, false
+}
+
 func (x delayed) wait(ctx context.Context) error {
 	select {
 	case <-time.After(x.d):

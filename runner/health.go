@@ -14,6 +14,9 @@ type Status struct {
 	Isolated  bool
 	Healthy   bool
 	Problem   string
+	// Preparing is the progress of an executor still being prepared (not healthy yet,
+	// not broken either: its jobs wait).
+	Preparing *Preparation
 }
 
 // Statuses checks every runner (each bounded to a few seconds) and returns them by name.
@@ -26,7 +29,9 @@ func (rs RunnerSet) Statuses(ctx context.Context) []Status {
 		if iso, ok := r.(interface{ Isolated() bool }); ok {
 			st.Isolated = iso.Isolated()
 		}
-		if h, ok := r.(interface{ Health(context.Context) error }); ok {
+		if p, waiting := rs.Waiting(name); waiting {
+			st.Healthy, st.Preparing = false, &p
+		} else if h, ok := r.(interface{ Health(context.Context) error }); ok {
 			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if err := h.Health(hctx); err != nil {
 				st.Healthy, st.Problem = false, err.Error()

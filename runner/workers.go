@@ -15,6 +15,7 @@ import (
 
 // Lifecycle is the part of the run service the workers drive.
 type Lifecycle interface {
+	ExecutorOf(ctx context.Context, runID string) (string, error)
 	BeginPlan(ctx context.Context, runID string) (run.PlanWork, error)
 	FinishPlan(ctx context.Context, runID string, out run.PlanOutcome) (run.Run, error)
 	FailPhase(ctx context.Context, runID string, phase run.JobKind, log []byte, reason string) (run.Run, error)
@@ -65,6 +66,46 @@ func (rs RunnerSet) For(name string) (Runner, error) {
 	return nil, fmt.Errorf("the %s executor is not available in this Gantry", name)
 }
 
+// Waiting returns what a job on executor name waits for, and true while that executor
+// is being prepared.
+func (rs RunnerSet) Waiting(name string) (Preparation, bool) {
+	if p, ok := rs[name].(Preparing); ok {
+		return p.Preparing()
+	}
+	return Preparation{}, false
+}
+
+// preparing reports whether any runner is still being prepared (else no job waits and
+// nothing needs to be read).
+func (rs RunnerSet) preparing() bool {
+	for name := range rs {
+		if _, waiting := rs.Waiting(name); waiting {
+			return true
+		}
+	}
+	return false
+}
+
+// preparationRetry is how soon a job waiting for its executor's preparation looks again.
+const preparationRetry = 2 * time.Second
+
+// waitForExecutor snoozes (without counting an attempt) the job of a run whose executor
+// is still being prepared: the run stays where it is, QUEUED or APPROVED, and its page
+// shows the progress. nil means go ahead.
+func waitForExecutor(ctx context.Context, runs Lifecycle, set RunnerSet, runID string) error {
+	if !set.preparing() {
+		return nil
+	}
+	name, err := runs.ExecutorOf(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if _, waiting := set.Waiting(name); waiting {
+		return river.JobSnooze(preparationRetry)
+	}
+	return nil
+}
+
 // credentialsFor mints the phase's credentials for a runner that touches real
 // infrastructure, and returns the function that ends them when the phase is over. A
 // simulated runner gets none.
@@ -95,6 +136,9 @@ type PlanWorker struct {
 func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
+	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+		return err
+	}
 	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID)
 	if skipped(err) {
 		return nil
@@ -155,6 +199,9 @@ func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return w.Ph
 const busyRetry = 2 * time.Second
 
 func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error {
+	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+		return err
+	}
 	work, err := w.Runs.BeginApply(ctx, job.Args.RunID)
 	switch {
 	case errors.Is(err, run.ErrWorkspaceBusy):
@@ -225,6 +272,9 @@ type VerifyWorker struct {
 func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
+	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+		return err
+	}
 	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID)
 	if skipped(err) {
 		return nil

@@ -31,6 +31,17 @@ type PlanWork struct {
 	Restarted  bool   // an earlier attempt died while planning; planning again is safe
 }
 
+// ExecutorOf names the executor run runID was requested on (every phase uses it): a
+// worker asks before beginning a phase, so a job whose executor is still being prepared
+// waits without changing the run.
+func (s *Service) ExecutorOf(ctx context.Context, runID string) (string, error) {
+	r, err := s.store.get(ctx, "", runID)
+	if err != nil {
+		return "", err
+	}
+	return r.Runner, nil
+}
+
 // BeginPlan moves a queued run into PLANNING and returns its config and the state it
 // is planned against. A run found in PLANNING was left there by a worker that died:
 // planning has no side effects, so it is planned again.

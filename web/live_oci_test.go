@@ -100,7 +100,7 @@ func startRuncWith(t testing.TB, opts runcOptions) runcApp {
 	tools := t.TempDir()
 	tc, err := tofu.PrepareToolchain(t.Context(), "..", tools, testLogWriter{t})
 	require.NoError(t, err)
-	fwd, err := tofurun.BuildFwd(t.Context(), "..", tools)
+	fwd, err := tofu.BuildFwd(t.Context(), "..", tools)
 	require.NoError(t, err)
 
 	// Gantry's TCP listener: its URL is the BaseURL, so the generated backend address is

@@ -44,6 +44,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	f.str(&sandboxAddr, "sandbox-addr", "GANTRY_DEV_SANDBOX_ADDR", "127.0.0.1:8790", "address of the embedded sandbox cloud")
 	f.IntVar(&pgPort, "pg-port", 0, "port of the private PostgreSQL cluster (default: the last one used, else a free one)")
 	sf.register(f)
+	f.str(&sf.binDir, "bin-dir", "GANTRY_BIN_DIR", "", "where the OpenTofu built from the source tree is kept between starts (default: the source tree's bin/)")
 	f.BoolVar(&reset, "reset", false, "delete the private cluster's data first, so demo data starts fresh")
 	f.BoolVar(&setupOnly, "setup-only", false, "prepare the cluster, migrations and demo data, then exit")
 	if err := f.parse(args); err != nil {
@@ -153,8 +154,10 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 			return err
 		}
 	}
-	fmt.Fprintln(stdout, "Preparing the OpenTofu toolchain (the first build of OpenTofu takes a few minutes) ...")
-	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
+	// The toolchain builds in the background (the first build of OpenTofu takes minutes):
+	// the portal serves at once, and live runs wait for it.
+	sf.build = sf.tofuPath == "" || sf.providerPath == ""
+	sys, prepare, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
 	if err != nil {
 		return err
 	}
@@ -167,6 +170,11 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		return err
 	}
 	g.Go(func() error { return servePortal(gctx, appLn, srv, sys, sf.stateSocket) })
+	building := ""
+	if prepare != nil {
+		g.Go(func() error { prepare(gctx); return nil })
+		building = "; OpenTofu is being prepared in the background (the first build takes minutes): live runs wait for it, /executors shows how far it has come"
+	}
 	// The sandbox cloud discovers Gantry's workload issuer when it starts, so it starts
 	// once Gantry answers; until then its listeners hold incoming connections.
 	g.Go(func() error {
@@ -181,8 +189,8 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		}
 		return serveUntilDone(gctx, sandboxLn, cloudSrv)
 	})
-	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED; see /executors)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
-		w.baseURL, issuer, dsn, sys.Default, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED, at once%s)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn, sys.Default, building, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

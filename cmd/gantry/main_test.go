@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,6 +50,35 @@ func TestServeNamesMissingSettings(t *testing.T) {
 	require.Equal(t, 1, run([]string{"serve"}, &out, &errOut))
 	require.Contains(t, errOut.String(), "--oidc-issuer")
 	require.Contains(t, errOut.String(), "--database-url")
+}
+
+// TestServeNeverBuilds: a production host has no Go toolchain, so serve refuses, before
+// touching anything, a binary that is missing and a live runner without its binaries,
+// saying how to get them; it builds nothing.
+func TestServeNeverBuilds(t *testing.T) {
+	base := []string{"serve", "--database-url", "postgres://nobody@127.0.0.1:1/none", "--base-url", "http://x", "--oidc-issuer", "http://idp", "--oidc-client-id", "c"}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tofu", filepath.Join(dir, "tofu")}, "--tofu " + filepath.Join(dir, "tofu") + ": stat"},
+		{[]string{"--runner", "tofu/process"}, "--runner tofu/process: --tofu is not set"},
+		{[]string{"--runner", "tofu/oci", "--tofu", os.Args[0], "--sandbox-provider", os.Args[0]}, "--runner tofu/oci: --fwd is not set"},
+		{[]string{"--sandbox-provider", dir}, "is not an executable file"},
+	} {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 1, run(append(slices.Clone(base), tc.args...), &out, &errOut), tc.args)
+		require.Contains(t, errOut.String(), tc.want)
+		if !strings.Contains(tc.want, "executable") {
+			require.Contains(t, errOut.String(), "gantry serve never builds")
+			require.Contains(t, errOut.String(), "go tool task tofu:build build")
+		}
+		require.NotContains(t, errOut.String(), "connect", "refused before reaching the database")
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was built")
 }
 
 func TestMigrateAndInvite(t *testing.T) {

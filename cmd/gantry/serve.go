@@ -42,6 +42,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if len(missing) > 0 {
 		return fmt.Errorf("missing required settings %v (see gantry help serve)", missing)
 	}
+	if err := sf.checkPrebuilt(); err != nil {
+		return err
+	}
 	if migrate {
 		if err := migrateDatabase(ctx, dsn); err != nil {
 			return err
@@ -51,7 +54,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if err != nil {
 		return err
 	}
-	sys, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger)
+	sys, _, err := buildSystem(ctx, gdb, dsn, w.baseURL, sf, logger) // serve never builds: nothing to prepare
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +40,10 @@ type systemFlags struct {
 	runnerDelay time.Duration
 	timeouts    runner.Timeouts
 	defaultLive bool // dev: prefer a live runner as the default
+	// dev: build the toolchain from the source tree, in the background, into binDir
+	// (default <source tree>/bin); serve never builds.
+	build  bool
+	binDir string
 	// The live runners' toolchain and the cloud their jobs reach.
 	tofuPath      string
 	providerPath  string
@@ -54,11 +60,11 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.keys, "keys", "GANTRY_KEYS", "", "key-encryption keys for artifacts and state, id:base64(32 bytes)[,older...]; the first seals (keep it in the environment)")
 	f.str(&s.catalogDir, "catalog-dir", "GANTRY_CATALOG_DIR", "", "template catalog directory with templates/<name>/ (default: the catalog built into the binary)")
 	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "", "default executor: mock (SIMULATED), tofu/process (OpenTofu as a plain process: not isolated) or tofu/oci (runc); environments may choose another (default: serve mock; dev tofu/process)")
-	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (default: built from the source tree into bin/tofu)")
-	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (default: built from the source tree)")
+	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (serve: required for live runners, never built; dev: built from the source tree into bin/tofu in the background)")
+	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (serve: required for live runners; dev: built from the source tree)")
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
 	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the sandbox cloud's API URL as jobs reach it (SANDBOX_ENDPOINT)")
-	f.str(&s.fwdPath, "fwd", "GANTRY_FWD", "", "static gantry-fwd binary for runc jobs (default: built from the source tree)")
+	f.str(&s.fwdPath, "fwd", "GANTRY_FWD", "", "static gantry-fwd binary for runc jobs (serve: required for tofu/oci; dev: built from the source tree)")
 	f.str(&s.stateSocket, "state-socket", "GANTRY_STATE_SOCKET", "", "unix socket the portal serves the state backend on, for runc jobs (tofu/oci needs it)")
 	f.str(&s.cloudSocket, "cloud-socket", "GANTRY_CLOUD_SOCKET", "", "unix socket of the sandbox cloud, for runc jobs (tofu/oci needs it)")
 	f.IntVar(&s.containerStatePort, "container-state-port", 8765, "loopback port runc jobs reach the state backend at (forwarded to --state-socket)")
@@ -80,10 +86,24 @@ func (s systemFlags) catalogFS() (fs.FS, error) {
 }
 
 // runners builds the default runner and every other one this process can offer: the
-// mock always; the live OpenTofu runner when the toolchain is at hand.
-func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (runner.Runner, []runner.Runner, error) {
+// mock always; the live OpenTofu runners when their toolchain is at hand (serve: the
+// binaries given) or can be built (dev: from the source tree, in the background: then
+// prepare, when not nil, builds it and makes the deferred runners ready).
+func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (def runner.Runner, extra []runner.Runner, prepare func(context.Context), err error) {
 	offered := map[string]runner.Runner{"mock": mock.New()}
-	live, liveErr := s.liveRunners(ctx, logger)
+	wrap := func(r runner.Runner) runner.Runner {
+		if s.runnerDelay > 0 {
+			return runner.Delayed(r, s.runnerDelay)
+		}
+		return r
+	}
+	var live []runner.Runner
+	var liveErr error
+	if s.build {
+		live, prepare, liveErr = s.deferredRunners(logger, wrap)
+	} else {
+		live, liveErr = s.readyRunners(ctx, logger, wrap)
+	}
 	for _, r := range live {
 		offered[r.Name()] = r
 	}
@@ -97,95 +117,242 @@ func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (runner.R
 			}
 		}
 	}
-	def, ok := offered[s.runnerName]
+	d, ok := offered[s.runnerName]
 	if !ok {
 		if liveErr != nil && s.runnerName != "mock" {
-			return nil, nil, fmt.Errorf("runner %s: %w", s.runnerName, liveErr)
+			return nil, nil, nil, fmt.Errorf("runner %s: %w", s.runnerName, liveErr)
 		}
-		return nil, nil, fmt.Errorf("unknown runner %q (available: mock, tofu/process)", s.runnerName)
+		return nil, nil, nil, fmt.Errorf("runner %q is not available (offered: %s)", s.runnerName, strings.Join(slices.Sorted(maps.Keys(offered)), ", "))
 	}
 	if liveErr != nil {
 		logger.Warn("live OpenTofu runner not available; environments can only use the mock", "error", liveErr)
 	}
-	wrap := func(r runner.Runner) runner.Runner {
-		if s.runnerDelay > 0 {
-			return runner.Delayed(r, s.runnerDelay)
-		}
-		return r
-	}
-	var extra []runner.Runner
 	for name, r := range offered {
-		if name != def.Name() {
-			extra = append(extra, wrap(r))
+		if name != d.Name() {
+			extra = append(extra, r)
 		}
 	}
-	return wrap(def), extra, nil
+	if d.Name() == "mock" {
+		d = wrap(d)
+	}
+	for i, r := range extra {
+		if r.Name() == "mock" {
+			extra[i] = wrap(r)
+		}
+	}
+	return d, extra, prepare, nil
 }
 
-// liveRunners prepares the OpenTofu toolchain (building it from the source tree when no
-// binaries are given; the first build of OpenTofu takes minutes) and returns the
-// process executor's runner and, when runc works here and the sockets are configured,
-// the runc executor's.
-func (s systemFlags) liveRunners(ctx context.Context, logger *slog.Logger) ([]runner.Runner, error) {
-	if s.cloudEndpoint == "" {
-		return nil, errors.New("no --cloud-endpoint: jobs would have no cloud to reach")
-	}
-	workDir := s.workDir
+// liveDirs are the live runners' working directories under the work dir.
+func (s systemFlags) liveDirs() (workDir, toolDir string, err error) {
+	workDir = s.workDir
 	if workDir == "" {
 		workDir = filepath.Join(os.TempDir(), "gantry-work")
 	}
-	toolDir := filepath.Join(workDir, "toolchain")
+	if workDir, err = filepath.Abs(workDir); err != nil {
+		return "", "", err
+	}
+	toolDir = filepath.Join(workDir, "toolchain")
 	if err := os.MkdirAll(toolDir, 0o755); err != nil {
-		return nil, err
+		return "", "", err
 	}
-	var tc tofu.Toolchain
-	var err error
-	root, rootErr := tofu.RepoRoot(".")
-	if s.tofuPath != "" && s.providerPath != "" {
-		tc, err = tofu.ToolchainFrom(s.tofuPath, s.providerPath, toolDir)
-	} else if rootErr != nil {
-		return nil, fmt.Errorf("set --tofu and --sandbox-provider, or run from the source tree: %w", rootErr)
-	} else {
-		tc, err = tofu.PrepareToolchain(ctx, root, toolDir, logWriter{logger})
+	return workDir, toolDir, nil
+}
+
+// readyRunners are serve's live runners, from prebuilt binaries: gantry serve never
+// builds (a production host has no Go toolchain), so a binary that is missing is an
+// error saying where it comes from. Without --tofu no live runner is offered.
+func (s systemFlags) readyRunners(ctx context.Context, logger *slog.Logger, wrap func(runner.Runner) runner.Runner) ([]runner.Runner, error) {
+	if s.tofuPath == "" && s.providerPath == "" {
+		return nil, errors.New("no --tofu and --sandbox-provider given (gantry serve never builds them: build them with `go tool task tofu:build build` where Go is installed and copy bin/ here)")
 	}
+	for _, b := range []struct{ flag, path string }{{"--tofu", s.tofuPath}, {"--sandbox-provider", s.providerPath}} {
+		if err := binaryPresent(b.flag, b.path); err != nil {
+			return nil, err
+		}
+	}
+	if s.cloudEndpoint == "" {
+		return nil, errors.New("no --cloud-endpoint: jobs would have no cloud to reach")
+	}
+	workDir, toolDir, err := s.liveDirs()
 	if err != nil {
 		return nil, err
 	}
-	process := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
+	tc, err := tofu.ToolchainFrom(s.tofuPath, s.providerPath, toolDir)
+	if err != nil {
+		return nil, err
+	}
 	plugins := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(workDir, "plugins")}
-	runners := []runner.Runner{tofurun.New(process, filepath.Join(workDir, "jobs"), plugins)}
-	if isolated, err := s.ociRunner(ctx, tc, plugins, root, workDir); err != nil {
+	process := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
+	runners := []runner.Runner{wrap(tofurun.New(process, filepath.Join(workDir, "jobs"), plugins))}
+	if err := s.ociPossible(); err != nil {
 		logger.Warn("isolated (runc) jobs are not available", "error", err)
+		return runners, nil
+	}
+	if err := binaryPresent("--fwd", s.fwdPath); err != nil {
+		logger.Warn("isolated (runc) jobs are not available", "error", err)
+		return runners, nil
+	}
+	isolated, err := s.ociRunner(ctx, tc, s.fwdPath, plugins, workDir)
+	if err != nil {
+		logger.Warn("isolated (runc) jobs are not available", "error", err)
+		return runners, nil
+	}
+	return append(runners, wrap(isolated)), nil
+}
+
+// checkPrebuilt refuses, before anything starts, what serve cannot do without building:
+// a binary given but missing, or a live default runner without its binaries.
+func (s systemFlags) checkPrebuilt() error {
+	for _, b := range []struct{ flag, path string }{{"--tofu", s.tofuPath}, {"--sandbox-provider", s.providerPath}, {"--fwd", s.fwdPath}} {
+		if b.path != "" {
+			if err := binaryPresent(b.flag, b.path); err != nil {
+				return err
+			}
+		}
+	}
+	if strings.HasPrefix(s.runnerName, "tofu/") {
+		need := []struct{ flag, path string }{{"--tofu", s.tofuPath}, {"--sandbox-provider", s.providerPath}}
+		if s.runnerName == "tofu/oci" {
+			need = append(need, struct{ flag, path string }{"--fwd", s.fwdPath})
+		}
+		for _, b := range need {
+			if err := binaryPresent(b.flag, b.path); err != nil {
+				return fmt.Errorf("--runner %s: %w", s.runnerName, err)
+			}
+		}
+	}
+	return nil
+}
+
+// binaryPresent refuses a binary flag that is unset or names no executable file.
+func binaryPresent(flag, path string) error {
+	const why = "gantry serve never builds (a production host has no Go toolchain): build it with `go tool task tofu:build build` where Go is installed and copy it here"
+	if path == "" {
+		return fmt.Errorf("%s is not set; %s", flag, why)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w; %s", flag, path, err, why)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s %s is not an executable file", flag, path)
+	}
+	return nil
+}
+
+// deferredRunners are dev's live runners, offered at once and prepared by the returned
+// function, which builds the toolchain from the source tree (the first build of OpenTofu
+// takes minutes) while the portal already serves. Their jobs wait meanwhile, and the
+// executors page and the run pages show how far the build has come.
+func (s systemFlags) deferredRunners(logger *slog.Logger, wrap func(runner.Runner) runner.Runner) ([]runner.Runner, func(context.Context), error) {
+	if s.cloudEndpoint == "" {
+		return nil, nil, errors.New("no --cloud-endpoint: jobs would have no cloud to reach")
+	}
+	root, err := tofu.RepoRoot(".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("gantry dev builds OpenTofu from the source tree; run it there: %w", err)
+	}
+	progress := &tofu.BuildProgress{}
+	status := func() runner.Preparation {
+		step, done, total := progress.Counts()
+		return runner.Preparation{What: "the OpenTofu build", Step: step, Done: done, Total: total}
+	}
+	process := runner.NewDeferred("tofu/process", false, status)
+	var isolated *runner.Deferred
+	ociErr := s.ociPossible()
+	if ociErr == nil {
+		isolated = runner.NewDeferred("tofu/oci", true, status)
 	} else {
+		logger.Warn("isolated (runc) jobs are not available", "error", ociErr)
+	}
+	prepare := func(ctx context.Context) {
+		started := time.Now()
+		stop := logProgress(ctx, logger, status)
+		defer stop()
+		fail := func(err error) {
+			logger.Error("the OpenTofu toolchain could not be prepared; live runs fail until Gantry restarts", "error", err)
+			process.Fail(err)
+			if isolated != nil {
+				isolated.Fail(err)
+			}
+		}
+		workDir, toolDir, err := s.liveDirs()
+		if err != nil {
+			fail(err)
+			return
+		}
+		tc, fwd, err := tofu.Build{Root: root, BinDir: s.binDir, Dir: toolDir, Fwd: isolated != nil, Progress: progress, Log: logWriter{logger}}.Run(ctx)
+		if err != nil {
+			fail(err)
+			return
+		}
+		plugins := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(workDir, "plugins")}
+		p := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
+		if err := process.Resolve(wrap(tofurun.New(p, filepath.Join(workDir, "jobs"), plugins))); err != nil {
+			fail(err)
+			return
+		}
+		if isolated != nil {
+			progress.SetStep("preparing the runc rootfs")
+			r, err := s.ociRunner(ctx, tc, fwd, plugins, workDir)
+			if err != nil {
+				logger.Error("isolated (runc) jobs are not available", "error", err)
+				isolated.Fail(err)
+				return
+			}
+			if err := isolated.Resolve(wrap(r)); err != nil {
+				isolated.Fail(err)
+				return
+			}
+		}
+		logger.Info("the OpenTofu toolchain is ready: live runs start now", "took", time.Since(started).Round(time.Second).String())
+	}
+	runners := []runner.Runner{process}
+	if isolated != nil {
 		runners = append(runners, isolated)
 	}
-	return runners, nil
+	return runners, prepare, nil
+}
+
+// logProgress logs the build's progress every 15 seconds until stopped.
+func logProgress(ctx context.Context, logger *slog.Logger, status func() runner.Preparation) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(15 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				p := status()
+				logger.Info(p.Waiting(), "step", p.Step)
+			}
+		}
+	}()
+	return cancel
+}
+
+// ociPossible says why runc jobs cannot run here, or nil.
+func (s systemFlags) ociPossible() error {
+	if s.stateSocket == "" || s.cloudSocket == "" {
+		return errors.New("--state-socket and --cloud-socket are not set")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("runc jobs need Gantry to run as root")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return errors.New("runc is not installed (Debian package runc)")
+	}
+	return nil
 }
 
 // ociRunner builds the runc executor: a read-only rootfs with tofu, fwd and the mirror,
 // and the state and cloud sockets bind-mounted into every job.
-func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, plugins *tofu.PluginCache, root, workDir string) (runner.Runner, error) {
-	if s.stateSocket == "" || s.cloudSocket == "" {
-		return nil, errors.New("--state-socket and --cloud-socket are not set")
-	}
-	workDir, err := filepath.Abs(workDir)
-	if err != nil {
+func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, fwd string, plugins *tofu.PluginCache, workDir string) (runner.Runner, error) {
+	if err := s.ociPossible(); err != nil {
 		return nil, err
-	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("runc jobs need Gantry to run as root")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		return nil, errors.New("runc is not installed (Debian package runc)")
-	}
-	fwd := s.fwdPath
-	if fwd == "" {
-		if root == "" {
-			return nil, errors.New("set --fwd or run from the source tree")
-		}
-		if fwd, err = tofurun.BuildFwd(ctx, root, filepath.Join(workDir, "toolchain")); err != nil {
-			return nil, err
-		}
 	}
 	// Containers a crashed portal left behind are ended before new jobs start. The runc
 	// roots and cgroup name belong to this work directory, so two portals (or a test
@@ -216,25 +383,28 @@ func (w logWriter) Write(p []byte) (int, error) {
 }
 
 // buildSystem assembles the portal on gdb (cmd/gantry/assemble is the composition root).
-func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf systemFlags, logger *slog.Logger) (*assemble.Portal, error) {
+// prepare, when not nil, prepares the deferred live runners (dev): run it in the
+// background once the portal serves.
+func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf systemFlags, logger *slog.Logger) (sys *assemble.Portal, prepare func(context.Context), err error) {
 	if sf.keys == "" {
-		return nil, errors.New("--keys (or $GANTRY_KEYS) is required: artifacts and state are encrypted at rest")
+		return nil, nil, errors.New("--keys (or $GANTRY_KEYS) is required: artifacts and state are encrypted at rest")
 	}
 	keys, err := keyring.Parse(sf.keys)
 	if err != nil {
-		return nil, fmt.Errorf("--keys: %w", err)
+		return nil, nil, fmt.Errorf("--keys: %w", err)
 	}
 	cfs, err := sf.catalogFS()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	def, extra, err := sf.runners(ctx, logger)
+	def, extra, prepare, err := sf.runners(ctx, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
+	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
 		ContainerStatePort: sf.containerStatePort})
+	return sys, prepare, err
 }
 
 // servePortal runs the job queue, the live-change listener and the HTTP server until

@@ -26,16 +26,12 @@ const (
 	mainPackage = modulePath + "/cmd/tofu"
 )
 
-// buildArgs are the `go build` arguments of a release-like static build. The flags come from
-// OpenTofu's .goreleaser.yaml (without version.dev=no the binary calls itself "-dev"). The
-// Taskfile's tofu:build task runs the same command; keep the two in sync. CGO_ENABLED=0 is set
-// in the environment.
-func buildArgs(out string) []string {
-	return []string{
-		"build", "-mod=readonly", "-trimpath",
-		"-ldflags", "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'",
-		"-o", out, mainPackage,
-	}
+// tofuBuild is the release-like static build of the pinned OpenTofu into out. The flags
+// come from OpenTofu's .goreleaser.yaml (without version.dev=no the binary calls itself
+// "-dev"). The Taskfile's tofu:build task runs the same command; keep the two in sync.
+func tofuBuild(repoRoot, out string) GoBuild {
+	return GoBuild{Label: "OpenTofu", Dir: filepath.Join(repoRoot, "tools", "tofu"), Package: mainPackage,
+		Flags: []string{"-trimpath", "-ldflags", "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'", "-o", out}}
 }
 
 // PinnedVersion returns the OpenTofu version tools/tofu/go.mod pins, without the "v" ("1.10.10").
@@ -57,26 +53,42 @@ func PinnedVersion(repoRoot string) (string, error) {
 	return "", fmt.Errorf("%s does not require %s", name, modulePath)
 }
 
-// EnsureBinary returns the absolute path of repoRoot/bin/tofu, building it first unless it exists and reports the
-// version tools/tofu/go.mod pins. The build runs `go build` in repoRoot/tools/tofu exactly like
-// `go tool task tofu:build` and takes a few minutes the first time (then seconds, from the Go
-// build cache); its progress goes to log.
+// EnsureBinary is EnsureBinaryIn repoRoot/bin, without progress.
+func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, error) {
+	return EnsureBinaryIn(ctx, repoRoot, filepath.Join(repoRoot, "bin"), nil, log)
+}
+
+// EnsureBinaryIn returns the absolute path of binDir/tofu, building it first unless it
+// exists and reports the version tools/tofu/go.mod pins. The build runs `go build` in
+// repoRoot/tools/tofu exactly like `go tool task tofu:build` and takes a few minutes the
+// first time (then seconds, from the Go build cache); its packages are counted in p and
+// its messages go to log.
 //
 // Concurrent callers (parallel test binaries, a test run next to `gantry dev`) serialise on a
-// lock file in bin/, so only one of them builds and the others then find the result. The binary
+// lock file in binDir, so only one of them builds and the others then find the result. The binary
 // appears atomically (build to a temporary name, then rename), so nobody runs a half-written one.
-func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, error) {
-	// An absolute path: callers run tofu from other working directories.
+func EnsureBinaryIn(ctx context.Context, repoRoot, binDir string, p *BuildProgress, log io.Writer) (string, error) {
+	// Absolute paths: callers run tofu from other working directories.
 	repoRoot, err := filepath.Abs(repoRoot)
 	if err != nil {
 		return "", fmt.Errorf("resolving %s: %w", repoRoot, err)
+	}
+	if binDir, err = filepath.Abs(binDir); err != nil {
+		return "", err
 	}
 	want, err := PinnedVersion(repoRoot)
 	if err != nil {
 		return "", err
 	}
-	binDir := filepath.Join(repoRoot, "bin")
 	path := filepath.Join(binDir, "tofu")
+	build := tofuBuild(repoRoot, path)
+	if binaryVersion(ctx, path) == want {
+		p.finish(build.Label)
+		return path, nil
+	}
+	if err := build.Count(ctx, p); err != nil {
+		return "", err
+	}
 	if binaryVersion(ctx, path) == want {
 		return path, nil
 	}
@@ -84,6 +96,7 @@ func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, 
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", binDir, err)
 	}
+	p.SetStep("waiting for another process building OpenTofu")
 	unlock, err := lockFile(filepath.Join(binDir, ".tofu.lock"))
 	if err != nil {
 		return "", fmt.Errorf("locking the OpenTofu build: %w", err)
@@ -91,6 +104,7 @@ func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, 
 	defer unlock()
 	// Another process may have built it while we waited for the lock.
 	if binaryVersion(ctx, path) == want {
+		p.finish(build.Label)
 		return path, nil
 	}
 
@@ -98,12 +112,9 @@ func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, 
 	started := time.Now()
 	tmp := filepath.Join(binDir, ".tofu.tmp-"+strconv.Itoa(os.Getpid()))
 	defer os.Remove(tmp) // gone after the rename; cleans up after a failed build
-	cmd := exec.CommandContext(ctx, "go", buildArgs(tmp)...)
-	cmd.Dir = filepath.Join(repoRoot, "tools", "tofu")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building OpenTofu v%s in %s: %w", want, cmd.Dir, err)
+	build = tofuBuild(repoRoot, tmp)
+	if err := build.Run(ctx, p, log); err != nil {
+		return "", fmt.Errorf("OpenTofu v%s: %w", want, err)
 	}
 	if got := binaryVersion(ctx, tmp); got != want {
 		return "", fmt.Errorf("the OpenTofu just built reports version %q, want %q", got, want)

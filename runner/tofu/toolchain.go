@@ -1,11 +1,11 @@
 package tofu
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -27,42 +27,116 @@ type Toolchain struct {
 	Lock      Lock   // the provider's lock entry (its h1 hash)
 }
 
-// BuildProvider builds the sandbox provider into dir, statically and reproducibly (the
-// same source and Go toolchain give the same binary, so the catalog's lock files hold).
-func BuildProvider(ctx context.Context, repoRoot, dir string, log io.Writer) (string, error) {
-	out := filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)
-	cmd := exec.CommandContext(ctx, "go", "build", "-mod=readonly", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+ProviderVersion, "-o", out, providerPackage)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the sandbox provider: %w", err)
-	}
-	return out, nil
+// providerBuild is the sandbox provider's static, reproducible build into dir (the same
+// source and Go toolchain give the same binary, so the catalog's lock files hold).
+func providerBuild(repoRoot, dir string) GoBuild {
+	return GoBuild{Label: "the sandbox provider", Dir: repoRoot, Package: providerPackage,
+		Flags: []string{"-trimpath", "-ldflags", "-s -w -X main.version=" + ProviderVersion, "-o", filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)}}
 }
 
-// PrepareToolchain makes sure the pinned tofu exists (building it on demand), builds
-// the sandbox provider and lays out the offline mirror and CLI config under dir. It
-// needs the source tree (development and tests); deployments use ToolchainFrom with
-// prebuilt binaries.
+// fwdBuild is gantry-fwd's static build into dir: the PID 1 of runc jobs.
+func fwdBuild(repoRoot, dir string) GoBuild {
+	return GoBuild{Label: "gantry-fwd", Dir: repoRoot, Package: "./cmd/gantry-fwd",
+		Flags: []string{"-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "gantry-fwd")}}
+}
+
+// output is where a build writes its binary (its -o).
+func (b GoBuild) output() string { return b.Flags[len(b.Flags)-1] }
+
+// BuildProvider builds the sandbox provider into dir and returns its path.
+func BuildProvider(ctx context.Context, repoRoot, dir string, log io.Writer) (string, error) {
+	b := providerBuild(repoRoot, dir)
+	if err := b.Run(ctx, nil, log); err != nil {
+		return "", err
+	}
+	return b.output(), nil
+}
+
+// BuildFwd builds cmd/gantry-fwd statically from the module at repoRoot into dir and
+// returns the binary's absolute path.
+func BuildFwd(ctx context.Context, repoRoot, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	b := fwdBuild(repoRoot, abs)
+	var log bytes.Buffer
+	if err := b.Run(ctx, nil, &log); err != nil {
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(log.String()))
+	}
+	return b.output(), nil
+}
+
+// PrepareToolchain makes sure the pinned tofu exists in repoRoot/bin (building it on
+// demand), builds the sandbox provider and lays out the offline mirror and CLI config
+// under dir. It needs the source tree (development and tests); deployments use
+// ToolchainFrom with prebuilt binaries.
 func PrepareToolchain(ctx context.Context, repoRoot, dir string, log io.Writer) (Toolchain, error) {
-	repoRoot, err := filepath.Abs(repoRoot)
+	tc, _, err := Build{Root: repoRoot, Dir: dir, Log: log}.Run(ctx)
+	return tc, err
+}
+
+// Build is the whole toolchain built from the source tree, with its progress counted:
+// OpenTofu (kept in BinDir between starts: the one long build), the sandbox provider
+// and, for runc jobs, gantry-fwd, then the mirror and CLI configuration.
+type Build struct {
+	Root     string         // the source tree
+	BinDir   string         // where tofu is kept (default Root/bin)
+	Dir      string         // where the provider, gantry-fwd, the mirror and the CLI config go
+	Fwd      bool           // build gantry-fwd too
+	Progress *BuildProgress // nil: not counted
+	Log      io.Writer
+}
+
+// Run builds and returns the toolchain and gantry-fwd's path ("" unless b.Fwd). Every
+// build's packages are listed first, so the progress counts against the whole.
+func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
+	root, err := filepath.Abs(b.Root)
 	if err != nil {
-		return Toolchain{}, err
+		return Toolchain{}, "", err
 	}
-	tofuPath, err := EnsureBinary(ctx, repoRoot, log)
+	if b.BinDir == "" {
+		b.BinDir = filepath.Join(root, "bin")
+	}
+	if b.Dir, err = filepath.Abs(b.Dir); err != nil {
+		return Toolchain{}, "", err
+	}
+	if b.Log == nil {
+		b.Log = io.Discard
+	}
+	providerDir := filepath.Join(b.Dir, "provider")
+	if err := os.MkdirAll(providerDir, 0o755); err != nil {
+		return Toolchain{}, "", err
+	}
+	builds := []GoBuild{providerBuild(root, providerDir)}
+	if b.Fwd {
+		builds = append(builds, fwdBuild(root, b.Dir))
+	}
+	b.Progress.SetStep("listing the packages to build")
+	for _, gb := range builds {
+		if err := gb.Count(ctx, b.Progress); err != nil {
+			return Toolchain{}, "", err
+		}
+	}
+	tofuPath, err := EnsureBinaryIn(ctx, root, b.BinDir, b.Progress, b.Log)
 	if err != nil {
-		return Toolchain{}, err
+		return Toolchain{}, "", err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "provider"), 0o755); err != nil {
-		return Toolchain{}, err
+	for _, gb := range builds {
+		if err := gb.Run(ctx, b.Progress, b.Log); err != nil {
+			return Toolchain{}, "", err
+		}
 	}
-	provider, err := BuildProvider(ctx, repoRoot, filepath.Join(dir, "provider"), log)
+	b.Progress.SetStep("laying out the provider mirror")
+	tc, err := ToolchainFrom(tofuPath, builds[0].output(), b.Dir)
 	if err != nil {
-		return Toolchain{}, err
+		return Toolchain{}, "", err
 	}
-	return ToolchainFrom(tofuPath, provider, dir)
+	fwd := ""
+	if b.Fwd {
+		fwd = builds[1].output()
+	}
+	return tc, fwd, nil
 }
 
 // ToolchainFrom lays out the offline mirror and CLI config under dir for prebuilt tofu

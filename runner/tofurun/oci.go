@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,7 +42,7 @@ type OCIConfig struct {
 	// tofu.PrepareToolchain). Toolchain.CLIConfig is not used: the rootfs gets its own,
 	// pointing at the mirror's path inside the container.
 	Toolchain tofu.Toolchain
-	// Fwd is the host path of a static gantry-fwd binary (see BuildFwd).
+	// Fwd is the host path of a static gantry-fwd binary (see tofu.BuildFwd).
 	Fwd string
 	// RootfsDir is where the shared read-only rootfs is prepared (by NewOCI; reused).
 	RootfsDir string
@@ -182,22 +181,6 @@ func NewOCI(ctx context.Context, cfg OCIConfig) (*OCI, error) {
 		x = &oci.Executor{}
 	}
 	return &OCI{cfg: cfg, exec: x, rootfs: rootfs}, nil
-}
-
-// BuildFwd builds cmd/gantry-fwd statically (CGO_ENABLED=0, -trimpath, -s -w) from
-// the module at repoRoot into dir and returns the binary's path.
-func BuildFwd(ctx context.Context, repoRoot, dir string) (string, error) {
-	out, err := filepath.Abs(filepath.Join(dir, "gantry-fwd"))
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-mod=readonly", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/gantry-fwd")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building gantry-fwd: %v: %s", err, strings.TrimSpace(string(b)))
-	}
-	return out, nil
 }
 
 func (o *OCI) Name() string   { return "oci" }

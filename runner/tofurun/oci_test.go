@@ -129,7 +129,7 @@ func setupOCI(t *testing.T) *ociEnv {
 	var err error
 	e.tc, err = tofu.PrepareToolchain(t.Context(), "../..", e.dir, io.Discard)
 	require.NoError(t, err)
-	e.fwd, err = tofurun.BuildFwd(t.Context(), "../..", e.dir)
+	e.fwd, err = tofu.BuildFwd(t.Context(), "../..", e.dir)
 	require.NoError(t, err)
 
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,185 @@
+package tofu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// BuildProgress counts the packages of the toolchain's `go build`s, for the pages that
+// show how far the build has come: each build's packages come from `go list -deps`, and
+// `go build -json -v` reports every package it compiles (a "build-output" event whose
+// output is the package's path). A package already in the Go build cache is not compiled
+// and so not reported; a finished build counts all of its packages. The zero value is
+// ready to use; a nil *BuildProgress counts nothing.
+type BuildProgress struct {
+	mu    sync.Mutex
+	step  string
+	parts []*buildPart
+}
+
+type buildPart struct {
+	label    string
+	total    int
+	seen     map[string]struct{}
+	finished bool
+}
+
+// Counts returns what happens now and the packages compiled (or found built) of those
+// the builds need, over every build counted so far.
+func (p *BuildProgress) Counts() (step string, done, total int) {
+	if p == nil {
+		return "", 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, part := range p.parts {
+		total += part.total
+		if part.finished {
+			done += part.total
+		} else {
+			done += min(len(part.seen), part.total)
+		}
+	}
+	return p.step, done, total
+}
+
+// SetStep says what happens now.
+func (p *BuildProgress) SetStep(step string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.step = step
+	p.mu.Unlock()
+}
+
+func (p *BuildProgress) part(label string) *buildPart {
+	for _, part := range p.parts {
+		if part.label == label {
+			return part
+		}
+	}
+	part := &buildPart{label: label, seen: map[string]struct{}{}}
+	p.parts = append(p.parts, part)
+	return part
+}
+
+func (p *BuildProgress) expect(label string, total int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.part(label).total = total
+	p.mu.Unlock()
+}
+
+func (p *BuildProgress) compiled(label, pkg string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	part := p.part(label)
+	part.seen[pkg] = struct{}{}
+	p.step = fmt.Sprintf("compiling %s (%d of %d packages)", label, min(len(part.seen), part.total), part.total)
+	p.mu.Unlock()
+}
+
+func (p *BuildProgress) finish(label string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.part(label).finished = true
+	p.mu.Unlock()
+}
+
+// GoBuild is one static `go build` of Package in Dir whose progress is counted.
+type GoBuild struct {
+	Label   string   // for people: "OpenTofu"
+	Dir     string   // the module directory the build runs in
+	Package string   // what is built: "github.com/opentofu/opentofu/cmd/tofu", "./cmd/gantry-fwd"
+	Flags   []string // build flags before the package (-trimpath, -ldflags ..., -o out)
+}
+
+// env is the build's environment: static binaries, the same for list and build.
+func (b GoBuild) env() []string { return append(os.Environ(), "CGO_ENABLED=0") }
+
+// Count asks `go list -deps` which packages the build needs and records their number in
+// p (it also downloads missing modules, which the build would do anyway).
+func (b GoBuild) Count(ctx context.Context, p *BuildProgress) error {
+	if p == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-mod=readonly", "-deps", b.Package)
+	cmd.Dir, cmd.Env = b.Dir, b.env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("listing the packages of %s: %v: %s", b.Label, err, strings.TrimSpace(stderr.String()))
+	}
+	p.expect(b.Label, bytes.Count(out, []byte("\n")))
+	return nil
+}
+
+// Run builds, counting every package compiled into p; the compiler's messages and
+// everything else go to log.
+func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error {
+	args := append([]string{"build", "-mod=readonly", "-json", "-v"}, b.Flags...)
+	cmd := exec.CommandContext(ctx, "go", append(args, b.Package)...)
+	cmd.Dir, cmd.Env = b.Dir, b.env()
+	// The go command's stderr and the messages read from its events both go to log, from
+	// two goroutines: one lock, and no ReadFrom (a bytes.Buffer's would drop the other's
+	// writes).
+	log = &lockedWriter{w: log}
+	cmd.Stderr = log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	p.SetStep("compiling " + b.Label)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("building %s: %w", b.Label, err)
+	}
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 64<<10), 4<<20)
+	for lines.Scan() {
+		var ev struct{ ImportPath, Action, Output string }
+		if json.Unmarshal(lines.Bytes(), &ev) != nil {
+			fmt.Fprintln(log, lines.Text())
+			continue
+		}
+		switch {
+		case ev.Action == "build-output" && ev.Output == ev.ImportPath+"\n":
+			p.compiled(b.Label, ev.ImportPath) // -v: the package was compiled
+		case ev.Action == "build-output":
+			io.WriteString(log, ev.Output) // the compiler's messages
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("building %s in %s: %w", b.Label, b.Dir, err)
+	}
+	p.finish(b.Label)
+	return nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

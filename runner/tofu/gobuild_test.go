@@ -1,0 +1,80 @@
+package tofu
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// tinyModule writes a module whose main package prints with fmt (body replaces main's).
+func tinyModule(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module tiny\n\ngo 1.24\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() {\n"+body+"\n}\n"), 0o644))
+	return dir
+}
+
+// TestGoBuildCountsCompiledPackages builds a tiny program with an empty build cache:
+// `go list -deps` gives the total, every package `go build -json -v` compiles counts,
+// and a finished build counts all of them. A second build finds everything cached,
+// reports nothing compiled, and still ends complete.
+func TestGoBuildCountsCompiledPackages(t *testing.T) {
+	t.Setenv("GOCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "")
+	dir := tinyModule(t, `fmt.Println("hi")`)
+	b := GoBuild{Label: "tiny", Dir: dir, Package: ".", Flags: []string{"-trimpath", "-o", filepath.Join(dir, "tiny")}}
+
+	var p BuildProgress
+	require.NoError(t, b.Count(t.Context(), &p))
+	_, done, total := p.Counts()
+	require.Zero(t, done)
+	require.Greater(t, total, 15, "fmt needs the runtime and a dozen more")
+
+	var log bytes.Buffer
+	require.NoError(t, b.Run(t.Context(), &p, &log))
+	p.mu.Lock()
+	compiled := len(p.parts[0].seen)
+	p.mu.Unlock()
+	require.Greater(t, compiled, total/2, "an empty cache compiles most packages")
+	require.LessOrEqual(t, compiled, total)
+	step, done, total2 := p.Counts()
+	require.Equal(t, total, total2)
+	require.Equal(t, total, done, "a finished build counts every package")
+	require.Regexp(t, `^compiling tiny \(\d+ of \d+ packages\)$`, step)
+	require.NotContains(t, log.String(), `"Action"`, "events are counted, not logged")
+	_, err := os.Stat(filepath.Join(dir, "tiny"))
+	require.NoError(t, err)
+
+	var again BuildProgress
+	require.NoError(t, b.Count(t.Context(), &again))
+	require.NoError(t, b.Run(t.Context(), &again, &log))
+	_, done, total = again.Counts()
+	require.Equal(t, total, done)
+}
+
+// TestGoBuildFailureKeepsTheCompilersMessages: a build that fails says so, its
+// messages go to the log, and the build does not count as finished.
+func TestGoBuildFailureKeepsTheCompilersMessages(t *testing.T) {
+	t.Parallel()
+	dir := tinyModule(t, `x := 1`)
+	b := GoBuild{Label: "broken", Dir: dir, Package: ".", Flags: []string{"-o", filepath.Join(dir, "broken")}}
+	var p BuildProgress
+	require.NoError(t, b.Count(t.Context(), &p))
+	var log bytes.Buffer
+	err := b.Run(t.Context(), &p, &log)
+	require.ErrorContains(t, err, "building broken")
+	require.Contains(t, log.String(), "declared and not used: x", "%v", err)
+	_, done, total := p.Counts()
+	require.Less(t, done, total)
+	require.False(t, strings.Contains(log.String(), "build-fail"))
+
+	var nothing *BuildProgress // nil counts nothing and does not panic
+	nothing.SetStep("x")
+	_, done, total = nothing.Counts()
+	require.Zero(t, done+total)
+}

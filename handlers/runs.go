@@ -58,6 +58,9 @@ type Runs struct {
 	Workspaces WorkspaceReader
 	Changes    RunChanges
 	Keys       IdempotencyKeys
+	// Executors tells a run waiting for its executor's preparation how far it has come
+	// (nil: every executor is ready at once).
+	Executors ExecutorWaits
 	// Heartbeat keeps idle live streams open through proxies.
 	Heartbeat time.Duration
 }
@@ -127,6 +130,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 			{Key: "to replace", Value: fmt.Sprint(s.Replace)}, {Key: "to destroy", Value: fmt.Sprint(s.Delete)}, {Key: "unchanged", Value: fmt.Sprint(s.NoOp)}}
 	}
 	p.Outputs = outputsKV(r.Outputs)
+	p.Waiting = h.waiting(r)
 	for _, l := range []struct {
 		id  *string
 		dst *string
@@ -250,6 +254,22 @@ func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.
 	return rows, nil
 }
 
+// waitingPhase names the phase a run in state s would start next: the phases whose jobs
+// wait for an executor being prepared.
+var waitingPhase = map[run.State]string{run.Queued: "plan", run.Approved: "apply", run.Verifying: "verification"}
+
+// waiting is what the run's next phase waits for, or nil.
+func (h Runs) waiting(r run.Run) *views.ExecutorWait {
+	phase, ok := waitingPhase[r.State]
+	if !ok || h.Executors == nil {
+		return nil
+	}
+	if p, waiting := h.Executors.Waiting(r.Runner); waiting {
+		return executorWait(p, phase)
+	}
+	return nil
+}
+
 // events streams the run's live section over SSE: once at connect (so nothing between
 // page load and subscription is missed), then after every change of the run, until
 // it ends or the browser goes away.
@@ -275,7 +295,9 @@ func (h Runs) events(c echo.Context) error {
 	if r, err = h.Runs.Get(ctx, r.ID); err != nil {
 		return err
 	}
-	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.Finished() {
+	// A run waiting for its executor is sent at once: its progress has no version, and
+	// has likely moved since the page was rendered.
+	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.Finished() && h.waiting(r) == nil {
 		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
@@ -295,7 +317,7 @@ func (h Runs) events(c echo.Context) error {
 			return nil
 		}
 		// A change after the read above is already queued in changes: nothing is missed.
-		if !waitForChange(ctx, w, changes, heartbeat.C) {
+		if !h.waitForNews(ctx, w, changes, heartbeat.C, shown) {
 			return nil
 		}
 	}
@@ -315,6 +337,35 @@ func waitForChange(ctx context.Context, w *echo.Response, changes <-chan struct{
 			w.Flush()
 		case <-changes:
 			return true
+		}
+	}
+}
+
+// waitForNews is waitForChange, and while the shown run waits for its executor's
+// preparation, also returns (true) once the progress it showed has moved on: the
+// progress is not a change of the run, so no notification carries it.
+func (h Runs) waitForNews(ctx context.Context, w *echo.Response, changes <-chan struct{}, beat <-chan time.Time, shown run.Run) bool {
+	was := h.waiting(shown)
+	if was == nil {
+		return waitForChange(ctx, w, changes, beat)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-beat:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return false
+			}
+			w.Flush()
+		case <-changes:
+			return true
+		case <-tick.C:
+			if now := h.waiting(shown); now == nil || *now != *was {
+				return true
+			}
 		}
 	}
 }

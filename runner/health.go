@@ -58,3 +58,6 @@ func (e Executors) Statuses(ctx context.Context) []Status {
 	}
 	return out
 }
+
+// Waiting is the preparation executor name's jobs wait for, and true while it lasts.
+func (e Executors) Waiting(name string) (Preparation, bool) { return e.Runners.Waiting(name) }

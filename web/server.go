@@ -99,8 +99,11 @@ type Services struct {
 	Keys        handlers.IdempotencyKeys
 	State       *state.Service
 	Identity    *identity.Issuer
-	Executors   handlers.ExecutorHealth
-	ListenPool  *pgxpool.Pool
+	Executors   interface {
+		handlers.ExecutorHealth
+		handlers.ExecutorWaits
+	}
+	ListenPool *pgxpool.Pool
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
 }
@@ -200,7 +203,11 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: svc.Environments}.Register(app)
-	handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}.Register(app)
+	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}
+	if svc.Executors != nil {
+		runs.Executors = svc.Executors
+	}
+	runs.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)

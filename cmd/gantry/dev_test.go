@@ -25,13 +25,14 @@ import (
 var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)
 var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 
-// startDev runs this test binary as `gantry dev` and waits for its banner.
-func startDev(t *testing.T, dataDir string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
+// startDev runs this test binary as `gantry dev` and waits for its banner; env is added
+// to the process's environment.
+func startDev(t testing.TB, dataDir string, env ...string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
 	t.Helper()
 	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
 	require.NoError(t, err)
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS=")
+	cmd.Env = append(append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS="), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
@@ -71,7 +72,7 @@ func startDev(t *testing.T, dataDir string) (cmd *exec.Cmd, appURL, issuer strin
 	}
 	select {
 	case <-banner:
-	case <-time.After(90 * time.Second):
+	case <-time.After(devStartDeadline):
 		t.Fatalf("gantry dev did not come up:\n%s", output())
 	}
 	mu.Lock()
@@ -122,6 +123,120 @@ func TestDevStartsEverything(t *testing.T) {
 	}
 }
 
+// devStartDeadline bounds the wait for a start's banner (a busy CI machine is slow to
+// initialise PostgreSQL).
+const devStartDeadline = 90 * time.Second
+
+// TestColdDevServesBeforeTheOpenTofuBuild: a cold `gantry dev` (no data directory, no
+// OpenTofu binary) serves /healthz and the sign-in page while OpenTofu is still being
+// built, and a live run requested meanwhile waits in QUEUED, saying so, then completes
+// once the build is done. The build is held by a stand-in for the go command that waits
+// for the test to open a gate, so the order is certain: a portal that waited for the
+// build would never answer.
+func TestColdDevServesBeforeTheOpenTofuBuild(t *testing.T) {
+	dataDir, err := pgcluster.MkdirTemp("gantry-cold-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dataDir) })
+	binDir := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "open")
+	realGo, err := exec.LookPath("go")
+	require.NoError(t, err)
+	wrapper := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(wrapper, "go"), []byte(`#!/bin/sh
+# Holds the build of OpenTofu (go build in tools/tofu) until the test opens the gate.
+case "$PWD" in
+*/tools/tofu) if [ "$1" = build ]; then while [ ! -e "`+gate+`" ]; do sleep 0.1; done; fi ;;
+esac
+exec "`+realGo+`" "$@"
+`), 0o755))
+
+	cmd, appURL, issuer, output := startDev(t, dataDir, "PATH="+wrapper+":"+os.Getenv("PATH"), "GANTRY_BIN_DIR="+binDir)
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(appURL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = noRedirect.Get(appURL + "/login")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	signIn, err := http.Get(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(signIn.Body)
+	signIn.Body.Close()
+	require.Equal(t, http.StatusOK, signIn.StatusCode)
+	require.Contains(t, string(body), "operator@acme.test", "the sign-in page")
+	_, err = os.Stat(filepath.Join(binDir, "tofu"))
+	require.True(t, os.IsNotExist(err), "OpenTofu is not built yet while the portal already serves")
+	require.NotContains(t, output(), "the OpenTofu toolchain is ready")
+
+	app := &webtest.App{URL: appURL, Issuer: issuer}
+	admin := app.LoggedIn(t, "admin@acme.test")
+	executors := webtest.ReadBody(t, app.Get(t, admin, "/executors"))
+	require.Contains(t, executors, `data-testid="executor-preparing"`)
+	require.Contains(t, executors, "Waiting for the OpenTofu build (")
+
+	c := app.LoggedIn(t, "operator@acme.test")
+	runID := devRequestBucket(t, app, c, "cold-start")
+	// The plan job finds the executor preparing more than once: the run waits.
+	deadline := time.Now().Add(30 * time.Second)
+	var page string
+	for time.Now().Before(deadline) {
+		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
+		if strings.Contains(page, "Waiting for the OpenTofu build (") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Contains(t, page, `data-testid="run-state">QUEUED<`)
+	require.Contains(t, page, `data-testid="executor-wait"`)
+	require.Regexp(t, `Waiting for the OpenTofu build \(\d+ %\)`, page)
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	devRunEnds(t, app, c, runID, "SUCCEEDED", output)
+	_, err = os.Stat(filepath.Join(binDir, "tofu"))
+	require.NoError(t, err, "the build finished into --bin-dir")
+	require.Contains(t, output(), "the OpenTofu toolchain is ready")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, cmd.Wait(), output())
+}
+
+// devRequestBucket requests a bucket in development on the default executor and
+// returns the run's id.
+func devRequestBucket(t testing.TB, app *webtest.App, c *http.Client, workspace string) string {
+	t.Helper()
+	page := webtest.ReadBody(t, app.Get(t, c, "/requests/new?template=bucket"))
+	env := regexp.MustCompile(`<option value="(env-[a-z0-9]+)"[^>]*>development`).FindStringSubmatch(page)
+	require.NotNil(t, env, "no development environment on the request form")
+	resp := app.PostForm(t, c, "/requests", url.Values{"_csrf": {app.CSRF(t, c)}, "template": {"bucket"}, "environment": {env[1]},
+		"workspace": {workspace}, "kind": {"apply"}, "inputs.name": {workspace + "-bucket"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	m := runLocation.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m)
+	return m[1]
+}
+
+// devRunEnds waits (at most five minutes: a build may be in front of it) for the run to
+// end and requires it to end in want.
+func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want string, output func() string) string {
+	t.Helper()
+	var state, page string
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
+		if s := runState.FindStringSubmatch(page); s != nil {
+			state = s[1]
+		}
+		if state == "SUCCEEDED" || state == "FAILED" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, want, state, "run page:\n%s\n%s", page, output())
+	return page
+}
+
 var runState = regexp.MustCompile(`data-testid="run-state">([A-Z_]+)<`)
 var runLocation = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
 
@@ -132,28 +247,7 @@ func devRunSucceeds(t *testing.T, appURL, issuer string, output func() string) {
 	t.Helper()
 	app := &webtest.App{URL: appURL, Issuer: issuer}
 	c := app.LoggedIn(t, "operator@acme.test")
-	page := webtest.ReadBody(t, app.Get(t, c, "/requests/new?template=bucket"))
-	env := regexp.MustCompile(`<option value="(env-[a-z0-9]+)"[^>]*>development`).FindStringSubmatch(page)
-	require.NotNil(t, env, "no development environment on the request form")
-	resp := app.PostForm(t, c, "/requests", url.Values{"_csrf": {app.CSRF(t, c)}, "template": {"bucket"}, "environment": {env[1]},
-		"workspace": {"dev-smoke"}, "kind": {"apply"}, "inputs.name": {"dev-smoke-bucket"}})
-	body := webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	m := runLocation.FindStringSubmatch(resp.Header.Get("Location"))
-	require.NotNil(t, m)
-	var state string
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+m[1]))
-		if s := runState.FindStringSubmatch(page); s != nil {
-			state = s[1]
-		}
-		if state == "SUCCEEDED" || state == "FAILED" {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	require.Equal(t, "SUCCEEDED", state, "run page:\n%s\n%s", page, output())
+	page := devRunEnds(t, app, c, devRequestBucket(t, app, c, "dev-smoke"), "SUCCEEDED", output)
 	require.NotContains(t, page, "SIMULATED")
 	require.Regexp(t, `data-testid="executor">tofu/(oci · isolated \(runc\)|process · not isolated)<`, page)
 }

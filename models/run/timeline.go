@@ -68,7 +68,7 @@ func Timeline(r Run, events []audit.Event) []Stage {
 
 	planStart := transitionAt(events, Planning)
 	planEnd := transitionAt(events, Planned, NoChanges, PolicyBlocked, PendingApproval, Approved)
-	plan := stageFrom("Plan (init, validate, plan, show -json)", planStart, StageWaiting, "")
+	plan := stageFrom("Plan (init, plan, show -json)", planStart, StageWaiting, "")
 	switch {
 	case planEnd != nil:
 		plan = stageFrom(plan.Name, planEnd, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",

@@ -1,0 +1,101 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/runner"
+	"gantry/runner/mock"
+	"gantry/web/webtest"
+)
+
+const (
+	// Artifacts for a human; not assertions.
+	waitingRunScreenshot = "/tmp/gantry-run-waiting-1280.png"
+	executorsScreenshot  = "/tmp/gantry-executors-preparing-1280.png"
+)
+
+// builtRunner is the mock's behaviour under a live executor's name.
+type builtRunner struct {
+	runner.Runner
+	name string
+}
+
+func (b builtRunner) Name() string    { return b.name }
+func (b builtRunner) Simulated() bool { return false }
+
+// TestRunWaitingForTheBuildInBrowser: the operator's run page, opened while the
+// default executor is still being prepared, says the run waits for the OpenTofu build
+// with a progress bar that moves by itself (SSE) as the build goes on; the admin's
+// executors page shows the executor preparing and refreshes itself (htmx); once the
+// build is done the run page follows the run to SUCCEEDED without a reload.
+func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	var mu sync.Mutex
+	progress := runner.Preparation{What: "the OpenTofu build", Step: "compiling OpenTofu (163 of 1630 packages)", Done: 163, Total: 1630}
+	set := func(done int) {
+		mu.Lock()
+		progress.Done, progress.Step = done, fmt.Sprintf("compiling OpenTofu (%d of 1630 packages)", done)
+		mu.Unlock()
+	}
+	deferred := runner.NewDeferred("tofu/oci", true, func() runner.Preparation {
+		mu.Lock()
+		defer mu.Unlock()
+		return progress
+	})
+	app := webtest.StartWith(t, webtest.Options{Runner: deferred})
+	c := app.LoggedIn(t, operatorEmail)
+	development := app.OrgEnvironmentID(t, "acme", "development")
+	form := url.Values{"_csrf": {app.CSRF(t, c)}, "template": {"bucket"}, "environment": {development}, "workspace": {"early"},
+		"kind": {"apply"}, "inputs.name": {"early-bucket"}}
+	resp := app.PostForm(t, c, "/requests", form)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	runPath := resp.Header.Get("Location")
+	require.Regexp(t, runURLPath, runPath)
+
+	b := startBrowser(t, chrome)
+	signInAs(t, b, app, operatorEmail, operatorPassword, "Olivia")
+	b.do(t, "open the run page", chromedp.Navigate(app.URL+runPath),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-wait"]`)))
+	require.Equal(t, "QUEUED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
+	wait := text(t, b, chromedp.CSS(`[data-testid="executor-wait"]`))
+	require.Contains(t, wait, "Waiting for the OpenTofu build (10 %)")
+	require.Contains(t, wait, "compiling OpenTofu (163 of 1630 packages)")
+	require.Equal(t, "10", attribute(t, b, chromedp.CSS(`[data-testid="executor-wait"] progress`), "value"))
+	loads := runPageLoads(b, app.URL+runPath)
+
+	set(1141)
+	require.True(t, run(t, b, "wait for the progress to move by itself", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="executor-wait"] progress')?.value == 70`, chromedp.WithPollingTimeout(liveTimeout))))
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="executor-wait"]`)), "Waiting for the OpenTofu build (70 %)")
+	screenshotAt(t, b, waitingRunScreenshot, 1280, 800, false)
+
+	admin := startBrowser(t, chrome)
+	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
+	admin.do(t, "open the executors page", chromedp.Navigate(app.URL+"/executors"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-preparing"]`)))
+	require.Contains(t, text(t, admin, chromedp.CSS(`[data-testid="executor-tofu/oci"]`)), "Waiting for the OpenTofu build (70 %)")
+	set(1467)
+	require.True(t, run(t, admin, "wait for the executors page to refresh itself", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="executor-tofu/oci"] progress')?.value == 90`, chromedp.WithPollingTimeout(liveTimeout))))
+	screenshotAt(t, admin, executorsScreenshot, 1280, 800, false)
+
+	require.NoError(t, deferred.Resolve(builtRunner{Runner: mock.New(), name: "tofu/oci"}))
+	require.True(t, run(t, b, "wait for the run to succeed, live", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="run-state"]')?.textContent.trim() == "SUCCEEDED"`, chromedp.WithPollingTimeout(liveTimeout))))
+	require.Zero(t, run(t, b, "look for the waiting notice", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="executor-wait"]').length`)))
+	require.Equal(t, loads, runPageLoads(b, app.URL+runPath), "the run page updated in place")
+	require.True(t, run(t, admin, "wait for the executor to show healthy", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="executor-tofu/oci"]')?.textContent.includes("healthy")`, chromedp.WithPollingTimeout(liveTimeout))))
+	require.False(t, strings.Contains(text(t, admin, chromedp.CSS(`[data-testid="executors"]`)), "preparing"))
+	requireNoCSPViolations(t, b)
+	requireNoCSPViolations(t, admin)
+}

@@ -97,3 +97,24 @@ func Until(wake <-chan struct{}, poll, deadline time.Duration, done func() bool)
 func ReportTimeouts(b *testing.B, n int) {
 	b.ReportMetric(float64(n), "timeouts")
 }
+
+// Ratio measures subject against baseline in one run: every iteration runs the baseline,
+// then the subject, timed apart, so both see the same machine at the same moment. It
+// reports "ratio" (the subject's time over the baseline's), the subject's time as ns/op
+// (replacing the default, which would include the baseline) and the baseline's as
+// baseline-ns/op.
+func Ratio(b *testing.B, baseline, subject func()) {
+	var base, subj time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		baseline()
+		t1 := time.Now()
+		subject()
+		subj += time.Since(t1)
+		base += t1.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(subj.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(base.Nanoseconds())/n, "baseline-ns/op")
+	b.ReportMetric(float64(subj)/float64(base), "ratio")
+}

@@ -9,13 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/run"
 )
 
 // BenchmarkApprovalToApplyStart measures, over 200 runs, the time from the commit of
 // APPROVED (Approve returning) to the apply worker starting (its checks passed, the
 // apply about to run): transactional enqueue, LISTEN/NOTIFY wake-up, fetch, re-checks.
-// Run it with -benchtime=1x; it reports p50 and p99 in milliseconds.
+// Run it with -benchtime=1x; it reports p50 and p99 in milliseconds, and how many applies
+// did not start within a deadline scaled to the machine (counted, not failed: a slow
+// machine gives slower figures, not a failure).
 func BenchmarkApprovalToApplyStart(b *testing.B) {
 	const runs = 200
 	var mu sync.Mutex
@@ -39,6 +42,8 @@ func BenchmarkApprovalToApplyStart(b *testing.B) {
 		pending[i] = h.waitFor(r.ID, run.PendingApproval)
 	}
 	latencies := make([]time.Duration, 0, runs)
+	deadline := bench.Deadline(2 * time.Second)
+	timeouts := 0
 	b.ResetTimer()
 	for _, r := range pending {
 		ch := make(chan time.Time, 1)
@@ -51,11 +56,14 @@ func BenchmarkApprovalToApplyStart(b *testing.B) {
 		select {
 		case at := <-ch:
 			latencies = append(latencies, at.Sub(committed))
-		case <-time.After(10 * time.Second):
-			b.Fatalf("apply of %s never started", r.ID)
+		case <-time.After(deadline):
+			// A lower bound: the figure is the deadline, and the summary says so.
+			latencies = append(latencies, deadline)
+			timeouts++
 		}
 	}
 	b.StopTimer()
+	bench.ReportTimeouts(b, timeouts)
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))] }
 	b.ReportMetric(float64(pct(0.50).Microseconds())/1000, "p50_ms")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"gantry/bench"
 	catalogfiles "gantry/catalog"
 	"gantry/cmd/gantry/assemble"
 	"gantry/models/artifact"
@@ -117,7 +118,7 @@ func (h *harness) requestBucket(env, ws, name string, kind run.Kind) run.Run {
 func (h *harness) waitFor(id string, want ...run.State) run.Run {
 	h.t.Helper()
 	var r run.Run
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(bench.Deadline(5 * time.Second)) // 20 s on an idle machine
 	for time.Now().Before(deadline) {
 		require.NoError(h.t, h.db.Where("id = ?", id).Take(&r).Error)
 		for _, w := range want {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
@@ -24,7 +25,7 @@ func waitForState(t testing.TB, app *webtest.App, runID string, want run.State) 
 	require.Eventually(t, func() bool {
 		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
 		return r.State == want || (r.State.Terminal() && r.State != want)
-	}, 20*time.Second, 20*time.Millisecond)
+	}, bench.Deadline(5*time.Second), 20*time.Millisecond) // 20 s on an idle machine
 	require.Equal(t, want, r.State, "run ended %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app, r))
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"gantry/bench"
 	"gantry/models/classify/classifytest"
 )
 
@@ -341,20 +342,17 @@ func TestLargePlan(t *testing.T) {
 	}
 }
 
+// BenchmarkClassify10k classifies the 10,000-change plan with dependents, against a
+// plain decode of it in the same run (goal: ratio ≤ 2, bench/goals.go).
 func BenchmarkClassify10k(b *testing.B) {
 	data := genFile(b)
 	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for b.Loop() {
+	bench.Ratio(b, classifytest.PlainDecode(b, data), func() {
 		res, err := Classify(data, opts)
 		if err != nil || len(res.Replaces) != 500 {
 			b.Fatal(err)
 		}
-	}
-}
-
-func BenchmarkDecode10k(b *testing.B) {
-	classifytest.DecodeBaseline(b)
+	})
 }
 
 func TestModules(t *testing.T) {

@@ -4,26 +4,22 @@ import (
 	"strings"
 	"testing"
 
+	"gantry/bench"
 	"gantry/models/classify"
 	"gantry/models/classify/classifytest"
 )
 
+// BenchmarkLoad10k loads the 10,000-change plan for review, against a plain decode of
+// it in the same run (goal: ratio ≤ 2, bench/goals.go).
 func BenchmarkLoad10k(b *testing.B) {
 	data := classifytest.Plan10kFile(b)
 	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for b.Loop() {
+	bench.Ratio(b, classifytest.PlainDecode(b, data), func() {
 		d, err := Load(data)
 		if err != nil || d.Len() != 4*classifytest.Groups {
 			b.Fatal(err)
 		}
-	}
-}
-
-// BenchmarkDecode10k is the yardstick for Load: the plain decode of the same
-// bytes into map[string]any.
-func BenchmarkDecode10k(b *testing.B) {
-	classifytest.DecodeBaseline(b)
+	})
 }
 
 func BenchmarkGraph10k(b *testing.B) {

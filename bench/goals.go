@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Goal is what one figure of one benchmark should be: at most Max (or, with AtLeast, at
+// least Max). A benchmark can have several goals (one per metric it reports); a figure
+// with no limit (Report) is shown for information and counts as met.
+type Goal struct {
+	Package   string // import path, "gantry/web"
+	Benchmark string // function name, "BenchmarkRequestToPendingApproval50"
+	Metric    string // the unit it reports, "ratio", "p99_ms", "ns/op"
+	Max       float64
+	AtLeast   bool   // the figure must be at least Max instead
+	Report    bool   // no limit: reported only
+	Why       string // where the goal comes from
+	// Quick benchmarks take seconds: `go tool task bench:quick` runs only them.
+	Quick bool
+}
+
+// Met says whether figure meets the goal.
+func (g Goal) Met(figure float64) bool {
+	switch {
+	case g.Report:
+		return true
+	case g.AtLeast:
+		return figure >= g.Max
+	}
+	return figure <= g.Max
+}
+
+// Text is the goal as the summary shows it: "≤ 1.1", "≥ 3", "reported".
+func (g Goal) Text() string {
+	switch {
+	case g.Report:
+		return "reported"
+	case g.AtLeast:
+		return "≥ " + Format(g.Max)
+	}
+	return "≤ " + Format(g.Max)
+}
+
+// Format prints a figure: whole numbers from 1000 up (bytes, nanoseconds), else four
+// significant digits.
+func Format(v float64) string {
+	if v >= 1000 || v <= -1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// Goals are every benchmark of the repository with its goals: `go tool task bench`
+// prints them as a table with the figures of one run. A test holds it complete: a
+// benchmark without a goal, or a goal without a benchmark, fails it. Every later issue
+// adds its benchmarks here.
+var Goals = []Goal{
+	// A request costs no more than raw OpenTofu (issues 4 and 10).
+	{Package: "gantry/web", Benchmark: "BenchmarkRequestToPendingApproval50", Metric: "ratio", Max: 1.1,
+		Why: "request → PENDING_APPROVAL over raw tofu init && plan -out, 50 resources, runc, median of 5"},
+	{Package: "gantry/web", Benchmark: "BenchmarkRequestToPendingApproval50", Metric: "portal_s", Report: true,
+		Why: "the portal's median, seconds"},
+	{Package: "gantry/web", Benchmark: "BenchmarkRequestToPendingApproval50", Metric: "timeouts", Max: 0,
+		Why: "waits that ran out of their machine-scaled deadline"},
+	// A portal serving in seconds on a fresh machine (issue 10).
+	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkColdDevStart", Metric: "healthz_s", Max: 30,
+		Why: "cold gantry dev (no .data/, no bin/tofu, empty Go build cache) to /healthz answering"},
+	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkColdDevStart", Metric: "first_live_run_s", Report: true,
+		Why: "cold gantry dev to the live executor ready (OpenTofu built from source), seconds"},
+	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkColdDevStart", Metric: "timeouts", Max: 0,
+		Why: "waits that ran out of their machine-scaled deadline"},
+	// An approval starts its apply at once (issue 3).
+	{Package: "gantry/runner", Benchmark: "BenchmarkApprovalToApplyStart", Metric: "p50_ms", Max: 20,
+		Why: "commit of APPROVED to the apply worker starting, 200 runs"},
+	{Package: "gantry/runner", Benchmark: "BenchmarkApprovalToApplyStart", Metric: "p99_ms", Max: 100,
+		Why: "the same, 99th percentile"},
+	{Package: "gantry/runner", Benchmark: "BenchmarkApprovalToApplyStart", Metric: "timeouts", Max: 0,
+		Why: "applies that never started within their machine-scaled deadline"},
+	// Plan review at 10,000 changes, each a ratio to a plain encoding/json decode of the
+	// same plan measured in the same run (issue 5).
+	{Package: "gantry/models/classify", Benchmark: "BenchmarkClassify10k", Metric: "ratio", Max: 2, Quick: true,
+		Why: "classification with dependents over the plain decode"},
+	{Package: "gantry/policies", Benchmark: "BenchmarkEvaluate10k", Metric: "ratio", Max: 5, Quick: true,
+		Why: "every built-in policy over the plain decode"},
+	{Package: "gantry/web", Benchmark: "BenchmarkReviewPage10k", Metric: "ratio", Max: 3, Quick: true,
+		Why: "the review page's first response over the plain decode"},
+	{Package: "gantry/web", Benchmark: "BenchmarkReviewPage10k", Metric: "page-bytes", Max: 200 * 1024, Quick: true,
+		Why: "the review page's first response stays small"},
+	{Package: "gantry/models/review", Benchmark: "BenchmarkLoad10k", Metric: "ratio", Max: 2, Quick: true,
+		Why: "loading a plan for review (decode and index) over the plain decode"},
+	{Package: "gantry/models/review", Benchmark: "BenchmarkGraph10k", Metric: "ns/op", Max: 50e6, Quick: true,
+		Why: "the blast-radius graph of a 10k plan in at most 50 ms (part of the first response)"},
+	{Package: "gantry/models/review", Benchmark: "BenchmarkAttributes10k", Metric: "ns/op", Max: 10e6, Quick: true,
+		Why: "one page of 50 attribute diffs (an htmx page request) in at most 10 ms"},
+}
+
+// QuickPattern is the -bench regular expression of the quick benchmarks.
+func QuickPattern() string {
+	seen := map[string]bool{}
+	var names []string
+	for _, g := range Goals {
+		if g.Quick && !seen[g.Benchmark] {
+			seen[g.Benchmark] = true
+			names = append(names, strings.TrimPrefix(g.Benchmark, "Benchmark"))
+		}
+	}
+	return "^Benchmark(" + strings.Join(names, "|") + ")$"
+}

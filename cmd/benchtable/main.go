@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/benchtable [-quick] [-timeout 45m] [-out .bench/summary.md] [packages]
 //
-// It runs `go test -run ^$ -bench <pattern> -benchmem -json -timeout <timeout>`, prints the
+// It runs `go test -p 1 -run ^$ -bench <pattern> -benchmem -json -timeout <timeout>`, prints the
 // benchmark lines as they come, and writes the table even when a package fails or runs
 // out of time (its benchmarks then have no figure, which is not met). It exits 1 when
 // go test failed; an unmet goal is the table's news, not a failure.
@@ -40,7 +40,9 @@ func main() {
 	if *quick {
 		pattern = bench.QuickPattern()
 	}
-	args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-json", "-timeout", timeout.String()}, pkgs...)
+	// -p 1: one package's benchmarks at a time, so no benchmark shares the machine with
+	// another (a cold start compiling OpenTofu would slow every figure beside it).
+	args := append([]string{"test", "-p", "1", "-run", "^$", "-bench", pattern, "-benchmem", "-json", "-timeout", timeout.String()}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

@@ -138,14 +138,16 @@ func TestColdDevServesBeforeTheOpenTofuBuild(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dataDir) })
 	binDir := t.TempDir()
-	gate := filepath.Join(t.TempDir(), "open")
+	gates := t.TempDir()
+	gate, held := filepath.Join(gates, "open"), filepath.Join(gates, "held")
 	realGo, err := exec.LookPath("go")
 	require.NoError(t, err)
 	wrapper := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(wrapper, "go"), []byte(`#!/bin/sh
-# Holds the build of OpenTofu (go build in tools/tofu) until the test opens the gate.
-case "$PWD" in
-*/tools/tofu) if [ "$1" = build ]; then while [ ! -e "`+gate+`" ]; do sleep 0.1; done; fi ;;
+# Holds the build of OpenTofu (go build in tools/tofu) until the test opens the gate,
+# and says that it does.
+case "$(/bin/pwd)" in
+*/tools/tofu) if [ "$1" = build ]; then : > "`+held+`"; while [ ! -e "`+gate+`" ]; do sleep 0.1; done; fi ;;
 esac
 exec "`+realGo+`" "$@"
 `), 0o755))
@@ -192,6 +194,9 @@ exec "`+realGo+`" "$@"
 	require.Contains(t, page, `data-testid="executor-wait"`)
 	require.Regexp(t, `Waiting for the OpenTofu build \(\d+ %\)`, page)
 
+	// The build really is being held (not merely not finished yet).
+	require.Eventually(t, func() bool { _, err := os.Stat(held); return err == nil }, 5*time.Minute, 100*time.Millisecond,
+		"the OpenTofu build never reached the gate:\n%s", output())
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	devRunEnds(t, app, c, runID, "SUCCEEDED", output)
 	_, err = os.Stat(filepath.Join(binDir, "tofu"))

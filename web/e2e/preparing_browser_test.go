@@ -65,24 +65,24 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	signInAs(t, b, app, operatorEmail, operatorPassword, "Olivia")
 	b.do(t, "open the run page", chromedp.Navigate(app.URL+runPath),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-wait"]`)))
-	require.Equal(t, "QUEUED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
-	wait := text(t, b, chromedp.CSS(`[data-testid="executor-wait"]`))
+	require.Equal(t, "QUEUED", liveText(t, b, "run-state"))
+	wait := liveText(t, b, "executor-wait")
 	require.Contains(t, wait, "Waiting for the OpenTofu build (10 %)")
 	require.Contains(t, wait, "compiling OpenTofu (163 of 1630 packages)")
-	require.Equal(t, "10", attribute(t, b, chromedp.CSS(`[data-testid="executor-wait"] progress`), "value"))
+	require.Equal(t, 10, run(t, b, "read the progress", chromedp.Evaluate[int](`document.querySelector('[data-testid="executor-wait"] progress')?.value ?? -1`)))
 	loads := runPageLoads(b, app.URL+runPath)
 
 	set(1141)
 	require.True(t, run(t, b, "wait for the progress to move by itself", chromedp.Poll[bool](
 		`document.querySelector('[data-testid="executor-wait"] progress')?.value == 70`, chromedp.WithPollingTimeout(liveTimeout))))
-	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="executor-wait"]`)), "Waiting for the OpenTofu build (70 %)")
+	require.Contains(t, liveText(t, b, "executor-wait"), "Waiting for the OpenTofu build (70 %)")
 	screenshotAt(t, b, waitingRunScreenshot, 1280, 800, false)
 
 	admin := startBrowser(t, chrome)
 	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
 	admin.do(t, "open the executors page", chromedp.Navigate(app.URL+"/executors"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-preparing"]`)))
-	require.Contains(t, text(t, admin, chromedp.CSS(`[data-testid="executor-tofu/oci"]`)), "Waiting for the OpenTofu build (70 %)")
+	require.Contains(t, liveText(t, admin, "executor-tofu/oci"), "Waiting for the OpenTofu build (70 %)")
 	set(1467)
 	require.True(t, run(t, admin, "wait for the executors page to refresh itself", chromedp.Poll[bool](
 		`document.querySelector('[data-testid="executor-tofu/oci"] progress')?.value == 90`, chromedp.WithPollingTimeout(liveTimeout))))
@@ -95,7 +95,16 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	require.Equal(t, loads, runPageLoads(b, app.URL+runPath), "the run page updated in place")
 	require.True(t, run(t, admin, "wait for the executor to show healthy", chromedp.Poll[bool](
 		`document.querySelector('[data-testid="executor-tofu/oci"]')?.textContent.includes("healthy")`, chromedp.WithPollingTimeout(liveTimeout))))
-	require.False(t, strings.Contains(text(t, admin, chromedp.CSS(`[data-testid="executors"]`)), "preparing"))
+	require.False(t, strings.Contains(liveText(t, admin, "executors"), "preparing"))
 	requireNoCSPViolations(t, b)
 	requireNoCSPViolations(t, admin)
+}
+
+// liveText reads an element of a page the live stream updates from the document as it
+// stands: the stream may swap the element out between finding and reading it, and a
+// node swapped out reads as empty.
+func liveText(t *testing.T, b *browser, testid string) string {
+	t.Helper()
+	return run(t, b, "read "+testid, chromedp.Evaluate[string](
+		fmt.Sprintf(`document.querySelector('[data-testid=%q]')?.innerText.trim() ?? ""`, testid)))
 }

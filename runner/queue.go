@@ -44,6 +44,8 @@ type Queue struct {
 	verify   *VerifyWorker
 	expire   *ExpireWorker
 	escalate *EscalateWorker
+	export   *AuditExportWorker
+	chain    *AuditCheckpointWorker
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -69,6 +71,8 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},
+		export:   &AuditExportWorker{},
+		chain:    &AuditCheckpointWorker{Logger: cfg.Logger},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -86,6 +90,12 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, q.escalate); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, q.export); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.chain); err != nil {
+		return nil, err
+	}
 	var driver *riverdatabasesql.Driver
 	if cfg.ListenPool != nil {
 		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
@@ -93,9 +103,14 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		driver = riverdatabasesql.New(cfg.SQLDB)
 	}
 	client, err := river.NewClient(driver, &river.Config{
-		Logger:               cfg.Logger.With("component", "river"),
-		Queues:               map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}},
-		Workers:              workers,
+		Logger:  cfg.Logger.With("component", "river"),
+		Queues:  map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}},
+		Workers: workers,
+		// The chain checkpoint runs on the leader only, so replicas do not repeat it.
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(CheckpointEvery),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return AuditCheckpointArgs{}, &river.InsertOpts{Queue: QueueAudit, MaxAttempts: 1}
+			}, &river.PeriodicJobOpts{RunOnStart: true})},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		// The default for workers without their own Timeout; River requires it to be
 		// at most the rescue window.
@@ -118,6 +133,14 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 // Enqueuer is what the run service uses to insert jobs transactionally.
 func (q *Queue) Enqueuer() run.Enqueuer { return Enqueuer{Client: q.Client} }
 
+// ExportEnqueuer is what the audit export service uses to insert build jobs.
+func (q *Queue) ExportEnqueuer() ExportEnqueuer { return ExportEnqueuer{Client: q.Client} }
+
+// BindAudit gives the audit workers the export service and the log they drive.
+func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
+	q.export.Exports, q.chain.Chain = exports, chain
+}
+
 // Bind gives the workers the run service they drive.
 func (q *Queue) Bind(runs Lifecycle) {
 	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs, q.escalate.Runs = runs, runs, runs, runs, runs
@@ -125,8 +148,8 @@ func (q *Queue) Bind(runs Lifecycle) {
 
 // Start starts working jobs until ctx ends or Stop is called.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.plan.Runs == nil {
-		return fmt.Errorf("job queue started before Bind")
+	if q.plan.Runs == nil || q.export.Exports == nil {
+		return fmt.Errorf("job queue started before Bind and BindAudit")
 	}
 	return q.Client.Start(ctx)
 }

@@ -47,6 +47,7 @@ type tenantObjects struct {
 	member     string // a member's user id (the target of the member actions)
 	policy     string // an organization policy's name
 	invitation string // an open invitation's e-mail address
+	export     string // a finished audit export's id
 }
 
 type routeFixtures struct {
@@ -148,6 +149,10 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 	require.NoError(t, orgs.Invite(t.Context(), fx.acme.org, fx.acme.invitation, authz.RoleOperator))
 	require.NoError(t, orgs.Invite(t.Context(), fx.globex.org, fx.globex.invitation, authz.RoleOperator))
 
+	// One finished audit export each, asked for by acme's auditor and globex's admin.
+	fx.acme.export = requestExport(t, app, fx.auditor.client, fx.auditor.csrf, nil)
+	fx.globex.export = requestExport(t, app, globexAdmin.client, globexAdmin.csrf, nil)
+
 	var err error
 	fx.stateUser, fx.statePass, err = app.System.State.IssueCredentials(t.Context(), fx.acme.org, fx.acme.ws, fx.acme.run.ID, state.PhaseApply, time.Hour)
 	require.NoError(t, err)
@@ -159,7 +164,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

@@ -95,6 +95,9 @@ func (fx *routeFixtures) objectParams() []objectParam {
 			noHidden: "a membership belongs to the organization, not to an environment"},
 		{param: "name", prefix: "/policies/", what: "organization policy", own: fx.acme.policy, other: fx.globex.policy, actor: fx.admin,
 			noHidden: "an organization policy applies to the whole organization, not to one environment"},
+		{param: "id", prefix: "/audit/exports/", what: "audit export", own: fx.acme.export, other: fx.globex.export, actor: fx.auditor,
+			noHidden: "an export is of the organization's whole log (its filters only narrow it), not of one environment; only " +
+				"auditors, admins and owners, who see restricted environments, may have one"},
 		{param: "workspace", prefix: "/state/", what: "workspace state", own: fx.acme.ws, other: fx.globex.ws, state: true,
 			noHidden: "the state backend is called by a job with its run's credential, never by a member: the grant rule is about people " +
 				"(the credential reaches its own workspace only)"},
@@ -358,6 +361,35 @@ func TestRouteTable(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the auditor changes nothing", func(t *testing.T) {
+		// Every mutating route, sent as acme's auditor with a well-formed body on acme's
+		// own objects, is refused as forbidden, except the few that are an auditor's own.
+		own := map[string]string{
+			"POST /logout":        "ends the auditor's own session",
+			"POST /org/switch":    "moves the auditor's own session to another of their organizations",
+			"POST /audit/exports": "exporting the log is the auditor's work",
+		}
+		sent := 0
+		for _, c := range cases {
+			if !mutating(c.method) || c.exempt != "" || (c.object != nil && c.object.state) {
+				continue
+			}
+			if _, ok := own[c.key]; ok {
+				continue
+			}
+			id := ""
+			if c.object != nil {
+				id = c.object.own
+			}
+			cl := call{who: fx.auditor, method: c.method, path: c.path(id, nil)}
+			cl.form, cl.contentType, cl.body = fx.payload(t, c, id)
+			a := fx.send(t, cl)
+			require.Equal(t, http.StatusForbidden, a.status, "%s as the auditor: %s", c.label, a.body)
+			sent++
+		}
+		require.Greater(t, sent, 15, "the mutating routes were enumerated")
+	})
 
 	// Whatever the routes were sent, no decision was taken on the fixtures' runs and
 	// nothing of globex changed.
@@ -720,6 +752,8 @@ var routeChecks = map[string]routeCheck{
 		a := fx.send(t, call{who: fx.owner, method: http.MethodPost, path: c.pattern, form: url.Values{"email": {fx.acme.invitation}}})
 		require.Equal(t, http.StatusSeeOther, a.status, "revoking acme's own invitation: %s", a.body)
 	}},
+	"POST /audit/exports": {why: "a time range and filters over the signed-in organization's own log: an id in a filter only " +
+		"narrows that log (another organization's id matches nothing), and the export belongs to the organization"},
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},

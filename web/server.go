@@ -4,6 +4,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,8 @@ type Services struct {
 	Orgs         *org.Service
 	Members      handlers.MemberAdmin
 	Audit        *audit.Log
+	Exports      *audit.Exports
+	AuditKeys    *audit.Keys
 	Environments *environment.Service
 	// Credentials manages environments' static cloud credentials.
 	Credentials handlers.EnvironmentCredentials
@@ -209,6 +212,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	runs.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
+	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
+		Names: auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}
@@ -276,4 +281,31 @@ func StateOnly(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// auditNames resolves the ids of audit events through the services that own them.
+type auditNames struct {
+	environments *environment.Service
+	workspaces   *workspace.Service
+	orgs         *org.Service
+}
+
+func (n auditNames) EnvironmentNames(ctx context.Context) (map[string]string, error) {
+	return n.environments.Names(ctx)
+}
+
+func (n auditNames) WorkspaceNames(ctx context.Context, ids []string) (map[string]string, error) {
+	return n.workspaces.Names(ctx, ids)
+}
+
+func (n auditNames) MemberNames(ctx context.Context) (map[string]string, error) {
+	members, err := n.orgs.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(members))
+	for _, m := range members {
+		out[m.UserID] = cmp.Or(m.UserName, m.UserEmail)
+	}
+	return out, nil
 }

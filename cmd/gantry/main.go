@@ -29,7 +29,9 @@ Commands:
             .data/, a development OpenID Provider with demo users, and demo data.
   migrate   Apply pending database migrations and exit.
   org       "gantry org invite": create an organization and invite its first owner by e-mail.
-  keys      "gantry keys rotate": re-wrap every data key under the first key of --keys.
+  keys      "gantry keys rotate": re-wrap every data key under the first key of --keys;
+            "gantry keys list": the organizations' audit signing keys (public halves).
+  audit     "gantry audit verify FILE": check a signed audit export or attestation offline.
   help      Show this help, or "gantry help <command>" for a command's flags.
 
 Every flag can also be set by the environment variable shown in its help text.
@@ -46,6 +48,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout io.Wri
 	"migrate": runMigrate,
 	"org":     runOrg,
 	"keys":    runKeys,
+	"audit":   runAudit,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -73,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errVerdict):
+		return 1
 	}
 	logger.Error("gantry "+args[0]+" failed", "error", err.Error())
 	fmt.Fprintf(stderr, "gantry %s: %v\n", args[0], err)

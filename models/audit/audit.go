@@ -5,6 +5,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -30,8 +31,13 @@ type Event struct {
 	TargetType     string
 	TargetID       string
 	Data           json.RawMessage `gorm:"type:jsonb"`
-	PrevHash       []byte
-	Hash           []byte
+	// The scope the event concerns, for filtering; hashed with the event. Empty (NULL)
+	// where it does not apply, and on every event recorded before scopes existed.
+	EnvironmentID string `gorm:"default:null"`
+	WorkspaceID   string `gorm:"default:null"`
+	RunID         string `gorm:"default:null"`
+	PrevHash      []byte
+	Hash          []byte
 }
 
 // TableName pins the table; gorm would guess the same, but the log must not move.
@@ -43,6 +49,25 @@ type Entry struct {
 	TargetType string // e.g. "environment"
 	TargetID   string
 	Data       any // marshalled to JSON; must not hold secrets
+	// Scope: the environment, workspace and run the event concerns, as far as they
+	// apply. The target fills in its own (a run's event is about that run), so callers
+	// name the rest.
+	EnvironmentID string
+	WorkspaceID   string
+	RunID         string
+}
+
+// scoped fills in the scope the target implies.
+func (e Entry) scoped() Entry {
+	switch e.TargetType {
+	case "run":
+		e.RunID = cmp.Or(e.RunID, e.TargetID)
+	case "workspace":
+		e.WorkspaceID = cmp.Or(e.WorkspaceID, e.TargetID)
+	case "environment":
+		e.EnvironmentID = cmp.Or(e.EnvironmentID, e.TargetID)
+	}
+	return e
 }
 
 // Log appends events and reads them back.
@@ -81,6 +106,7 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 	if err != nil {
 		return fmt.Errorf("encoding audit data: %w", err)
 	}
+	e = e.scoped()
 	return db.Tx(ctx, l.db, func(ctx context.Context) error {
 		conn := db.Conn(ctx, l.db)
 		if err := l.Lock(ctx, subject.OrganizationID); err != nil {
@@ -91,11 +117,14 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 			Seq  int64
 			Hash []byte
 		}
-		// The database clock, not the portal's, dates every event.
-		err := conn.Raw(`SELECT now() AS now,
-		        COALESCE((SELECT seq FROM audit_events WHERE organization_id = ? ORDER BY seq DESC LIMIT 1), 0) AS seq,
-		        (SELECT hash FROM audit_events WHERE organization_id = ? ORDER BY seq DESC LIMIT 1) AS hash`,
-			subject.OrganizationID, subject.OrganizationID).Scan(&head).Error
+		// The database clock, not the portal's, dates every event, and never earlier
+		// than the event before it (now() is when the transaction began, which may be
+		// before the event the lock made it wait for): time follows the sequence, so a
+		// time range is one stretch of the chain.
+		err := conn.Raw(`SELECT GREATEST(now(), h.occurred_at) AS now, COALESCE(h.seq, 0) AS seq, h.hash AS hash
+		        FROM (SELECT 1) AS one
+		        LEFT JOIN LATERAL (SELECT seq, hash, occurred_at FROM audit_events WHERE organization_id = ? ORDER BY seq DESC LIMIT 1) AS h ON true`,
+			subject.OrganizationID).Scan(&head).Error
 		if err != nil {
 			return fmt.Errorf("reading audit chain head: %w", err)
 		}
@@ -109,6 +138,9 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 			TargetType:     e.TargetType,
 			TargetID:       e.TargetID,
 			Data:           data,
+			EnvironmentID:  e.EnvironmentID,
+			WorkspaceID:    e.WorkspaceID,
+			RunID:          e.RunID,
 			PrevHash:       head.Hash,
 		}
 		ev.Hash, err = ev.computeHash()
@@ -135,9 +167,16 @@ type hashed struct {
 	TargetType     string          `json:"target_type"`
 	TargetID       string          `json:"target_id"`
 	Data           json.RawMessage `json:"data"`
+	// Scopes are left out when empty, so events recorded before they existed hash
+	// exactly as they did.
+	EnvironmentID string `json:"environment_id,omitempty"`
+	WorkspaceID   string `json:"workspace_id,omitempty"`
+	RunID         string `json:"run_id,omitempty"`
 }
 
-func (e Event) computeHash() ([]byte, error) {
+// Body returns the exact bytes an event's hash covers after its predecessor's hash:
+// Hash = sha256(PrevHash || Body). Exports carry these bytes (docs/audit-format.md).
+func (e Event) Body() ([]byte, error) {
 	data, err := canonicalJSON(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising audit data: %w", err)
@@ -152,9 +191,20 @@ func (e Event) computeHash() ([]byte, error) {
 		TargetType:     e.TargetType,
 		TargetID:       e.TargetID,
 		Data:           data,
+		EnvironmentID:  e.EnvironmentID,
+		WorkspaceID:    e.WorkspaceID,
+		RunID:          e.RunID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding audit event: %w", err)
+	}
+	return body, nil
+}
+
+func (e Event) computeHash() ([]byte, error) {
+	body, err := e.Body()
+	if err != nil {
+		return nil, err
 	}
 	h := sha256.New()
 	h.Write(e.PrevHash)
@@ -200,18 +250,8 @@ func (l *Log) Verify(ctx context.Context, orgID string) (int, error) {
 	}
 	var prev []byte
 	for i, ev := range events {
-		if ev.Seq != int64(i+1) {
-			return i, fmt.Errorf("seq %d where %d was expected: %w", ev.Seq, i+1, ErrChainBroken)
-		}
-		if !bytes.Equal(ev.PrevHash, prev) {
-			return i, fmt.Errorf("seq %d does not link to its predecessor: %w", ev.Seq, ErrChainBroken)
-		}
-		want, err := ev.computeHash()
-		if err != nil {
-			return i, err
-		}
-		if !bytes.Equal(ev.Hash, want) {
-			return i, fmt.Errorf("seq %d hash mismatch: %w", ev.Seq, ErrChainBroken)
+		if reason := link(int64(i), prev, ev); reason != "" {
+			return i, fmt.Errorf("seq %d: %s: %w", i+1, reason, ErrChainBroken)
 		}
 		prev = ev.Hash
 	}

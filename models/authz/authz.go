@@ -63,8 +63,10 @@ const (
 	PermOrgRead            Permission = "org.read"
 	PermEnvironmentsManage Permission = "environments.manage"
 	PermAuditRead          Permission = "audit.read"
-	PermProvisioningPlan   Permission = "provisioning.plan"
-	PermProvisioningApply  Permission = "provisioning.apply"
+	// PermAuditExport: export the audit log as signed files (auditors, admins, owners).
+	PermAuditExport       Permission = "audit.export"
+	PermProvisioningPlan  Permission = "provisioning.plan"
+	PermProvisioningApply Permission = "provisioning.apply"
 	// PermPoliciesManage: set policy enforcement per environment, upload org
 	// policies and override soft-mandatory failures (admins and owners).
 	PermPoliciesManage Permission = "policies.manage"
@@ -86,7 +88,7 @@ func (r Role) allows(p Permission) bool {
 		return r.AtLeast(RoleAdmin)
 	case PermMatrixManage, PermEntitlementsManage:
 		return r.AtLeast(RoleOwner)
-	case PermAuditRead:
+	case PermAuditRead, PermAuditExport:
 		return r == RoleAuditor || r.AtLeast(RoleAdmin)
 	case PermProvisioningPlan, PermProvisioningApply:
 		return r.AtLeast(RoleOperator)

@@ -46,6 +46,30 @@ func (s *Service) List(ctx context.Context) ([]Environment, error) {
 	return envs, nil
 }
 
+// Names maps the ids of the environments the subject may see to their names, for
+// pages that show what an id is (the audit history). Any member may read it.
+func (s *Service) Names(ctx context.Context) (map[string]string, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := s.HiddenFrom(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	var envs []Environment
+	if err := db.Conn(ctx, s.db).Where("organization_id = ?", subject.OrganizationID).Find(&envs).Error; err != nil {
+		return nil, fmt.Errorf("listing environments: %w", err)
+	}
+	out := make(map[string]string, len(envs))
+	for _, e := range envs {
+		if !slices.Contains(hidden, e.ID) {
+			out[e.ID] = e.Name
+		}
+	}
+	return out, nil
+}
+
 // Get returns environment id of the subject's organization (environments.manage);
 // an environment the subject may not see is not found, permission or not.
 func (s *Service) Get(ctx context.Context, id string) (Environment, error) {

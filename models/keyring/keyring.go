@@ -163,3 +163,22 @@ func (k *Keyring) unwrap(s Sealed) ([]byte, error) {
 	}
 	return dataKey, nil
 }
+
+// NewDataKey returns a fresh data key and its wrapped form (KeyID and WrappedKey set),
+// for data sealed in pieces rather than in one Seal: a long export is encrypted chunk
+// by chunk under one data key, so memory holds one chunk.
+func (k *Keyring) NewDataKey() ([]byte, Sealed, error) {
+	dataKey := make([]byte, 32)
+	mustRandom(dataKey)
+	wrapped, err := k.wrap(k.current, dataKey)
+	if err != nil {
+		return nil, Sealed{}, err
+	}
+	return dataKey, Sealed{KeyID: k.current, WrappedKey: wrapped}, nil
+}
+
+// DataKey unwraps the data key of s (its KeyID and WrappedKey).
+func (k *Keyring) DataKey(s Sealed) ([]byte, error) { return k.unwrap(s) }
+
+// NewAEAD returns AES-256-GCM under a data key.
+func NewAEAD(dataKey []byte) (cipher.AEAD, error) { return newGCM(dataKey) }

@@ -201,6 +201,16 @@ func membersOf(ctx context.Context, gdb *gorm.DB, orgID string) ([]MembershipVie
 	return out, nil
 }
 
+// Organizations lists every organization by slug, for the operator's commands (it
+// checks no permission: they run with the database URL, not as a member).
+func (s *Service) Organizations(ctx context.Context) ([]Organization, error) {
+	var out []Organization
+	if err := db.Conn(ctx, s.db).Order("slug").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("listing organizations: %w", err)
+	}
+	return out, nil
+}
+
 // EnsureOrganization creates the organization with slug unless it exists, and returns
 // it. Used by demo seeding and bootstrap; the creation is audited as the system.
 func (s *Service) EnsureOrganization(ctx context.Context, slug, name string) (Organization, error) {

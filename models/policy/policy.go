@@ -96,6 +96,9 @@ type Override struct {
 	// holds until then and no longer (DESIGN §3).
 	ExpiresAt time.Time
 	CreatedAt time.Time
+	// The run's environment and workspace, for the audit event's scope (not stored).
+	EnvironmentID string `gorm:"-"`
+	WorkspaceID   string `gorm:"-"`
 }
 
 // ValidAt reports whether the override still holds at now.
@@ -411,5 +414,6 @@ func (s *Store) AddOverride(ctx context.Context, o Override, bundleDigest string
 	for k, v := range bound {
 		data[k] = v
 	}
-	return s.audit.Record(ctx, audit.Entry{Action: "policy.overridden", TargetType: "run", TargetID: o.RunID, Data: data})
+	return s.audit.Record(ctx, audit.Entry{Action: "policy.overridden", TargetType: "run", TargetID: o.RunID, Data: data,
+		EnvironmentID: o.EnvironmentID, WorkspaceID: o.WorkspaceID})
 }

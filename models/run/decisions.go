@@ -232,7 +232,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		}
 		o := policy.Override{OrganizationID: r.OrganizationID, RunID: r.ID, EvaluationID: evaluation.ID, RuleID: ruleID,
 			RuleVersion: found.RuleVersion, ResultDigest: evaluation.ResultDigest, Reason: reason, OverriddenBy: subject.UserID,
-			OverriddenByName: subject.Name, ExpiresAt: *r.DecisionDeadline}
+			OverriddenByName: subject.Name, ExpiresAt: *r.DecisionDeadline, EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}
 		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest, ev.auditData()); err != nil {
 			return err
 		}

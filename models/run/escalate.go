@@ -35,6 +35,7 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 			return err
 		}
 		if err := s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.escalated", TargetType: "run", TargetID: r.ID,
+			EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID,
 			Data: map[string]any{"level": r.RiskLevel, "approver": string(d.Approver), "escalation": string(d.Escalation),
 				"waiting_since": r.WaitingSince.UTC(), "escalate_after_minutes": int(d.EscalateAfter / time.Minute),
 				"reason": "waited " + d.EscalateAfter.String() + " for " + approverPhrase(d.Approver) + "; now also " + approverPhrase(d.Escalation)}}); err != nil {

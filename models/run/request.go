@@ -246,7 +246,8 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 	if err := s.store.create(ctx, r); err != nil {
 		return Run{}, err
 	}
-	if err := s.audit.Record(ctx, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data}); err != nil {
+	if err := s.audit.Record(ctx, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data,
+		EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}); err != nil {
 		return Run{}, err
 	}
 	if err := s.enqueuer.Enqueue(ctx, jobsFor(r)...); err != nil {

@@ -105,5 +105,6 @@ func transitionEntry(r Run, m move) audit.Entry {
 	for k, v := range m.data {
 		data[k] = v
 	}
-	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data}
+	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data,
+		EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}
 }

@@ -257,7 +257,7 @@ func (s *Store) store(ctx context.Context, orgID, workspaceID, runID string, h s
 		data2[k] = val
 	}
 	err = s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "state.version_created",
-		TargetType: "workspace", TargetID: workspaceID, Data: data2})
+		TargetType: "workspace", TargetID: workspaceID, RunID: runID, Data: data2})
 	return v, true, err
 }
 
@@ -450,6 +450,6 @@ func (s *Store) FenceAndRelease(ctx context.Context, workspaceID, runID, reason 
 			data["lock_id"] = *lock.LockID
 		}
 		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "state.lock_fenced",
-			TargetType: "workspace", TargetID: workspaceID, Data: data})
+			TargetType: "workspace", TargetID: workspaceID, RunID: runID, Data: data})
 	})
 }

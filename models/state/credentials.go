@@ -75,7 +75,7 @@ func (s *Store) IssueCredentials(ctx context.Context, orgID, workspaceID, runID 
 			return fmt.Errorf("storing state credential: %w", db.Translate(err))
 		}
 		return s.audit.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "state.credentials_issued", TargetType: "workspace",
-			TargetID: workspaceID, Data: map[string]any{"credential_id": row.ID, "run_id": runID, "phase": phase,
+			TargetID: workspaceID, RunID: runID, Data: map[string]any{"credential_id": row.ID, "run_id": runID, "phase": phase,
 				"expires_at": row.ExpiresAt.UTC().Format(time.RFC3339)}})
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func (s *Store) RevokeCredential(ctx context.Context, id string) error {
 		}
 		r := revoked[0]
 		return s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "state.credentials_revoked",
-			TargetType: "workspace", TargetID: r.WorkspaceID, Data: map[string]any{"run_id": r.RunID, "credential_ids": []string{id}, "reason": "phase finished"}})
+			TargetType: "workspace", TargetID: r.WorkspaceID, RunID: r.RunID, Data: map[string]any{"run_id": r.RunID, "credential_ids": []string{id}, "reason": "phase finished"}})
 	})
 }
 
@@ -166,7 +166,7 @@ func (s *Store) revoke(ctx context.Context, runID, reason string) (int, error) {
 	}
 	first := revoked[0]
 	err = s.audit.RecordAs(ctx, authz.System(first.OrganizationID), audit.Entry{Action: "state.credentials_revoked",
-		TargetType: "workspace", TargetID: first.WorkspaceID, Data: map[string]any{"run_id": runID, "credential_ids": ids, "reason": reason}})
+		TargetType: "workspace", TargetID: first.WorkspaceID, RunID: runID, Data: map[string]any{"run_id": runID, "credential_ids": ids, "reason": reason}})
 	return len(revoked), err
 }
 

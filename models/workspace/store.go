@@ -49,7 +49,7 @@ func (s *Store) Ensure(ctx context.Context, orgID, envID, name, template string)
 		return Workspace{}, fmt.Errorf("creating workspace: %w", db.Translate(res.Error))
 	}
 	if res.RowsAffected == 1 {
-		if err := s.audit.Record(ctx, audit.Entry{Action: "workspace.created", TargetType: "workspace", TargetID: ws.ID,
+		if err := s.audit.Record(ctx, audit.Entry{Action: "workspace.created", TargetType: "workspace", TargetID: ws.ID, EnvironmentID: envID,
 			Data: map[string]any{"name": name, "environment_id": envID, "template": template}}); err != nil {
 			return Workspace{}, err
 		}

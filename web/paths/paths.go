@@ -85,6 +85,35 @@ func Workspace(id string) string { return "/workspaces/" + url.PathEscape(id) }
 func Approvals() string          { return "/approvals" }
 func Audit() string              { return "/audit" }
 
+// Route patterns of the audit pages.
+const (
+	RouteAuditExport         = "/audit/exports/:id"
+	RouteAuditExportProgress = "/audit/exports/:id/progress"
+	RouteAuditExportDownload = "/audit/exports/:id/download"
+)
+
+// AuditFiltered is the audit history with filters (and paging) in q.
+func AuditFiltered(q url.Values) string {
+	if len(q) == 0 {
+		return Audit()
+	}
+	return Audit() + "?" + q.Encode()
+}
+func AuditExports() string                 { return Audit() + "/exports" }
+func AuditExport(id string) string         { return AuditExports() + "/" + url.PathEscape(id) }
+func AuditExportProgress(id string) string { return AuditExport(id) + "/progress" }
+func AuditExportDownload(id string) string { return AuditExport(id) + "/download" }
+func APIAuditEvents() string               { return "/api/v1/audit/events" }
+func APIAuditKeys() string                 { return "/api/v1/audit/keys" }
+
+// APIAuditEventsFiltered is the audit events API with filters (and paging) in q.
+func APIAuditEventsFiltered(q url.Values) string {
+	if len(q) == 0 {
+		return APIAuditEvents()
+	}
+	return APIAuditEvents() + "?" + q.Encode()
+}
+
 // WorkloadIssuer is the path of Gantry's workload identity issuer (under the base URL).
 func WorkloadIssuer() string    { return "/workload" }
 func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid-configuration" }

@@ -61,6 +61,7 @@ type Config struct {
 type Portal struct {
 	// Stores: data access with no rules of their own.
 	Audit      *audit.Log
+	AuditKeys  *audit.Keys
 	Artifacts  *artifact.Store
 	Keys       *idempotency.Store
 	Catalog    *catalog.Catalog
@@ -78,6 +79,7 @@ type Portal struct {
 	Identity       *identity.Issuer
 	Runs           *run.Service
 	State          *state.Service
+	Exports        *audit.Exports
 
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
@@ -108,6 +110,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	// Stores.
 	gdb := cfg.DB
 	p.Audit = audit.New(gdb)
+	p.AuditKeys = audit.NewKeys(gdb, cfg.Keys)
 	p.Artifacts = artifact.NewStore(gdb, cfg.Keys)
 	p.Keys = idempotency.NewStore(gdb)
 	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
@@ -174,6 +177,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.State = state.NewService(p.StateStore, p.Runs)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
 	p.Queue.Bind(p.Runs)
+	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
+	p.Queue.BindAudit(p.Exports, p.Audit)
 	return p, nil
 }
 
@@ -199,7 +204,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	}
 	sessions := session.NewStore(p.db, cfg.SessionIdle, cfg.SessionLifetime)
 	return web.New(ctx, cfg, web.Services{
-		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Environments: p.Environments,
+		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,

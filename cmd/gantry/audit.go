@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"gantry/models/audit/exportfile"
+)
+
+// errVerdict is a verification that failed: its one-line verdict is already printed,
+// so the command exits 1 without a log line.
+var errVerdict = errors.New("verification failed")
+
+const auditUsage = `Usage:
+  gantry audit verify FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]`
+
+// runAudit is "gantry audit verify".
+func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logger) error {
+	if len(args) == 0 || args[0] != "verify" {
+		fmt.Fprintln(stdout, auditUsage)
+		if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+			return nil
+		}
+		return errUsage
+	}
+	var keysURL string
+	var pinned multiFlag
+	f := newFlags("audit verify FILE", "Verify a signed audit export offline: the manifest's signature and key, every line's hash, the chain\n"+
+		"from its anchor (unfiltered exports) and the file's sha256. Prints one line, OK or FAIL with the first bad\nline, and exits 0 or 1.", stdout)
+	f.Var(&pinned, "key", "the organization's key fingerprint (SHA256:...), checked out of band; may be repeated")
+	f.StringVar(&keysURL, "keys-url", "", "the organization's published keys (/api/v1/audit/keys, saved to a file or at a URL)")
+	file, err := parseWithFile(f, args[1:])
+	if err != nil {
+		return err
+	}
+	trust := exportfile.Trust{Fingerprints: pinned}
+	if keysURL != "" {
+		set, err := fetchKeys(ctx, keysURL)
+		if err != nil {
+			return fmt.Errorf("--keys-url: %w", err)
+		}
+		trust.Keys = &set
+	}
+	fh, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	result := exportfile.Verify(fh, trust)
+	fmt.Fprintln(stdout, result.Verdict)
+	if !result.OK {
+		return errVerdict
+	}
+	return nil
+}
+
+// parseWithFile parses flags given before or after the one positional FILE.
+func parseWithFile(f flags, args []string) (string, error) {
+	var file string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", err
+			}
+			return "", errUsage
+		}
+		if f.NArg() == 0 {
+			break
+		}
+		if file != "" {
+			fmt.Fprintf(f.Output(), "gantry %s: unexpected argument %q\n", f.Name(), f.Arg(0))
+			return "", errUsage
+		}
+		file, args = f.Arg(0), f.Args()[1:]
+	}
+	if file == "" {
+		fmt.Fprintf(f.Output(), "gantry %s: which file?\n", f.Name())
+		return "", errUsage
+	}
+	return file, nil
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, strings.TrimSpace(v)); return nil }
+
+// fetchKeys reads a published key set from an http(s) URL or a file.
+func fetchKeys(ctx context.Context, where string) (exportfile.KeySet, error) {
+	var set exportfile.KeySet
+	var body io.Reader
+	if strings.HasPrefix(where, "http://") || strings.HasPrefix(where, "https://") {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
+		if err != nil {
+			return set, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return set, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return set, fmt.Errorf("%s answered %s", where, resp.Status)
+		}
+		body = io.LimitReader(resp.Body, 1<<20)
+	} else {
+		fh, err := os.Open(strings.TrimPrefix(where, "file://"))
+		if err != nil {
+			return set, err
+		}
+		defer fh.Close()
+		body = io.LimitReader(fh, 1<<20)
+	}
+	if err := json.NewDecoder(body).Decode(&set); err != nil {
+		return set, fmt.Errorf("not a key set: %w", err)
+	}
+	return set, nil
+}

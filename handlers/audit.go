@@ -1,0 +1,512 @@
+package handlers
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/audit"
+	"gantry/models/audit/exportfile"
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// AuditHistory reads the audit log and the state of its chain.
+type AuditHistory interface {
+	History(ctx context.Context, q audit.Query) (audit.HistoryPage, error)
+	Chain(ctx context.Context) (audit.ChainState, error)
+}
+
+// AuditExports requests, lists and serves signed exports.
+type AuditExports interface {
+	Request(ctx context.Context, req audit.ExportRequest) (audit.Export, error)
+	Get(ctx context.Context, id string) (audit.Export, error)
+	List(ctx context.Context, limit int) ([]audit.Export, error)
+	Reader(ctx context.Context, e audit.Export) (io.ReadSeeker, error)
+}
+
+// SigningKeys serves the organization's published signing keys.
+type SigningKeys interface {
+	Published(ctx context.Context) (exportfile.KeySet, error)
+}
+
+// AuditNames resolves the ids events carry to names.
+type AuditNames interface {
+	EnvironmentNames(ctx context.Context) (map[string]string, error)
+	WorkspaceNames(ctx context.Context, ids []string) (map[string]string, error)
+	MemberNames(ctx context.Context) (map[string]string, error)
+}
+
+// Audit serves the audit history, its JSON API, exports and the signing keys.
+type Audit struct {
+	Log     AuditHistory
+	Exports AuditExports
+	Keys    SigningKeys
+	Names   AuditNames
+	// Heartbeat is the interval of SSE comments on the export progress stream.
+	Heartbeat time.Duration
+}
+
+// Register adds the audit routes to g.
+func (h Audit) Register(g *echo.Group) {
+	g.GET(paths.Audit(), h.history)
+	g.GET(paths.APIAuditEvents(), h.historyJSON)
+	g.POST(paths.AuditExports(), h.requestExport)
+	g.GET(paths.RouteAuditExport, h.export)
+	g.GET(paths.RouteAuditExportProgress, h.progress)
+	g.GET(paths.RouteAuditExportDownload, h.download)
+	g.GET(paths.APIAuditKeys(), h.keys)
+}
+
+// queryFrom reads the history's filters from URL values (the page's form and the API
+// take the same names), naming every field it cannot read.
+func queryFrom(v url.Values) (audit.Query, error) {
+	q := audit.Query{ActorID: strings.TrimSpace(v.Get("actor")), Action: strings.TrimSpace(v.Get("action")),
+		RunID: strings.TrimSpace(v.Get("run")), EnvironmentID: strings.TrimSpace(v.Get("environment")),
+		WorkspaceID: strings.TrimSpace(v.Get("workspace"))}
+	var bad errs.Validation
+	for field, dst := range map[string]*time.Time{"from": &q.From, "to": &q.To} {
+		raw := strings.TrimSpace(v.Get(field))
+		if raw == "" {
+			continue
+		}
+		t, err := parseWhen(raw)
+		if err != nil {
+			bad.Add(field, "must be a date and time such as 2026-12-01T09:30 (UTC) or RFC 3339")
+			continue
+		}
+		*dst = t
+	}
+	for field, dst := range map[string]*int64{"before": &q.Before} {
+		if raw := v.Get(field); raw != "" {
+			n, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil || n <= 0 {
+				bad.Add(field, "must be a positive whole number")
+				continue
+			}
+			*dst = n
+		}
+	}
+	if raw := v.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > audit.MaxPage {
+			bad.Add("limit", fmt.Sprintf("must be a whole number from 1 to %d", audit.MaxPage))
+		} else {
+			q.Limit = n
+		}
+	}
+	if err := bad.Err(); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// parseWhen reads RFC 3339, or the browser's datetime-local form taken as UTC.
+func parseWhen(raw string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, raw); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not a time: %q", raw)
+}
+
+func formValue(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04")
+}
+
+// filterValues is the query as the form and the paging links carry it.
+func filterValues(q audit.Query) url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"from": formValue(q.From), "to": formValue(q.To), "actor": q.ActorID, "action": q.Action,
+		"run": q.RunID, "environment": q.EnvironmentID, "workspace": q.WorkspaceID} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+func (h Audit) history(c echo.Context) error {
+	ctx := c.Request().Context()
+	subject, err := authz.Require(ctx, authz.PermAuditRead)
+	if err != nil {
+		return err
+	}
+	props := views.AuditProps{CanExport: subject.Can(authz.PermAuditExport)}
+	for _, a := range audit.Actions {
+		props.Actions = append(props.Actions, views.AuditChoice{Value: a.Code, Label: a.Label})
+	}
+	q, qerr := queryFrom(c.QueryParams())
+	props.Filters = views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: q.RunID,
+		Environment: q.EnvironmentID, Workspace: q.WorkspaceID}
+	// The export form starts from the filters' range, else the last 30 days.
+	now := time.Now().UTC()
+	props.ExportFrom, props.ExportTo = formValue(cmp.Or(q.From, now.AddDate(0, 0, -30))), formValue(cmp.Or(q.To, now.Add(time.Minute)))
+	envs, err := h.Names.EnvironmentNames(ctx)
+	if err != nil {
+		return err
+	}
+	props.Environments = views.SortedChoices(envs)
+	members, err := h.Names.MemberNames(ctx)
+	if err != nil {
+		return err
+	}
+	members["system"] = "Gantry (system)"
+	props.Members = views.SortedChoices(members)
+	status := http.StatusOK
+	if qerr != nil {
+		v, ok := errs.AsValidation(qerr)
+		if !ok {
+			return qerr
+		}
+		props.Errors, status = v.Fields, http.StatusUnprocessableEntity
+	} else {
+		page, err := h.Log.History(ctx, q)
+		if err != nil {
+			return err
+		}
+		if props.Rows, err = h.rows(ctx, page.Events, envs); err != nil {
+			return err
+		}
+		if page.Next > 0 {
+			next := filterValues(q)
+			next.Set("before", strconv.FormatInt(page.Next, 10))
+			props.Older = paths.AuditFiltered(next)
+		}
+		props.Paged = q.Before > 0
+		props.Newest = paths.AuditFiltered(filterValues(q))
+	}
+	chain, err := h.Log.Chain(ctx)
+	if err != nil {
+		return err
+	}
+	props.Chain = views.AuditChain{Head: chain.Head, VerifiedSeq: chain.VerifiedSeq, BrokenSeq: chain.BrokenSeq, CheckedAt: chain.CheckedAt,
+		BrokenReason: chain.BrokenReason}
+	if props.CanExport {
+		exports, err := h.Exports.List(ctx, 10)
+		if err != nil {
+			return err
+		}
+		for _, e := range exports {
+			props.Exports = append(props.Exports, exportRow(e))
+		}
+	}
+	return render.Page(c, status, views.AuditHistory(props))
+}
+
+// rows turns events into sentences with names and links.
+func (h Audit) rows(ctx context.Context, events []audit.Event, envs map[string]string) ([]views.AuditRow, error) {
+	var wsIDs []string
+	for _, e := range events {
+		for _, id := range []string{e.WorkspaceID, workspaceOfData(e)} {
+			if id != "" && !slices.Contains(wsIDs, id) {
+				wsIDs = append(wsIDs, id)
+			}
+		}
+	}
+	workspaces, err := h.Names.WorkspaceNames(ctx, wsIDs)
+	if err != nil {
+		return nil, err
+	}
+	names := audit.Names{Environments: envs, Workspaces: workspaces}
+	rows := make([]views.AuditRow, 0, len(events))
+	for _, e := range events {
+		s := audit.Describe(e, names)
+		row := views.AuditRow{Seq: e.Seq, At: e.OccurredAt, Action: e.Action, Actor: s.Actor, Verb: s.Verb, Object: s.Object.Label, Rest: s.Rest}
+		switch s.Object.Kind {
+		case "run":
+			row.ObjectURL = paths.Run(s.Object.ID)
+		case "workspace":
+			if _, visible := workspaces[s.Object.ID]; visible {
+				row.ObjectURL = paths.Workspace(s.Object.ID)
+			}
+		case "export":
+			row.ObjectURL = paths.AuditExport(s.Object.ID)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// workspaceOfData is the workspace an older event names only in its data.
+func workspaceOfData(e audit.Event) string {
+	if e.WorkspaceID != "" || !strings.HasPrefix(e.Action, "run.") {
+		return ""
+	}
+	return audit.WorkspaceOfData(e)
+}
+
+// auditEventJSON is one event of the JSON API: the sentence, the codes and ids, and
+// the hash-chain fields.
+type auditEventJSON struct {
+	Seq         int64     `json:"seq"`
+	OccurredAt  time.Time `json:"occurred_at"`
+	ActorID     string    `json:"actor_id"`
+	ActorName   string    `json:"actor_name"`
+	Action      string    `json:"action"`
+	TargetType  string    `json:"target_type"`
+	TargetID    string    `json:"target_id"`
+	Environment string    `json:"environment_id,omitempty"`
+	Workspace   string    `json:"workspace_id,omitempty"`
+	Run         string    `json:"run_id,omitempty"`
+	Summary     string    `json:"summary"`
+	Data        any       `json:"data"`
+	PrevHash    string    `json:"prev_hash"`
+	Hash        string    `json:"hash"`
+}
+
+type auditPageJSON struct {
+	Events []auditEventJSON `json:"events"`
+	// Next is the URL of the next (older) page; absent on the last page.
+	Next  string    `json:"next,omitempty"`
+	Chain chainJSON `json:"chain"`
+}
+
+type chainJSON struct {
+	Head         int64      `json:"head"`
+	VerifiedSeq  int64      `json:"verified_seq"`
+	CheckedAt    *time.Time `json:"checked_at,omitempty"`
+	Intact       bool       `json:"intact"`
+	BrokenSeq    int64      `json:"broken_seq,omitempty"`
+	BrokenReason string     `json:"broken_reason,omitempty"`
+}
+
+func (h Audit) historyJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	q, err := queryFrom(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	page, err := h.Log.History(ctx, q)
+	if err != nil {
+		return err
+	}
+	chain, err := h.Log.Chain(ctx)
+	if err != nil {
+		return err
+	}
+	envs, err := h.Names.EnvironmentNames(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := h.rows(ctx, page.Events, envs)
+	if err != nil {
+		return err
+	}
+	out := auditPageJSON{Events: make([]auditEventJSON, 0, len(page.Events)), Chain: chainOf(chain)}
+	for i, e := range page.Events {
+		out.Events = append(out.Events, auditEventJSON{Seq: e.Seq, OccurredAt: e.OccurredAt.UTC(), ActorID: e.ActorID, ActorName: e.ActorName,
+			Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, Environment: e.EnvironmentID, Workspace: e.WorkspaceID, Run: e.RunID,
+			Summary: rows[i].Sentence(), Data: e.Data, PrevHash: fmt.Sprintf("%x", e.PrevHash), Hash: fmt.Sprintf("%x", e.Hash)})
+	}
+	if page.Next > 0 {
+		next := filterValues(q)
+		if q.Limit > 0 {
+			next.Set("limit", strconv.Itoa(q.Limit))
+		}
+		next.Set("before", strconv.FormatInt(page.Next, 10))
+		out.Next = paths.APIAuditEventsFiltered(next)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func chainOf(s audit.ChainState) chainJSON {
+	out := chainJSON{Head: s.Head, VerifiedSeq: s.VerifiedSeq, Intact: s.Intact(), BrokenSeq: s.BrokenSeq, BrokenReason: s.BrokenReason}
+	if !s.CheckedAt.IsZero() {
+		at := s.CheckedAt.UTC()
+		out.CheckedAt = &at
+	}
+	return out
+}
+
+func exportRow(e audit.Export) views.AuditExportRow {
+	row := views.AuditExportRow{ID: e.ID, Format: e.Format, From: e.FromTime, To: e.ToTime, Status: e.Status, Percent: e.Percent(),
+		Events: e.EventsDone, CreatedAt: e.CreatedAt, SHA256: e.SHA256, Error: e.Error, URL: paths.AuditExport(e.ID),
+		Filtered: !e.Filters.Empty()}
+	if e.EventsTotal != nil {
+		row.Total = *e.EventsTotal
+	}
+	if e.Size != nil {
+		row.Size = *e.Size
+	}
+	if e.Status == audit.ExportReady {
+		row.DownloadURL = paths.AuditExportDownload(e.ID)
+	}
+	return row
+}
+
+func (h Audit) requestExport(c echo.Context) error {
+	ctx := c.Request().Context()
+	form, err := c.FormParams()
+	if err != nil {
+		return fmt.Errorf("reading the form: %w", errs.ErrBadRequest)
+	}
+	q, err := queryFrom(form)
+	if err == nil {
+		q.Before, q.Limit = 0, 0 // an export is the whole range, not a page
+		var e audit.Export
+		e, err = h.Exports.Request(ctx, audit.ExportRequest{Query: q, Format: form.Get("format")})
+		if err == nil {
+			if render.WantsJSON(c) {
+				return c.JSON(http.StatusAccepted, map[string]string{"id": e.ID, "status": e.Status, "url": paths.AuditExport(e.ID)})
+			}
+			return render.Redirect(c, paths.AuditExport(e.ID))
+		}
+	}
+	return err
+}
+
+func (h Audit) export(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	keys, err := h.Keys.Published(ctx)
+	if err != nil {
+		return err
+	}
+	props := views.AuditExportProps{Export: exportRow(e), Manifest: string(e.Manifest), KeysURL: paths.APIAuditKeys()}
+	f := e.Filters
+	for _, kv := range []views.AuditChoice{{Label: "actor", Value: f.Actor}, {Label: "action", Value: f.Action}, {Label: "environment", Value: f.Environment},
+		{Label: "workspace", Value: f.Workspace}, {Label: "run", Value: f.Run}} {
+		if kv.Value != "" {
+			props.Filters = append(props.Filters, kv)
+		}
+	}
+	for _, k := range keys.Keys {
+		row := views.PublicKeyRow{KeyID: k.KeyID, Fingerprint: k.Fingerprint, Created: k.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")}
+		if k.RetiredAt != nil {
+			row.Retired = k.RetiredAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		props.Keys = append(props.Keys, row)
+	}
+	return render.Page(c, http.StatusOK, views.AuditExport(props))
+}
+
+// progress streams the export's progress (SSE) until it is ready or failed.
+func (h Audit) progress(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	// The build reports progress on its row; the stream reads the row twice a second
+	// and sends what changed (a million events take seconds, so polling costs little).
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	beat := time.NewTicker(max(h.Heartbeat, time.Second))
+	defer beat.Stop()
+	var shown views.AuditExportRow
+	for first := true; ; first = false {
+		row := exportRow(e)
+		if first || row != shown {
+			if err := sendFragment(ctx, w, "export", views.AuditExportStatus(row)); err != nil {
+				return nil
+			}
+			shown = row
+		}
+		if e.Status == audit.ExportReady || e.Status == audit.ExportFailed {
+			fmt.Fprint(w, "event: end\ndata: done\n\n")
+			w.Flush()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-beat.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+		case <-tick.C:
+			if e, err = h.Exports.Get(ctx, e.ID); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// download serves the export's file; http.ServeContent answers Range and If-Range
+// (the ETag is the file's sha256), so an interrupted download resumes byte-identical.
+func (h Audit) download(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if e.Status != audit.ExportReady {
+		return errs.Explain(errs.ErrConflict, "This export is not ready yet.")
+	}
+	r, err := h.Exports.Reader(ctx, e)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", e.FileName()))
+	w.Header().Set("ETag", `"`+e.SHA256+`"`)
+	w.Header().Set(echo.HeaderCacheControl, "private, no-store")
+	contentType := "application/x-ndjson"
+	if e.Format == exportfile.CSV {
+		contentType = "text/csv; charset=utf-8"
+	}
+	w.Header().Set(echo.HeaderContentType, contentType)
+	modified := e.CreatedAt
+	if e.FinishedAt != nil {
+		modified = *e.FinishedAt
+	}
+	http.ServeContent(w, c.Request(), e.FileName(), modified, r)
+	return nil
+}
+
+func (h Audit) keys(c echo.Context) error {
+	set, err := h.Keys.Published(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, set)
+}
+
+// sendFragment writes comp as one SSE event named event (htmx's SSE extension swaps
+// it in where sse-swap names the event).
+func sendFragment(ctx context.Context, w *echo.Response, event string, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(ctx, &buf); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "event: %s\n", event); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		fmt.Fprintf(w, "data: %s\n", line)
+	}
+	if _, err := fmt.Fprint(w, "\n"); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

@@ -1,0 +1,293 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The audit log's vocabulary: every action Gantry records, how a person reads it, and
+// the one function that turns an event into a sentence. Pages and the JSON API both
+// take their words from here; an action missing from the table still reads (by its
+// code), and a test holds the table complete.
+
+// Action is one kind of event, with the words the filter shows for it.
+type Action struct {
+	Code  string
+	Label string
+}
+
+// Actions lists every action in the order the history's filter offers them.
+var Actions = []Action{
+	{"run.queued", "Run requested"},
+	{"run.planning", "Run planning"},
+	{"run.planned", "Run planned"},
+	{"run.no_changes", "Run without changes"},
+	{"run.policy_blocked", "Run blocked by policy"},
+	{"run.pending_approval", "Run waiting for approval"},
+	{"run.escalated", "Run escalated"},
+	{"run.approved", "Run approved"},
+	{"run.rejected", "Run rejected"},
+	{"run.running", "Run applying"},
+	{"run.verifying", "Run verifying"},
+	{"run.succeeded", "Run succeeded"},
+	{"run.failed", "Run failed"},
+	{"run.cancelled", "Run cancelled"},
+	{"run.expired", "Run expired"},
+	{"run.stale", "Run went stale"},
+	{"run.apply_interrupted", "Apply interrupted"},
+	{"policy.overridden", "Policy overridden"},
+	{"state.version_created", "State version written"},
+	{"state.credentials_issued", "State credential issued"},
+	{"state.credentials_revoked", "State credential revoked"},
+	{"state.lock_fenced", "State lock fenced"},
+	{"workspace.created", "Workspace created"},
+	{"environment.created", "Environment created"},
+	{"environment.updated", "Environment changed"},
+	{"environment.grant_added", "Environment grant added"},
+	{"environment.grant_removed", "Environment grant removed"},
+	{"environment.static_credential_set", "Static credential set"},
+	{"environment.static_credential_cleared", "Static credential cleared"},
+	{"policy.modes_changed", "Policy enforcement changed"},
+	{"policy.uploaded", "Policy uploaded"},
+	{"policy.activated", "Policy activated"},
+	{"policy.deactivated", "Policy deactivated"},
+	{"risk_matrix.updated", "Approval matrix changed"},
+	{"membership.role_set", "Member added"},
+	{"membership.role_changed", "Role changed"},
+	{"membership.removed", "Member removed"},
+	{"membership.cloud_live_granted", "cloud.live granted"},
+	{"membership.cloud_live_revoked", "cloud.live revoked"},
+	{"invitation.created", "Invitation sent"},
+	{"invitation.accepted", "Invitation accepted"},
+	{"invitation.revoked", "Invitation revoked"},
+	{"user.signed_in", "Signed in"},
+	{"user.signed_out", "Signed out"},
+	{"organization.created", "Organization created"},
+	{"keys.rewrapped", "Keys re-wrapped"},
+	{"audit.export_requested", "Audit export requested"},
+	{"audit.exported", "Audit export signed"},
+}
+
+// KnownAction reports whether code is in the vocabulary.
+func KnownAction(code string) bool {
+	for _, a := range Actions {
+		if a.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Names resolves the ids an event carries to what people call them.
+type Names struct {
+	Environments map[string]string
+	Workspaces   map[string]string
+}
+
+// Ref is an object a sentence names: a link target when Kind and ID are set.
+type Ref struct {
+	Kind  string // "run", "workspace", "environment", "export", or "" for plain words
+	ID    string
+	Label string
+}
+
+// Sentence is an event in words: Actor Verb Object Rest ("Olivia approved run #3 of
+// web in production").
+type Sentence struct {
+	Actor  string
+	Verb   string
+	Object Ref
+	Rest   string
+}
+
+// String is the sentence as plain text.
+func (s Sentence) String() string {
+	parts := []string{s.Actor, s.Verb}
+	if s.Object.Label != "" {
+		parts = append(parts, s.Object.Label)
+	}
+	out := strings.Join(parts, " ")
+	if s.Rest != "" {
+		out += " " + s.Rest
+	}
+	return out
+}
+
+// eventData is what sentences read of an event's data.
+type eventData struct {
+	Number      int64           `json:"number"`
+	WorkspaceID string          `json:"workspace_id"`
+	Reason      string          `json:"reason"`
+	Kind        string          `json:"kind"`
+	Template    string          `json:"template"`
+	Serial      int64           `json:"serial"`
+	Name        string          `json:"name"`
+	Role        string          `json:"role"`
+	Before      json.RawMessage `json:"before"`
+	After       json.RawMessage `json:"after"`
+	RuleID      string          `json:"rule_id"`
+	Events      int64           `json:"events"`
+	Format      string          `json:"format"`
+	Phase       string          `json:"phase"`
+	Simulated   bool            `json:"simulated"`
+}
+
+// Describe turns an event into a sentence with names.
+func Describe(e Event, n Names) Sentence {
+	var d eventData
+	_ = json.Unmarshal(e.Data, &d) // a field missing or of another type reads as empty
+	s := Sentence{Actor: e.ActorName}
+	if e.ActorID == "system" {
+		s.Actor = "Gantry"
+	}
+	ws := nameOr(n.Workspaces, firstOf(e.WorkspaceID, d.WorkspaceID), "")
+	env := nameOr(n.Environments, e.EnvironmentID, "")
+	where := ""
+	if ws != "" {
+		where = "of " + ws
+		if env != "" {
+			where += " in " + env
+		}
+	}
+	runRef := Ref{Kind: "run", ID: e.RunID, Label: "a run " + where}
+	if e.RunID == "" && e.TargetType == "run" {
+		runRef.ID = e.TargetID
+	}
+	if d.Number > 0 {
+		runRef.Label = strings.TrimSpace(fmt.Sprintf("run #%d %s", d.Number, where))
+	}
+	reason := ""
+	if d.Reason != "" {
+		reason = "(" + d.Reason + ")"
+	}
+	if state, ok := strings.CutPrefix(e.Action, "run."); ok {
+		s.Object = runRef
+		switch state {
+		case "queued":
+			s.Verb = "requested"
+			if d.Template != "" {
+				s.Rest = "from template " + d.Template
+			}
+			if d.Kind == "destroy" {
+				s.Rest = strings.TrimSpace(s.Rest + " (a destroy)")
+			}
+		case "escalated":
+			s.Verb, s.Rest = "escalated", reason
+		case "approved", "rejected", "cancelled":
+			s.Verb, s.Rest = state, reason
+		default:
+			s.Verb = "moved"
+			label := strings.ReplaceAll(strings.ToUpper(state), " ", "_")
+			s.Rest = strings.TrimSpace("to " + label + " " + reason)
+		}
+		if d.Simulated {
+			s.Rest = strings.TrimSpace(s.Rest + " [SIMULATED]")
+		}
+		return s
+	}
+	wsRef := Ref{Kind: "workspace", ID: firstOf(e.WorkspaceID, e.TargetID), Label: "workspace " + nameOr(n.Workspaces, firstOf(e.WorkspaceID, e.TargetID), e.TargetID)}
+	envRef := Ref{Kind: "environment", ID: e.TargetID, Label: "environment " + nameOr(n.Environments, e.TargetID, e.TargetID)}
+	switch e.Action {
+	case "policy.overridden":
+		s.Verb, s.Object, s.Rest = "overrode policy "+d.RuleID+" on", runRef, reason
+	case "state.version_created":
+		s.Verb = "wrote state"
+		s.Object = Ref{Kind: "workspace", ID: wsRef.ID, Label: fmt.Sprintf("serial %d of %s", d.Serial, wsRef.Label)}
+	case "state.credentials_issued":
+		s.Verb, s.Object, s.Rest = "issued a "+d.Phase+" state credential for", wsRef, ""
+	case "state.credentials_revoked":
+		s.Verb, s.Object, s.Rest = "revoked state credentials of", wsRef, reason
+	case "state.lock_fenced":
+		s.Verb, s.Object, s.Rest = "fenced the state lock of", wsRef, reason
+	case "workspace.created":
+		s.Verb, s.Object = "created", wsRef
+		if env != "" {
+			s.Rest = "in " + env
+		}
+	case "environment.created", "environment.updated":
+		s.Verb, s.Object = strings.TrimPrefix(e.Action, "environment."), envRef
+	case "environment.grant_added":
+		s.Verb, s.Object = "granted a member access to", envRef
+	case "environment.grant_removed":
+		s.Verb, s.Object = "removed a member's access to", envRef
+	case "environment.static_credential_set":
+		s.Verb, s.Object, s.Rest = "set a static credential on", envRef, "(a standing credential: a finding)"
+	case "environment.static_credential_cleared":
+		s.Verb, s.Object = "cleared the static credential of", envRef
+	case "policy.modes_changed":
+		s.Verb, s.Object = "changed policy enforcement of", envRef
+	case "policy.uploaded", "policy.activated", "policy.deactivated":
+		s.Verb, s.Object = strings.TrimPrefix(e.Action, "policy."), Ref{Label: "organization policy " + e.TargetID}
+	case "risk_matrix.updated":
+		s.Verb, s.Object = "changed", Ref{Label: "the approval matrix (version " + e.TargetID + ")"}
+	case "membership.role_set", "membership.role_changed":
+		s.Verb, s.Object = "changed the role of", Ref{Label: "member " + e.TargetID}
+		if after := unquote(d.After); after != "" {
+			s.Rest = "to " + after
+		} else if d.Role != "" {
+			s.Rest = "to " + d.Role
+		}
+	case "membership.removed":
+		s.Verb, s.Object = "removed", Ref{Label: "member " + e.TargetID}
+	case "membership.cloud_live_granted":
+		s.Verb, s.Object = "granted cloud.live to", Ref{Label: "member " + e.TargetID}
+	case "membership.cloud_live_revoked":
+		s.Verb, s.Object = "revoked cloud.live of", Ref{Label: "member " + e.TargetID}
+	case "invitation.created":
+		s.Verb, s.Object, s.Rest = "invited", Ref{Label: e.TargetID}, "as "+d.Role
+	case "invitation.accepted":
+		s.Verb, s.Object = "accepted the invitation of", Ref{Label: e.TargetID}
+	case "invitation.revoked":
+		s.Verb, s.Object = "revoked the invitation of", Ref{Label: e.TargetID}
+	case "user.signed_in":
+		s.Verb = "signed in"
+	case "user.signed_out":
+		s.Verb = "signed out"
+	case "organization.created":
+		s.Verb, s.Object = "created", Ref{Label: "the organization"}
+	case "keys.rewrapped":
+		s.Verb, s.Object = "re-wrapped", Ref{Label: "data keys under a new key-encryption key"}
+	case "audit.export_requested":
+		s.Verb, s.Object = "requested", Ref{Kind: "export", ID: e.TargetID, Label: "an audit export (" + d.Format + ")"}
+	case "audit.exported":
+		s.Verb, s.Object = "signed", Ref{Kind: "export", ID: e.TargetID, Label: fmt.Sprintf("audit export of %d events", d.Events)}
+	default:
+		s.Verb, s.Object = "recorded "+e.Action+" on", Ref{Label: e.TargetType + " " + e.TargetID}
+	}
+	return s
+}
+
+func nameOr(m map[string]string, id, fallback string) string {
+	if name, ok := m[id]; ok && name != "" {
+		return name
+	}
+	return fallback
+}
+
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func unquote(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// WorkspaceOfData is the workspace an event names in its data (run events recorded
+// before events carried their scope).
+func WorkspaceOfData(e Event) string {
+	var d struct {
+		WorkspaceID string `json:"workspace_id"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	return d.WorkspaceID
+}

@@ -146,15 +146,29 @@ func filterValues(q audit.Query) url.Values {
 
 func (h Audit) history(c echo.Context) error {
 	ctx := c.Request().Context()
-	subject, err := authz.Require(ctx, authz.PermAuditRead)
+	q, qerr := queryFrom(c.QueryParams())
+	props, err := h.historyProps(ctx, q, qerr)
 	if err != nil {
 		return err
+	}
+	status := http.StatusOK
+	if len(props.Errors) > 0 {
+		status = http.StatusUnprocessableEntity
+	}
+	return render.Page(c, status, views.AuditHistory(props))
+}
+
+// historyProps is the history page for query q; qerr is what reading q refused (the
+// page then shows the filters with their messages and no events).
+func (h Audit) historyProps(ctx context.Context, q audit.Query, qerr error) (views.AuditProps, error) {
+	subject, err := authz.Require(ctx, authz.PermAuditRead)
+	if err != nil {
+		return views.AuditProps{}, err
 	}
 	props := views.AuditProps{CanExport: subject.Can(authz.PermAuditExport)}
 	for _, a := range audit.Actions {
 		props.Actions = append(props.Actions, views.AuditChoice{Value: a.Code, Label: a.Label})
 	}
-	q, qerr := queryFrom(c.QueryParams())
 	props.Filters = views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: q.RunID,
 		Environment: q.EnvironmentID, Workspace: q.WorkspaceID}
 	// The export form starts from the filters' range, else the last 30 days.
@@ -162,29 +176,28 @@ func (h Audit) history(c echo.Context) error {
 	props.ExportFrom, props.ExportTo = formValue(cmp.Or(q.From, now.AddDate(0, 0, -30))), formValue(cmp.Or(q.To, now.Add(time.Minute)))
 	envs, err := h.Names.EnvironmentNames(ctx)
 	if err != nil {
-		return err
+		return props, err
 	}
 	props.Environments = views.SortedChoices(envs)
 	members, err := h.Names.MemberNames(ctx)
 	if err != nil {
-		return err
+		return props, err
 	}
 	members["system"] = "Gantry (system)"
 	props.Members = views.SortedChoices(members)
-	status := http.StatusOK
 	if qerr != nil {
 		v, ok := errs.AsValidation(qerr)
 		if !ok {
-			return qerr
+			return props, qerr
 		}
-		props.Errors, status = v.Fields, http.StatusUnprocessableEntity
+		props.Errors = v.Fields
 	} else {
 		page, err := h.Log.History(ctx, q)
 		if err != nil {
-			return err
+			return props, err
 		}
-		if props.Rows, err = h.rows(ctx, page.Events, envs); err != nil {
-			return err
+		if props.Rows, err = h.rows(ctx, page.Events, audit.Names{Environments: envs, Users: members}); err != nil {
+			return props, err
 		}
 		if page.Next > 0 {
 			next := filterValues(q)
@@ -196,24 +209,24 @@ func (h Audit) history(c echo.Context) error {
 	}
 	chain, err := h.Log.Chain(ctx)
 	if err != nil {
-		return err
+		return props, err
 	}
 	props.Chain = views.AuditChain{Head: chain.Head, VerifiedSeq: chain.VerifiedSeq, BrokenSeq: chain.BrokenSeq, CheckedAt: chain.CheckedAt,
 		BrokenReason: chain.BrokenReason}
 	if props.CanExport {
 		exports, err := h.Exports.List(ctx, 10)
 		if err != nil {
-			return err
+			return props, err
 		}
 		for _, e := range exports {
 			props.Exports = append(props.Exports, exportRow(e))
 		}
 	}
-	return render.Page(c, status, views.AuditHistory(props))
+	return props, nil
 }
 
 // rows turns events into sentences with names and links.
-func (h Audit) rows(ctx context.Context, events []audit.Event, envs map[string]string) ([]views.AuditRow, error) {
+func (h Audit) rows(ctx context.Context, events []audit.Event, names audit.Names) ([]views.AuditRow, error) {
 	var wsIDs []string
 	for _, e := range events {
 		for _, id := range []string{e.WorkspaceID, workspaceOfData(e)} {
@@ -226,7 +239,7 @@ func (h Audit) rows(ctx context.Context, events []audit.Event, envs map[string]s
 	if err != nil {
 		return nil, err
 	}
-	names := audit.Names{Environments: envs, Workspaces: workspaces}
+	names.Workspaces = workspaces
 	rows := make([]views.AuditRow, 0, len(events))
 	for _, e := range events {
 		s := audit.Describe(e, names)
@@ -307,7 +320,11 @@ func (h Audit) historyJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.rows(ctx, page.Events, envs)
+	members, err := h.Names.MemberNames(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := h.rows(ctx, page.Events, audit.Names{Environments: envs, Users: members})
 	if err != nil {
 		return err
 	}
@@ -371,7 +388,17 @@ func (h Audit) requestExport(c echo.Context) error {
 			return render.Redirect(c, paths.AuditExport(e.ID))
 		}
 	}
-	return err
+	v, invalid := errs.AsValidation(err)
+	if !invalid || render.WantsJSON(c) {
+		return err
+	}
+	// The history again, the export form showing what was sent and what is wrong.
+	props, perr := h.historyProps(ctx, audit.Query{}, nil)
+	if perr != nil {
+		return perr
+	}
+	props.ExportErrors, props.ExportFrom, props.ExportTo, props.ExportFormat = v.Fields, form.Get("from"), form.Get("to"), form.Get("format")
+	return render.Page(c, http.StatusUnprocessableEntity, views.AuditHistory(props))
 }
 
 func (h Audit) export(c echo.Context) error {

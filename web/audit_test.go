@@ -1,14 +1,20 @@
 package web_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/audit/exportfile"
+	"gantry/models/run"
 	"gantry/web/webtest"
 )
 
@@ -35,3 +41,212 @@ func requestExport(t testing.TB, app *webtest.App, c *http.Client, csrf string, 
 }
 
 var regexpReady = regexp.MustCompile(`data-status="ready"`)
+
+func TestAuditHistoryForAuditors(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	development := app.OrgEnvironmentID(t, "acme", "development")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-trail"},
+		"kind": {"apply"}, "inputs.name": {"audit-trail"}})
+	waitForState(t, app, runID, run.Succeeded)
+
+	auditor := app.LoggedIn(t, "auditor@acme.test")
+	resp := app.Get(t, auditor, "/audit")
+	page := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `href="/audit" aria-current="page"`, "in the navigation, marked as the current page")
+	require.Contains(t, page, `data-testid="chain-state"`)
+	// A sentence with names and a link, not codes and ids.
+	require.Regexp(t, `<strong>[^<]+</strong> requested <a href="/runs/`+runID+`">run #1 of audit-trail in development</a> from template bucket`, page)
+	require.Regexp(t, `<strong>Gantry</strong> moved <a href="/runs/`+runID+`">run #1 of audit-trail in development</a> to SUCCEEDED`, page)
+
+	resp = app.Get(t, auditor, "/audit?action=run.queued&run="+runID)
+	page = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, 1, strings.Count(page, `data-testid="audit-event"`), page)
+	require.Contains(t, page, `data-action="run.queued"`)
+
+	resp = app.Get(t, auditor, "/audit?environment="+development+"&action=run.succeeded")
+	page = webtest.ReadBody(t, resp)
+	require.Equal(t, 1, strings.Count(page, `data-testid="audit-event"`), page)
+
+	resp = app.Get(t, auditor, "/audit?from=yesterday&limit=0")
+	page = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, page, `data-testid="error-summary"`)
+	require.Contains(t, page, `href="#filter-from"`)
+	require.Contains(t, page, `id="filter-from-error"`)
+	require.NotContains(t, page, `data-testid="audit-event"`, "nothing is shown for filters that could not be read")
+
+	for _, email := range []string{"viewer@acme.test", "operator@acme.test"} {
+		c := app.LoggedIn(t, email)
+		resp := app.Get(t, c, "/audit")
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, email)
+		home := webtest.ReadBody(t, app.Get(t, c, "/"))
+		require.NotContains(t, home, `href="/audit"`, "%s has no audit link", email)
+	}
+}
+
+func TestAuditEventsAPI(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	development := app.OrgEnvironmentID(t, "acme", "development")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-api"},
+		"kind": {"apply"}, "inputs.name": {"audit-api"}})
+	waitForState(t, app, runID, run.Succeeded)
+	auditor := app.LoggedIn(t, "auditor@acme.test")
+
+	type page struct {
+		Events []struct {
+			Seq     int64  `json:"seq"`
+			Action  string `json:"action"`
+			Run     string `json:"run_id"`
+			Summary string `json:"summary"`
+			Hash    string `json:"hash"`
+		} `json:"events"`
+		Next  string `json:"next"`
+		Chain struct {
+			Head   int64 `json:"head"`
+			Intact bool  `json:"intact"`
+		} `json:"chain"`
+	}
+	get := func(path string, status int) page {
+		t.Helper()
+		resp := app.Get(t, auditor, path)
+		body := webtest.ReadBody(t, resp)
+		require.Equal(t, status, resp.StatusCode, body)
+		var p page
+		if status == http.StatusOK {
+			require.NoError(t, json.Unmarshal([]byte(body), &p), body)
+		}
+		return p
+	}
+	first := get("/api/v1/audit/events?limit=2", http.StatusOK)
+	require.Len(t, first.Events, 2)
+	require.NotEmpty(t, first.Next)
+	require.Greater(t, first.Chain.Head, int64(2))
+	require.True(t, first.Chain.Intact)
+	second := get(first.Next, http.StatusOK)
+	require.Len(t, second.Events, 2)
+	require.Equal(t, first.Events[1].Seq-1, second.Events[0].Seq, "keyset paging continues where the page ended")
+
+	ofRun := get("/api/v1/audit/events?run="+runID, http.StatusOK)
+	require.NotEmpty(t, ofRun.Events)
+	for _, e := range ofRun.Events {
+		require.Equal(t, runID, e.Run)
+		if strings.HasPrefix(e.Action, "run.") {
+			require.Contains(t, e.Summary, "run #1 of audit-api in development")
+		}
+		require.NotEmpty(t, e.Summary)
+		require.Len(t, e.Hash, 64)
+	}
+	require.Equal(t, "run.queued", ofRun.Events[len(ofRun.Events)-1].Action)
+
+	resp := app.Get(t, auditor, "/api/v1/audit/events?limit=0&to=never")
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
+	require.Contains(t, body, `"INVALID_INPUT"`)
+	require.Contains(t, body, `"limit"`)
+	require.Contains(t, body, `"to"`)
+
+	viewer := app.LoggedIn(t, "viewer@acme.test")
+	resp = app.Get(t, viewer, "/api/v1/audit/events")
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// The public keys are served to every member.
+	resp = app.Get(t, viewer, "/api/v1/audit/keys")
+	body = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var set exportfile.KeySet
+	require.NoError(t, json.Unmarshal([]byte(body), &set))
+	require.Len(t, set.Keys, 1)
+	require.True(t, strings.HasPrefix(set.Keys[0].Fingerprint, "SHA256:"))
+}
+
+func TestAuditExportsDownloadVerifyAndResume(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	development := app.OrgEnvironmentID(t, "acme", "development")
+	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-export"},
+		"kind": {"apply"}, "inputs.name": {"audit-export"}})
+	waitForState(t, app, runID, run.Succeeded)
+	auditor := app.LoggedIn(t, "auditor@acme.test")
+	csrf := app.CSRF(t, auditor)
+
+	var set exportfile.KeySet
+	require.NoError(t, json.Unmarshal([]byte(webtest.ReadBody(t, app.Get(t, auditor, "/api/v1/audit/keys"))), &set))
+	trust := exportfile.Trust{Keys: &set}
+
+	id := requestExport(t, app, auditor, csrf, nil)
+	page := webtest.ReadBody(t, app.Get(t, auditor, "/audit/exports/"+id))
+	require.Contains(t, page, `data-testid="export-download"`)
+	require.Contains(t, page, set.Keys[0].Fingerprint, "the page names the key to pin")
+	require.Contains(t, page, `data-testid="export-manifest"`)
+
+	resp := app.Get(t, auditor, "/audit/exports/"+id+"/download")
+	whole := []byte(webtest.ReadBody(t, resp))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Disposition"), "attachment; filename=\"gantry-audit-"+id)
+	etag := resp.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+	r := exportfile.Verify(bytes.NewReader(whole), trust)
+	require.True(t, r.OK, r.Verdict)
+	require.Contains(t, r.Verdict, "chain verified from its anchor")
+
+	// An interrupted download resumes where it stopped, byte-identical, while the file
+	// is unchanged (If-Range with its ETag).
+	cut := len(whole)/2 + 3
+	req, err := http.NewRequest(http.MethodGet, app.URL+"/audit/exports/"+id+"/download", nil)
+	require.NoError(t, err)
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", cut))
+	req.Header.Set("If-Range", etag)
+	resp, err = auditor.Do(req)
+	require.NoError(t, err)
+	rest := []byte(webtest.ReadBody(t, resp))
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode)
+	require.Equal(t, whole, append(append([]byte{}, whole[:cut]...), rest...))
+	resumed := exportfile.Verify(bytes.NewReader(append(append([]byte{}, whole[:cut]...), rest...)), trust)
+	require.True(t, resumed.OK, resumed.Verdict)
+
+	// A CSV export filtered to one run verifies event by event.
+	csvID := requestExport(t, app, auditor, csrf, url.Values{"format": {"csv"}, "run": {runID}})
+	resp = app.Get(t, auditor, "/audit/exports/"+csvID+"/download")
+	csvData := []byte(webtest.ReadBody(t, resp))
+	require.Equal(t, "text/csv; charset=utf-8", resp.Header.Get("Content-Type"))
+	r = exportfile.Verify(bytes.NewReader(csvData), trust)
+	require.True(t, r.OK, r.Verdict)
+	require.Contains(t, r.Verdict, "filtered export")
+	require.Equal(t, runID, r.Manifest.Filters.Run)
+
+	// The export itself is in the history, in words.
+	history := webtest.ReadBody(t, app.Get(t, auditor, "/audit?action=audit.exported"))
+	require.Contains(t, history, `<a href="/audit/exports/`+csvID+`">audit export of `)
+
+	// Exports are for auditors, admins and owners.
+	viewer := app.LoggedIn(t, "viewer@acme.test")
+	for _, path := range []string{"/audit/exports/" + id, "/audit/exports/" + id + "/download"} {
+		resp := app.Get(t, viewer, path)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+	}
+	now := time.Now().UTC()
+	resp = app.PostForm(t, viewer, "/audit/exports", url.Values{"_csrf": {app.CSRF(t, viewer)}, "format": {"jsonl"},
+		"from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// A bad request is refused field by field and persists nothing.
+	before := countRows(t, app, "SELECT count(*) FROM audit_exports")
+	resp = app.PostForm(t, auditor, "/audit/exports", url.Values{"_csrf": {csrf}, "format": {"xml"}, "from": {"soon"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="export-error-summary"`)
+	require.Contains(t, body, `href="#export-from"`)
+	require.Contains(t, body, `id="export-from-error"`)
+	require.Contains(t, body, `value="soon"`, "what was sent is shown again")
+	require.Equal(t, before, countRows(t, app, "SELECT count(*) FROM audit_exports"))
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/artifact"
+	"gantry/models/audit"
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/identity"
@@ -41,13 +42,17 @@ func TestKeysRotate(t *testing.T) {
 	_, _, err = identity.NewIssuer(gdb, old, "https://gantry.test/workload", identity.Options{}).Mint(ctx,
 		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-1", Phase: identity.PhasePlan})
 	require.NoError(t, err)
+	signer, err := audit.NewKeys(gdb, old).Signer(ctx, "org-1")
+	require.NoError(t, err)
 
 	out.Reset()
-	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec}, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 1 workload keys and 0 environment credentials under key k2")
+	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec, "--new-signing-keys"}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 1 workload keys, 0 environment credentials and 1 audit signing keys under key k2")
+	require.Contains(t, out.String(), "replaced the audit signing key of 1 organizations")
 
 	var stale int64
-	require.NoError(t, gdb.Raw("SELECT (SELECT count(*) FROM artifacts WHERE key_id <> 'k2') + (SELECT count(*) FROM workload_keys WHERE key_id <> 'k2')").Scan(&stale).Error)
+	require.NoError(t, gdb.Raw(`SELECT (SELECT count(*) FROM artifacts WHERE key_id <> 'k2') + (SELECT count(*) FROM workload_keys WHERE key_id <> 'k2')
+		+ (SELECT count(*) FROM audit_signing_keys WHERE key_id <> 'k2')`).Scan(&stale).Error)
 	require.Zero(t, stale)
 	onlyNew, err := keyring.Parse(newSpec)
 	require.NoError(t, err)
@@ -57,6 +62,15 @@ func TestKeysRotate(t *testing.T) {
 	_, _, err = identity.NewIssuer(gdb, onlyNew, "https://gantry.test/workload", identity.Options{}).Mint(ctx,
 		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-2", Phase: identity.PhaseApply})
 	require.NoError(t, err, "the signing key opens with the new key alone")
+	current, err := audit.NewKeys(gdb, onlyNew).Signer(ctx, "org-1")
+	require.NoError(t, err, "the new audit signing key opens with the new key alone")
+	require.NotEqual(t, signer.KeyID(), current.KeyID(), "replaced")
+	out.Reset()
+	require.Equal(t, 0, run([]string{"keys", "list", "--database-url", dsn, "--org", "one"}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), signer.Fingerprint())
+	require.Contains(t, out.String(), current.Fingerprint())
+	require.Regexp(t, signer.KeyID()+`\s+\S+\s+\S+ \S+\s+retired `, out.String(), "the old key stays listed, retired")
+	require.Equal(t, 1, run([]string{"keys", "list", "--database-url", dsn, "--org", "nobody"}, &out, &errOut))
 
 	require.Equal(t, 1, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", "k9:" + strings.Repeat("A", 43) + "="}, &out, &errOut))
 }

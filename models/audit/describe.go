@@ -83,6 +83,7 @@ func KnownAction(code string) bool {
 type Names struct {
 	Environments map[string]string
 	Workspaces   map[string]string
+	Users        map[string]string
 }
 
 // Ref is an object a sentence names: a link target when Kind and ID are set.
@@ -222,18 +223,18 @@ func Describe(e Event, n Names) Sentence {
 	case "risk_matrix.updated":
 		s.Verb, s.Object = "changed", Ref{Label: "the approval matrix (version " + e.TargetID + ")"}
 	case "membership.role_set", "membership.role_changed":
-		s.Verb, s.Object = "changed the role of", Ref{Label: "member " + e.TargetID}
+		s.Verb, s.Object = "changed the role of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 		if after := unquote(d.After); after != "" {
 			s.Rest = "to " + after
 		} else if d.Role != "" {
 			s.Rest = "to " + d.Role
 		}
 	case "membership.removed":
-		s.Verb, s.Object = "removed", Ref{Label: "member " + e.TargetID}
+		s.Verb, s.Object = "removed", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_granted":
-		s.Verb, s.Object = "granted cloud.live to", Ref{Label: "member " + e.TargetID}
+		s.Verb, s.Object = "granted cloud.live to", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_revoked":
-		s.Verb, s.Object = "revoked cloud.live of", Ref{Label: "member " + e.TargetID}
+		s.Verb, s.Object = "revoked cloud.live of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "invitation.created":
 		s.Verb, s.Object, s.Rest = "invited", Ref{Label: e.TargetID}, "as "+d.Role
 	case "invitation.accepted":

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/audit"
+	"gantry/models/audit/exportfile"
+	"gantry/models/authz"
+	"gantry/models/db"
+	"gantry/models/db/dbtest"
+	"gantry/models/keyring"
+	"gantry/models/org"
+)
+
+type noQueue struct{}
+
+func (noQueue) EnqueueExport(context.Context, string) error { return nil }
+
+// TestAuditVerifyAndKeysList: an export built by Gantry verifies with `gantry audit
+// verify` against the fingerprint `gantry keys list` prints, and fails, naming the
+// line, once a line is edited; exit statuses 0, 1 and 2 say which.
+func TestAuditVerifyAndKeysList(t *testing.T) {
+	ctx := context.Background()
+	dsn := dbtest.NewURL(t)
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"migrate", "--database-url", dsn}, &out, &errOut), errOut.String())
+	gdb, err := db.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := gdb.DB(); err == nil {
+			s.Close()
+		}
+	})
+	log := audit.New(gdb)
+	o, err := org.NewService(gdb, log).EnsureOrganization(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	auditor := authz.WithSubject(ctx, authz.Subject{UserID: "usr-a", Name: "Ada", OrganizationID: o.ID, Role: authz.RoleAuditor})
+	for i := range 20 {
+		require.NoError(t, log.Record(auditor, audit.Entry{Action: "test.event", TargetType: "thing", TargetID: "t", Data: map[string]any{"i": i}}))
+	}
+	keys, err := keyring.Parse(keyring.NewKeySpec("k1"))
+	require.NoError(t, err)
+	signers := audit.NewKeys(gdb, keys)
+	exports := audit.NewExports(gdb, log, keys, signers, noQueue{})
+	e, err := exports.Request(auditor, audit.ExportRequest{Format: exportfile.JSONL,
+		Query: audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)}})
+	require.NoError(t, err)
+	require.NoError(t, exports.Build(ctx, e.ID))
+	e, err = exports.Get(auditor, e.ID)
+	require.NoError(t, err)
+	r, err := exports.Reader(auditor, e)
+	require.NoError(t, err)
+	data, err := io.ReadAll(r)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "export.jsonl")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"keys", "list", "--database-url", dsn}, &out, &errOut), errOut.String())
+	set, err := signers.Published(auditor)
+	require.NoError(t, err)
+	fingerprint := set.Keys[0].Fingerprint
+	require.Contains(t, out.String(), "acme")
+	require.Contains(t, out.String(), fingerprint)
+	require.Contains(t, out.String(), "current")
+
+	verify := func(args ...string) (int, string) {
+		out.Reset()
+		errOut.Reset()
+		code := run(append([]string{"audit", "verify"}, args...), &out, &errOut)
+		return code, strings.TrimSpace(out.String())
+	}
+	code, verdict := verify(file, "--key", fingerprint)
+	require.Equal(t, 0, code, errOut.String())
+	require.Equal(t, 1, strings.Count(verdict, "\n")+1, "one line: %s", verdict)
+	require.True(t, strings.HasPrefix(verdict, "OK 21 events, seq 1..21, chain verified"), verdict)
+
+	keysFile := filepath.Join(dir, "keys.json")
+	raw, err := json.Marshal(set)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keysFile, raw, 0o600))
+	code, verdict = verify("--keys-url", keysFile, file)
+	require.Equal(t, 0, code, verdict)
+
+	code, verdict = verify(file)
+	require.Equal(t, 1, code)
+	require.Contains(t, verdict, "FAIL signature valid but the key is not pinned: pass --key "+fingerprint)
+
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[6] = strings.Replace(lines[6], `\"i\":5`, `\"i\":6`, 1)
+	edited := filepath.Join(dir, "edited.jsonl")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Join(lines, "")), 0o600))
+	code, verdict = verify(edited, "--key", fingerprint)
+	require.Equal(t, 1, code)
+	require.Equal(t, "FAIL line 7: seq 7: the event's hash does not match its bytes (the event was edited)", verdict)
+	require.Empty(t, errOut.String(), "a failed verification is its verdict, not an error log")
+
+	// The script of docs/audit-format.md, outside Gantry, reaches the same verdicts.
+	script := func(file string) (int, string) {
+		cmd := exec.Command("python3", filepath.Join("..", "..", "docs", "audit-verify.py"), file, fingerprint)
+		outb, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), strings.TrimSpace(string(outb))
+		}
+		require.NoError(t, err, string(outb))
+		return 0, strings.TrimSpace(string(outb))
+	}
+	code, verdict = script(file)
+	require.Equal(t, 0, code, verdict)
+	require.Equal(t, "OK 21 events, mode chain, signed by "+set.Keys[0].KeyID+" ("+fingerprint+")", verdict)
+	code, verdict = script(edited)
+	require.Equal(t, 1, code, verdict)
+	require.Equal(t, "FAIL line 7: seq 7: the event's hash does not match its bytes (the event was edited)", verdict)
+	csvExport, err := exports.Request(auditor, audit.ExportRequest{Format: exportfile.CSV,
+		Query: audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), Action: "test.event"}})
+	require.NoError(t, err)
+	require.NoError(t, exports.Build(ctx, csvExport.ID))
+	csvExport, err = exports.Get(auditor, csvExport.ID)
+	require.NoError(t, err)
+	r, err = exports.Reader(auditor, csvExport)
+	require.NoError(t, err)
+	csvData, err := io.ReadAll(r)
+	require.NoError(t, err)
+	csvFile := filepath.Join(dir, "export.csv")
+	require.NoError(t, os.WriteFile(csvFile, csvData, 0o600))
+	code, verdict = script(csvFile)
+	require.Equal(t, 0, code, verdict)
+	require.Contains(t, verdict, "OK 20 events, mode events")
+	code, verdict = verify(csvFile, "--key", fingerprint)
+	require.Equal(t, 0, code, verdict)
+	csvLines := strings.SplitAfter(string(csvData), "\n")
+	csvLines[3], csvLines[4] = csvLines[4], csvLines[3]
+	swapped := filepath.Join(dir, "swapped.csv")
+	require.NoError(t, os.WriteFile(swapped, []byte(strings.Join(csvLines, "")), 0o600))
+	code, verdict = script(swapped)
+	require.Equal(t, 1, code, verdict)
+	require.Contains(t, verdict, "FAIL line 5: seq")
+	code, verdict = verify(swapped, "--key", fingerprint)
+	require.Equal(t, 1, code, verdict)
+	require.Contains(t, verdict, "FAIL line 5: seq")
+
+	code, _ = verify("--key", fingerprint)
+	require.Equal(t, 2, code, "no file")
+	code, _ = verify(filepath.Join(dir, "missing.jsonl"), "--key", fingerprint)
+	require.Equal(t, 1, code)
+}

@@ -1,0 +1,69 @@
+package audit_test
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/audit"
+)
+
+var (
+	actionLiteral = regexp.MustCompile(`(?:Action: +|action :?= )"([a-z_]+\.[a-z_]+)"`)
+	runState      = regexp.MustCompile(`(?m)^\s+[A-Za-z]+ +State = "([A-Z_]+)"`)
+)
+
+// TestEveryRecordedActionHasWords: every action the code records (a literal given to
+// audit.Entry, or a run state, recorded as run.<state>) is in the vocabulary the
+// history's filter and sentences use. A planted unknown action is caught.
+func TestEveryRecordedActionHasWords(t *testing.T) {
+	root := filepath.Join("..", "..")
+	found := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".data" || d.Name() == "tools" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range actionLiteral.FindAllStringSubmatch(string(src), -1) {
+			found[m[1]] = path
+		}
+		if strings.HasSuffix(path, filepath.Join("models", "run", "state.go")) {
+			for _, m := range runState.FindAllStringSubmatch(string(src), -1) {
+				found["run."+strings.ToLower(m[1])] = path
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(found), 40, "the walk found the recorded actions")
+	require.Contains(t, found, "run.apply_interrupted")
+	require.Contains(t, found, "policy.overridden")
+	for action, path := range found {
+		require.True(t, audit.KnownAction(action), "%s (recorded in %s) has no words in audit.Actions", action, path)
+	}
+	require.False(t, audit.KnownAction("planted.action"))
+
+	// And each reads as a sentence that is not the fallback.
+	for _, a := range audit.Actions {
+		s := audit.Describe(audit.Event{Action: a.Code, ActorID: "usr-1", ActorName: "Ann", TargetType: "thing", TargetID: "x",
+			Data: json.RawMessage(`{}`), OccurredAt: time.Now()}, audit.Names{})
+		require.NotContains(t, s.Verb, "recorded", a.Code)
+		require.NotEmpty(t, s.String())
+	}
+}

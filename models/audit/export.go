@@ -294,22 +294,35 @@ func (x *Exports) failed(ctx context.Context, e Export, cause error) error {
 }
 
 // stream calls each for every pinned event of the export in seq order, and progress
-// after every batch, reading by keyset so that no query holds more than one batch.
+// after every batch. Time follows the sequence, so the time range is first turned into
+// a range of sequence numbers (two index lookups); the batches then walk the sequence
+// by keyset, each query reading one batch through an index on seq (a time condition in
+// every batch would let the planner scan the whole range per batch). An event outside
+// the time range (possible only before times followed the sequence) is skipped.
 func (x *Exports) stream(ctx context.Context, e Export, q Query, each func(Event) error, progress func(done int64) error) error {
-	var after, done int64
+	lo, hi, err := x.seqRange(ctx, e)
+	if err != nil || lo == 0 {
+		return err
+	}
+	byScope := q
+	byScope.From, byScope.To = time.Time{}, time.Time{}
+	after, done := lo-1, int64(0)
 	for {
 		var events []Event
-		err := x.log.filtered(ctx, e.OrganizationID, q).Where("seq > ? AND seq <= ?", after, e.LastSeq).
+		err := x.log.filtered(ctx, e.OrganizationID, byScope).Where("seq > ? AND seq <= ?", after, hi).
 			Order("seq").Limit(exportBatch).Find(&events).Error
 		if err != nil {
 			return fmt.Errorf("reading events: %w", err)
 		}
 		for _, ev := range events {
+			if ev.OccurredAt.Before(e.FromTime) || !ev.OccurredAt.Before(e.ToTime) {
+				continue
+			}
 			if err := each(ev); err != nil {
 				return err
 			}
+			done++
 		}
-		done += int64(len(events))
 		if err := progress(done); err != nil {
 			return err
 		}
@@ -318,4 +331,21 @@ func (x *Exports) stream(ctx context.Context, e Export, q Query, each func(Event
 		}
 		after = events[len(events)-1].Seq
 	}
+}
+
+// seqRange is the first and last sequence numbers of export e's time range among the
+// events it is pinned to (0, 0 when there are none).
+func (x *Exports) seqRange(ctx context.Context, e Export) (lo, hi int64, err error) {
+	var r struct{ Lo, Hi *int64 }
+	err = db.Conn(ctx, x.db).Raw(`SELECT
+	    (SELECT seq FROM audit_events WHERE organization_id = ? AND occurred_at >= ? AND seq <= ? ORDER BY occurred_at, seq LIMIT 1) AS lo,
+	    (SELECT seq FROM audit_events WHERE organization_id = ? AND occurred_at < ? AND seq <= ? ORDER BY occurred_at DESC, seq DESC LIMIT 1) AS hi`,
+		e.OrganizationID, e.FromTime, e.LastSeq, e.OrganizationID, e.ToTime, e.LastSeq).Scan(&r).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding the export's events: %w", err)
+	}
+	if r.Lo == nil || r.Hi == nil || *r.Lo > *r.Hi {
+		return 0, 0, nil
+	}
+	return *r.Lo, *r.Hi, nil
 }

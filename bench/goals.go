@@ -77,6 +77,24 @@ var Goals = []Goal{
 		Why: "the same, 99th percentile"},
 	{Package: "gantry/runner", Benchmark: "BenchmarkApprovalToApplyStart", Metric: "timeouts", Max: 0,
 		Why: "applies that never started within their machine-scaled deadline"},
+	// Auditors (issue 11): a signed export of a million events, and the history page
+	// of an organization with a million events.
+	{Package: "gantry/models/audit", Benchmark: "BenchmarkExport1M", Metric: "events_per_s", Max: 100_000, AtLeast: true,
+		Why: "an unfiltered JSON Lines export of 1,000,000 events, built by its own process"},
+	{Package: "gantry/models/audit", Benchmark: "BenchmarkExport1M", Metric: "peak_rss_mb", Max: 100,
+		Why: "the maximum resident set of the exporting process"},
+	{Package: "gantry/models/audit", Benchmark: "BenchmarkExport1M", Metric: "build_s", Report: true,
+		Why: "the build's time, seconds"},
+	{Package: "gantry/models/audit", Benchmark: "BenchmarkExport1M", Metric: "file_mb", Report: true,
+		Why: "the export file's size, MiB"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAuditHistory1M", Metric: "p99_ms", Max: 50,
+		Why: "the audit history's first page with 1,000,000 events in the organization, 99th percentile of 100"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAuditHistory1M", Metric: "p50_ms", Report: true,
+		Why: "the same, median"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAuditHistory1M", Metric: "filtered_p99_ms", Report: true,
+		Why: "a first page filtered by environment and action, 99th percentile"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAuditHistory1M", Metric: "filtered_p50_ms", Report: true,
+		Why: "the same, median"},
 	// Plan review at 10,000 changes, each a ratio to a plain encoding/json decode of the
 	// same plan measured in the same run (issue 5).
 	{Package: "gantry/models/classify", Benchmark: "BenchmarkClassify10k", Metric: "ratio", Max: 2, Quick: true,

@@ -75,8 +75,12 @@ def main(path, pinned):
             seq, line_prev, line_hash, body = int(row[0]), row[6], row[7], row[8]
         else:
             event = json.loads(raw)
-            seq, line_prev, line_hash, body = event["seq"], event["prev_hash"], event["hash"], event["body"]
-        body_bytes = body.encode("utf-8")
+            seq, line_prev, line_hash = event["seq"], event["prev_hash"], event["hash"]
+            # The hashed bytes stand in the line as they were hashed: between ',"body":'
+            # and the line's last '}'.
+            text = raw.rstrip(b"\r\n")
+            body = text[text.index(b',"body":') + len(b',"body":'):-1]
+        body_bytes = body if isinstance(body, bytes) else body.encode("utf-8")
         if hashlib.sha256(bytes.fromhex(line_prev) + body_bytes).hexdigest() != line_hash:
             fail(number, f"seq {seq}: the event's hash does not match its bytes (the event was edited)")
         fields = json.loads(body_bytes)

@@ -100,7 +100,7 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	require.Contains(t, verdict, "FAIL signature valid but the key is not pinned: pass --key "+fingerprint)
 
 	lines := strings.SplitAfter(string(data), "\n")
-	lines[6] = strings.Replace(lines[6], `\"i\":5`, `\"i\":6`, 1)
+	lines[6] = strings.Replace(lines[6], `"i":5`, `"i":6`, 1)
 	edited := filepath.Join(dir, "edited.jsonl")
 	require.NoError(t, os.WriteFile(edited, []byte(strings.Join(lines, "")), 0o600))
 	code, verdict = verify(edited, "--key", fingerprint)

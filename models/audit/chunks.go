@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/klauspost/compress/s2"
 	"gorm.io/gorm"
 
 	"gantry/models/db"
@@ -15,7 +16,8 @@ import (
 )
 
 // An export is stored as numbered chunks, each chunkSize bytes of plaintext (the last
-// one shorter, possibly empty) sealed with AES-256-GCM under the export's data key. The
+// one shorter, possibly empty), compressed with S2 (an export is JSON text: the database
+// then writes a third of it) and sealed with AES-256-GCM under the export's data key. The
 // nonce is the chunk's number and the associated data names the export, the number and
 // whether the chunk is the last: chunks cannot be swapped, reordered, dropped from the
 // end or moved to another export without failing to open.
@@ -38,6 +40,7 @@ type chunkWriter struct {
 	aead    cipher.AEAD
 	chunk   int // plaintext per chunk
 	buf     []byte
+	packed  []byte // the compressed chunk
 	n       int
 	written int64 // the file's size so far
 }
@@ -67,7 +70,8 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 func (w *chunkWriter) Close() error { return w.store(w.buf, true) }
 
 func (w *chunkWriter) store(plain []byte, last bool) error {
-	sealed := w.aead.Seal(nil, chunkNonce(w.aead, w.n), plain, chunkAAD(w.id, w.n, last))
+	w.packed = s2.Encode(w.packed[:cap(w.packed)], plain)
+	sealed := w.aead.Seal(nil, chunkNonce(w.aead, w.n), w.packed, chunkAAD(w.id, w.n, last))
 	if err := db.Conn(w.ctx, w.db).Exec("INSERT INTO audit_export_chunks (export_id, n, ciphertext) VALUES (?, ?, ?)", w.id, w.n, sealed).Error; err != nil {
 		return fmt.Errorf("storing export chunk %d: %w", w.n, err)
 	}
@@ -121,9 +125,13 @@ func (r *chunkReader) load(n int) error {
 	if err := db.Conn(r.ctx, r.db).Raw("SELECT ciphertext FROM audit_export_chunks WHERE export_id = ? AND n = ?", r.e.ID, n).Row().Scan(&sealed); err != nil {
 		return fmt.Errorf("reading export chunk %d: %w", n, db.Translate(err))
 	}
-	plain, err := r.aead.Open(r.plain[:0], chunkNonce(r.aead, n), sealed, chunkAAD(r.e.ID, n, n == r.lastChunk()))
+	packed, err := r.aead.Open(sealed[:0], chunkNonce(r.aead, n), sealed, chunkAAD(r.e.ID, n, n == r.lastChunk()))
 	if err != nil {
 		return fmt.Errorf("export chunk %d does not open (altered or missing): %w", n, err)
+	}
+	plain, err := s2.Decode(r.plain[:cap(r.plain)], packed)
+	if err != nil {
+		return fmt.Errorf("export chunk %d does not decompress: %w", n, err)
 	}
 	r.plain, r.loaded = plain, n
 	return nil

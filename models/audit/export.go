@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"gantry/models/audit/exportfile"
@@ -241,9 +243,11 @@ func (x *Exports) Build(ctx context.Context, id string) error {
 	if err != nil {
 		return x.failed(ctx, e, err)
 	}
+	var parser parser
+	var body []byte
 	err = x.stream(ctx, e, q, func(ev Event) error {
-		body, err := ev.Body()
-		if err != nil {
+		var err error
+		if body, err = ev.appendBody(body[:0], &parser); err != nil {
 			return err
 		}
 		return w.Write(exportfile.Line{Seq: ev.Seq, PrevHash: ev.PrevHash, Hash: ev.Hash, Body: body,
@@ -306,15 +310,44 @@ func (x *Exports) stream(ctx context.Context, e Export, q Query, each func(Event
 	}
 	byScope := q
 	byScope.From, byScope.To = time.Time{}, time.Time{}
-	after, done := lo-1, int64(0)
-	for {
-		var events []Event
-		err := x.log.filtered(ctx, e.OrganizationID, byScope).Where("seq > ? AND seq <= ?", after, hi).
-			Order("seq").Limit(exportBatch).Find(&events).Error
+	// The next batch is read while this one is written: the database works on its own
+	// core meanwhile. Two batches are in memory at most.
+	type read struct {
+		events []Event
+		err    error
+	}
+	batches := make(chan read, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(batches)
+		err := x.onPgxConn(ctx, func(conn *pgx.Conn) error {
+			for after := lo - 1; ; {
+				events, err := readBatch(ctx, conn, e.OrganizationID, byScope, after, hi)
+				select {
+				case batches <- read{events, err}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				if err != nil || len(events) < exportBatch {
+					return err
+				}
+				after = events[len(events)-1].Seq
+			}
+		})
 		if err != nil {
-			return fmt.Errorf("reading events: %w", err)
+			select {
+			case batches <- read{err: err}:
+			case <-ctx.Done():
+			}
 		}
-		for _, ev := range events {
+	}()
+	var done int64
+	for b := range batches {
+		if b.err != nil {
+			return b.err
+		}
+		for _, ev := range b.events {
 			if ev.OccurredAt.Before(e.FromTime) || !ev.OccurredAt.Before(e.ToTime) {
 				continue
 			}
@@ -326,11 +359,8 @@ func (x *Exports) stream(ctx context.Context, e Export, q Query, each func(Event
 		if err := progress(done); err != nil {
 			return err
 		}
-		if len(events) < exportBatch {
-			return nil
-		}
-		after = events[len(events)-1].Seq
 	}
+	return ctx.Err()
 }
 
 // seqRange is the first and last sequence numbers of export e's time range among the
@@ -348,4 +378,62 @@ func (x *Exports) seqRange(ctx context.Context, e Export) (lo, hi int64, err err
 		return 0, 0, nil
 	}
 	return *r.Lo, *r.Hi, nil
+}
+
+// onPgxConn runs f on a connection of the pool of its own, as pgx's native connection:
+// its rows scan without database/sql's conversions (a fifth of an export's time went to
+// them).
+func (x *Exports) onPgxConn(ctx context.Context, f func(*pgx.Conn) error) error {
+	sqlDB, err := x.db.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("taking a connection: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the database driver is %T, not pgx", driverConn)
+		}
+		return f(c.Conn())
+	})
+}
+
+// readBatch reads up to exportBatch events of the scope in (after, hi] in seq order.
+func readBatch(ctx context.Context, conn *pgx.Conn, orgID string, scope Query, after, hi int64) ([]Event, error) {
+	query := `SELECT seq, occurred_at, actor_id, actor_name, action, target_type, target_id, data::text,
+	        COALESCE(environment_id, ''), COALESCE(workspace_id, ''), COALESCE(run_id, ''), prev_hash, hash
+	    FROM audit_events WHERE organization_id = $1 AND seq > $2 AND seq <= $3`
+	args := []any{orgID, after, hi}
+	for _, f := range []struct{ column, value string }{{"actor_id", scope.ActorID}, {"action", scope.Action}, {"run_id", scope.RunID},
+		{"environment_id", scope.EnvironmentID}, {"workspace_id", scope.WorkspaceID}} {
+		if f.value != "" {
+			args = append(args, f.value)
+			query += fmt.Sprintf(" AND %s = $%d", f.column, len(args))
+		}
+	}
+	query += fmt.Sprintf(" ORDER BY seq LIMIT %d", exportBatch)
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading events: %w", err)
+	}
+	defer rows.Close()
+	events := make([]Event, 0, exportBatch)
+	for rows.Next() {
+		ev := Event{OrganizationID: orgID}
+		var data []byte
+		if err := rows.Scan(&ev.Seq, &ev.OccurredAt, &ev.ActorID, &ev.ActorName, &ev.Action, &ev.TargetType, &ev.TargetID, &data,
+			&ev.EnvironmentID, &ev.WorkspaceID, &ev.RunID, &ev.PrevHash, &ev.Hash); err != nil {
+			return nil, fmt.Errorf("reading an event: %w", err)
+		}
+		ev.Data = data
+		events = append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading events: %w", err)
+	}
+	return events, nil
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -47,13 +48,15 @@ type Line struct {
 	OccurredAt, ActorName, Action, TargetType, TargetID string
 }
 
-// jsonLine is a JSON Lines event: Body travels as a JSON string, so that any JSON
-// parser hands back its exact bytes.
+// jsonLine is a JSON Lines event. Body is the hashed JSON object itself, written as
+// it was hashed: a line is `{"seq":N,"prev_hash":"…","hash":"…","body":` + the exact
+// bytes + `}`, so the bytes are everything between `,"body":` and the line's last `}`
+// (and tools such as jq read the event as an object).
 type jsonLine struct {
-	Seq      int64  `json:"seq"`
-	PrevHash string `json:"prev_hash"`
-	Hash     string `json:"hash"`
-	Body     string `json:"body"`
+	Seq      int64           `json:"seq"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
+	Body     json.RawMessage `json:"body"`
 }
 
 // Filters are the filters an export was made with (empty: none).
@@ -185,12 +188,17 @@ func (e *Writer) Write(l Line) error {
 		return e.csv.Write([]string{fmt.Sprint(l.Seq), oneLine(l.OccurredAt), oneLine(l.ActorName), oneLine(l.Action),
 			oneLine(l.TargetType), oneLine(l.TargetID), hex.EncodeToString(l.PrevHash), hex.EncodeToString(l.Hash), string(l.Body)})
 	}
-	b, err := json.Marshal(jsonLine{Seq: l.Seq, PrevHash: hex.EncodeToString(l.PrevHash), Hash: hex.EncodeToString(l.Hash), Body: string(l.Body)})
-	if err != nil {
-		return err
-	}
-	e.buf = append(append(e.buf[:0], b...), '\n')
-	_, err = e.digest.Write(e.buf)
+	// The jsonLine fields, in order, written without reflection.
+	b := append(e.buf[:0], `{"seq":`...)
+	b = strconv.AppendInt(b, l.Seq, 10)
+	b = append(b, `,"prev_hash":"`...)
+	b = hex.AppendEncode(b, l.PrevHash)
+	b = append(b, `","hash":"`...)
+	b = hex.AppendEncode(b, l.Hash)
+	b = append(b, `","body":`...)
+	b = append(b, l.Body...)
+	e.buf = append(b, '}', '\n')
+	_, err := e.digest.Write(e.buf)
 	return err
 }
 

@@ -125,7 +125,7 @@ func TestTamperedExportsFailAndNameTheLine(t *testing.T) {
 
 			cases := map[string]tamper{}
 			edited := append([]string{}, lines...)
-			edited[event(3)] = strings.Replace(edited[event(3)], `\"i\":4`, `\"i\":5`, 1)
+			edited[event(3)] = strings.Replace(edited[event(3)], `"i":4`, `"i":5`, 1)
 			if format == exportfile.CSV {
 				edited[event(3)] = strings.Replace(lines[event(3)], `""i"":4`, `""i"":5`, 1)
 			}

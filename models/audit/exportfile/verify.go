@@ -292,10 +292,11 @@ func parseLine(raw []byte, csvFormat bool) (Line, error) {
 		var j jsonLine
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&j); err != nil {
+		if err := dec.Decode(&j); err != nil || j.Body == nil {
 			return l, errors.New("not an event line")
 		}
-		l.Seq, prev, hash, l.Body = j.Seq, j.PrevHash, j.Hash, []byte(j.Body)
+		// The hashed bytes exactly as they stand in the line (a RawMessage keeps them).
+		l.Seq, prev, hash, l.Body = j.Seq, j.PrevHash, j.Hash, j.Body
 	}
 	var err error
 	if l.PrevHash, err = hex.DecodeString(prev); err != nil {

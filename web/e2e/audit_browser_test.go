@@ -1,0 +1,92 @@
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/audit/exportfile"
+	"gantry/web/webtest"
+)
+
+const (
+	auditorEmail    = "auditor@acme.test"
+	auditorPassword = "auditor-acme"
+
+	// Artifacts for a human; not assertions.
+	auditScreenshot       = "/tmp/gantry-audit-1280.png"
+	auditPhoneScreenshot  = "/tmp/gantry-audit-390.png"
+	auditExportScreenshot = "/tmp/gantry-audit-export-1280.png"
+)
+
+// TestAuditorInBrowser: an auditor finds the history in the navigation, reads it in
+// sentences, filters it by action and environment, exports the filtered range as CSV,
+// watches the export page turn ready by itself (SSE) and downloads a file that
+// verifies against the organization's published key.
+func TestAuditorInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, operatorEmail)
+	development := app.OrgEnvironmentID(t, "acme", "development")
+	form := url.Values{"_csrf": {app.CSRF(t, operator)}, "template": {"bucket"}, "environment": {development}, "workspace": {"audited"},
+		"kind": {"apply"}, "inputs.name": {"audited-bucket"}}
+	resp := app.PostForm(t, operator, "/requests", form)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	b := startBrowser(t, chrome)
+	signInAs(t, b, app, auditorEmail, auditorPassword, "Audrey")
+	b.do(t, "open the audit history from the navigation", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/audit"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
+	require.Contains(t, liveText(t, b, "chain-state"), "chain")
+	events := liveText(t, b, "audit-events")
+	require.Contains(t, events, "requested run #1 of audited in development from template bucket")
+	require.Contains(t, events, "Audrey (Acme Corp auditor) signed in")
+	screenshotAt(t, b, auditScreenshot, 1280, 900, false)
+	screenshotAt(t, b, auditPhoneScreenshot, 390, 844, true)
+	b.do(t, "back to the desktop viewport", chromedp.EmulateViewport(1280, 900))
+
+	b.do(t, "filter by action and environment",
+		chromedp.SetValue(chromedp.CSS(`#filter-action`), "run.queued"),
+		chromedp.SetValue(chromedp.CSS(`#filter-environment`), development),
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
+	require.Contains(t, location(t, b), "action=run.queued")
+	actions := run(t, b, "read the listed actions", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('[data-testid="audit-event"]')].map(e => e.dataset.action)`))
+	require.Equal(t, []string{"run.queued"}, actions)
+
+	b.do(t, "export the filtered range as CSV",
+		chromedp.SetValue(chromedp.CSS(`#export-format`), "csv"),
+		chromedp.Click(chromedp.CSS(`[data-testid="export-submit"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="export-status"]`)))
+	exportURL := location(t, b)
+	require.Regexp(t, `/audit/exports/exp-[a-z0-9]+$`, exportURL)
+	loads := runPageLoads(b, exportURL)
+	require.True(t, run(t, b, "wait for the export to be ready, live", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="export-status"]')?.dataset.status == "ready"`, chromedp.WithPollingTimeout(liveTimeout))))
+	require.Equal(t, loads, runPageLoads(b, exportURL), "the export page turned ready in place")
+	require.Contains(t, liveText(t, b, "export-status"), "Ready: 1 events")
+	screenshotAt(t, b, auditExportScreenshot, 1280, 900, false)
+
+	// The browser downloads the file (same-origin fetch with the auditor's session)
+	// and it verifies against the key the organization publishes.
+	file := run(t, b, "download the export", chromedp.Evaluate[string](
+		`fetch(document.querySelector('[data-testid="export-download"]').href).then(r => r.text())`,
+		chromedp.EvalAwaitPromise))
+	keys := run(t, b, "read the published keys", chromedp.Evaluate[string](`fetch('/api/v1/audit/keys').then(r => r.text())`,
+		chromedp.EvalAwaitPromise))
+	var set exportfile.KeySet
+	require.NoError(t, json.Unmarshal([]byte(keys), &set))
+	verdict := exportfile.Verify(bytes.NewReader([]byte(file)), exportfile.Trust{Keys: &set})
+	require.True(t, verdict.OK, verdict.Verdict)
+	require.Contains(t, verdict.Verdict, "filtered export")
+	require.True(t, strings.HasPrefix(file, "seq,occurred_at,actor,action"))
+	requireNoCSPViolations(t, b)
+}

@@ -356,7 +356,7 @@ func chainOf(s audit.ChainState) chainJSON {
 
 func exportRow(e audit.Export) views.AuditExportRow {
 	row := views.AuditExportRow{ID: e.ID, Format: e.Format, From: e.FromTime, To: e.ToTime, Status: e.Status, Percent: e.Percent(),
-		Events: e.EventsDone, CreatedAt: e.CreatedAt, SHA256: e.SHA256, Error: e.Error, URL: paths.AuditExport(e.ID),
+		Events: e.EventsDone, CreatedAt: e.CreatedAt, SHA256: e.SHA256, Error: e.Error, URL: paths.AuditExport(e.ID), FileName: e.FileName(),
 		Filtered: !e.Filters.Empty()}
 	if e.EventsTotal != nil {
 		row.Total = *e.EventsTotal

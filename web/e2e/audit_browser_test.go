@@ -72,7 +72,7 @@ func TestAuditorInBrowser(t *testing.T) {
 	require.True(t, run(t, b, "wait for the export to be ready, live", chromedp.Poll[bool](
 		`document.querySelector('[data-testid="export-status"]')?.dataset.status == "ready"`, chromedp.WithPollingTimeout(liveTimeout))))
 	require.Equal(t, loads, runPageLoads(b, exportURL), "the export page turned ready in place")
-	require.Contains(t, liveText(t, b, "export-status"), "Ready: 1 events")
+	require.Contains(t, liveText(t, b, "export-status"), "Ready: 1 event,")
 	screenshotAt(t, b, auditExportScreenshot, 1280, 900, false)
 
 	// The browser downloads the file (same-origin fetch with the auditor's session)

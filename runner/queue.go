@@ -32,7 +32,7 @@ type QueueConfig struct {
 	// Credentials mints per-phase credentials for runners that are not simulated.
 	Credentials CredentialSource
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
-	OnApplyStart func(runID string)
+	OnApplyStart func(runID string, pickedUp time.Time)
 }
 
 // Queue is the River client and its workers. Build it, hand Enqueuer() to the run

@@ -43,7 +43,7 @@ type harness struct {
 
 type harnessOpts struct {
 	runner       runner.Runner
-	onApplyStart func(string)
+	onApplyStart func(string, time.Time)
 	rescueAfter  time.Duration
 }
 
@@ -182,7 +182,7 @@ func TestOneApplyAtATimePerWorkspace(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var order []string
-	h := newHarness(t, harnessOpts{runner: runner.Delayed(mock.New(), 150*time.Millisecond), onApplyStart: func(id string) {
+	h := newHarness(t, harnessOpts{runner: runner.Delayed(mock.New(), 150*time.Millisecond), onApplyStart: func(id string, _ time.Time) {
 		mu.Lock()
 		order = append(order, id)
 		mu.Unlock()

@@ -187,9 +187,10 @@ type ApplyWorker struct {
 	Runners RunnerSet
 	Creds   CredentialSource
 	Logger  *slog.Logger
-	// OnStart, if set, is called when an apply passed its checks and is about to run
-	// (used by the queue-latency benchmark).
-	OnStart      func(runID string)
+	// OnStart, if set, is called when an apply passed its checks and is about to run,
+	// with when the worker picked the job up (the queue-latency benchmark tells the
+	// queue's part from the checks' part with it).
+	OnStart      func(runID string, pickedUp time.Time)
 	PhaseTimeout time.Duration
 }
 
@@ -199,6 +200,7 @@ func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return w.Ph
 const busyRetry = 2 * time.Second
 
 func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error {
+	pickedUp := time.Now()
 	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
@@ -212,7 +214,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		return err
 	}
 	if w.OnStart != nil {
-		w.OnStart(work.Run.ID)
+		w.OnStart(work.Run.ID, pickedUp)
 	}
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {

@@ -54,7 +54,7 @@ type Config struct {
 	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
 	ContainerStatePort int
 	MaxWorkers         int
-	OnApplyStart       func(runID string)
+	OnApplyStart       func(runID string, pickedUp time.Time)
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.

@@ -212,6 +212,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	runs.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
+	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
 		Names: auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}}.Register(app)
 	if svc.Executors != nil {

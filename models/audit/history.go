@@ -127,3 +127,17 @@ func (l *Log) Head(ctx context.Context, orgID string) (int64, error) {
 	}
 	return seq, nil
 }
+
+// OfRun returns the events about run runID of organization orgID, oldest first: the
+// run's own and those scoped to it (the state version its apply wrote, its
+// credentials), for a service that has already decided its subject may see the run
+// (the evidence report); it checks no permission itself.
+func (l *Log) OfRun(ctx context.Context, orgID, runID string) ([]Event, error) {
+	var events []Event
+	err := db.Conn(ctx, l.db).Where("organization_id = ? AND (run_id = ? OR (target_type = 'run' AND target_id = ?))", orgID, runID, runID).
+		Order("seq").Find(&events).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
+	}
+	return events, nil
+}

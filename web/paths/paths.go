@@ -14,6 +14,7 @@ const (
 	RouteRunEvents       = "/runs/:id/events"
 	RouteRunReview       = "/runs/:id/review"
 	RouteRunReviewPart   = "/runs/:id/review/:section"
+	RouteRunEvidence     = "/runs/:id/evidence"
 	RouteWorkspace       = "/workspaces/:id"
 	RouteEnvironment     = "/environments/:id"
 	RouteEditEnvironment = "/environments/:id/edit"
@@ -75,6 +76,7 @@ func RunPlanJSON(id string) string  { return Run(id) + "/plan.json" }
 func RunPlanText(id string) string  { return Run(id) + "/plan.txt" }
 func RunOverride(id string) string  { return Run(id) + "/override" }
 func RunReview(id string) string    { return Run(id) + "/review" }
+func RunEvidence(id string) string  { return Run(id) + "/evidence" }
 
 // RunReviewSection is one page of one section of a run's plan review.
 func RunReviewSection(id, section string, page int) string {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -23,6 +24,7 @@ const (
 	auditScreenshot       = "/tmp/gantry-audit-1280.png"
 	auditPhoneScreenshot  = "/tmp/gantry-audit-390.png"
 	auditExportScreenshot = "/tmp/gantry-audit-export-1280.png"
+	evidenceScreenshot    = "/tmp/gantry-evidence-1280.png"
 )
 
 // TestAuditorInBrowser: an auditor finds the history in the navigation, reads it in
@@ -39,6 +41,12 @@ func TestAuditorInBrowser(t *testing.T) {
 	resp := app.PostForm(t, operator, "/requests", form)
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	runPath := resp.Header.Get("Location")
+	require.Eventually(t, func() bool {
+		var state string
+		require.NoError(t, app.DB.Raw("SELECT state FROM runs WHERE id = ?", strings.TrimPrefix(runPath, "/runs/")).Scan(&state).Error)
+		return state == "SUCCEEDED"
+	}, liveTimeout, 50*time.Millisecond, "the run never succeeded")
 
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, auditorEmail, auditorPassword, "Audrey")
@@ -88,5 +96,23 @@ func TestAuditorInBrowser(t *testing.T) {
 	require.True(t, verdict.OK, verdict.Verdict)
 	require.Contains(t, verdict.Verdict, "filtered export")
 	require.True(t, strings.HasPrefix(file, "seq,occurred_at,actor,action"))
+
+	// From the history to the run, to its evidence report, and its download.
+	b.do(t, "back to the history", chromedp.Navigate(app.URL+"/audit?action=run.queued"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
+	b.do(t, "open the run from its event", chromedp.Click(chromedp.CSS(`[data-testid="audit-event"] a[href="`+runPath+`"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="evidence-link"]`)))
+	b.do(t, "open the evidence report", chromedp.Click(chromedp.CSS(`[data-testid="evidence-link"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="evidence-verdict"]`)))
+	require.Equal(t, "true", attribute(t, b, chromedp.CSS(`[data-testid="evidence-verdict"]`), "data-match"))
+	require.Contains(t, liveText(t, b, "evidence-verdict"), "The applied artifact is the approved artifact")
+	screenshotAt(t, b, evidenceScreenshot, 1280, 900, false)
+	report := run(t, b, "download the evidence report", chromedp.Evaluate[string](
+		`fetch(document.querySelector('[data-testid="evidence-download"]').href).then(r => r.headers.get('Content-Disposition'))`,
+		chromedp.EvalAwaitPromise))
+	require.Contains(t, report, "attachment; filename=\"gantry-evidence-run-")
+	html := run(t, b, "read the downloaded report", chromedp.Evaluate[string](
+		`fetch(document.querySelector('[data-testid="evidence-download"]').href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	require.Contains(t, html, "The applied artifact is the approved artifact")
 	requireNoCSPViolations(t, b)
 }

@@ -413,7 +413,15 @@ func (h Audit) export(c echo.Context) error {
 	}
 	props := views.AuditExportProps{Export: exportRow(e), Manifest: string(e.Manifest), KeysURL: paths.APIAuditKeys()}
 	f := e.Filters
-	for _, kv := range []views.AuditChoice{{Label: "actor", Value: f.Actor}, {Label: "action", Value: f.Action}, {Label: "environment", Value: f.Environment},
+	envs, err := h.Names.EnvironmentNames(ctx)
+	if err != nil {
+		return err
+	}
+	environment := f.Environment
+	if name, ok := envs[environment]; ok {
+		environment = name + " (" + f.Environment + ")"
+	}
+	for _, kv := range []views.AuditChoice{{Label: "actor", Value: f.Actor}, {Label: "action", Value: f.Action}, {Label: "environment", Value: environment},
 		{Label: "workspace", Value: f.Workspace}, {Label: "run", Value: f.Run}} {
 		if kv.Value != "" {
 			props.Filters = append(props.Filters, kv)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/attest"
+	"gantry/models/audit/exportfile"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -80,6 +83,47 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 	require.NotContains(t, file, `class="mainnav"`, "the download stands alone")
 	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/runs/"+done.ID)), `href="/runs/`+done.ID+`/evidence"`)
 
+	// The apply's attestation: an in-toto statement of the state version it wrote, in a
+	// DSSE envelope signed with the organization's key; altered, it fails.
+	var keys exportfile.KeySet
+	require.NoError(t, json.Unmarshal([]byte(webtest.ReadBody(t, app.Get(t, auditor, "/api/v1/audit/keys"))), &keys))
+	resp = app.Get(t, auditor, "/runs/"+done.ID+"/attestation.json")
+	bundle := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, bundle)
+	require.Contains(t, resp.Header.Get("Content-Disposition"), "gantry-attestation-"+done.ID)
+	checked := attest.Verify([]byte(bundle), exportfile.Trust{Keys: &keys})
+	require.True(t, checked.OK, checked.Verdict)
+	var sv struct{ ID, SHA256 string }
+	require.NoError(t, app.DB.Raw("SELECT id, sha256 FROM state_versions WHERE run_id = ?", done.ID).Scan(&sv).Error)
+	subject := checked.Statement.GetSubject()[0]
+	require.Equal(t, "state-version/"+sv.ID, subject.GetName())
+	require.Equal(t, strings.TrimPrefix(sv.SHA256, "sha256:"), subject.GetDigest()["sha256"])
+	predicate := checked.Statement.GetPredicate().GetFields()
+	require.Equal(t, done.ID, predicate["run"].GetStringValue())
+	require.Equal(t, done.PlanDigest, predicate["plan"].GetStructValue().GetFields()["digest"].GetStringValue())
+	require.Equal(t, done.ConfigDigest, predicate["config_bundle"].GetStructValue().GetFields()["digest"].GetStringValue())
+	require.NotEmpty(t, predicate["approval"].GetStructValue().GetFields()["audit_event_hash"].GetStringValue())
+	// A statement naming another state digest under the same signature fails, and so
+	// does the bundle naming another key id.
+	var b attest.Bundle
+	require.NoError(t, json.Unmarshal([]byte(bundle), &b))
+	payload, err := base64.StdEncoding.DecodeString(b.DSSEEnvelope.Payload)
+	require.NoError(t, err)
+	digest := subject.GetDigest()["sha256"]
+	other := strings.Replace(string(payload), digest, strings.Repeat("0", len(digest)), 1)
+	require.NotEqual(t, string(payload), other)
+	forged := b
+	forged.DSSEEnvelope.Payload = base64.StdEncoding.EncodeToString([]byte(other))
+	raw, err := json.Marshal(forged)
+	require.NoError(t, err)
+	require.Contains(t, attest.Verify(raw, exportfile.Trust{Keys: &keys}).Verdict, "FAIL signature: does not verify over the statement")
+	relabelled := b
+	relabelled.Key.KeyID = "audit-000000000000"
+	raw, err = json.Marshal(relabelled)
+	require.NoError(t, err)
+	require.Contains(t, attest.Verify(raw, exportfile.Trust{Keys: &keys}).Verdict, "FAIL signature: key audit-000000000000 is not one of the organization's keys")
+	require.Len(t, readReportRaw(t, app, auditor, done.ID).Attestations, 1)
+
 	// The stored plan swapped after the approval (what only someone with the database
 	// could do): the recomputed digest no longer matches the chain's records.
 	require.NoError(t, app.DB.Exec("UPDATE runs SET plan_artifact_id = config_artifact_id WHERE id = ?", done.ID).Error)
@@ -107,4 +151,14 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 	require.Contains(t, rep.Verdict.Text, "not in this quarter")
 	require.Equal(t, "run.rejected", rep.Decisions[len(rep.Decisions)-1].Action)
 	require.Nil(t, rep.Apply)
+	resp = app.Get(t, auditor, "/runs/"+waiting.ID+"/attestation.json")
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a run that wrote no state has no attestation")
+}
+
+func readReportRaw(t *testing.T, app *webtest.App, c *http.Client, runID string) struct{ Attestations []json.RawMessage } {
+	t.Helper()
+	var out struct{ Attestations []json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID+"/evidence.json"))), &out))
+	return out
 }

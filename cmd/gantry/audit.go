@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/attest"
 	"gantry/models/audit/exportfile"
 )
 
@@ -21,7 +22,8 @@ import (
 var errVerdict = errors.New("verification failed")
 
 const auditUsage = `Usage:
-  gantry audit verify FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]`
+  gantry audit verify FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]
+  gantry audit verify --attestation FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]`
 
 // runAudit is "gantry audit verify".
 func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logger) error {
@@ -33,11 +35,13 @@ func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logg
 		return errUsage
 	}
 	var keysURL string
+	var attestation bool
 	var pinned multiFlag
 	f := newFlags("audit verify FILE", "Verify a signed audit export offline: the manifest's signature and key, every line's hash, the chain\n"+
 		"from its anchor (unfiltered exports) and the file's sha256. Prints one line, OK or FAIL with the first bad\nline, and exits 0 or 1.", stdout)
 	f.Var(&pinned, "key", "the organization's key fingerprint (SHA256:...), checked out of band; may be repeated")
 	f.StringVar(&keysURL, "keys-url", "", "the organization's published keys (/api/v1/audit/keys, saved to a file or at a URL)")
+	f.BoolVar(&attestation, "attestation", false, "FILE is a run's attestation bundle (in-toto Statement in a DSSE envelope), not an export")
 	file, err := parseWithFile(f, args[1:])
 	if err != nil {
 		return err
@@ -49,6 +53,18 @@ func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logg
 			return fmt.Errorf("--keys-url: %w", err)
 		}
 		trust.Keys = &set
+	}
+	if attestation {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		result := attest.Verify(raw, trust)
+		fmt.Fprintln(stdout, result.Verdict)
+		if !result.OK {
+			return errVerdict
+		}
+		return nil
 	}
 	fh, err := os.Open(file)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/attest"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
 	"gantry/models/authz"
@@ -152,6 +154,32 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	code, verdict = verify(swapped, "--key", fingerprint)
 	require.Equal(t, 1, code, verdict)
 	require.Contains(t, verdict, "FAIL line 5: seq")
+
+	// An attestation bundle: verified with the same pinned key; another digest fails.
+	signer, err := signers.Signer(ctx, o.ID)
+	require.NoError(t, err)
+	statement, err := attest.Statement([]attest.Subject{{Name: "state-version/sv-1", SHA256: strings.Repeat("ab", 32)}},
+		map[string]any{"run": "run-1"})
+	require.NoError(t, err)
+	b, err := attest.Sign(ctx, signer, statement)
+	require.NoError(t, err)
+	rawBundle, err := json.Marshal(b)
+	require.NoError(t, err)
+	bundleFile := filepath.Join(dir, "attestation.json")
+	require.NoError(t, os.WriteFile(bundleFile, rawBundle, 0o600))
+	code, verdict = verify("--attestation", bundleFile, "--key", fingerprint)
+	require.Equal(t, 0, code, verdict)
+	require.Equal(t, "OK attestation of run run-1: 1 state versions (first state-version/sv-1 sha256:"+strings.Repeat("ab", 32)+"); signed by "+
+		signer.KeyID()+" ("+fingerprint+")", verdict)
+	other, err := attest.Statement([]attest.Subject{{Name: "state-version/sv-1", SHA256: strings.Repeat("cd", 32)}}, map[string]any{"run": "run-1"})
+	require.NoError(t, err)
+	b.DSSEEnvelope.Payload = base64.StdEncoding.EncodeToString(other)
+	rawBundle, err = json.Marshal(b)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bundleFile, rawBundle, 0o600))
+	code, verdict = verify("--attestation", bundleFile, "--key", fingerprint)
+	require.Equal(t, 1, code)
+	require.Contains(t, verdict, "FAIL signature: does not verify over the statement")
 
 	code, _ = verify("--key", fingerprint)
 	require.Equal(t, 2, code, "no file")

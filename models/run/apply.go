@@ -296,6 +296,9 @@ func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcom
 			return err
 		}
 		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &versionID, &logArt.ID, out.Outputs
+		if err := s.attest(ctx, *r, "applied"); err != nil {
+			return fmt.Errorf("attesting the apply: %w", err)
+		}
 		return r.StartVerify()
 	})
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -145,6 +146,7 @@ type Service struct {
 	fencer       Fencer
 	matrix       MatrixSource
 	policies     Policies
+	attestor     Attestor
 }
 
 // Config is what a Service is built from; every field is required.
@@ -165,6 +167,20 @@ type Config struct {
 	Fencer       Fencer
 	Matrix       MatrixSource
 	Policies     Policies
+	Attestor     Attestor
+}
+
+// AttestedState is one state version an apply wrote: an attestation's subject.
+type AttestedState struct {
+	Name   string // "state-version/<id>"
+	SHA256 string // of the plaintext state
+}
+
+// Attestor signs what an apply wrote (models/attest), in the caller's transaction.
+type Attestor interface {
+	Attest(ctx context.Context, orgID, runID string, subjects []AttestedState, predicate map[string]any) error
+	// OfRun returns the run's attestation bundles, newest first.
+	OfRun(ctx context.Context, orgID, runID string) ([]json.RawMessage, error)
 }
 
 // NewService returns the run service; it builds nothing behind the caller's back, so
@@ -173,7 +189,8 @@ func NewService(c Config) (*Service, error) {
 	var missing []string
 	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
 		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
-		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies} {
+		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies,
+		"Attestor": c.Attestor} {
 		if isNil(dep) {
 			missing = append(missing, name)
 		}
@@ -186,7 +203,7 @@ func NewService(c Config) (*Service, error) {
 	}
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
-		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies}, nil
+		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor}, nil
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an

@@ -48,16 +48,18 @@ type ReportVerdict struct {
 
 // Report is a run's evidence report.
 type Report struct {
-	Run         Run                `json:"-"`
-	Inputs      json.RawMessage    `json:"inputs"` // as stored: sensitive values masked
-	Evaluation  *policy.Evaluation `json:"-"`
-	Events      []ReportEvent      `json:"events"`
-	Decisions   []ReportEvent      `json:"decisions"`
-	Apply       *ReportEvent       `json:"apply,omitempty"`
-	State       *ReportEvent       `json:"state_version,omitempty"`
-	Verify      *ReportEvent       `json:"verification,omitempty"`
-	Verdict     ReportVerdict      `json:"verdict"`
-	GeneratedAt time.Time          `json:"generated_at"`
+	Run        Run                `json:"-"`
+	Inputs     json.RawMessage    `json:"inputs"` // as stored: sensitive values masked
+	Evaluation *policy.Evaluation `json:"-"`
+	Events     []ReportEvent      `json:"events"`
+	Decisions  []ReportEvent      `json:"decisions"`
+	Apply      *ReportEvent       `json:"apply,omitempty"`
+	State      *ReportEvent       `json:"state_version,omitempty"`
+	Verify     *ReportEvent       `json:"verification,omitempty"`
+	Verdict    ReportVerdict      `json:"verdict"`
+	// Attestations are the signed in-toto bundles of the run's applies, newest first.
+	Attestations []json.RawMessage `json:"attestations"`
+	GeneratedAt  time.Time         `json:"generated_at"`
 }
 
 // EvidenceReport builds run r's report (r read through Get: the subject may see it).
@@ -101,6 +103,9 @@ func (s *Service) EvidenceReport(ctx context.Context, r Run) (Report, error) {
 	}
 	rep.Decisions, rep.Apply, rep.Verify = decisionsOf(rep.Events), applyOf(rep.Events), verificationOf(rep.Events)
 	rep.Verdict = Judge(r, rep.Events, stored, storedErr)
+	if rep.Attestations, err = s.attestor.OfRun(ctx, r.OrganizationID, r.ID); err != nil {
+		return Report{}, err
+	}
 	return rep, nil
 }
 
@@ -213,4 +218,56 @@ func neverApplied(r Run, events []ReportEvent) string {
 		return "Not applied yet: approved, the apply has not started."
 	}
 	return "Not applied yet: " + strings.ToLower(strings.ReplaceAll(string(r.State), "_", " ")) + "."
+}
+
+// attest signs, in the transaction of the apply's end, what the apply of r wrote: one
+// statement whose subjects are the state versions recorded for the run and whose
+// predicate names the request, config bundle, plan, policy evaluation and approval (by
+// their digests and the hashes of their audit events). An apply that wrote nothing
+// has nothing to attest.
+func (s *Service) attest(ctx context.Context, r Run, outcome string) error {
+	events, err := s.audit.OfRun(ctx, r.OrganizationID, r.ID)
+	if err != nil {
+		return err
+	}
+	var subjects []AttestedState
+	var requested, approved *audit.Event
+	for i, e := range events {
+		switch e.Action {
+		case "state.version_created":
+			var d struct {
+				ID     string `json:"state_version_id"`
+				SHA256 string `json:"sha256"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.ID != "" {
+				subjects = append(subjects, AttestedState{Name: "state-version/" + d.ID, SHA256: strings.TrimPrefix(d.SHA256, "sha256:")})
+			}
+		case "run.queued":
+			requested = &events[i]
+		case "run.approved":
+			approved = &events[i]
+		}
+	}
+	if len(subjects) == 0 {
+		return nil
+	}
+	hashOf := func(e *audit.Event) string {
+		if e == nil {
+			return ""
+		}
+		return fmt.Sprintf("%x", e.Hash)
+	}
+	predicate := map[string]any{
+		"run": r.ID, "organization": r.OrganizationID, "workspace": r.WorkspaceID, "environment": r.EnvironmentID, "outcome": outcome,
+		"simulated": r.Simulated,
+		"request": map[string]any{"requested_by": r.RequestedBy, "template": r.TemplateName, "template_version": r.TemplateVersion,
+			"module_digest": r.ModuleDigest, "audit_event_hash": hashOf(requested)},
+		"config_bundle": map[string]any{"digest": r.ConfigDigest},
+		"plan":          map[string]any{"digest": r.PlanDigest, "revision": float64(r.PlanRevision)},
+		"policy_evaluation": map[string]any{"id": deref(r.PolicyEvaluationID), "bundle_digest": r.PolicyBundleDigest,
+			"result_digest": r.PolicyResultDigest, "outcome": r.PolicyOutcome},
+		"approval": map[string]any{"kind": r.ApprovalKind, "approved_by": r.ApprovedByName, "approved_plan_digest": r.ApprovedPlanDigest,
+			"audit_event_hash": hashOf(approved)},
+	}
+	return s.attestor.Attest(ctx, r.OrganizationID, r.ID, subjects, predicate)
 }

@@ -246,6 +246,13 @@ func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, lo
 				r.VerifyLogArtifactID = &a.ID
 			}
 		}
+		// A failed apply that wrote state versions is attested too: what it wrote is
+		// the workspace's state now.
+		if phase == JobApply {
+			if err := s.attest(ctx, *r, "failed: "+reason); err != nil {
+				return fmt.Errorf("attesting the failed apply: %w", err)
+			}
+		}
 		return r.Fail(reason)
 	})
 }

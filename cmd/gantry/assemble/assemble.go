@@ -7,6 +7,7 @@ package assemble
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"gantry/models/artifact"
+	"gantry/models/attest"
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
@@ -60,15 +62,16 @@ type Config struct {
 // Portal is one portal process's parts, built in order: stores, services, queue.
 type Portal struct {
 	// Stores: data access with no rules of their own.
-	Audit      *audit.Log
-	AuditKeys  *audit.Keys
-	Artifacts  *artifact.Store
-	Keys       *idempotency.Store
-	Catalog    *catalog.Catalog
-	Matrix     *risk.Store
-	Policies   *policy.Store
-	StateStore *state.Store
-	Workspaces *workspace.Store
+	Audit        *audit.Log
+	AuditKeys    *audit.Keys
+	Attestations *attest.Attestor
+	Artifacts    *artifact.Store
+	Keys         *idempotency.Store
+	Catalog      *catalog.Catalog
+	Matrix       *risk.Store
+	Policies     *policy.Store
+	StateStore   *state.Store
+	Workspaces   *workspace.Store
 
 	// Services: the rules, each authorizing its subject.
 	Orgs           *org.Service
@@ -111,6 +114,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	gdb := cfg.DB
 	p.Audit = audit.New(gdb)
 	p.AuditKeys = audit.NewKeys(gdb, cfg.Keys)
+	p.Attestations = attest.New(gdb, p.AuditKeys)
 	p.Artifacts = artifact.NewStore(gdb, cfg.Keys)
 	p.Keys = idempotency.NewStore(gdb)
 	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
@@ -168,7 +172,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 			return address
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
-		Matrix: p.Matrix, Policies: p.Policies,
+		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations},
 	})
 	if err != nil {
 		p.ListenPool.Close()
@@ -210,6 +214,21 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
+}
+
+// attestor hands the run service's attestations to models/attest.
+type attestor struct{ a *attest.Attestor }
+
+func (a attestor) Attest(ctx context.Context, orgID, runID string, states []run.AttestedState, predicate map[string]any) error {
+	subjects := make([]attest.Subject, len(states))
+	for i, s := range states {
+		subjects[i] = attest.Subject{Name: s.Name, SHA256: s.SHA256}
+	}
+	return a.a.Attest(ctx, orgID, runID, subjects, predicate)
+}
+
+func (a attestor) OfRun(ctx context.Context, orgID, runID string) ([]json.RawMessage, error) {
+	return a.a.OfRun(ctx, orgID, runID)
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -40,8 +40,8 @@ type Trust struct {
 
 func (t Trust) empty() bool { return len(t.Fingerprints) == 0 && t.Keys == nil }
 
-// admits reports whether pub, named kid, is trusted.
-func (t Trust) admits(kid string, pub ed25519.PublicKey) error {
+// Admits says whether pub, named kid, is trusted (nil) or why not.
+func (t Trust) Admits(kid string, pub ed25519.PublicKey) error {
 	fp := Fingerprint(pub)
 	if slices.Contains(t.Fingerprints, fp) {
 		return nil
@@ -111,7 +111,7 @@ func Verify(r io.Reader, trust Trust) Result {
 	if trust.empty() {
 		return fail(0, m, "signature valid but the key is not pinned: pass --key %s (after checking it out of band) or --keys-url", m.KeyFingerprint)
 	}
-	if err := trust.admits(m.KeyID, pub); err != nil {
+	if err := trust.Admits(m.KeyID, pub); err != nil {
 		return fail(trailerLine, m, "signature: %v", err)
 	}
 	if (m.Format == CSV) != csvFormat {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
@@ -33,21 +32,22 @@ func (h Evidence) Register(g *echo.Group) {
 	g.GET(paths.RouteRunEvidence, h.page)
 	g.GET(paths.RouteRunEvidence+".html", h.download)
 	g.GET(paths.RouteRunEvidence+".json", h.json)
-	g.GET(paths.RouteRun+"/attestation.json", h.attestation)
+	g.GET(paths.RouteRun+"/attestations.json", h.attestations)
 }
 
-// attestation downloads the newest attestation bundle of the run (404 when it has
-// none): `gantry audit verify --attestation FILE` checks it offline.
-func (h Evidence) attestation(c echo.Context) error {
+// attestations downloads the run's attestation bundles, newest first (an empty list
+// when it wrote no state): `gantry audit verify --attestation FILE` checks them offline.
+func (h Evidence) attestations(c echo.Context) error {
 	rep, err := h.report(c)
 	if err != nil {
 		return err
 	}
-	if len(rep.Attestations) == 0 {
-		return errs.Explain(errs.ErrNotFound, "This run has no attestation: it wrote no state version.")
+	bundles := rep.Attestations
+	if bundles == nil {
+		bundles = []json.RawMessage{}
 	}
-	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", "gantry-attestation-"+rep.Run.ID+".json"))
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, rep.Attestations[0])
+	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", "gantry-attestations-"+rep.Run.ID+".json"))
+	return c.JSON(http.StatusOK, bundles)
 }
 
 func (h Evidence) report(c echo.Context) (run.Report, error) {
@@ -131,7 +131,7 @@ func evidenceProps(rep run.Report, standalone bool) views.EvidenceProps {
 	r := rep.Run
 	p := views.EvidenceProps{RunID: r.ID, RunLabel: r.Label(), RunURL: paths.Run(r.ID), State: string(r.State), StateReason: r.StateReason,
 		Standalone: standalone, JSONURL: paths.RunEvidence(r.ID) + ".json", HTMLURL: paths.RunEvidence(r.ID) + ".html",
-		GeneratedAt: rep.GeneratedAt, Simulated: r.Simulated, Attestations: len(rep.Attestations), AttestationURL: paths.Run(r.ID) + "/attestation.json",
+		GeneratedAt: rep.GeneratedAt, Simulated: r.Simulated, Attestations: len(rep.Attestations), AttestationURL: paths.Run(r.ID) + "/attestations.json",
 		Verdict: views.EvidenceVerdict{Applied: rep.Verdict.Applied, Match: rep.Verdict.Match, Text: rep.Verdict.Text,
 			ApprovedDigest: rep.Verdict.ApprovedDigest, AppliedDigest: rep.Verdict.AppliedDigest, StoredDigest: rep.Verdict.StoredDigest}}
 	var inputs map[string]any

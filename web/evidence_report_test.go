@@ -87,10 +87,15 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 	// DSSE envelope signed with the organization's key; altered, it fails.
 	var keys exportfile.KeySet
 	require.NoError(t, json.Unmarshal([]byte(webtest.ReadBody(t, app.Get(t, auditor, "/api/v1/audit/keys"))), &keys))
-	resp = app.Get(t, auditor, "/runs/"+done.ID+"/attestation.json")
-	bundle := webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusOK, resp.StatusCode, bundle)
-	require.Contains(t, resp.Header.Get("Content-Disposition"), "gantry-attestation-"+done.ID)
+	resp = app.Get(t, auditor, "/runs/"+done.ID+"/attestations.json")
+	list := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, list)
+	require.Contains(t, resp.Header.Get("Content-Disposition"), "gantry-attestations-"+done.ID)
+	require.True(t, attest.VerifyFile([]byte(list), exportfile.Trust{Keys: &keys}).OK)
+	var bundles []json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(list), &bundles))
+	require.Len(t, bundles, 1)
+	bundle := string(bundles[0])
 	checked := attest.Verify([]byte(bundle), exportfile.Trust{Keys: &keys})
 	require.True(t, checked.OK, checked.Verdict)
 	var sv struct{ ID, SHA256 string }
@@ -151,9 +156,9 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 	require.Contains(t, rep.Verdict.Text, "not in this quarter")
 	require.Equal(t, "run.rejected", rep.Decisions[len(rep.Decisions)-1].Action)
 	require.Nil(t, rep.Apply)
-	resp = app.Get(t, auditor, "/runs/"+waiting.ID+"/attestation.json")
-	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a run that wrote no state has no attestation")
+	resp = app.Get(t, auditor, "/runs/"+waiting.ID+"/attestations.json")
+	require.Equal(t, "[]", strings.TrimSpace(webtest.ReadBody(t, resp)), "a run that wrote no state has no attestation")
+	require.Contains(t, attest.VerifyFile([]byte("[]"), exportfile.Trust{Keys: &keys}).Verdict, "FAIL the file holds no attestation")
 }
 
 func readReportRaw(t *testing.T, app *webtest.App, c *http.Client, runID string) struct{ Attestations []json.RawMessage } {

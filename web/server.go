@@ -91,6 +91,7 @@ type Services struct {
 	Audit        *audit.Log
 	Exports      *audit.Exports
 	AuditKeys    *audit.Keys
+	Governance   handlers.GovernanceReports
 	Environments *environment.Service
 	// Credentials manages environments' static cloud credentials.
 	Credentials handlers.EnvironmentCredentials
@@ -213,6 +214,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	runs.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
+	handlers.Governance{Reports: svc.Governance}.Register(app)
 	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
 		Names: auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}}.Register(app)
 	if svc.Executors != nil {

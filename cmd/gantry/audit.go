@@ -59,7 +59,7 @@ func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logg
 		if err != nil {
 			return err
 		}
-		result := attest.Verify(raw, trust)
+		result := attest.VerifyFile(raw, trust)
 		fmt.Fprintln(stdout, result.Verdict)
 		if !result.OK {
 			return errVerdict

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	ita1 "github.com/in-toto/attestation/go/v1"
@@ -166,6 +167,29 @@ type Result struct {
 	OK        bool
 	Verdict   string
 	Statement *ita1.Statement
+}
+
+// VerifyFile checks a file holding one bundle or a list of them (a run's
+// attestations.json): every bundle must verify, and there must be one.
+func VerifyFile(raw []byte, trust exportfile.Trust) Result {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return Verify(raw, trust)
+	}
+	if len(list) == 0 {
+		return Result{Verdict: "FAIL the file holds no attestation (the run wrote no state version)"}
+	}
+	var last Result
+	for i, b := range list {
+		if last = Verify(b, trust); !last.OK {
+			last.Verdict = fmt.Sprintf("%s (attestation %d of %d)", last.Verdict, i+1, len(list))
+			return last
+		}
+	}
+	if len(list) > 1 {
+		last.Verdict = fmt.Sprintf("OK %d attestations; the newest: %s", len(list), strings.TrimPrefix(Verify(list[0], trust).Verdict, "OK "))
+	}
+	return last
 }
 
 // Verify checks a bundle offline: the key is trusted (pinned fingerprint or key set),

@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"time"
 
 	"fmt"
 	"slices"
@@ -44,6 +45,31 @@ func (s *Service) List(ctx context.Context) ([]Environment, error) {
 		return nil, fmt.Errorf("listing environments: %w", err)
 	}
 	return envs, nil
+}
+
+// AllOf lists organization orgID's environments by tier, then name, with their static
+// credentials' times, for a service that has checked its own permission (the
+// governance report, audit.read); it checks none itself.
+func (s *Service) AllOf(ctx context.Context, orgID string) ([]Environment, map[string]time.Time, error) {
+	var envs []Environment
+	err := db.Conn(ctx, s.db).Where("organization_id = ?", orgID).
+		Order("CASE tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, name").Find(&envs).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing environments: %w", err)
+	}
+	var rows []struct {
+		ID        string
+		CredSetAt time.Time
+	}
+	if err := db.Conn(ctx, s.db).Table("environments").Select("id, cred_set_at").
+		Where("organization_id = ? AND cred_set_at IS NOT NULL", orgID).Scan(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("listing static credentials: %w", err)
+	}
+	creds := make(map[string]time.Time, len(rows))
+	for _, r := range rows {
+		creds[r.ID] = r.CredSetAt
+	}
+	return envs, creds, nil
 }
 
 // Names maps the ids of the environments the subject may see to their names, for

@@ -105,6 +105,8 @@ func AuditExports() string                 { return Audit() + "/exports" }
 func AuditExport(id string) string         { return AuditExports() + "/" + url.PathEscape(id) }
 func AuditExportProgress(id string) string { return AuditExport(id) + "/progress" }
 func AuditExportDownload(id string) string { return AuditExport(id) + "/download" }
+func Governance() string                   { return "/governance" }
+func GovernanceMarkdown() string           { return "/governance.md" }
 func APIAuditEvents() string               { return "/api/v1/audit/events" }
 func APIAuditKeys() string                 { return "/api/v1/audit/keys" }
 

@@ -23,6 +23,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
+	"gantry/models/governance"
 	"gantry/models/idempotency"
 	"gantry/models/identity"
 	"gantry/models/keyring"
@@ -83,6 +84,7 @@ type Portal struct {
 	Runs           *run.Service
 	State          *state.Service
 	Exports        *audit.Exports
+	Governance     governance.Service
 
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
@@ -183,6 +185,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Queue.Bind(p.Runs)
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
 	p.Queue.BindAudit(p.Exports, p.Audit)
+	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
+		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload"}
 	return p, nil
 }
 
@@ -208,12 +212,26 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	}
 	sessions := session.NewStore(p.db, cfg.SessionIdle, cfg.SessionLifetime)
 	return web.New(ctx, cfg, web.Services{
-		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Environments: p.Environments,
+		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
+}
+
+// catalogTemplates is the catalog as the governance report reads it.
+type catalogTemplates struct{ c *catalog.Catalog }
+
+func (c catalogTemplates) Templates() []governance.Template {
+	var out []governance.Template
+	for _, e := range c.c.All() {
+		if e.Usable() {
+			out = append(out, governance.Template{Name: e.Template.Name, Version: e.Template.Version, Rollback: e.Template.Rollback,
+				Irreversible: e.Template.Irreversible})
+		}
+	}
+	return out
 }
 
 // attestor hands the run service's attestations to models/attest.

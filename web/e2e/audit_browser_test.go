@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -60,12 +62,13 @@ func TestAuditorInBrowser(t *testing.T) {
 	screenshotAt(t, b, auditPhoneScreenshot, 390, 844, true)
 	b.do(t, "back to the desktop viewport", chromedp.EmulateViewport(1280, 900))
 
+	b.do(t, "mark the page before filtering", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
 	b.do(t, "filter by action and environment",
 		chromedp.SetValue(chromedp.CSS(`#filter-action`), "run.queued"),
 		chromedp.SetValue(chromedp.CSS(`#filter-environment`), development),
-		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
-	require.Contains(t, location(t, b), "action=run.queued")
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`), chromedp.NodeVisible))
+	waitForNewPage(t, b, "action=run.queued")
+	b.do(t, "wait for the filtered events", chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
 	actions := run(t, b, "read the listed actions", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('[data-testid="audit-event"]')].map(e => e.dataset.action)`))
 	require.Equal(t, []string{"run.queued"}, actions)
@@ -115,4 +118,24 @@ func TestAuditorInBrowser(t *testing.T) {
 		`fetch(document.querySelector('[data-testid="evidence-download"]').href).then(r => r.text())`, chromedp.EvalAwaitPromise))
 	require.Contains(t, html, "The applied artifact is the approved artifact")
 	requireNoCSPViolations(t, b)
+}
+
+// waitForNewPage waits until the page marked with window.gantryBefore was replaced by
+// one whose address contains part and that finished loading (a form submitted by a
+// click navigates after the click returns; asking meanwhile can meet either page, or
+// none).
+func waitForNewPage(t *testing.T, b *browser, part string) {
+	t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+			`!window.gantryBefore && location.href.includes(%q) && document.readyState === "complete"`, part)))
+		cancel()
+		if err == nil && done {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the page with %q in its address never loaded (at %s)", part, location(t, b))
 }

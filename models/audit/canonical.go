@@ -341,7 +341,7 @@ func (p *parser) str() ([]byte, error) {
 	return nil, errNotJSON
 }
 
-// u4 reads the \uXXXX escape at i, or returns -1.
+// u4 reads the \u escape (four hex digits) at i, or returns -1.
 func (p *parser) u4(i int) rune {
 	if i+6 > len(p.src) || p.src[i] != '\\' || p.src[i+1] != 'u' {
 		return -1

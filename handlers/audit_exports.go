@@ -1,0 +1,215 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/audit"
+	"gantry/models/audit/exportfile"
+	"gantry/models/errs"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// The audit exports: asking for one, its page and live progress, its download, and
+// the organization's public keys that verify it.
+
+func exportRow(e audit.Export) views.AuditExportRow {
+	row := views.AuditExportRow{ID: e.ID, Format: e.Format, From: e.FromTime, To: e.ToTime, Status: e.Status, Percent: e.Percent(),
+		Events: e.EventsDone, CreatedAt: e.CreatedAt, SHA256: e.SHA256, Error: e.Error, URL: paths.AuditExport(e.ID), FileName: e.FileName(),
+		Filtered: !e.Filters.Empty()}
+	if e.EventsTotal != nil {
+		row.Total = *e.EventsTotal
+	}
+	if e.Size != nil {
+		row.Size = *e.Size
+	}
+	if e.Status == audit.ExportReady {
+		row.DownloadURL = paths.AuditExportDownload(e.ID)
+	}
+	return row
+}
+
+func (h Audit) requestExport(c echo.Context) error {
+	ctx := c.Request().Context()
+	form, err := c.FormParams()
+	if err != nil {
+		return fmt.Errorf("reading the form: %w", errs.ErrBadRequest)
+	}
+	q, err := queryFrom(form)
+	if err == nil {
+		q.Before, q.Limit = 0, 0 // an export is the whole range, not a page
+		var e audit.Export
+		e, err = h.Exports.Request(ctx, audit.ExportRequest{Query: q, Format: form.Get("format")})
+		if err == nil {
+			if render.WantsJSON(c) {
+				return c.JSON(http.StatusAccepted, map[string]string{"id": e.ID, "status": e.Status, "url": paths.AuditExport(e.ID)})
+			}
+			return render.Redirect(c, paths.AuditExport(e.ID))
+		}
+	}
+	v, invalid := errs.AsValidation(err)
+	if !invalid || render.WantsJSON(c) {
+		return err
+	}
+	// The history again, the export form showing what was sent and what is wrong.
+	props, perr := h.historyProps(ctx, audit.Query{}, nil)
+	if perr != nil {
+		return perr
+	}
+	props.ExportErrors, props.ExportFrom, props.ExportTo, props.ExportFormat = v.Fields, form.Get("from"), form.Get("to"), form.Get("format")
+	return render.Page(c, http.StatusUnprocessableEntity, views.AuditHistory(props))
+}
+
+func (h Audit) export(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	keys, err := h.Keys.Published(ctx)
+	if err != nil {
+		return err
+	}
+	props := views.AuditExportProps{Export: exportRow(e), Manifest: string(e.Manifest), KeysURL: paths.APIAuditKeys()}
+	f := e.Filters
+	envs, err := h.Names.EnvironmentNames(ctx)
+	if err != nil {
+		return err
+	}
+	environment := f.Environment
+	if name, ok := envs[environment]; ok {
+		environment = name + " (" + f.Environment + ")"
+	}
+	for _, kv := range []views.AuditChoice{{Label: "actor", Value: f.Actor}, {Label: "action", Value: f.Action}, {Label: "environment", Value: environment},
+		{Label: "workspace", Value: f.Workspace}, {Label: "run", Value: f.Run}} {
+		if kv.Value != "" {
+			props.Filters = append(props.Filters, kv)
+		}
+	}
+	for _, k := range keys.Keys {
+		row := views.PublicKeyRow{KeyID: k.KeyID, Fingerprint: k.Fingerprint, Created: k.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")}
+		if k.RetiredAt != nil {
+			row.Retired = k.RetiredAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		props.Keys = append(props.Keys, row)
+	}
+	return render.Page(c, http.StatusOK, views.AuditExport(props))
+}
+
+// progress streams the export's progress (SSE) until it is ready or failed.
+func (h Audit) progress(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	// The build reports progress on its row; the stream reads the row twice a second
+	// and sends what changed (a million events take seconds, so polling costs little).
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	beat := time.NewTicker(max(h.Heartbeat, time.Second))
+	defer beat.Stop()
+	var shown views.AuditExportRow
+	for first := true; ; first = false {
+		row := exportRow(e)
+		if first || row != shown {
+			if err := sendFragment(ctx, w, "export", views.AuditExportStatus(row)); err != nil {
+				return nil
+			}
+			shown = row
+		}
+		if e.Status == audit.ExportReady || e.Status == audit.ExportFailed {
+			fmt.Fprint(w, "event: end\ndata: done\n\n")
+			w.Flush()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-beat.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+		case <-tick.C:
+			if e, err = h.Exports.Get(ctx, e.ID); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// download serves the export's file; http.ServeContent answers Range and If-Range
+// (the ETag is the file's sha256), so an interrupted download resumes byte-identical.
+func (h Audit) download(c echo.Context) error {
+	ctx := c.Request().Context()
+	e, err := h.Exports.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if e.Status != audit.ExportReady {
+		return errs.Explain(errs.ErrConflict, "This export is not ready yet.")
+	}
+	r, err := h.Exports.Reader(ctx, e)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", e.FileName()))
+	w.Header().Set("ETag", `"`+e.SHA256+`"`)
+	w.Header().Set(echo.HeaderCacheControl, "private, no-store")
+	contentType := "application/x-ndjson"
+	if e.Format == exportfile.CSV {
+		contentType = "text/csv; charset=utf-8"
+	}
+	w.Header().Set(echo.HeaderContentType, contentType)
+	modified := e.CreatedAt
+	if e.FinishedAt != nil {
+		modified = *e.FinishedAt
+	}
+	http.ServeContent(w, c.Request(), e.FileName(), modified, r)
+	return nil
+}
+
+func (h Audit) keys(c echo.Context) error {
+	set, err := h.Keys.Published(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, set)
+}
+
+// sendFragment writes comp as one SSE event named event (htmx's SSE extension swaps
+// it in where sse-swap names the event).
+func sendFragment(ctx context.Context, w *echo.Response, event string, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(ctx, &buf); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "event: %s\n", event); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		fmt.Fprintf(w, "data: %s\n", line)
+	}
+	if _, err := fmt.Fprint(w, "\n"); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

@@ -212,6 +212,29 @@ func signInAs(t *testing.T, b *browser, app *webtest.App, email, password, first
 	b.do(t, "wait for the dashboard's signed-in header", chromedp.WaitVisible(user))
 	require.Contains(t, text(t, b, user), firstName)
 	require.Equal(t, app.URL+"/", location(t, b), "after sign-in the browser should be back on the dashboard")
+	settle(t, b)
+}
+
+// settle waits until the tab holds one loaded document that stays: the redirects of a
+// sign-in can replace the dashboard once more after it first shows, and a click on the
+// first one then finds no node (seen in CI).
+func settle(t *testing.T, b *browser) {
+	t.Helper()
+	probe := func() (float64, bool) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.readyState === "complete" ? performance.timeOrigin : -1`))
+		return v, err == nil && v > 0
+	}
+	deadline := time.Now().Add(stepTimeout)
+	for time.Now().Before(deadline) {
+		first, ok := probe()
+		time.Sleep(150 * time.Millisecond)
+		if second, ok2 := probe(); ok && ok2 && first == second {
+			return
+		}
+	}
+	t.Fatalf("the page never settled (at %s)", location(t, b))
 }
 
 // retype replaces what the input with id holds by typing: it selects the whole value,

@@ -2,7 +2,6 @@ package environment
 
 import (
 	"context"
-	"time"
 
 	"fmt"
 	"slices"
@@ -45,55 +44,6 @@ func (s *Service) List(ctx context.Context) ([]Environment, error) {
 		return nil, fmt.Errorf("listing environments: %w", err)
 	}
 	return envs, nil
-}
-
-// AllOf lists organization orgID's environments by tier, then name, with their static
-// credentials' times, for a service that has checked its own permission (the
-// governance report, audit.read); it checks none itself.
-func (s *Service) AllOf(ctx context.Context, orgID string) ([]Environment, map[string]time.Time, error) {
-	var envs []Environment
-	err := db.Conn(ctx, s.db).Where("organization_id = ?", orgID).
-		Order("CASE tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, name").Find(&envs).Error
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing environments: %w", err)
-	}
-	var rows []struct {
-		ID        string
-		CredSetAt time.Time
-	}
-	if err := db.Conn(ctx, s.db).Table("environments").Select("id, cred_set_at").
-		Where("organization_id = ? AND cred_set_at IS NOT NULL", orgID).Scan(&rows).Error; err != nil {
-		return nil, nil, fmt.Errorf("listing static credentials: %w", err)
-	}
-	creds := make(map[string]time.Time, len(rows))
-	for _, r := range rows {
-		creds[r.ID] = r.CredSetAt
-	}
-	return envs, creds, nil
-}
-
-// Names maps the ids of the environments the subject may see to their names, for
-// pages that show what an id is (the audit history). Any member may read it.
-func (s *Service) Names(ctx context.Context) (map[string]string, error) {
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil {
-		return nil, err
-	}
-	hidden, err := s.HiddenFrom(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	var envs []Environment
-	if err := db.Conn(ctx, s.db).Where("organization_id = ?", subject.OrganizationID).Find(&envs).Error; err != nil {
-		return nil, fmt.Errorf("listing environments: %w", err)
-	}
-	out := make(map[string]string, len(envs))
-	for _, e := range envs {
-		if !slices.Contains(hidden, e.ID) {
-			out[e.ID] = e.Name
-		}
-	}
-	return out, nil
 }
 
 // Get returns environment id of the subject's organization (environments.manage);

@@ -176,10 +176,7 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 		rep.Rollback = append(rep.Rollback, line)
 	}
 	sort.Strings(rep.Rollback)
-	standing := 0
-	for range creds {
-		standing++
-	}
+	standing := len(creds)
 	rep.Handoff = []string{
 		"Apply identities: " + map[bool]string{true: fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing), false: "workload identity only; no standing credentials"}[standing > 0] + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",

@@ -38,6 +38,10 @@ type Event struct {
 	RunID         string `gorm:"default:null"`
 	PrevHash      []byte
 	Hash          []byte
+	// HashedBody is Body() exactly as it was hashed when the event was recorded (the
+	// database checks sha256(PrevHash || HashedBody) = Hash). Nil on events recorded
+	// before bodies were stored: Body() rebuilds theirs from the columns.
+	HashedBody []byte `gorm:"column:body"`
 }
 
 // TableName pins the table; gorm would guess the same, but the log must not move.
@@ -143,10 +147,10 @@ func (l *Log) RecordAs(ctx context.Context, subject authz.Subject, e Entry) erro
 			RunID:          e.RunID,
 			PrevHash:       head.Hash,
 		}
-		ev.Hash, err = ev.computeHash()
-		if err != nil {
+		if ev.HashedBody, err = ev.Body(); err != nil {
 			return err
 		}
+		ev.Hash = HashOf(ev.PrevHash, ev.HashedBody)
 		if err := conn.Create(&ev).Error; err != nil {
 			return fmt.Errorf("inserting audit event: %w", db.Translate(err)) // a NUL in the data is the request's fault
 		}
@@ -196,15 +200,12 @@ func (e Event) appendBody(dst []byte, p *parser) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func (e Event) computeHash() ([]byte, error) {
-	body, err := e.Body()
-	if err != nil {
-		return nil, err
-	}
+// HashOf is an event's hash: sha256(prevHash || body).
+func HashOf(prevHash, body []byte) []byte {
 	h := sha256.New()
-	h.Write(e.PrevHash)
+	h.Write(prevHash)
 	h.Write(body)
-	return h.Sum(nil), nil
+	return h.Sum(nil)
 }
 
 // canonicalJSON encodes v (or takes raw JSON) and returns its canonical form: sorted

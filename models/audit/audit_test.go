@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,6 +63,39 @@ func TestChainConcurrentAppendsAndTamperDetection(t *testing.T) {
 	require.NoError(t, gdb.Exec("DELETE FROM audit_events WHERE organization_id = ? AND seq = 7", o.ID).Error)
 	_, err = log.Verify(ctx, o.ID)
 	require.ErrorIs(t, err, audit.ErrChainBroken)
+}
+
+// TestStoredBodyIsWhatWasHashed: every event keeps the exact bytes its hash covers;
+// the database refuses a body that does not match the hash, and the chain check finds
+// a body that was rewritten with a matching hash but differs from the event's columns.
+func TestStoredBodyIsWhatWasHashed(t *testing.T) {
+	t.Parallel()
+	gdb := dbtest.New(t)
+	log := audit.New(gdb)
+	ctx := context.Background()
+	o, err := org.NewService(gdb, log).EnsureOrganization(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	actor := authz.WithSubject(ctx, authz.Subject{UserID: "usr-1", Name: "Ann", OrganizationID: o.ID, Role: authz.RoleOwner})
+	require.NoError(t, log.Record(actor, audit.Entry{Action: "test.event", TargetType: "thing", TargetID: "t",
+		Data: map[string]any{"b": 2, "a": "x"}}))
+	var last audit.Event
+	require.NoError(t, gdb.Where("organization_id = ?", o.ID).Order("seq DESC").First(&last).Error)
+	rebuilt, err := last.Body()
+	require.NoError(t, err)
+	require.Equal(t, string(rebuilt), string(last.HashedBody))
+	require.Equal(t, audit.HashOf(last.PrevHash, last.HashedBody), last.Hash)
+
+	require.NoError(t, gdb.Exec("ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete").Error)
+	forged := []byte(strings.Replace(string(last.HashedBody), `"Ann"`, `"Mallory"`, 1))
+	require.NotEqual(t, forged, last.HashedBody)
+	require.ErrorContains(t, gdb.Exec("UPDATE audit_events SET body = ? WHERE organization_id = ? AND seq = ?", forged, o.ID, last.Seq).Error,
+		"audit_events_body_hash")
+	// Body and hash rewritten together: the link holds, the body no longer matches the columns.
+	require.NoError(t, gdb.Exec("UPDATE audit_events SET body = ?, hash = ? WHERE organization_id = ? AND seq = ?",
+		forged, audit.HashOf(last.PrevHash, forged), o.ID, last.Seq).Error)
+	_, err = log.Verify(ctx, o.ID)
+	require.ErrorIs(t, err, audit.ErrChainBroken)
+	require.ErrorContains(t, err, "stored body differs")
 }
 
 func TestAppendOnlyInDatabase(t *testing.T) {

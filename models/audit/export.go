@@ -242,15 +242,24 @@ func (x *Exports) Build(ctx context.Context, id string) error {
 		return x.failed(ctx, e, err)
 	}
 	var parser parser
-	var body []byte
+	var rebuilt []byte
 	err = x.stream(ctx, e, q, func(ev Event) error {
-		var err error
-		if body, err = ev.appendBody(body[:0], &parser); err != nil {
-			return err
+		// The body as it was hashed; an event recorded before bodies were stored is
+		// rebuilt from its columns (the chain check holds both to be the same).
+		body := ev.HashedBody
+		if body == nil {
+			var err error
+			if rebuilt, err = ev.appendBody(rebuilt[:0], &parser); err != nil {
+				return err
+			}
+			body = rebuilt
 		}
-		return w.Write(exportfile.Line{Seq: ev.Seq, PrevHash: ev.PrevHash, Hash: ev.Hash, Body: body,
-			OccurredAt: ev.OccurredAt.UTC().Format(time.RFC3339Nano), ActorName: ev.ActorName, Action: ev.Action,
-			TargetType: ev.TargetType, TargetID: ev.TargetID})
+		line := exportfile.Line{Seq: ev.Seq, PrevHash: ev.PrevHash, Hash: ev.Hash, Body: body}
+		if e.Format == exportfile.CSV {
+			line.OccurredAt, line.ActorName, line.Action = ev.OccurredAt.UTC().Format(time.RFC3339Nano), ev.ActorName, ev.Action
+			line.TargetType, line.TargetID = ev.TargetType, ev.TargetID
+		}
+		return w.Write(line)
 	}, func(done int64) error {
 		return db.Conn(ctx, x.db).Model(&Export{}).Where("id = ?", id).Update("events_done", done).Error
 	})

@@ -122,8 +122,10 @@ func (x *Exports) onPgxConn(ctx context.Context, f func(*pgx.Conn) error) error 
 
 // readBatch reads up to exportBatch events of the scope in (after, hi] in seq order.
 func readBatch(ctx context.Context, conn *pgx.Conn, orgID string, scope Query, after, hi int64) ([]Event, error) {
-	query := `SELECT seq, occurred_at, actor_id, actor_name, action, target_type, target_id, data::text,
-	        COALESCE(environment_id, ''), COALESCE(workspace_id, ''), COALESCE(run_id, ''), prev_hash, hash
+	// The data as text only where no stored body holds it already.
+	query := `SELECT seq, occurred_at, actor_id, actor_name, action, target_type, target_id,
+	        CASE WHEN body IS NULL THEN data::text END,
+	        COALESCE(environment_id, ''), COALESCE(workspace_id, ''), COALESCE(run_id, ''), prev_hash, hash, body
 	    FROM audit_events WHERE organization_id = $1 AND seq > $2 AND seq <= $3`
 	args := []any{orgID, after, hi}
 	for _, f := range []struct{ column, value string }{{"actor_id", scope.ActorID}, {"action", scope.Action}, {"run_id", scope.RunID},
@@ -144,7 +146,7 @@ func readBatch(ctx context.Context, conn *pgx.Conn, orgID string, scope Query, a
 		ev := Event{OrganizationID: orgID}
 		var data []byte
 		if err := rows.Scan(&ev.Seq, &ev.OccurredAt, &ev.ActorID, &ev.ActorName, &ev.Action, &ev.TargetType, &ev.TargetID, &data,
-			&ev.EnvironmentID, &ev.WorkspaceID, &ev.RunID, &ev.PrevHash, &ev.Hash); err != nil {
+			&ev.EnvironmentID, &ev.WorkspaceID, &ev.RunID, &ev.PrevHash, &ev.Hash, &ev.HashedBody); err != nil {
 			return nil, fmt.Errorf("reading an event: %w", err)
 		}
 		ev.Data = data

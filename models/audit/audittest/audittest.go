@@ -4,7 +4,6 @@ package audittest
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"gantry/models/db"
 )
 
-// batch is how many events one INSERT carries (13 columns, under PostgreSQL's 65,535
+// batch is how many events one INSERT carries (14 columns, under PostgreSQL's 65,535
 // parameters).
 const batch = 4000
 
@@ -80,14 +79,10 @@ func seed(ctx context.Context, gdb *gorm.DB, orgID string, n int, envs, workspac
 			}
 			ev.Data = raw
 			ev.PrevHash = prev
-			body, err := ev.Body()
-			if err != nil {
+			if ev.HashedBody, err = ev.Body(); err != nil {
 				return err
 			}
-			h := sha256.New()
-			h.Write(prev)
-			h.Write(body)
-			ev.Hash = h.Sum(nil)
+			ev.Hash = audit.HashOf(prev, ev.HashedBody)
 			prev = ev.Hash
 			rows = append(rows, ev)
 			if len(rows) == batch || i == n-1 {

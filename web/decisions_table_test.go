@@ -52,8 +52,8 @@ type tableRow struct {
 	scenario string // a template run, see decisionScenarios
 	who      actor
 	want     want
-	// reauth: approving is refused only for the old sign-in; the page offers
-	// "Sign in again to decide" instead of the approve form.
+	// reauth: approving (or overriding) is refused only for the old sign-in; the page
+	// offers "Sign in again to decide" instead of the form.
 	reauth bool
 }
 
@@ -92,11 +92,21 @@ var decisionTable = []tableRow{
 	{"soft operator", "soft-block", actor{role: authz.RoleOperator}, want{conflict, ok, forbidden, forbidden}, false},
 	{"soft operator requester", "soft-block", actor{role: authz.RoleOperator, requester: true}, want{forbidden, forbidden, forbidden, ok}, false},
 	{"soft admin requester", "soft-block", actor{role: authz.RoleAdmin, requester: true}, want{forbidden, forbidden, forbidden, ok}, false},
+	// A soft block on a risk-3 plan: overriding needs what approving it would (an owner,
+	// freshly signed in, not the requester).
+	{"soft r3 admin", "soft-block-r3", actor{role: authz.RoleAdmin}, want{forbidden, forbidden, forbidden, ok}, false},
+	{"soft r3 owner fresh", "soft-block-r3", actor{role: authz.RoleOwner}, want{conflict, ok, ok, ok}, false},
+	{"soft r3 owner stale sign-in", "soft-block-r3", actor{role: authz.RoleOwner, staleAuth: true}, want{conflict, ok, forbidden, ok}, true},
 	// Floors under a matrix loosened below them (saved before the floors existed):
 	// destroys stay risk 3 and production changes risk 2.
 	{"floor destroy admin", "floor-destroy", actor{role: authz.RoleAdmin}, want{forbidden, forbidden, forbidden, ok}, false},
 	{"floor destroy owner", "floor-destroy", actor{role: authz.RoleOwner}, want{ok, ok, conflict, ok}, false},
 	{"floor destroy owner stale", "floor-destroy", actor{role: authz.RoleOwner, staleAuth: true}, want{forbidden, ok, conflict, ok}, true},
+	// The data-loss floor alone: a bucket replaced (its region changed) under a matrix
+	// that makes replaces, destroys and data loss risk 1.
+	{"floor replace admin", "floor-replace", actor{role: authz.RoleAdmin}, want{forbidden, forbidden, forbidden, ok}, false},
+	{"floor replace owner", "floor-replace", actor{role: authz.RoleOwner}, want{ok, ok, conflict, ok}, false},
+	{"floor replace owner stale", "floor-replace", actor{role: authz.RoleOwner, staleAuth: true}, want{forbidden, ok, conflict, ok}, true},
 	{"floor production operator", "floor-production", actor{role: authz.RoleOperator}, want{forbidden, forbidden, forbidden, forbidden}, false},
 	{"floor production admin", "floor-production", actor{role: authz.RoleAdmin}, want{ok, ok, conflict, ok}, false},
 	// Named owners of the environment decide risk 2 (users or groups); admins after 4 h.
@@ -128,6 +138,7 @@ var decisionTable = []tableRow{
 	// The clocks and the state: a decision after the deadline expires the run; a STALE
 	// run is stale evidence for every decision.
 	{"deadline passed admin", "deadline-passed", actor{role: authz.RoleAdmin}, want{expired, expired, conflict, ok}, false},
+	{"soft deadline passed admin", "soft-deadline-passed", actor{role: authz.RoleAdmin}, want{conflict, expired, expired, ok}, false},
 	{"stale admin", "stale", actor{role: authz.RoleAdmin}, want{stale, stale, stale, stale}, false},
 }
 
@@ -200,6 +211,9 @@ func TestDecisionTable(t *testing.T) {
 	// The floors held under the loosened matrix.
 	require.Equal(t, "3", f.templates["floor-destroy"].RiskLevel)
 	require.Equal(t, "2", f.templates["floor-production"].RiskLevel)
+	require.Equal(t, "3", f.templates["floor-replace"].RiskLevel)
+	require.Equal(t, 1, f.templates["floor-replace"].PlanSummary.Replace, "the floor-replace plan replaces the bucket")
+	require.Zero(t, f.templates["floor-replace"].PlanSummary.Delete)
 }
 
 // newDecisionFixture plans the template runs: under the default matrix, then under a
@@ -251,6 +265,10 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	f.templates["live"] = f.templates["r1-protected"]
 	f.templates["deadline-passed"] = f.templates["r1-protected"]
 	f.templates["stale"] = f.templates["r1-protected"]
+	f.templates["soft-deadline-passed"] = soft
+	// Policies and risk are independent: the same soft block on a plan at risk 3 (the
+	// level and its decision set on the clones).
+	f.templates["soft-block-r3"] = soft
 
 	// A matrix saved before the floors existed: destroys self-service, production risk
 	// 1, risk 3 by an admin without elevation or four eyes. The store refuses such a
@@ -258,7 +276,7 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	loose := risk.Default()
 	for i := range loose.Rules {
 		switch loose.Rules[i].Condition {
-		case risk.CondDestroy, risk.CondProduction:
+		case risk.CondDestroy, risk.CondProduction, risk.CondIrreversible, risk.CondReplace:
 			loose.Rules[i].Class = 1
 		}
 	}
@@ -279,6 +297,13 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	waitForState(t, app, floorBase.ID, run.Succeeded)
 	f.templates["floor-destroy"] = request(requester, bucket(envs["staging"], "table-floor", run.KindDestroy), run.PendingApproval)
 	f.templates["floor-production"] = request(requester, bucket(envs["production"], "table-floor-prod", run.KindApply), run.PendingApproval)
+	replaceBase := request(requester, bucket(envs["staging"], "table-floor-replace", run.KindApply), run.PendingApproval)
+	_, err = app.System.Runs.Approve(as(admin), replaceBase.ID, run.Approval{Evidence: run.EvidenceOf(replaceBase)})
+	require.NoError(t, err)
+	waitForState(t, app, replaceBase.ID, run.Succeeded)
+	moved := bucket(envs["staging"], "table-floor-replace", run.KindApply)
+	moved.Inputs["region"] = "eu-central" // forces a new bucket: the old one and its objects go
+	f.templates["floor-replace"] = request(requester, moved, run.PendingApproval)
 
 	// Risk 2 decided by the production environment's named owners; admins after 4 h.
 	named := risk.Default()
@@ -324,8 +349,11 @@ func (f *decisionFixture) clone(t *testing.T, row tableRow, who webtest.Member) 
 		set["state"], set["finished_at"], set["new_state_version_id"], set["apply_log_artifact_id"], set["verify_log_artifact_id"] = run.Approved, nil, nil, nil, nil
 	case "live":
 		set["simulated"] = false
-	case "deadline-passed":
+	case "deadline-passed", "soft-deadline-passed":
 		set["decision_deadline"] = time.Now().Add(-time.Minute).UTC()
+	case "soft-block-r3":
+		// What planning writes for a risk-3 plan: the level and the decision it needs.
+		set["risk_level"], set["risk_class"], set["required_approver"], set["four_eyes"], set["elevated"] = "3", 3, "owner", true, true
 	case "stale":
 		set["state"], set["state_reason"] = run.Stale, "the workspace state moved"
 	case "escalated":

@@ -291,3 +291,46 @@ func TestFiftyConcurrentDecisionsRecordOne(t *testing.T) {
 	require.Equal(t, 1, succeeded)
 	require.EqualValues(t, 1, decisionsRecorded(t, app, r.ID))
 }
+
+// TestRunPlanningAcrossAStateWriteEndsStale: a state write marks only runs that wait; a
+// run still PLANNING on the old predecessor when the write lands ends STALE as its plan
+// finishes, saying why, instead of waiting for a decision on a plan of an old target.
+func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	ctx := context.Background()
+	writer := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "moving", "small", "7")), run.PendingApproval)
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	planning := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
+	work, err := app.System.Runs.BeginPlan(ctx, planning.ID)
+	require.NoError(t, err)
+	require.Nil(t, work.Run.PriorStateVersionID, "planned against no state yet")
+
+	user, pass, err := app.System.StateStore.IssueCredentials(ctx, writer.OrganizationID, writer.WorkspaceID, writer.ID, state.PhaseApply, time.Minute)
+	require.NoError(t, err)
+	cred, err := app.System.State.Authenticate(ctx, user, pass)
+	require.NoError(t, err)
+	require.NoError(t, app.System.State.Write(ctx, cred, writer.WorkspaceID, "", statetest.StateJSON(1, "6c1d0d1e-0000-4000-8000-00000000beef", "written")))
+	require.Equal(t, run.Planning, waitForState(t, app, planning.ID, run.Planning).State, "the write leaves a planning run alone")
+
+	// The plan finishes (the writer's plan stands in for the runner's output).
+	artifact := func(id *string) []byte {
+		require.NotNil(t, id)
+		data, _, err := app.System.Artifacts.Get(ctx, writer.OrganizationID, *id)
+		require.NoError(t, err)
+		return data
+	}
+	finished, err := app.System.Runs.FinishPlan(ctx, planning.ID, run.PlanOutcome{Revision: work.Run.PlanRevision,
+		PlanFile: artifact(writer.PlanArtifactID), PlanJSON: artifact(writer.PlanJSONArtifactID), Log: []byte("planned\n"), HasChanges: true})
+	require.NoError(t, err)
+	require.Equal(t, run.Stale, finished.State)
+	require.Contains(t, finished.StateReason, "the workspace state moved to serial 1")
+	require.Contains(t, finished.StateReason, "while this run was planning")
+	require.EqualValues(t, 1, auditCount(t, app, planning.ID, "run.stale"))
+	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+planning.ID))
+	require.Contains(t, page, `id="plan-again"`)
+}

@@ -213,3 +213,50 @@ func TestLastOwnerStaysUnderConcurrentDemotions(t *testing.T) {
 func statetestState() []byte {
 	return statetest.StateJSON(1, "7c0e1f2a-0000-4000-8000-00000000beef", "written")
 }
+
+// TestCancelNeedsConfirmationAndStaysDistinctFromReject: cancelling through the page
+// needs the confirmation page's "yes" (without it: 422, nothing changes); a cancel and
+// a rejection end in different states, write different audit events, and say so on the
+// run page.
+func TestCancelNeedsConfirmationAndStaysDistinctFromReject(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	cancelled := waitingIn(t, app, operator, "cancel-me")
+	rejected := waitingIn(t, app, operator, "reject-me")
+
+	unconfirmed := url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()}, "reason": {"wrong bucket"}}
+	status, code, body := postDecision(t, app, operator, "/runs/"+cancelled.ID+"/cancel", unconfirmed)
+	require.Equal(t, http.StatusUnprocessableEntity, status, body)
+	require.Equal(t, errs.CodeInvalidInput, code)
+	require.Equal(t, run.PendingApproval, waitForState(t, app, cancelled.ID, run.PendingApproval).State)
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.cancelled'", cancelled.ID))
+
+	confirmed := url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()}, "reason": {"wrong bucket"}, "confirm": {"yes"}}
+	status, _, body = postDecision(t, app, operator, "/runs/"+cancelled.ID+"/cancel", confirmed)
+	require.Equal(t, http.StatusSeeOther, status, body)
+	form := decisionForm(t, app, admin, rejected)
+	form.Set("reason", "not this quarter")
+	status, _, body = postDecision(t, app, admin, "/runs/"+rejected.ID+"/reject", form)
+	require.Equal(t, http.StatusSeeOther, status, body)
+
+	c := waitForState(t, app, cancelled.ID, run.Cancelled)
+	r := waitForState(t, app, rejected.ID, run.Rejected)
+	require.Nil(t, c.RejectedBy, "a cancel is not a rejection")
+	require.NotNil(t, r.RejectedBy)
+	for _, tc := range []struct {
+		id, action, other string
+	}{{c.ID, "run.cancelled", "run.rejected"}, {r.ID, "run.rejected", "run.cancelled"}} {
+		require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = ?", tc.id, tc.action), tc.action)
+		require.Zero(t, countRows(t, app, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = ?", tc.id, tc.other), tc.other)
+	}
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.cancelled' AND data->>'cancellation_reason' = 'wrong bucket'", c.ID),
+		"the cancel's reason is recorded")
+	cancelPage := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+c.ID))
+	rejectPage := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
+	require.Contains(t, cancelPage, "CANCELLED")
+	require.NotContains(t, cancelPage, "REJECTED")
+	require.Contains(t, rejectPage, "REJECTED")
+	require.NotContains(t, rejectPage, "CANCELLED")
+}

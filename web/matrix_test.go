@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -184,6 +185,49 @@ func TestApprovalMatrixInvalidInput(t *testing.T) {
 	require.Zero(t, matrixVersions(t, app, "acme"))
 	body = webtest.ReadBody(t, app.Get(t, c, paths.ApprovalMatrix()))
 	require.Contains(t, body, "0 (built-in default)")
+}
+
+// TestApprovalMatrixFloorsThroughTheForm: an owner loosening the matrix below the
+// design's floors gets a field error at each loosened field (the other fields keep what
+// was typed), and nothing is saved.
+func TestApprovalMatrixFloorsThroughTheForm(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	c := app.LoggedIn(t, "owner@acme.test")
+	token := app.CSRF(t, c)
+	for name, tc := range map[string]struct {
+		edit  func(risk.Matrix) risk.Matrix
+		field string
+	}{
+		"destroy self-service":       {func(m risk.Matrix) risk.Matrix { return withClass(m, risk.CondDestroy, 1) }, "class.destroy"},
+		"data loss at risk 2":        {func(m risk.Matrix) risk.Matrix { return withClass(m, risk.CondIrreversible, 2) }, "class.irreversible_loss"},
+		"production at risk 1":       {func(m risk.Matrix) risk.Matrix { return withClass(m, risk.CondProduction, 1) }, "class.production_change"},
+		"risk 3 by an admin":         {withDecision(risk.Level3, func(d *risk.Decision) { d.Approver = risk.ApproverAdmin }), "approver.3"},
+		"risk 3 without four eyes":   {withDecision(risk.Level3, func(d *risk.Decision) { d.FourEyes = false }), "four_eyes.3"},
+		"risk 3 without elevation":   {withDecision(risk.Level3, func(d *risk.Decision) { d.Elevated = false }), "elevated.3"},
+		"risk 3 escalating to admin": {withDecision(risk.Level3, func(d *risk.Decision) { d.Escalation = risk.ApproverAdmin }), "escalation.3"},
+	} {
+		resp := app.PostForm(t, c, paths.ApprovalMatrix(), matrixForm(token, 0, tc.edit(risk.Default()), "loosen: "+name))
+		body := webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, name)
+		require.Contains(t, body, `data-testid="error-summary"`, name)
+		require.Contains(t, body, `data-testid="error-`+tc.field+`"`, name)
+		require.Equal(t, 1, strings.Count(body, `data-testid="error-`)-strings.Count(body, `data-testid="error-summary"`), "%s: one field error", name)
+		require.Contains(t, body, `value="loosen: `+name+`"`, "%s: the comment is kept", name)
+	}
+	require.Zero(t, matrixVersions(t, app, "acme"))
+}
+
+// withDecision edits the decision of level l.
+func withDecision(l risk.Level, edit func(*risk.Decision)) func(risk.Matrix) risk.Matrix {
+	return func(m risk.Matrix) risk.Matrix {
+		for i := range m.Decisions {
+			if m.Decisions[i].Level == l {
+				edit(&m.Decisions[i])
+			}
+		}
+		return m
+	}
 }
 
 // TestApprovalMatrixTenantIsolation: one organization's versions and comments never show

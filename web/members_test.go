@@ -132,6 +132,10 @@ func TestMembersPage(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.NotContains(t, webtest.ReadBody(t, app.Get(t, admin, "/members")), "new.person@acme.test")
+	for _, action := range []string{"invitation.created", "invitation.revoked"} {
+		require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM audit_events WHERE organization_id = ? AND action = ? AND target_id = 'new.person@acme.test'",
+			app.Orgs["acme"], action), action)
+	}
 
 	// Grants on restricted environments, per member.
 	env, err := app.System.Environments.Create(authz.WithSubject(context.Background(), authz.System(app.Orgs["acme"])),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
@@ -143,14 +144,14 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	require.Contains(t, webtest.ReadBody(t, resp), "at least 10 characters")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	// An override bound to another rule version or result digest is stale.
-	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection", "0123", good))
-	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	status, code, body := postDecision(t, app, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection", "0123", good))
+	require.Equal(t, http.StatusConflict, status, body)
+	require.Equal(t, errs.CodeStaleEvidence, code)
 	stale := overrideForm(t, app, admin, r, "database_protection", version, good)
 	stale.Set("policy_result_digest", "sha256:0000")
-	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/override", stale)
-	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	status, code, body = postDecision(t, app, admin, "/runs/"+r.ID+"/override", stale)
+	require.Equal(t, http.StatusConflict, status, body)
+	require.Equal(t, errs.CodeStaleEvidence, code)
 	require.Zero(t, countRows(t, app, "SELECT count(*) FROM policy_overrides WHERE run_id = ?", r.ID))
 
 	// The review page offers the override to the admin.

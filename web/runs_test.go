@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
@@ -22,11 +23,12 @@ import (
 func waitForState(t testing.TB, app *webtest.App, runID string, want run.State) run.Run {
 	t.Helper()
 	var r run.Run
-	require.Eventually(t, func() bool {
+	// assert, not require: a run that never got there is reported with its state below.
+	assert.Eventually(t, func() bool {
 		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
 		return r.State == want || (r.State.Terminal() && r.State != want)
 	}, bench.Deadline(5*time.Second), 20*time.Millisecond) // 20 s on an idle machine
-	require.Equal(t, want, r.State, "run ended %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app, r))
+	require.Equal(t, want, r.State, "run is %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app, r))
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"gantry/models/classify"
 	"gantry/models/environment"
+	"gantry/models/risk"
 )
 
 // factsOf is what the risk rules see; an org policy change is named by the template's
@@ -66,4 +67,38 @@ func TestPolicyClassification(t *testing.T) {
 	require.Equal(t, "replace", pc.Changes[0].Class)
 	require.Equal(t, "replace_because_cannot_update", pc.Changes[0].ActionReason)
 	require.Len(t, pc.Changes[0].Dependents, maxPolicyDependents)
+}
+
+// TestFloorsAreTheDesigns pins the floors (DESIGN §3) that models/risk's tests take the
+// shape of, and shows assessRisk raising a matrix loosened below each of them.
+func TestFloorsAreTheDesigns(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, map[risk.Condition]risk.Class{risk.CondDestroy: 3, risk.CondIrreversible: 3, risk.CondProduction: 2}, Floors.Classes)
+	require.Equal(t, map[risk.Level]risk.Decision{
+		risk.Level3: {Level: risk.Level3, Approver: risk.ApproverOwner, FourEyes: true, Elevated: true},
+	}, Floors.Decisions)
+
+	loose := risk.Default()
+	for i := range loose.Rules {
+		loose.Rules[i].Class = min(loose.Rules[i].Class, 1)
+	}
+	for i := range loose.Decisions {
+		if loose.Decisions[i].Level == risk.Level3 {
+			loose.Decisions[i] = risk.Decision{Level: risk.Level3, Approver: risk.ApproverOperator}
+		}
+	}
+	for name, tc := range map[string]struct {
+		facts risk.Facts
+		level risk.Level
+	}{
+		"a destroy":                        {risk.Facts{HasChanges: true, Destroy: 1, Tier: "staging", RequiresApproval: true}, risk.Level3},
+		"a data-bearing resource replaced": {risk.Facts{HasChanges: true, Replace: 1, Irreversible: true, Tier: "staging", RequiresApproval: true}, risk.Level3},
+		"a change in production":           {risk.Facts{HasChanges: true, Update: 1, Tier: "production", RequiresApproval: true}, risk.Level2},
+	} {
+		a := assessRisk(loose, tc.facts)
+		require.Equal(t, tc.level, a.Level, name)
+		if tc.level == risk.Level3 {
+			require.Equal(t, Floors.Decisions[risk.Level3], a.Decision, name)
+		}
+	}
 }

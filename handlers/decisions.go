@@ -93,7 +93,9 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 	switch action {
 	case run.ActionApprove:
 		_, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason})
-		msg = fmt.Sprintf("Approved. The apply starts now and must begin within %d minutes.", int(run.ApprovalValidity.Minutes()))
+		// What follows belongs to the APPROVED state, which the run page says while it
+		// lasts; the flash only reports what the person did.
+		msg = "You approved this run."
 	case run.ActionOverride:
 		_, err = h.Runs.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
 		msg, location = "Override recorded for "+c.FormValue("rule_id")+".", paths.RunReview(id)

@@ -324,24 +324,12 @@ func costView(c *review.Cost) views.CostView {
 	if c == nil {
 		return views.CostView{}
 	}
-	v := views.CostView{Known: true, Before: money(c.Before), After: money(c.After), Delta: signedMoney(c.Delta), Unpriced: c.Unpriced}
+	v := views.CostView{Known: true, Before: review.Money(c.Before), After: review.Money(c.After), Delta: review.SignedMoney(c.Delta), Unpriced: c.Unpriced}
 	for _, l := range c.Lines {
-		v.Lines = append(v.Lines, views.CostLineView{Type: l.Type, Before: l.Before, After: l.After, Unit: money(l.UnitPrice),
-			BeforeCost: money(l.BeforeCost), AfterCost: money(l.AfterCost)})
+		v.Lines = append(v.Lines, views.CostLineView{Type: l.Type, Before: l.Before, After: l.After, Unit: review.Money(l.UnitPrice),
+			BeforeCost: review.Money(l.BeforeCost), AfterCost: review.Money(l.AfterCost)})
 	}
 	return v
-}
-
-func money(v float64) string { return fmt.Sprintf("$%.2f", v) }
-
-func signedMoney(v float64) string {
-	if v > 0 {
-		return "+" + money(v)
-	}
-	if v < 0 {
-		return "-" + money(-v)
-	}
-	return money(0)
 }
 
 // planText serves the plan as tofu printed it (the plan log), on demand.

@@ -15,6 +15,7 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/idempotency"
+	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
@@ -26,6 +27,8 @@ import (
 type RunService interface {
 	Get(ctx context.Context, id string) (run.Run, error)
 	History(ctx context.Context, r run.Run) ([]audit.Event, error)
+	// Gates reads the plan gates the timeline shows (policy evaluation, overrides).
+	Gates(ctx context.Context, r run.Run) (run.Gates, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
 	ListPending(ctx context.Context) ([]run.Run, error)
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
@@ -115,14 +118,22 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	p.Risk = riskView(r, perms)
 	p.PolicyOutcome = r.PolicyOutcome
 	if r.Cost != nil {
-		p.CostDelta = signedMoney(r.Cost.Delta)
+		p.CostDelta = review.SignedMoney(r.Cost.Delta)
 	}
 	p.CanCancel = perms.Cancel.Allowed()
 	if p.CanRecover = perms.Recover.Allowed(); p.CanRecover {
 		p.RecoverKey = idempotency.NewKey()
 	}
-	for _, s := range run.Timeline(r, events) {
-		p.Timeline = append(p.Timeline, views.StageRow{Name: s.Name, Status: string(s.Status), At: s.At, Actor: s.Actor, Detail: s.Detail})
+	gates, err := h.Runs.Gates(ctx, r)
+	if err != nil {
+		return views.RunLiveProps{}, err
+	}
+	for _, s := range run.Timeline(r, events, gates) {
+		row := views.StageRow{Name: s.Name, Status: string(s.Status), Label: s.Status.Label(), At: s.At, Actor: s.Actor, Detail: s.Detail}
+		if s.Review {
+			row.Link = paths.RunReview(r.ID)
+		}
+		p.Timeline = append(p.Timeline, row)
 	}
 	if r.PlanDigest != "" {
 		s := r.PlanSummary
@@ -131,6 +142,10 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	}
 	p.Outputs = outputsKV(r.Outputs)
 	p.Waiting = h.waiting(r)
+	if r.State == run.Approved && r.ApprovalExpiresAt != nil {
+		p.StateNote = fmt.Sprintf("The apply starts by itself and must begin by %s (within %d minutes of the approval); otherwise the approval expires.",
+			r.ApprovalExpiresAt.UTC().Format("15:04:05 UTC"), int(run.ApprovalValidity.Minutes()))
+	}
 	for _, l := range []struct {
 		id  *string
 		dst *string

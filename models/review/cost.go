@@ -1,6 +1,7 @@
 package review
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -103,4 +104,18 @@ func cents(x float64) float64 {
 		return 0 // no "-0"
 	}
 	return r
+}
+
+// Money formats an amount of the price list's currency, e.g. "$64.50".
+func Money(v float64) string { return fmt.Sprintf("$%.2f", v) }
+
+// SignedMoney formats a change of cost with its sign, e.g. "+$64.50", "-$2.30", "$0.00".
+func SignedMoney(v float64) string {
+	switch {
+	case v > 0:
+		return "+" + Money(v)
+	case v < 0:
+		return "-" + Money(-v)
+	}
+	return Money(0)
 }

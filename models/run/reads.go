@@ -152,6 +152,26 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	return out, nil
 }
 
+// Gates reads what the run page's timeline shows of run r's plan gates (r read through
+// Get): the stored policy evaluation and its overrides.
+func (s *Service) Gates(ctx context.Context, r Run) (Gates, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Gates{}, err
+	}
+	if r.OrganizationID != subject.OrganizationID {
+		return Gates{}, errs.ErrNotFound
+	}
+	if r.PolicyEvaluationID == nil {
+		return Gates{}, nil
+	}
+	ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	if err != nil {
+		return Gates{}, err
+	}
+	return Gates{Evaluation: &ev, Overrides: overrides}, nil
+}
+
 // Clock is the database clock now: pages that say who may decide judge escalations by
 // it, as the decisions do.
 func (s *Service) Clock(ctx context.Context) (time.Time, error) { return s.now(ctx) }

@@ -3,9 +3,13 @@ package run
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gantry/models/audit"
+	"gantry/models/policy"
+	"gantry/models/review"
+	"gantry/policies"
 )
 
 // StageStatus is how far one gate of the sequence got.
@@ -14,10 +18,23 @@ type StageStatus string
 const (
 	StageDone    StageStatus = "done"
 	StageCurrent StageStatus = "current"
+	// StageWaiting: a later step of a run that is still moving.
 	StageWaiting StageStatus = "waiting"
-	StageFailed  StageStatus = "failed"
+	// StageNotReached: a step a run that has ended never got to.
+	StageNotReached StageStatus = "not-reached"
+	// StageSkipped: a step that does not apply to this run (a dry run's apply).
 	StageSkipped StageStatus = "skipped"
+	StageFailed  StageStatus = "failed"
+	// How a decision ended when it was not an approval: each named as what it was.
+	StageBlocked   StageStatus = "blocked"
+	StageRejected  StageStatus = "rejected"
+	StageCancelled StageStatus = "cancelled"
+	StageExpired   StageStatus = "expired"
+	StageStale     StageStatus = "stale"
 )
+
+// Label is the status as a person reads it.
+func (s StageStatus) Label() string { return strings.ReplaceAll(string(s), "-", " ") }
 
 // Stage is one gate of DESIGN §2's sequence as a run went through it.
 type Stage struct {
@@ -26,22 +43,56 @@ type Stage struct {
 	At     *time.Time
 	Actor  string
 	Detail string
+	// Review: the plan review page says more (policy results, cost lines).
+	Review bool
 }
 
-// transitionAt finds the first audit event that moved the run into one of states.
-func transitionAt(events []audit.Event, states ...State) *audit.Event {
-	for i := range events {
+// Gates is what the timeline shows of the plan gates beyond the run row: the stored
+// policy evaluation (nil: none was recorded) and its overrides.
+type Gates struct {
+	Evaluation *policy.Evaluation
+	Overrides  map[string]policy.Override
+}
+
+// transition is one recorded move of the run.
+type transition struct {
+	event    audit.Event
+	from, to State
+	reason   string
+}
+
+// movesOf reads the run's moves from its audit events, oldest first.
+func movesOf(events []audit.Event) []transition {
+	var out []transition
+	for _, ev := range events {
 		var d struct {
-			To State `json:"to"`
+			From   State  `json:"from"`
+			To     State  `json:"to"`
+			Reason string `json:"reason"`
 		}
-		if events[i].Action == "run.queued" {
+		if ev.Action == "run.queued" {
 			d.To = Queued
-		} else if err := json.Unmarshal(events[i].Data, &d); err != nil {
+		} else if err := json.Unmarshal(ev.Data, &d); err != nil || d.To == "" {
 			continue
 		}
+		out = append(out, transition{event: ev, from: d.From, to: d.To, reason: d.Reason})
+	}
+	return out
+}
+
+// into finds the first move into one of states.
+func into(moves []transition, states ...State) *audit.Event {
+	if m := moveInto(moves, states...); m != nil {
+		return &m.event
+	}
+	return nil
+}
+
+func moveInto(moves []transition, states ...State) *transition {
+	for i := range moves {
 		for _, s := range states {
-			if d.To == s {
-				return &events[i]
+			if moves[i].to == s {
+				return &moves[i]
 			}
 		}
 	}
@@ -57,122 +108,212 @@ func stageFrom(name string, ev *audit.Event, status StageStatus, detail string) 
 	return st
 }
 
-// Timeline derives the gate timeline from the run and its audit events: what is
-// shown is what was recorded, never inferred from the clock.
-func Timeline(r Run, events []audit.Event) []Stage {
-	queued := transitionAt(events, Queued)
+// Timeline derives the gate timeline from the run, its audit events and its plan
+// gates: what is shown is what was recorded, never inferred from the clock. A step a
+// finished run never reached says so; only a run still moving has steps WAITING.
+func Timeline(r Run, events []audit.Event, g Gates) []Stage {
+	moves := movesOf(events)
+	t := timeline{r: r, moves: moves, later: StageWaiting}
+	if r.Finished() {
+		t.later = StageNotReached
+	}
+	queued := into(moves, Queued)
 	stages := []Stage{
 		stageFrom("Request", queued, StageDone, fmt.Sprintf("%s of %s %s", r.Kind, r.TemplateName, r.TemplateVersion)),
 		stageFrom("Template and inputs validated, configuration generated", queued, StageDone, "config bundle "+short(r.ConfigDigest)),
+		t.plan(),
+		t.policy(g),
+		t.cost(),
+		t.decision(),
 	}
+	return append(stages, t.apply()...)
+}
 
-	planStart := transitionAt(events, Planning)
-	planEnd := transitionAt(events, Planned, NoChanges, PolicyBlocked, PendingApproval, Approved)
-	plan := stageFrom("Plan (init, plan, show -json)", planStart, StageWaiting, "")
+type timeline struct {
+	r     Run
+	moves []transition
+	later StageStatus // for a step not reached yet
+}
+
+// planned reports whether the plan's artifacts and gates were recorded.
+func (t timeline) planned() bool { return t.r.PlanDigest != "" }
+
+func (t timeline) plan() Stage {
+	const name = "Plan (init, plan, show -json)"
+	r := t.r
 	switch {
-	case planEnd != nil:
-		plan = stageFrom(plan.Name, planEnd, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",
+	case t.planned():
+		// The plan ends with the run's first move out of PLANNING.
+		var end *audit.Event
+		for i := range t.moves {
+			if t.moves[i].from == Planning && t.moves[i].to != Planning {
+				end = &t.moves[i].event
+			}
+		}
+		return stageFrom(name, end, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",
 			short(r.PlanDigest), r.PlanSummary.Create, r.PlanSummary.Update, r.PlanSummary.Replace, r.PlanSummary.Delete))
 	case r.State == Planning:
-		plan.Status = StageCurrent
-	case r.State == Failed && r.PlanDigest == "":
-		plan = stageFrom(plan.Name, transitionAt(events, Failed), StageFailed, r.StateReason)
-	case r.State == Cancelled && r.PlanDigest == "":
-		plan.Status = StageSkipped
+		return stageFrom(name, into(t.moves, Planning), StageCurrent, "")
+	case r.State == Failed:
+		return stageFrom(name, into(t.moves, Failed), StageFailed, r.StateReason)
+	case r.State == Cancelled:
+		return stageFrom(name, into(t.moves, Cancelled), StageCancelled, "cancelled before the plan finished")
 	}
-	stages = append(stages, plan)
-
-	// Policy and estimate are gates of the sequence that no configuration enforces
-	// yet: the page says so instead of pretending they passed.
-	stages = append(stages,
-		Stage{Name: "Policy decision", Status: StageSkipped, Detail: "unenforced: no policy engine is configured yet"},
-		Stage{Name: "Cost and impact estimate", Status: StageSkipped, Detail: "not estimated yet"})
-
-	stages = append(stages, approvalStage(r, events))
-	stages = append(stages, applyStages(r, events)...)
-	return stages
+	return Stage{Name: name, Status: t.later}
 }
 
-func approvalStage(r Run, events []audit.Event) Stage {
-	const name = "Approval"
+func (t timeline) policy(g Gates) Stage {
+	const name = "Policy decision"
+	r := t.r
+	ev := g.Evaluation
+	if ev == nil {
+		if t.planned() {
+			return Stage{Name: name, Status: StageSkipped, Detail: "no policy evaluation was recorded for this plan"}
+		}
+		return Stage{Name: name, Status: t.later}
+	}
+	at := ev.CreatedAt
+	st := Stage{Name: name, At: &at, Review: true}
+	var passed, advisory, soft, hard []string
+	for _, res := range ev.Results {
+		switch {
+		case res.Passed:
+			passed = append(passed, res.RuleID)
+		case res.Enforcement == policies.Advisory:
+			advisory = append(advisory, res.RuleID)
+		case res.Enforcement == policies.SoftMandatory:
+			soft = append(soft, res.RuleID)
+		default:
+			hard = append(hard, res.RuleID)
+		}
+	}
+	counts := fmt.Sprintf("%d of %d rules passed", len(passed), len(ev.Results))
+	if len(advisory) > 0 {
+		counts += fmt.Sprintf("; advisory findings: %s", strings.Join(advisory, ", "))
+	}
+	switch {
+	case len(hard) > 0:
+		st.Status, st.Detail = StageBlocked, counts+"; blocked for good by hard-mandatory "+strings.Join(hard, ", ")
+	case len(soft) > 0:
+		var open []string
+		for _, id := range soft {
+			if _, ok := g.Overrides[id]; !ok {
+				open = append(open, id)
+			}
+		}
+		switch {
+		case len(open) == 0:
+			st.Status, st.Detail = StageDone, counts+"; soft-mandatory "+strings.Join(soft, ", ")+" overridden by an admin with a reason"
+		case r.State == PolicyBlocked:
+			st.Status, st.Detail = StageCurrent, counts+"; soft-mandatory "+strings.Join(open, ", ")+" failed: waiting for an admin's override"
+		default:
+			st.Status, st.Detail = StageBlocked, counts+"; soft-mandatory "+strings.Join(open, ", ")+" failed and was never overridden"
+		}
+	default:
+		st.Status, st.Detail = StageDone, counts
+	}
+	return st
+}
+
+func (t timeline) cost() Stage {
+	const name = "Cost and impact estimate"
+	r := t.r
+	switch {
+	case r.Cost != nil:
+		detail := fmt.Sprintf("%s per month (%s → %s)", review.SignedMoney(r.Cost.Delta), review.Money(r.Cost.Before), review.Money(r.Cost.After))
+		if len(r.Cost.Unpriced) > 0 {
+			detail += "; no price for " + strings.Join(r.Cost.Unpriced, ", ")
+		}
+		return Stage{Name: name, Status: StageDone, Detail: detail, Review: true}
+	case t.planned():
+		return Stage{Name: name, Status: StageSkipped, Detail: "no estimate was recorded for this plan"}
+	}
+	return Stage{Name: name, Status: t.later}
+}
+
+func (t timeline) decision() Stage {
+	const name = "Decision"
+	r := t.r
 	switch {
 	case r.Kind == KindPlanOnly:
-		return Stage{Name: name, Status: StageSkipped, Detail: "dry runs are never gated"}
+		return Stage{Name: name, Status: StageSkipped, Detail: "dry runs are never decided on"}
 	case r.State == NoChanges:
-		return Stage{Name: name, Status: StageSkipped, Detail: "nothing to approve"}
+		return Stage{Name: name, Status: StageSkipped, Detail: "the plan changes nothing: nothing to decide"}
 	}
-	if ev := transitionAt(events, Rejected); ev != nil {
-		return stageFrom(name, ev, StageFailed, "rejected: "+r.StateReason)
-	}
-	if ev := transitionAt(events, Approved); ev != nil {
-		detail := "approved plan " + short(r.ApprovedPlanDigest)
+	if m := moveInto(t.moves, Approved); m != nil {
 		if r.ApprovalKind == "self-service" {
-			detail = "self-service approval of plan " + short(r.ApprovedPlanDigest) + " (" + r.StateReasonAt(events, Approved) + ")"
+			return stageFrom(name, &m.event, StageDone, "self-service approval of plan "+short(r.ApprovedPlanDigest)+" ("+m.reason+")")
 		}
-		return stageFrom(name, ev, StageDone, detail)
+		st := stageFrom(name, &m.event, StageDone, "approved plan "+short(r.ApprovedPlanDigest))
+		st.Actor = r.ApprovedByName
+		return st
 	}
-	if ev := transitionAt(events, PendingApproval); ev != nil {
-		if r.State == PendingApproval {
-			detail := "waiting: " + r.StateReason
-			if r.DecisionDeadline != nil {
-				detail += "; decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
-			}
-			return stageFrom(name, ev, StageCurrent, detail)
+	if ev := into(t.moves, Rejected); ev != nil {
+		st := stageFrom(name, ev, StageRejected, r.StateReason)
+		st.Actor = r.RejectedByName
+		return st
+	}
+	switch r.State {
+	case PendingApproval:
+		detail := "waiting: " + r.StateReason
+		if r.DecisionDeadline != nil {
+			detail += "; decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		if ex := transitionAt(events, Expired, Cancelled, Stale); ex != nil {
-			return stageFrom(name, ex, StageFailed, r.StateReason)
+		return stageFrom(name, into(t.moves, PendingApproval), StageCurrent, detail)
+	case Expired:
+		return stageFrom(name, into(t.moves, Expired), StageExpired, r.StateReason)
+	case Stale:
+		return stageFrom(name, into(t.moves, Stale), StageStale, r.StateReason)
+	case Cancelled:
+		if t.planned() {
+			st := stageFrom(name, into(t.moves, Cancelled), StageCancelled, r.StateReason)
+			st.Actor = r.CancelledByName
+			return st
 		}
 	}
-	return Stage{Name: name, Status: StageWaiting}
+	return Stage{Name: name, Status: t.later}
 }
 
-// StateReasonAt is the reason recorded when the run entered state s.
-func (r Run) StateReasonAt(events []audit.Event, s State) string {
-	if ev := transitionAt(events, s); ev != nil {
-		var d struct {
-			Reason string `json:"reason"`
+func (t timeline) apply() []Stage {
+	r := t.r
+	names := [3]string{"Apply in an isolated worker", "State persisted (encrypted)", "Verification"}
+	if r.Kind == KindPlanOnly || r.State == NoChanges {
+		why := "dry run"
+		if r.State == NoChanges {
+			why = "nothing to apply"
 		}
-		if json.Unmarshal(ev.Data, &d) == nil {
-			return d.Reason
-		}
+		return []Stage{{Name: names[0], Status: StageSkipped, Detail: why}, {Name: names[1], Status: StageSkipped}, {Name: names[2], Status: StageSkipped}}
 	}
-	return ""
-}
-
-func applyStages(r Run, events []audit.Event) []Stage {
-	if r.Kind == KindPlanOnly {
-		return []Stage{
-			{Name: "Apply in an isolated worker", Status: StageSkipped, Detail: "dry run"},
-			{Name: "State persisted (encrypted)", Status: StageSkipped},
-			{Name: "Verification", Status: StageSkipped},
-		}
-	}
-	running := transitionAt(events, Running)
-	verifying := transitionAt(events, Verifying)
-	apply := stageFrom("Apply in an isolated worker", running, StageWaiting, "")
+	running, verifying := into(t.moves, Running), into(t.moves, Verifying)
+	ended := into(t.moves, Failed, ApplyInterrupted, Stale, Expired, Cancelled)
+	apply := Stage{Name: names[0], Status: t.later}
 	switch {
 	case verifying != nil:
-		apply = stageFrom(apply.Name, running, StageDone, "applied the approved plan file "+short(r.ApprovedPlanDigest))
+		apply = stageFrom(names[0], running, StageDone, "applied the approved plan file "+short(r.ApprovedPlanDigest))
 	case r.State == Running:
-		apply.Status = StageCurrent
-	case r.State == ApplyInterrupted || (r.State == Failed && running != nil):
-		apply = stageFrom(apply.Name, transitionAt(events, ApplyInterrupted, Failed), StageFailed, r.StateReason)
-	case r.State == Failed || r.State == Stale || r.State == Expired:
-		if r.ApprovedPlanDigest != "" {
-			apply = stageFrom(apply.Name, transitionAt(events, Failed, Stale, Expired), StageFailed, "refused before any change: "+r.StateReason)
+		apply = stageFrom(names[0], running, StageCurrent, "")
+	case running != nil && (r.State == Failed || r.State == ApplyInterrupted):
+		apply = stageFrom(names[0], ended, StageFailed, r.StateReason)
+	case r.ApprovedPlanDigest != "" && (r.State == Failed || r.State == Stale || r.State == Expired):
+		apply = stageFrom(names[0], ended, StageFailed, "refused before any change: "+r.StateReason)
+	case r.ApprovedPlanDigest != "" && r.State == Cancelled:
+		apply = stageFrom(names[0], ended, StageCancelled, "cancelled before the apply began")
+	}
+	persisted := Stage{Name: names[1], Status: t.later}
+	if r.NewStateVersionID != nil {
+		persisted = stageFrom(names[1], verifying, StageDone, "new state version")
+		if verifying == nil {
+			persisted.Detail = "a state version was written before the apply stopped"
 		}
 	}
-	persisted := Stage{Name: "State persisted (encrypted)", Status: StageWaiting}
-	if verifying != nil {
-		persisted = stageFrom(persisted.Name, verifying, StageDone, "new state version")
-	}
-	verify := stageFrom("Verification", verifying, StageWaiting, "")
-	if end := transitionAt(events, Succeeded); end != nil {
-		verify = stageFrom(verify.Name, end, StageDone, "live resources match the applied state")
-	} else if r.State == Verifying {
-		verify.Status = StageCurrent
-	} else if r.State == Failed && verifying != nil {
-		verify = stageFrom(verify.Name, transitionAt(events, Failed), StageFailed, r.StateReason)
+	verify := Stage{Name: names[2], Status: t.later}
+	switch {
+	case r.State == Succeeded:
+		verify = stageFrom(names[2], into(t.moves, Succeeded), StageDone, "live resources match the applied state")
+	case r.State == Verifying:
+		verify = stageFrom(names[2], verifying, StageCurrent, "")
+	case r.State == Failed && verifying != nil:
+		verify = stageFrom(names[2], ended, StageFailed, r.StateReason)
 	}
 	return []Stage{apply, persisted, verify}
 }

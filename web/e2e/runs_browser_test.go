@@ -122,7 +122,7 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 	// The risk class and the rule that set it say why a person must decide.
 	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "risk 1 in a protected environment")
 	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "(rule create_update_only)")
-	require.Equal(t, "current", stage(t, b, "Approval")["status"], "the Approval stage while waiting")
+	require.Equal(t, "current", stage(t, b, "Decision")["status"], "the Decision stage while waiting")
 	approveButtons := run(t, b, "look for an approve button", chromedp.Evaluate[int](`document.querySelectorAll("#approve").length`))
 	require.Zero(t, approveButtons, "the requester must not be offered to approve their own run (four eyes)")
 
@@ -172,10 +172,10 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 		"run.verifying by Gantry",
 		"run.succeeded by Gantry",
 	}, history, "audit history on the operator's page")
-	approval := stage(t, b, "Approval")
-	require.Equal(t, "done", approval["status"], "Approval stage: %v", approval)
-	require.Equal(t, "by "+adminName, approval["actor"], "Approval stage: %v", approval)
-	require.Contains(t, approval["detail"], "approved plan", "Approval stage: %v", approval)
+	approval := stage(t, b, "Decision")
+	require.Equal(t, "done", approval["status"], "Decision stage: %v", approval)
+	require.Equal(t, "by "+adminName, approval["actor"], "Decision stage: %v", approval)
+	require.Contains(t, approval["detail"], "approved plan", "Decision stage: %v", approval)
 	require.Empty(t, run(t, b, "look for decision buttons", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("#approve, #reject, #cancel-run")].map(e => e.id)`)), "a finished run offers no decision")
 	b.do(t, "wait for the outputs", chromedp.WaitVisible(chromedp.CSS(`[data-testid="outputs"]`)))

@@ -1,0 +1,171 @@
+package web_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/idempotency"
+	"gantry/models/run"
+	"gantry/web/webtest"
+)
+
+// stageRe reads one step of the run page's gate timeline: its status, name, actor and
+// detail.
+var stageRe = regexp.MustCompile(`(?s)<li class="[^"]*" data-testid="stage" data-status="([a-z-]+)">\s*<span class="stage-name">([^<]+)</span>(.*?)</li>`)
+
+type shownStage struct{ status, body string }
+
+// timelineOf reads the timeline of run id's page as c sees it, by step name.
+func timelineOf(t *testing.T, app *webtest.App, c *http.Client, id string) (map[string]shownStage, []string) {
+	t.Helper()
+	page := webtest.ReadBody(t, app.Get(t, c, "/runs/"+id))
+	out := map[string]shownStage{}
+	var order []string
+	for _, m := range stageRe.FindAllStringSubmatch(page, -1) {
+		name := html.UnescapeString(strings.TrimSpace(m[2]))
+		out[name] = shownStage{status: m[1], body: html.UnescapeString(m[3])}
+		order = append(order, name)
+	}
+	require.Len(t, order, 9, "the timeline has its nine steps:\n%s", page)
+	return out, order
+}
+
+// TestTimelineOfEveryEnding: for each way a run ends (succeeded, rejected, cancelled,
+// expired, stale, blocked by policy, failed) every step of the timeline reads what
+// happened: done, what ended the run (named as what it was), or "not reached"; none
+// reads WAITING.
+func TestTimelineOfEveryEnding(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	post := func(c *http.Client, path string, form url.Values) {
+		t.Helper()
+		resp := app.PostForm(t, c, path, form)
+		body := webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	}
+	ended := map[string]run.Run{}
+
+	r := waitingIn(t, app, operator, "tl-succeeded")
+	approve(t, app, admin, r)
+	ended["succeeded"] = waitForState(t, app, r.ID, run.Succeeded)
+
+	r = waitingIn(t, app, operator, "tl-rejected")
+	form := decisionForm(t, app, admin, r)
+	form.Set("reason", "not this quarter")
+	post(admin, "/runs/"+r.ID+"/reject", form)
+	ended["rejected"] = waitForState(t, app, r.ID, run.Rejected)
+
+	r = waitingIn(t, app, operator, "tl-cancelled")
+	post(operator, "/runs/"+r.ID+"/cancel", url.Values{"_csrf": {app.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()},
+		"confirm": {"yes"}, "reason": {"wrong bucket"}})
+	ended["cancelled"] = waitForState(t, app, r.ID, run.Cancelled)
+
+	r = waitingIn(t, app, operator, "tl-expired")
+	// While it waits, its later steps are WAITING, not "not reached".
+	shown, _ := timelineOf(t, app, admin, r.ID)
+	require.Equal(t, "current", shown["Decision"].status)
+	require.Contains(t, shown["Decision"].body, "decide by")
+	for _, name := range []string{"Apply in an isolated worker", "State persisted (encrypted)", "Verification"} {
+		require.Equal(t, "waiting", shown[name].status, name)
+	}
+	require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", r.ID).Error)
+	status, _, _ := postDecision(t, app, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	require.Equal(t, http.StatusConflict, status)
+	ended["expired"] = waitForState(t, app, r.ID, run.Expired)
+
+	first := waitingIn(t, app, operator, "tl-stale")
+	second := waitingIn(t, app, operator, "tl-stale")
+	approve(t, app, admin, first)
+	waitForState(t, app, first.ID, run.Succeeded)
+	ended["stale"] = waitForState(t, app, second.ID, run.Stale)
+
+	// us-east is against the organization's data residency: a hard-mandatory block.
+	ended["blocked"] = waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "us-east")), run.PolicyBlocked)
+	require.True(t, ended["blocked"].Finished())
+
+	// Last (it breaks planning for the organization): an org policy that does not
+	// compile fails the plan gates.
+	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest)
+		VALUES (?, 'broken', 1, 'Broken', 'advisory', 'package gantry.org.broken\n\ndeny contains msg if {', '', 'x')`, app.Orgs["acme"]).Error)
+	ended["failed"] = waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
+
+	const (
+		request, config, plan, policy, cost = "Request", "Template and inputs validated, configuration generated", "Plan (init, plan, show -json)", "Policy decision", "Cost and impact estimate"
+		decision, apply, persisted, verify  = "Decision", "Apply in an isolated worker", "State persisted (encrypted)", "Verification"
+	)
+	after := func(decided string) map[string]string {
+		return map[string]string{request: "done", config: "done", plan: "done", policy: "done", cost: "done", decision: decided,
+			apply: "not-reached", persisted: "not-reached", verify: "not-reached"}
+	}
+	want := map[string]map[string]string{
+		"succeeded": {request: "done", config: "done", plan: "done", policy: "done", cost: "done", decision: "done", apply: "done", persisted: "done", verify: "done"},
+		"rejected":  after("rejected"),
+		"cancelled": after("cancelled"),
+		"expired":   after("expired"),
+		"stale":     after("stale"),
+		"blocked": {request: "done", config: "done", plan: "done", policy: "blocked", cost: "done", decision: "not-reached",
+			apply: "not-reached", persisted: "not-reached", verify: "not-reached"},
+		"failed": {request: "done", config: "done", plan: "failed", policy: "not-reached", cost: "not-reached", decision: "not-reached",
+			apply: "not-reached", persisted: "not-reached", verify: "not-reached"},
+	}
+	for ending, r := range ended {
+		shown, order := timelineOf(t, app, admin, r.ID)
+		for _, name := range order {
+			require.NotEqual(t, "waiting", shown[name].status, "%s: %s reads WAITING", ending, name)
+			require.Equal(t, want[ending][name], shown[name].status, "%s: %s", ending, name)
+		}
+	}
+
+	// What each ending step says.
+	shown, _ = timelineOf(t, app, admin, ended["rejected"].ID)
+	require.Contains(t, shown[decision].body, "by Adam (Acme Corp admin)")
+	require.Contains(t, shown[decision].body, "not this quarter")
+	require.Contains(t, shown[decision].body, ">rejected<", "named as a rejection, not a failure")
+	shown, _ = timelineOf(t, app, admin, ended["cancelled"].ID)
+	require.Contains(t, shown[decision].body, "by Olivia (Acme Corp operator)")
+	require.Contains(t, shown[decision].body, "wrong bucket")
+	shown, _ = timelineOf(t, app, admin, ended["succeeded"].ID)
+	require.Regexp(t, `\d+ of \d+ rules passed`, shown[policy].body)
+	require.Contains(t, shown[policy].body, `href="/runs/`+ended["succeeded"].ID+`/review"`)
+	require.Regexp(t, `\+\$\d+\.\d\d per month`, shown[cost].body)
+	require.Contains(t, shown[decision].body, "by Adam (Acme Corp admin)")
+	shown, _ = timelineOf(t, app, admin, ended["blocked"].ID)
+	require.Contains(t, shown[policy].body, "blocked for good by hard-mandatory allowed_regions")
+	shown, _ = timelineOf(t, app, admin, ended["failed"].ID)
+	require.Contains(t, shown[plan].body, "the plan gates could not run")
+}
+
+// TestStateNotesGoWithTheirState: what the APPROVED state means ("the apply must begin
+// by …") is on the run page while the run is APPROVED and gone once it applied; the
+// flash only reports what the person did.
+func TestStateNotesGoWithTheirState(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	r := waitingIn(t, app, operator, "noted")
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	approve(t, app, admin, r)
+	waitForState(t, app, r.ID, run.Approved)
+	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
+	require.Contains(t, page, "You approved this run.")
+	require.Regexp(t, `data-testid="state-note">The apply starts by itself and must begin by \d\d:\d\d:\d\d UTC`, page)
+
+	app.System.Queue.Start(context.Background())
+	waitForState(t, app, r.ID, run.Succeeded)
+	page = webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
+	require.NotContains(t, page, `data-testid="state-note"`)
+	require.NotContains(t, page, "must begin by")
+}

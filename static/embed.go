@@ -1,16 +1,17 @@
 // Package static holds the embedded stylesheet and the vendored front-end libraries.
 // Vendored files carry their version in the name and come from their npm packages
-// (`go tool task vendor` refreshes them); nothing is loaded from a CDN.
+// (`go tool task vendor` refreshes them); nothing is loaded from a CDN. Pages link to
+// each file by a content-hashed name (Hashed), so browsers may cache it for good.
 package static
 
 import "embed"
 
-// FS is served under /static/.
+// FS is served under /static/, as Embedded loads it (assets.go).
 //
 //go:embed css vendor img
 var FS embed.FS
 
-// Vendored file names, referenced by the layout.
+// File names, referenced by the layout through Hashed.
 const (
 	HTMX    = "vendor/htmx-2.0.11.min.js"
 	HTMXSSE = "vendor/htmx-ext-sse-2.2.4.min.js"

@@ -51,8 +51,10 @@ type exemption struct {
 
 // routeExemptions holds at most eight routes.
 var routeExemptions = map[string]exemption{
-	"GET /static*": {why: "embedded stylesheet, scripts and icons, public and the same for everyone: no organization's data",
-		fill: map[string]string{"*": "/" + static.CSS}},
+	"GET /static/*": {why: "embedded stylesheet, scripts and icons, public and the same for everyone: no organization's data",
+		fill: map[string]string{"*": static.Hashed(static.CSS)}},
+	"HEAD /static/*": {why: "the same files as GET /static/*, without their bodies",
+		fill: map[string]string{"*": static.Hashed(static.CSS)}},
 	"GET /catalog/:name": {why: "the shipped template catalog is the same for every organization: :name names no tenant's object " +
 		"(an unknown name is a 404 from the catalog)", fill: map[string]string{"name": "bucket"}},
 	echo.RouteNotFound + " /": {why: "echo's own 404 handler of a middleware group, not a route anyone calls: the test sends it an " +

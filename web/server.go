@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
@@ -161,11 +160,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprint(maxBodyBytes),
 		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/state/") }}))
 
-	assets, err := fs.Sub(static.FS, ".")
-	if err != nil {
-		return nil, fmt.Errorf("static assets: %w", err)
-	}
-	e.StaticFS("/static", assets)
+	// Stylesheet, scripts and icons: public, the same for everyone, outside the session.
+	e.Match([]string{http.MethodGet, http.MethodHead}, paths.RouteStatic, serveAssets(static.Embedded()))
 	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET(paths.Readyz(), s.readyz)
 	if svc.State != nil {

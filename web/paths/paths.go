@@ -19,6 +19,7 @@ const (
 	RouteEnvironment     = "/environments/:id"
 	RouteEditEnvironment = "/environments/:id/edit"
 	RouteAPIEnvironment  = "/api/v1/environments/:id"
+	RouteStatic          = "/static/*"
 )
 
 func Home() string           { return "/" }
@@ -29,7 +30,7 @@ func SignedOut() string      { return "/signed-out" }
 func SwitchOrg() string      { return "/org/switch" }
 func Healthz() string        { return "/healthz" }
 func Readyz() string         { return "/readyz" }
-func Static(f string) string { return "/static/" + f }
+func Static(f string) string { return "/static/" + f } // f: a file's hashed name (static.Hashed)
 
 // Reauthenticate signs the person in again at the provider (no single sign-on) and
 // comes back to returnTo: what an elevated decision asks for.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
+	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/run"
@@ -30,7 +32,9 @@ type RunService interface {
 	// Gates reads the plan gates the timeline shows (policy evaluation, overrides).
 	Gates(ctx context.Context, r run.Run) (run.Gates, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
-	ListPending(ctx context.Context) ([]run.Run, error)
+	// WaitingForYou and WaitingForOthers are the personal inbox's two lists.
+	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
+	WaitingForOthers(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
@@ -221,13 +225,25 @@ func (h Runs) artifact(c echo.Context, which func(run.Run) *string, contentType 
 	return c.Blob(http.StatusOK, contentType, body)
 }
 
+// approvals is the personal inbox: the runs the person may decide now ("Waiting for
+// you", from the run service's deciders), and the others they see, with who decides;
+// each list deadline first, paged by a cursor of its own.
 func (h Runs) approvals(c echo.Context) error {
 	ctx := c.Request().Context()
-	runs, err := h.Runs.ListPending(ctx)
+	youAfter, err := inboxCursor(c.QueryParam("you_after"))
 	if err != nil {
 		return err
 	}
-	rows, err := h.rows(ctx, runs)
+	othersAfter, err := inboxCursor(c.QueryParam("others_after"))
+	if err != nil {
+		return err
+	}
+	const page = 50
+	mine, err := h.Runs.WaitingForYou(ctx, youAfter, page)
+	if err != nil {
+		return err
+	}
+	others, err := h.Runs.WaitingForOthers(ctx, othersAfter, page)
 	if err != nil {
 		return err
 	}
@@ -235,11 +251,85 @@ func (h Runs) approvals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for i, r := range runs {
-		d := run.DecidersAt(r, now)
-		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
+	p := views.ApprovalsProps{}
+	if p.ForYou, err = h.inboxRows(ctx, mine, now); err != nil {
+		return err
 	}
-	return render.Page(c, http.StatusOK, views.Approvals(views.ApprovalsProps{Runs: rows}))
+	if p.ForOthers, err = h.inboxRows(ctx, others, now); err != nil {
+		return err
+	}
+	if len(mine) == page {
+		p.ForYouNext = paths.Approvals() + "?you_after=" + url.QueryEscape(cursorOf(mine[len(mine)-1]))
+	}
+	if len(others) == page {
+		p.ForOthersNext = paths.Approvals() + "?others_after=" + url.QueryEscape(cursorOf(others[len(others)-1]))
+	}
+	return render.Page(c, http.StatusOK, views.Approvals(p))
+}
+
+// inboxCursor reads an inbox page cursor ("<deadline RFC 3339>|<run id>"; "" is the first page).
+func inboxCursor(s string) (*run.InboxCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	at, id, ok := strings.Cut(s, "|")
+	deadline, err := time.Parse(time.RFC3339Nano, at)
+	if !ok || err != nil || id == "" {
+		return nil, fmt.Errorf("an inbox page cursor is a deadline and a run id: %w", errs.ErrBadRequest)
+	}
+	return &run.InboxCursor{Deadline: deadline, ID: id}, nil
+}
+
+func cursorOf(e run.InboxEntry) string {
+	return e.DecisionDeadline.UTC().Format(time.RFC3339Nano) + "|" + e.ID
+}
+
+func (h Runs) inboxRows(ctx context.Context, entries []run.InboxEntry, now time.Time) ([]views.InboxRow, error) {
+	runs := make([]run.Run, len(entries))
+	for i, e := range entries {
+		runs[i] = e.Run
+	}
+	rows, err := h.rows(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.InboxRow, len(entries))
+	for i, e := range entries {
+		d := run.DecidersAt(e.Run, now)
+		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
+		s := e.PlanSummary
+		row := views.InboxRow{RunRow: rows[i], Qualified: rows[i].Workspace + " " + e.Label(), Action: string(e.Action),
+			Changes: fmt.Sprintf("+%d ~%d ±%d -%d", s.Create, s.Update, s.Replace, s.Delete)}
+		if e.NeedsFreshSignIn {
+			row.FreshSignIn = fmt.Sprintf("needs a sign-in within %d minutes", int(run.ElevationWindow.Minutes()))
+		}
+		if e.Cost != nil {
+			row.CostDelta = review.SignedMoney(e.Cost.Delta)
+		}
+		if e.WaitingSince != nil {
+			row.Age = roughDuration(now.Sub(*e.WaitingSince))
+		}
+		if e.DecisionDeadline != nil {
+			row.TimeLeft = roughDuration(e.DecisionDeadline.Sub(now))
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+// roughDuration says a duration as a person would: "3 d 4 h", "2 h 5 min", "4 min".
+func roughDuration(d time.Duration) string {
+	if d < time.Minute {
+		return "under a minute"
+	}
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d d %d h", days, hours)
+	case hours > 0:
+		return fmt.Sprintf("%d h %d min", hours, mins)
+	}
+	return fmt.Sprintf("%d min", mins)
 }
 
 func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {

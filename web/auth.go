@@ -235,6 +235,13 @@ func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Logi
 	if err != nil {
 		return err
 	}
+	// The sign-in may have changed the groups snapshot or added memberships: which
+	// waiting runs this person may decide ("Waiting for you") moves with them.
+	for _, m := range memberships {
+		if err := s.runs.RefreshDecidersOf(ctx, m.OrganizationID, user.ID); err != nil {
+			return err
+		}
+	}
 	var orgID *string
 	if len(memberships) > 0 {
 		orgID = &memberships[0].OrganizationID

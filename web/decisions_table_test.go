@@ -172,6 +172,7 @@ func TestDecisionTable(t *testing.T) {
 			// allowed controls.
 			r := f.clone(t, row, who)
 			f.requirePageControls(t, row, who, r)
+			f.requireInbox(t, row, who, r)
 			for act, code := range map[run.Action]errs.Code{run.ActionApprove: row.want.approve, run.ActionReject: row.want.reject,
 				run.ActionOverride: row.want.override, run.ActionCancel: row.want.cancel} {
 				r := f.clone(t, row, who)
@@ -444,4 +445,70 @@ func (f *decisionFixture) requirePageControls(t *testing.T, row tableRow, who we
 	require.Equal(t, row.want.cancel == ok, strings.Contains(runPage, `id="cancel-run"`), "%s: cancel", row.name)
 	// Only a run that ended without applying offers planning again.
 	require.Equal(t, r.State == run.Stale, strings.Contains(body, `id="plan-again"`), "%s: plan again", row.name)
+}
+
+// requireInbox checks that "Waiting for you" lists r for the row's person exactly when
+// Permissions lets them take the decision r waits for (approve, or override a soft
+// block; a decision that only needs a fresh sign-in is listed, marked), and "Waiting
+// for others" lists it when they see it but may not. The clone was written behind the
+// run service's back, so its deciders are written as a member change writes them.
+func (f *decisionFixture) requireInbox(t *testing.T, row tableRow, who webtest.Member, r run.Run) {
+	t.Helper()
+	ctx := authz.WithSubject(context.Background(), who.Subject(f.authTime(row.who)))
+	require.NoError(t, f.app.System.Runs.RefreshDecidersOf(context.Background(), f.orgID, who.UserID))
+	waiting := r.State == run.PendingApproval || r.SoftBlocked()
+	open := r.DecisionDeadline != nil && r.DecisionDeadline.After(time.Now())
+	decides := row.want.approve == ok || row.want.override == ok || row.reauth
+	if r.SoftBlocked() {
+		decides = row.want.override == ok || (row.reauth && row.want.reject == ok)
+	}
+	mine := allPages(t, func(after *run.InboxCursor) ([]run.InboxEntry, error) {
+		return f.app.System.Runs.WaitingForYou(ctx, after, 7)
+	})
+	others := allPages(t, func(after *run.InboxCursor) ([]run.InboxEntry, error) {
+		return f.app.System.Runs.WaitingForOthers(ctx, after, 7)
+	})
+	listed := func(entries []run.InboxEntry) *run.InboxEntry {
+		for i := range entries {
+			if entries[i].ID == r.ID {
+				return &entries[i]
+			}
+		}
+		return nil
+	}
+	inMine, inOthers := listed(mine), listed(others)
+	require.Equal(t, waiting && open && decides, inMine != nil, "%s: waiting for you", row.name)
+	require.Equal(t, waiting && open && !decides && row.want != all(notFound), inOthers != nil, "%s: waiting for others", row.name)
+	if inMine != nil {
+		require.Equal(t, run.RequirementOf(r).Elevated, inMine.NeedsFreshSignIn, "%s: marked as needing a fresh sign-in", row.name)
+	}
+	n, err := f.app.System.Runs.CountWaitingForYou(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, len(mine), n, "%s: the count is the list's", row.name)
+}
+
+// allPages reads every page of an inbox (small pages: the keyset paging is exercised),
+// checking that no run comes twice and the order is by deadline.
+func allPages(t *testing.T, page func(after *run.InboxCursor) ([]run.InboxEntry, error)) []run.InboxEntry {
+	t.Helper()
+	var out []run.InboxEntry
+	seen := map[string]bool{}
+	var after *run.InboxCursor
+	for {
+		entries, err := page(after)
+		require.NoError(t, err)
+		for _, e := range entries {
+			require.False(t, seen[e.ID], "run %s listed twice", e.ID)
+			seen[e.ID] = true
+			if len(out) > 0 {
+				require.False(t, e.DecisionDeadline.Before(*out[len(out)-1].DecisionDeadline), "deadline order")
+			}
+			out = append(out, e)
+		}
+		if len(entries) < 7 {
+			return out
+		}
+		last := entries[len(entries)-1]
+		after = &run.InboxCursor{Deadline: *last.DecisionDeadline, ID: last.ID}
+	}
 }

@@ -120,6 +120,7 @@ type Server struct {
 	ready    func(ctx context.Context) error
 	sessions *session.Store
 	orgs     *org.Service
+	runs     *run.Service
 	audit    *audit.Log
 	auth     *authenticator
 }
@@ -139,6 +140,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		ready:    svc.Ready,
 		sessions: svc.Sessions,
 		orgs:     svc.Orgs,
+		runs:     svc.Runs,
 		audit:    svc.Audit,
 		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
 	}

@@ -90,6 +90,16 @@ func (s *Service) HasGrant(ctx context.Context, envID, userID string) (bool, err
 	return n > 0, nil
 }
 
+// Grantees lists the users holding a grant on environment envID (run.Environments:
+// who may decide its waiting runs). It checks no permission.
+func (s *Service) Grantees(ctx context.Context, envID string) ([]string, error) {
+	var ids []string
+	if err := db.Conn(ctx, s.db).Model(&Grant{}).Where("environment_id = ?", envID).Order("user_id").Pluck("user_id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("listing grants: %w", err)
+	}
+	return ids, nil
+}
+
 // CheckVisible answers ErrNotFound unless environment id is one of subject's
 // organization's and subject may see it (Visible). Other aggregates whose objects
 // live in an environment ask it before anything else, so that a hidden environment
@@ -244,6 +254,6 @@ func (s *Service) SetMemberGrants(ctx context.Context, userID string, envIDs []s
 				}
 			}
 		}
-		return nil
+		return s.decidersMoved(ctx, subject.OrganizationID, "", userID)
 	})
 }

@@ -23,12 +23,37 @@ const nameIndex = "environments_org_name_idx"
 // scopes every query to the subject's organization, so another tenant's environment is
 // ErrNotFound.
 type Service struct {
-	db    *gorm.DB
-	audit *audit.Log
+	db       *gorm.DB
+	audit    *audit.Log
+	deciders Deciders
 }
 
 // NewService returns the environment service.
 func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb, audit: log} }
+
+// Deciders is what an environment change tells the run lifecycle (run.Service), in its
+// transaction: who may decide waiting runs depends on the environment's named owners,
+// restriction and grants.
+type Deciders interface {
+	RefreshDecidersIn(ctx context.Context, orgID, envID string) error
+	RefreshDecidersOf(ctx context.Context, orgID, userID string) error
+}
+
+// WatchDeciders sets who is told of changes that move deciders. The run service is
+// built after this one (it reads environments), so the composition root sets it then.
+func (s *Service) WatchDeciders(d Deciders) { s.deciders = d }
+
+// decidersMoved tells the watcher, if one is set (a service built alone for a test of
+// environments has none, and no runs).
+func (s *Service) decidersMoved(ctx context.Context, orgID, envID, userID string) error {
+	switch {
+	case s.deciders == nil:
+		return nil
+	case userID != "":
+		return s.deciders.RefreshDecidersOf(ctx, orgID, userID)
+	}
+	return s.deciders.RefreshDecidersIn(ctx, orgID, envID)
+}
 
 // List returns the environments of the subject's organization by tier, then name.
 func (s *Service) List(ctx context.Context) ([]Environment, error) {
@@ -200,10 +225,13 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if env, err = s.replaceOwners(ctx, env, env.Owners, env.OwnerGroups); err != nil {
 			return err
 		}
-		return s.audit.Record(ctx, audit.Entry{
+		if err := s.audit.Record(ctx, audit.Entry{
 			Action: "environment.updated", TargetType: "environment", TargetID: env.ID,
 			Data: map[string]any{"before": snapshot(before, beforeGrants), "after": snapshot(env, afterGrants)},
-		})
+		}); err != nil {
+			return err
+		}
+		return s.decidersMoved(ctx, env.OrganizationID, env.ID, "")
 	})
 	if err != nil {
 		return Environment{}, err

@@ -23,11 +23,11 @@ import (
 type Members struct {
 	db        *gorm.DB
 	audit     *audit.Log
-	approvals run.ApprovalVoider
+	approvals run.MemberWatcher
 }
 
 // NewMembers returns the members service; approvals is the run lifecycle.
-func NewMembers(gdb *gorm.DB, log *audit.Log, approvals run.ApprovalVoider) *Members {
+func NewMembers(gdb *gorm.DB, log *audit.Log, approvals run.MemberWatcher) *Members {
 	return &Members{db: gdb, audit: log, approvals: approvals}
 }
 
@@ -149,7 +149,11 @@ func (s *Members) change(ctx context.Context, subject authz.Subject, userID stri
 		if err != nil {
 			return err
 		}
-		return fn(ctx, m)
+		if err := fn(ctx, m); err != nil {
+			return err
+		}
+		// Which waiting runs the member may decide now ("Waiting for you").
+		return s.approvals.RefreshDecidersOf(ctx, m.OrganizationID, userID)
 	})
 }
 

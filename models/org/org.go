@@ -148,12 +148,29 @@ func (s *Service) Member(ctx context.Context, orgID, userID string) (run.Member,
 	if len(rows) == 0 {
 		return run.Member{}, fmt.Errorf("member %s: %w", userID, errs.ErrNotFound)
 	}
-	m := rows[0]
+	return memberOf(rows[0]), nil
+}
+
+// List is every member of organization orgID as the run rules see them (run.Members:
+// who may decide its waiting runs). It checks no permission.
+func (s *Service) List(ctx context.Context, orgID string) ([]run.OrgMember, error) {
+	var rows []MembershipView
+	if err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY m.user_id`, orgID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reading memberships: %w", err)
+	}
+	out := make([]run.OrgMember, len(rows))
+	for i, m := range rows {
+		out[i] = run.OrgMember{UserID: m.UserID, Member: memberOf(m)}
+	}
+	return out, nil
+}
+
+func memberOf(m MembershipView) run.Member {
 	name := m.UserName
 	if name == "" {
 		name = m.UserEmail
 	}
-	return run.Member{Name: name, Role: m.Role, CloudLive: m.CloudLive, Groups: m.Groups}, nil
+	return run.Member{Name: name, Role: m.Role, CloudLive: m.CloudLive, Groups: m.Groups}
 }
 
 const memberQuery = `

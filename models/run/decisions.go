@@ -342,9 +342,11 @@ func IsConflict(err error) bool {
 	return errors.Is(err, ErrInvalidTransition) || errors.Is(err, ErrStaleEvidence)
 }
 
-// ApprovalVoider is what the members service (models/org) calls, in the transaction
-// that demotes or removes a member or takes cloud.live away, so that member's approvals
-// that have not started applying go back to waiting (Service implements it).
-type ApprovalVoider interface {
+// MemberWatcher is what the members service (models/org) calls, in the transaction
+// that changes a member: demoting or removing a member or taking cloud.live away sends
+// that member's approvals that have not started applying back to waiting; any change
+// rewrites which waiting runs the member may decide (Service implements it).
+type MemberWatcher interface {
 	VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error
+	RefreshDecidersOf(ctx context.Context, orgID, userID string) error
 }

@@ -28,6 +28,8 @@ import (
 type Environments interface {
 	Lookup(ctx context.Context, orgID, id string) (environment.Environment, error)
 	HasGrant(ctx context.Context, envID, userID string) (bool, error)
+	// Grantees are the users holding a grant on environment envID.
+	Grantees(ctx context.Context, envID string) ([]string, error)
 	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)
 	// CheckVisible is errs.ErrNotFound unless subject may see environment id.
 	CheckVisible(ctx context.Context, subject authz.Subject, id string) error
@@ -45,6 +47,8 @@ type Member struct {
 // and groups; errs.ErrNotFound when the user is no longer a member.
 type Members interface {
 	Member(ctx context.Context, orgID, userID string) (Member, error)
+	// List is every member of the organization (who may decide a waiting run).
+	List(ctx context.Context, orgID string) ([]OrgMember, error)
 }
 
 // Workspaces is what runs need of workspaces (workspace.Store): finding one by name,

@@ -41,6 +41,10 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 				"reason": "waited " + d.EscalateAfter.String() + " for " + approverPhrase(d.Approver) + "; now also " + approverPhrase(d.Escalation)}}); err != nil {
 			return err
 		}
+		// The escalation's deciders join the run's rows ("Waiting for you").
+		if err := s.refreshDeciders(ctx, r, now); err != nil {
+			return err
+		}
 		return s.store.notify(ctx, r)
 	})
 	return out, err

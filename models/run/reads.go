@@ -74,12 +74,6 @@ func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
 	return s.list(ctx, listQuery{order: "created_at DESC", limit: limit})
 }
 
-// ListPending returns the runs waiting for a person's decision in the subject's
-// organization: an approval (PENDING_APPROVAL) or an override (a soft policy block).
-func (s *Service) ListPending(ctx context.Context) ([]Run, error) {
-	return s.list(ctx, listQuery{waiting: true, order: "created_at"})
-}
-
 // History returns the audit events of run r (read through Get), oldest first: the
 // gate timeline's evidence.
 func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {

@@ -34,7 +34,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		if err != nil {
 			return err
 		}
-		before := r.State
+		before, wasWaiting := r.State, r.awaitsDecision()
 		var answer error
 		if err := fn(ctx, &r, now); err != nil {
 			if !db.MustCommit(err) {
@@ -59,6 +59,11 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		}
 		for _, m := range r.moves {
 			if err := s.audit.RecordAs(ctx, who, transitionEntry(r, m)); err != nil {
+				return err
+			}
+		}
+		if wasWaiting || r.awaitsDecision() {
+			if err := s.refreshDeciders(ctx, r, now); err != nil {
 				return err
 			}
 		}

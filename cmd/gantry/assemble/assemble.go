@@ -182,6 +182,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	p.State = state.NewService(p.StateStore, p.Runs)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
+	p.Environments.WatchDeciders(p.Runs)
 	p.Queue.Bind(p.Runs)
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
 	p.Queue.BindAudit(p.Exports, p.Audit)

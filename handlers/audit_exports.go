@@ -70,6 +70,8 @@ func (h Audit) requestExport(c echo.Context) error {
 }
 
 func (h Audit) export(c echo.Context) error {
+	// The export page streams its progress; it opens no second stream for the inbox count.
+	c.SetRequest(c.Request().WithContext(views.OwnStream(c.Request().Context())))
 	ctx := c.Request().Context()
 	e, err := h.Exports.Get(ctx, c.Param("id"))
 	if err != nil {

@@ -92,16 +92,20 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 	}
 	switch action {
 	case run.ActionApprove:
-		_, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason})
-		// What follows belongs to the APPROVED state, which the run page says while it
-		// lasts; the flash only reports what the person did.
-		msg = "You approved this run."
+		var r run.Run
+		if r, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason}); err == nil {
+			// What follows belongs to the APPROVED state, which the run page says while
+			// it lasts; the flash only reports what the person did.
+			msg, err = h.said(ctx, "You approved %s.", r)
+		}
 	case run.ActionOverride:
 		_, err = h.Runs.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
 		msg, location = "Override recorded for "+c.FormValue("rule_id")+".", paths.RunReview(id)
 	case run.ActionReject:
-		_, err = h.Runs.Reject(ctx, id, ev, reason)
-		msg = "Rejected: the run will not apply."
+		var r run.Run
+		if r, err = h.Runs.Reject(ctx, id, ev, reason); err == nil {
+			msg, err = h.said(ctx, "You rejected %s: it will not apply.", r)
+		}
 	case run.ActionCancel:
 		if c.FormValue("confirm") != "yes" {
 			v := &errs.Validation{}
@@ -121,6 +125,23 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 	}
 	if err != nil {
 		return "", "", err
+	}
+	if action == run.ActionApprove || action == run.ActionReject {
+		// The next run waiting for this person takes them on.
+		next, err := h.Runs.WaitingForYou(ctx, nil, 2)
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range next {
+			if e.ID == id {
+				continue
+			}
+			next, err := h.said(ctx, " Next waiting for you: %s.", e.Run)
+			if err != nil {
+				return "", "", err
+			}
+			return msg + next, paths.RunReview(e.ID), nil
+		}
 	}
 	return msg, location, nil
 }
@@ -162,4 +183,14 @@ func (h Runs) confirmCancel(c echo.Context) error {
 	}
 	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: r.ID, Label: r.Label(),
 		WorkspaceName: ws.Name, State: string(r.State), Key: idempotency.NewKey()}))
+}
+
+// said formats a message naming run r by its workspace-qualified label
+// ("billing-prod #3").
+func (h Runs) said(ctx context.Context, format string, r run.Run) (string, error) {
+	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(format, ws.Name+" "+r.Label()), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
+	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/review"
@@ -35,6 +36,7 @@ type RunService interface {
 	// WaitingForYou and WaitingForOthers are the personal inbox's two lists.
 	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	WaitingForOthers(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
+	CountWaitingForYou(ctx context.Context) (int64, error)
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
@@ -76,6 +78,7 @@ type Runs struct {
 func (h Runs) Register(g *echo.Group) {
 	g.GET(paths.RouteRun, h.show)
 	g.GET(paths.RouteRunEvents, h.events)
+	g.GET(paths.RouteInboxEvents, h.inboxEvents)
 	g.GET(paths.RouteRun+"/plan.json", h.planJSON)
 	g.GET(paths.RouteRun+"/plan.txt", h.planText)
 	g.GET(paths.RouteRunReview, h.review)
@@ -86,6 +89,8 @@ func (h Runs) Register(g *echo.Group) {
 }
 
 func (h Runs) show(c echo.Context) error {
+	// The run page streams the run; it opens no second stream for the inbox count.
+	c.SetRequest(c.Request().WithContext(views.OwnStream(c.Request().Context())))
 	ctx := c.Request().Context()
 	r, err := h.Runs.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -299,7 +304,7 @@ func (h Runs) inboxRows(ctx context.Context, entries []run.InboxEntry, now time.
 		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
 		s := e.PlanSummary
 		row := views.InboxRow{RunRow: rows[i], Qualified: rows[i].Workspace + " " + e.Label(), Action: string(e.Action),
-			Changes: fmt.Sprintf("+%d ~%d ±%d -%d", s.Create, s.Update, s.Replace, s.Delete)}
+			Changes: changeCounts(s)}
 		if e.NeedsFreshSignIn {
 			row.FreshSignIn = fmt.Sprintf("needs a sign-in within %d minutes", int(run.ElevationWindow.Minutes()))
 		}
@@ -317,7 +322,26 @@ func (h Runs) inboxRows(ctx context.Context, entries []run.InboxEntry, now time.
 	return out, nil
 }
 
-// roughDuration says a duration as a person would: "3 d 4 h", "2 h 5 min", "4 min".
+// changeCounts says a plan's changes in words, leaving out what it does not do: "1 to
+// add, 2 to replace".
+func changeCounts(s run.Summary) string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Create, "to add"}, {s.Update, "to change"}, {s.Replace, "to replace"}, {s.Delete, "to destroy"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// roughDuration says a duration as a person would: "3 d 4 h", "2 h 5 min", "4 min"
+// (with non-breaking spaces: a table cell never splits a number from its unit).
 func roughDuration(d time.Duration) string {
 	if d < time.Minute {
 		return "under a minute"
@@ -325,11 +349,11 @@ func roughDuration(d time.Duration) string {
 	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
 	switch {
 	case days > 0:
-		return fmt.Sprintf("%d d %d h", days, hours)
+		return fmt.Sprintf("%d\u00a0d %d\u00a0h", days, hours)
 	case hours > 0:
-		return fmt.Sprintf("%d h %d min", hours, mins)
+		return fmt.Sprintf("%d\u00a0h %d\u00a0min", hours, mins)
 	}
-	return fmt.Sprintf("%d min", mins)
+	return fmt.Sprintf("%d\u00a0min", mins)
 }
 
 func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {
@@ -423,6 +447,42 @@ func (h Runs) events(c echo.Context) error {
 		}
 		// A change after the read above is already queued in changes: nothing is missed.
 		if !h.waitForNews(ctx, w, changes, heartbeat.C, shown) {
+			return nil
+		}
+	}
+}
+
+// inboxEvents keeps the navigation's count of runs waiting for you live: the count at
+// connect (the page may be older), then again after any run of the organization moved
+// whenever it differs from the last one sent.
+func (h Runs) inboxEvents(c echo.Context) error {
+	ctx := c.Request().Context()
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return err
+	}
+	changes, unsubscribe := h.Changes.Subscribe(subject.OrganizationID, "")
+	defer unsubscribe()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
+	defer heartbeat.Stop()
+	sent := int64(-1)
+	for {
+		n, err := h.Runs.CountWaitingForYou(ctx)
+		if err != nil {
+			return err
+		}
+		if n != sent {
+			if err := sendFragment(ctx, w, "inbox-count", views.InboxCount(n)); err != nil {
+				return nil // the browser went away
+			}
+			sent = n
+		}
+		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
 	}

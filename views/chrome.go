@@ -6,6 +6,7 @@ package views
 
 import (
 	"context"
+	"strconv"
 	"strings"
 )
 
@@ -38,6 +39,19 @@ type Chrome struct {
 	CanReadAudit  bool
 	CanRequest    bool
 	CanApprove    bool
+	// WaitingForYou is how many runs the person may decide now (the navigation's count);
+	// InboxStream: the page keeps it live over the inbox stream (a page with a live
+	// stream of its own does not open a second one: OwnStream).
+	WaitingForYou int64
+	InboxStream   bool
+}
+
+// OwnStream returns ctx for a page that opens a live stream of its own: browsers allow
+// few connections per origin, so the navigation's count is not kept live there.
+func OwnStream(ctx context.Context) context.Context {
+	c := ChromeFrom(ctx)
+	c.InboxStream = false
+	return WithChrome(ctx, c)
 }
 
 type chromeKey struct{}
@@ -64,4 +78,12 @@ func active(c Chrome, prefix string) bool {
 		return c.Path == "/"
 	}
 	return strings.HasPrefix(c.Path, prefix)
+}
+
+// waitingLabel reads the navigation's count out: ", 3 runs wait for your decision".
+func waitingLabel(n int64) string {
+	if n == 1 {
+		return ", 1 run waits for your decision"
+	}
+	return ", " + strconv.FormatInt(n, 10) + " runs wait for your decision"
 }

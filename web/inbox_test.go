@@ -46,7 +46,8 @@ func TestInboxFollowsTheRules(t *testing.T) {
 	require.Equal(t, "you", inboxLists(t, app, admin, r.ID))
 	page := webtest.ReadBody(t, app.Get(t, admin, "/approvals"))
 	require.Contains(t, page, "inbox "+r.Label(), "workspace-qualified label")
-	require.Regexp(t, `data-testid="time-left">6 d 23 h`, page)
+	require.Regexp(t, `data-testid="time-left">6\x{a0}d 23\x{a0}h`, page)
+	require.Contains(t, page, `data-testid="changes">1 to add<`)
 
 	// A member of another role, changed through the members service.
 	owner := app.NewMember(t, "acme", "Inbox Owner", authz.RoleOwner, true)

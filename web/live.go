@@ -32,7 +32,8 @@ type Changes struct {
 	subs map[chan struct{}]subscription
 }
 
-// subscription is one live page's interest: one run of one organization.
+// subscription is one live page's interest: one run of one organization, or every
+// run of it (runID "": the inbox count).
 type subscription struct{ orgID, runID string }
 
 // NewChanges returns a broker on pool; Run must be started for it to deliver.
@@ -41,7 +42,8 @@ func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
 }
 
 // Subscribe returns a channel that receives a signal whenever run runID of
-// organization orgID changes, and a function that ends the subscription. Signals
+// organization orgID changes (any of its runs when runID is ""), and a function that
+// ends the subscription. Signals
 // coalesce (the channel holds at most one): the subscriber re-reads the run anyway, so
 // none is lost and nobody blocks the listener.
 func (c *Changes) Subscribe(orgID, runID string) (<-chan struct{}, func()) {
@@ -60,7 +62,7 @@ func (c *Changes) publish(change RunChange) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch, sub := range c.subs {
-		if sub.orgID != change.OrgID || sub.runID != change.RunID {
+		if sub.orgID != change.OrgID || (sub.runID != "" && sub.runID != change.RunID) {
 			continue
 		}
 		select {

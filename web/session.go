@@ -168,9 +168,18 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// The navigation's count of runs waiting for this person, on full pages only.
+		var waiting int64
+		page := c.Request().Method == http.MethodGet && !render.WantsJSON(c) && c.Request().Header.Get("HX-Request") == ""
+		if page && m.subject.Can(authz.PermProvisioningApply) {
+			if waiting, err = s.runs.CountWaitingForYou(c.Request().Context()); err != nil {
+				return err
+			}
+		}
 		s.setChrome(c, func(ch *views.Chrome) {
 			m.fill(ch)
 			ch.Flashes = flashes
+			ch.WaitingForYou, ch.InboxStream = waiting, page && ch.CanApprove
 		})
 		return next(c)
 	}

@@ -160,7 +160,7 @@ func TestStateNotesGoWithTheirState(t *testing.T) {
 	approve(t, app, admin, r)
 	waitForState(t, app, r.ID, run.Approved)
 	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
-	require.Contains(t, page, "You approved this run.")
+	require.Contains(t, page, "You approved noted "+r.Label()+".")
 	require.Regexp(t, `data-testid="state-note">The apply starts by itself and must begin by \d\d:\d\d:\d\d UTC`, page)
 
 	app.System.Queue.Start(context.Background())

@@ -104,7 +104,7 @@ func TestElevatedApprovalErrorsInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)),
 	)
-	require.Contains(t, text(t, b, chromedp.CSS(`.flashes .flash-success`)), "Approved.")
+	require.Contains(t, text(t, b, chromedp.CSS(`.flashes .flash-success`)), "You approved ")
 	require.Equal(t, app.URL+paths.Run(id), location(t, b), "after approving, the browser is on the run page")
 	waitForRunState(t, b, "SUCCEEDED")
 	done := waitForRunRow(t, app, id, runmodel.Succeeded)

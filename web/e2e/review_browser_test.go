@@ -352,7 +352,7 @@ func TestReviewShowsReplaceBeforeCreatesInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
 	)
 	b.do(t, "wait for the approval's flash", chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
-	require.Contains(t, text(t, b, chromedp.CSS(`.flashes .flash-success`)), "Approved.")
+	require.Contains(t, text(t, b, chromedp.CSS(`.flashes .flash-success`)), "You approved ")
 	require.Equal(t, runURL, location(t, b), "after approving, the browser is on the run page")
 	waitForRunState(t, b, "SUCCEEDED")
 

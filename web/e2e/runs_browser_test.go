@@ -133,25 +133,26 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/approvals"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="approvals"]`)),
 	)
-	require.Equal(t, "Approvals", text(t, admin, chromedp.CSS(`nav.mainnav a[href="/approvals"]`)))
+	require.True(t, strings.HasPrefix(text(t, admin, chromedp.CSS(`nav.mainnav a[href="/approvals"]`)), "Approvals"))
+	require.Equal(t, "1", text(t, admin, chromedp.CSS(`nav.mainnav [data-testid="inbox-count"]`)), "one run waits for the admin")
 	row := `[data-testid="approvals"] [data-testid="run-` + runID + `"]`
 	admin.do(t, "find the run in the inbox", chromedp.WaitVisible(chromedp.CSS(row)))
 	rowText := text(t, admin, chromedp.CSS(row))
 	require.Contains(t, rowText, "orders-db")
-	require.Contains(t, rowText, "PENDING_APPROVAL")
+	require.Contains(t, rowText, "approve or reject", "under Waiting for you, with the decision it waits for")
 	require.Contains(t, rowText, "SIMULATED")
 	admin.do(t, "open the run from the inbox",
 		chromedp.Click(chromedp.CSS(row+` th a`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("approve")),
 	)
-	require.Equal(t, runURL, location(t, admin))
+	require.Equal(t, runURL+"/review", location(t, admin), "the inbox leads to the review")
 	var planDigest string
 	require.NoError(t, app.DB.Raw("SELECT plan_digest FROM runs WHERE id = ?", runID).Scan(&planDigest).Error)
 	require.NotEmpty(t, planDigest)
 	require.Equal(t, planDigest, text(t, admin, chromedp.CSS(`[data-testid="plan-digest"]`)), "the admin decides on the run's plan")
 	admin.do(t, "approve the plan", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible))
 	admin.do(t, "wait for the approval's flash", chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
-	require.Contains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "Approved.")
+	require.Contains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "You approved orders-db #1.")
 	require.Equal(t, runURL, location(t, admin))
 
 	// 4. The operator's page, never reloaded, follows the run to its end.

@@ -12,6 +12,7 @@ const (
 	RouteRun             = "/runs/:id"
 	RouteRunAction       = "/runs/:id/:action"
 	RouteRunEvents       = "/runs/:id/events"
+	RouteInboxEvents     = "/approvals/events"
 	RouteRunReview       = "/runs/:id/review"
 	RouteRunReviewPart   = "/runs/:id/review/:section"
 	RouteRunEvidence     = "/runs/:id/evidence"
@@ -86,7 +87,10 @@ func RunReviewSection(id, section string, page int) string {
 func Workspaces() string         { return "/workspaces" }
 func Workspace(id string) string { return "/workspaces/" + url.PathEscape(id) }
 func Approvals() string          { return "/approvals" }
-func Audit() string              { return "/audit" }
+
+// InboxEvents is the live stream of the navigation's count of runs waiting for you.
+func InboxEvents() string { return RouteInboxEvents }
+func Audit() string       { return "/audit" }
 
 // Route patterns of the audit pages.
 const (

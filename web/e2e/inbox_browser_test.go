@@ -1,0 +1,97 @@
+package e2e_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/web/webtest"
+)
+
+// Artifacts for a human; not assertions.
+const inboxScreenshot = "/tmp/gantry-inbox-1280.png"
+
+// TestInboxInBrowser: an approver's navigation count rises live as runs start waiting
+// for them (the page is never reloaded); the requester finds her run under "Waiting for
+// others"; the approver finds both under "Waiting for you", decides the first and is
+// taken to the next one, and the count falls as they decide.
+func TestInboxInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	app := webtest.Start(t)
+	operatorHTTP := app.LoggedIn(t, operatorEmail)
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	request := func(workspace string) string {
+		t.Helper()
+		form := url.Values{"_csrf": {app.CSRF(t, operatorHTTP)}, "template": {"bucket"}, "environment": {staging}, "workspace": {workspace},
+			"kind": {"apply"}, "inputs.name": {workspace}}
+		resp := app.PostForm(t, operatorHTTP, "/requests", form)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		return strings.TrimPrefix(resp.Header.Get("Location"), "/runs/")
+	}
+	count := func(b *browser) string { return liveText(t, b, "inbox-count") }
+	waitCount := func(b *browser, want string) {
+		t.Helper()
+		deadline := time.Now().Add(stepTimeout)
+		for count(b) != want && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.Equal(t, want, count(b), "the navigation's count")
+	}
+
+	admin := startBrowser(t, chrome)
+	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
+	admin.do(t, "open the inbox", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/approvals"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="for-you-empty"]`)))
+	settle(t, admin)
+	run(t, admin, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryE2ENoReload = true`))
+	require.Equal(t, "", count(admin), "nothing waits yet")
+
+	first := request("inbox-first")
+	waitCount(admin, "1")
+	second := request("inbox-second")
+	waitCount(admin, "2")
+	require.True(t, run(t, admin, "read the mark", chromedp.Evaluate[bool](`window.gantryE2ENoReload === true`)),
+		"the count rose without a reload")
+
+	operator := startBrowser(t, chrome)
+	signInAs(t, operator, app, operatorEmail, operatorPassword, "Olivia")
+	operator.do(t, "open the inbox", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/approvals"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="waiting-for-others"]`)))
+	others := liveText(t, operator, "waiting-for-others")
+	require.Contains(t, others, "inbox-first #1")
+	require.Contains(t, others, "decided by")
+	require.Equal(t, "", liveText(t, operator, "approvals"), "nothing waits for the requester herself")
+
+	admin.do(t, "reload the inbox", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="approvals"]`)))
+	mine := liveText(t, admin, "approvals")
+	require.Contains(t, mine, "inbox-first #1")
+	require.Contains(t, mine, "inbox-second #1")
+	require.Less(t, strings.Index(mine, "inbox-first"), strings.Index(mine, "inbox-second"), "the decision that closes first comes first")
+	screenshotAt(t, admin, inboxScreenshot, 1280, 800, false)
+	admin.do(t, "reset the viewport", chromedp.ResetViewport())
+
+	admin.do(t, "open the first run's review", chromedp.Click(chromedp.CSS(`[data-testid="run-`+first+`"] th a`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("approve")))
+	require.Equal(t, app.URL+"/runs/"+first+"/review", location(t, admin))
+	admin.do(t, "approve it", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
+	flash := text(t, admin, chromedp.CSS(`.flashes .flash-success`))
+	require.Contains(t, flash, "You approved inbox-first #1.")
+	require.Contains(t, flash, "Next waiting for you: inbox-second #1.")
+	require.Equal(t, app.URL+"/runs/"+second+"/review", location(t, admin), "taken on to the next waiting run")
+	waitCount(admin, "1")
+
+	admin.do(t, "approve the second", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
+	require.NotContains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "Next waiting")
+	require.Equal(t, app.URL+"/runs/"+second, location(t, admin), "nothing else waits: the run page")
+	require.Equal(t, "", count(admin))
+	requireNoCSPViolations(t, admin)
+	requireNoCSPViolations(t, operator)
+}

@@ -8,7 +8,7 @@ import "embed"
 
 // FS is served under /static/, as Embedded loads it (assets.go).
 //
-//go:embed css vendor img
+//go:embed css vendor img js
 var FS embed.FS
 
 // File names, referenced by the layout through Hashed.
@@ -17,4 +17,7 @@ const (
 	HTMXSSE = "vendor/htmx-ext-sse-2.2.4.min.js"
 	CSS     = "css/gantry.css"
 	Favicon = "img/favicon.svg"
+	// FormsJS is Gantry's own script: error summaries that focus their fields, and
+	// aria-invalid kept in step by inline validation.
+	FormsJS = "js/forms.js"
 )

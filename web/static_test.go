@@ -66,6 +66,7 @@ var layoutAssets = map[string]string{
 	static.HTMX:    "text/javascript; charset=utf-8",
 	static.HTMXSSE: "text/javascript; charset=utf-8",
 	static.Favicon: "image/svg+xml",
+	static.FormsJS: "text/javascript; charset=utf-8",
 }
 
 func TestStaticAssets(t *testing.T) {

@@ -79,16 +79,18 @@ func TestInboxInBrowser(t *testing.T) {
 	admin.do(t, "open the first run's review", chromedp.Click(chromedp.CSS(`[data-testid="run-`+first+`"] th a`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("approve")))
 	require.Equal(t, app.URL+"/runs/"+first+"/review", location(t, admin))
-	admin.do(t, "approve it", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
+	admin.do(t, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
+	admin.do(t, "approve it", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible))
+	waitForNewPage(t, admin, "/runs/"+second+"/review")
 	flash := text(t, admin, chromedp.CSS(`.flashes .flash-success`))
 	require.Contains(t, flash, "You approved inbox-first #1.")
 	require.Contains(t, flash, "Next waiting for you: inbox-second #1.")
 	require.Equal(t, app.URL+"/runs/"+second+"/review", location(t, admin), "taken on to the next waiting run")
 	waitCount(admin, "1")
 
-	admin.do(t, "approve the second", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`.flashes .flash-success`)))
+	admin.do(t, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
+	admin.do(t, "approve the second", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible))
+	waitForNewPage(t, admin, "/runs/"+second)
 	require.NotContains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "Next waiting")
 	require.Equal(t, app.URL+"/runs/"+second, location(t, admin), "nothing else waits: the run page")
 	require.Equal(t, "", count(admin))

@@ -126,7 +126,11 @@ func (in Input) violation(v any) (kind, msg string) {
 	if s, ok := v.(string); ok && in.Pattern != "" {
 		re, err := compilePattern(in.Pattern)
 		if err != nil || !re.MatchString(s) {
-			// The help text says in words what the pattern says in symbols.
+			// Say what is wrong where the pattern lets us tell; else the help text says
+			// in words what the pattern says in symbols.
+			if msg := explainMismatch(in.Pattern, s); msg != "" {
+				return violationPattern, msg
+			}
 			if in.Help != "" {
 				return violationPattern, in.Help
 			}

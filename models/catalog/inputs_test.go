@@ -53,8 +53,10 @@ func TestValidateInputsRules(t *testing.T) {
 		{"above max", network, map[string]string{"name": "core", "subnet_count": "7"}, "inputs.subnet_count", "Enter a number from 1 to 6."},
 		{"below min", network, map[string]string{"name": "core", "subnet_count": "0.5"}, "inputs.subnet_count", "Enter a number from 1 to 6."},
 		{"not in enum", network, map[string]string{"name": "core", "region": "mars"}, "inputs.region", "Choose one of: eu-west, eu-central, us-east."},
-		{"pattern says help", network, map[string]string{"name": "Core"}, "inputs.name", "Lower-case name of the network, 3 to 31 characters, starting with a letter."},
-		{"pattern is anchored", network, map[string]string{"name": "core", "cidr": "x10.1.0.0/16"}, "inputs.cidr", "Address range of the network, a /16 inside 10.0.0.0/8."},
+		{"pattern says what is wrong", network, map[string]string{"name": "Core"}, "inputs.name", `"C" is not allowed here: use lower-case letters, digits and hyphens.`},
+		{"pattern falls back to help", network, map[string]string{"name": "core", "cidr": "10.1.0.0/24"}, "inputs.cidr", "Address range of the network, a /16 inside 10.0.0.0/8."},
+		{"pattern is anchored", network, map[string]string{"name": "core", "cidr": "x10.1.0.0/16"}, "inputs.cidr", `"x" is not allowed here: use digits, dots and slashes.`},
+		{"anchored, same characters", network, map[string]string{"name": "core", "cidr": "110.1.0.0/16"}, "inputs.cidr", "Address range of the network, a /16 inside 10.0.0.0/8."},
 		{"unknown input", network, map[string]string{"name": "core", "colour": "blue"}, "inputs.colour", "This template has no input named colour."},
 	}
 	for _, tc := range cases {
@@ -82,7 +84,7 @@ func TestValidateInputsWithoutHelpAndNumericEnum(t *testing.T) {
 	_, v = tmpl.ValidateInputs(map[string]string{"code": "ABCD", "ratio": "2", "floor": "1.5", "ceiling": "8.01"})
 	require.NotNil(t, v)
 	require.Equal(t, map[string]string{
-		"inputs.code":    "Does not match the required format.",
+		"inputs.code":    "Too long: at most 3 characters (this has 4).",
 		"inputs.ratio":   "Choose one of: 1, 2.5.",
 		"inputs.floor":   "Enter a number of at least 2.",
 		"inputs.ceiling": "Enter a number of at most 8.",

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,5 +102,29 @@ func TestUntilWakesOnEventsAndReportsTimeOuts(t *testing.T) {
 	}
 	if Scale() < 1 || Deadline(time.Second) < 4*time.Second {
 		t.Errorf("scale %v, deadline %v", Scale(), Deadline(time.Second))
+	}
+}
+
+// TestOpenLoopKeepsItsRateAndCountsWaiting: a load at 200/s for half a second sends 100
+// calls whatever they take; a call that waits is counted from its scheduled time, and
+// failures are counted.
+func TestOpenLoopKeepsItsRateAndCountsWaiting(t *testing.T) {
+	var calls atomic.Int64
+	l := OpenLoop(200, 500*time.Millisecond, func() error {
+		n := calls.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		if n%10 == 0 {
+			return errors.New("refused")
+		}
+		return nil
+	})
+	if l.Sent != 100 || calls.Load() != 100 || l.Errors != 10 {
+		t.Fatalf("sent %d, called %d, errors %d; want 100, 100, 10", l.Sent, calls.Load(), l.Errors)
+	}
+	if l.P50 < 20*time.Millisecond {
+		t.Fatalf("every call took 20 ms at least, p50 says %v", l.P50)
+	}
+	if l.Achieved < 100 {
+		t.Fatalf("a slow call does not hold the next one back: %.0f/s", l.Achieved)
 	}
 }

@@ -22,11 +22,15 @@ import (
 
 // deciderRow is one row of run_deciders.
 type deciderRow struct {
-	RunID            string
-	UserID           string
-	OrganizationID   string
-	Action           Action
+	RunID          string
+	UserID         string
+	OrganizationID string
+	// Decides: the member may take the decision the run waits for now (Action);
+	// otherwise they only see it waiting, for someone else.
+	Decides          bool
+	Action           *Action
 	NeedsFreshSignIn bool
+	DecisionDeadline time.Time
 }
 
 func (deciderRow) TableName() string { return "run_deciders" }
@@ -41,10 +45,10 @@ type OrgMember struct {
 // override of a soft policy block.
 func (r Run) awaitsDecision() bool { return r.State == PendingApproval || r.SoftBlocked() }
 
-// decidersOf computes who may take the decision run r waits for, at now, among members
-// (grantees: who holds a grant on its environment).
+// decidersOf computes, for each member who sees run r, whether they may take the
+// decision it waits for at now (grantees: who holds a grant on its environment).
 func decidersOf(r Run, env environment.Environment, members []OrgMember, grantees map[string]bool, now time.Time) []deciderRow {
-	if !r.awaitsDecision() {
+	if !r.awaitsDecision() || r.DecisionDeadline == nil {
 		return nil
 	}
 	var out []deciderRow
@@ -52,19 +56,23 @@ func decidersOf(r Run, env environment.Environment, members []OrgMember, grantee
 		a := Actor{Subject: authz.Subject{UserID: m.UserID, Name: m.Name, OrganizationID: r.OrganizationID, Role: m.Role,
 			AuthenticatedAt: now}, Granted: grantees[m.UserID], CloudLive: m.CloudLive, Groups: m.Groups}
 		p := PermissionsOf(r, a, env, now)
-		d := deciderRow{RunID: r.ID, UserID: m.UserID, OrganizationID: r.OrganizationID, NeedsFreshSignIn: RequirementOf(r).Elevated}
+		if !p.Visible {
+			continue
+		}
+		d := deciderRow{RunID: r.ID, UserID: m.UserID, OrganizationID: r.OrganizationID, NeedsFreshSignIn: RequirementOf(r).Elevated,
+			DecisionDeadline: *r.DecisionDeadline}
 		switch {
 		case r.State == PendingApproval && p.Approve.Allowed():
-			d.Action = ActionApprove
+			d.Decides, d.Action = true, ptr(ActionApprove)
 		case r.SoftBlocked() && p.Override.Allowed():
-			d.Action = ActionOverride
-		default:
-			continue
+			d.Decides, d.Action = true, ptr(ActionOverride)
 		}
 		out = append(out, d)
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // refreshDeciders rewrites run r's deciders in the transaction carried by ctx.
 func (s *Service) refreshDeciders(ctx context.Context, r Run, now time.Time) error {
@@ -111,7 +119,7 @@ func insertDeciders(ctx context.Context, s *Service, rows []deciderRow) error {
 	}
 	// An upsert: a member's refresh and a run's own may write the same row at once.
 	err := db.Conn(ctx, s.store.db).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "run_id"}, {Name: "user_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"action", "needs_fresh_sign_in"})}).CreateInBatches(rows, 1000).Error
+		DoUpdates: clause.AssignmentColumns([]string{"decides", "action", "needs_fresh_sign_in", "decision_deadline"})}).CreateInBatches(rows, 1000).Error
 	if err != nil {
 		return fmt.Errorf("saving deciders: %w", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"gantry/models/authz"
 	"gantry/models/db"
 )
@@ -31,33 +29,49 @@ type InboxCursor struct {
 // MaxInboxPage bounds a page of an inbox.
 const MaxInboxPage = 100
 
-// waitingRuns is the SQL of "waits for a person's decision whose window is open".
-const waitingRuns = `(runs.state = 'PENDING_APPROVAL' OR (runs.state = 'POLICY_BLOCKED' AND runs.policy_outcome <> 'hard_failed'))
-	AND runs.decision_deadline > clock_timestamp()`
+// waitingRuns is the SQL of "the run still waits for a person's decision": the rows
+// of run_deciders are rewritten as runs move, and this guards against one written a
+// moment late.
+const waitingRuns = `(runs.state = 'PENDING_APPROVAL' OR (runs.state = 'POLICY_BLOCKED' AND runs.policy_outcome <> 'hard_failed'))`
 
 // WaitingForYou lists the runs the subject may decide now (the rows of run_deciders:
 // Permissions, kept current), deadline first, after the cursor.
 func (s *Service) WaitingForYou(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
+	return s.inbox(ctx, true, after, limit)
+}
+
+// WaitingForOthers lists the waiting runs the subject sees but may not decide now
+// (the page says who must, and why), deadline first, after the cursor.
+func (s *Service) WaitingForOthers(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
+	return s.inbox(ctx, false, after, limit)
+}
+
+// inbox walks the subject's rows of run_deciders (deciding or not) in deadline order:
+// one range of the inbox index, each row checked against its run.
+func (s *Service) inbox(ctx context.Context, decides bool, after *InboxCursor, limit int) ([]InboxEntry, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
 	}
 	var rows []struct {
-		ID               string
-		Action           Action
+		RunID            string
+		Action           *Action
 		NeedsFreshSignIn bool
 	}
-	q := db.Conn(ctx, s.store.db).Table("run_deciders AS d").Select("runs.id, d.action, d.needs_fresh_sign_in").
+	q := db.Conn(ctx, s.store.db).Table("run_deciders AS d").Select("d.run_id, d.action, d.needs_fresh_sign_in").
 		Joins("JOIN runs ON runs.id = d.run_id").
-		Where("d.organization_id = ? AND d.user_id = ? AND runs.organization_id = ?", subject.OrganizationID, subject.UserID, subject.OrganizationID).
-		Where(waitingRuns)
-	q = pageAfter(q, after).Order("runs.decision_deadline, runs.id").Limit(pageSize(limit))
-	if err := q.Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("listing runs waiting for you: %w", err)
+		Where("d.organization_id = ? AND d.user_id = ? AND d.decides = ? AND d.decision_deadline > clock_timestamp()",
+			subject.OrganizationID, subject.UserID, decides).
+		Where("runs.organization_id = ?", subject.OrganizationID).Where(waitingRuns)
+	if after != nil {
+		q = q.Where("(d.decision_deadline, d.run_id) > (?, ?)", after.Deadline, after.ID)
+	}
+	if err := q.Order("d.decision_deadline, d.run_id").Limit(pageSize(limit)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("listing the inbox: %w", err)
 	}
 	ids := make([]string, len(rows))
 	for i, r := range rows {
-		ids[i] = r.ID
+		ids[i] = r.RunID
 	}
 	runs, err := s.runsInOrder(ctx, subject.OrganizationID, ids)
 	if err != nil {
@@ -66,8 +80,12 @@ func (s *Service) WaitingForYou(ctx context.Context, after *InboxCursor, limit i
 	out := make([]InboxEntry, 0, len(runs))
 	for _, r := range runs {
 		for _, row := range rows {
-			if row.ID == r.ID {
-				out = append(out, InboxEntry{Run: r, Action: row.Action, NeedsFreshSignIn: row.NeedsFreshSignIn})
+			if row.RunID == r.ID {
+				e := InboxEntry{Run: r, NeedsFreshSignIn: row.NeedsFreshSignIn}
+				if row.Action != nil {
+					e.Action = *row.Action
+				}
+				out = append(out, e)
 			}
 		}
 	}
@@ -75,54 +93,20 @@ func (s *Service) WaitingForYou(ctx context.Context, after *InboxCursor, limit i
 }
 
 // CountWaitingForYou is how many runs the subject may decide now (the navigation's
-// count).
+// count): one count of the inbox index.
 func (s *Service) CountWaitingForYou(ctx context.Context) (int64, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	err = db.Conn(ctx, s.store.db).Table("run_deciders AS d").Joins("JOIN runs ON runs.id = d.run_id").
-		Where("d.organization_id = ? AND d.user_id = ? AND runs.organization_id = ?", subject.OrganizationID, subject.UserID, subject.OrganizationID).
-		Where(waitingRuns).Count(&n).Error
+	err = db.Conn(ctx, s.store.db).Table("run_deciders").
+		Where("organization_id = ? AND user_id = ? AND decides AND decision_deadline > clock_timestamp()", subject.OrganizationID, subject.UserID).
+		Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("counting runs waiting for you: %w", err)
 	}
 	return n, nil
-}
-
-// WaitingForOthers lists the waiting runs the subject sees but may not decide now
-// (the page says who must, and why), deadline first, after the cursor.
-func (s *Service) WaitingForOthers(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil {
-		return nil, err
-	}
-	hidden, err := s.environments.HiddenFrom(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	q := db.Conn(ctx, s.store.db).Model(&Run{}).Where("runs.organization_id = ?", subject.OrganizationID).Where(waitingRuns).
-		Where("NOT EXISTS (SELECT 1 FROM run_deciders d WHERE d.run_id = runs.id AND d.user_id = ?)", subject.UserID)
-	if len(hidden) > 0 {
-		q = q.Where("runs.environment_id NOT IN ?", hidden)
-	}
-	var runs []Run
-	if err := pageAfter(q, after).Order("runs.decision_deadline, runs.id").Limit(pageSize(limit)).Find(&runs).Error; err != nil {
-		return nil, fmt.Errorf("listing runs waiting for others: %w", err)
-	}
-	out := make([]InboxEntry, len(runs))
-	for i, r := range runs {
-		out[i] = InboxEntry{Run: r}
-	}
-	return out, nil
-}
-
-func pageAfter(q *gorm.DB, after *InboxCursor) *gorm.DB {
-	if after == nil {
-		return q
-	}
-	return q.Where("(runs.decision_deadline, runs.id) > (?, ?)", after.Deadline, after.ID)
 }
 
 func pageSize(limit int) int {

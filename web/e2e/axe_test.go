@@ -1,0 +1,99 @@
+package e2e_test
+
+import (
+	_ "embed"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/web/webtest"
+)
+
+// axeSource is axe-core from its npm package (`go tool task vendor`), for these tests
+// only: the portal never serves it.
+//
+//go:embed testdata/axe-core-4.11.0.min.js
+var axeSource string
+
+// axeViolation is one rule axe-core found broken on a page.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// axeResult is what a run of axe-core found: how many rules passed, and the violations.
+type axeResult struct {
+	Passed     int            `json:"passed"`
+	Violations []axeViolation `json:"violations"`
+}
+
+func (v axeViolation) String() string {
+	return fmt.Sprintf("%s (%s): %s at %s", v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "; "))
+}
+
+// requireAccessible runs axe-core (WCAG 2.1 A and AA rules) on the page b shows and
+// fails on any serious or critical violation. The script is evaluated through the
+// browser's debugging protocol, which the page's CSP does not govern.
+func requireAccessible(t *testing.T, b *browser, page string) {
+	t.Helper()
+	run(t, b, "load axe-core", chromedp.Evaluate[chromedp.Void](axeSource))
+	result := run(t, b, "run axe-core on "+page, chromedp.Evaluate[axeResult](`axe.run(document, {
+			runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})
+		.then(r => ({passed: r.passes.length, violations: r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+			nodes: v.nodes.slice(0, 5).map(n => n.target.join(" "))}))}))`, chromedp.EvalAwaitPromise))
+	require.Greater(t, result.Passed, 10, "%s: axe-core checked the page", page)
+	var serious []string
+	for _, v := range result.Violations {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			serious = append(serious, v.String())
+		} else {
+			t.Logf("%s: accessibility (%s, not failing): %s", page, v.Impact, v)
+		}
+	}
+	require.Empty(t, serious, "%s: serious accessibility violations", page)
+}
+
+// TestPagesAreAccessibleInBrowser: axe-core finds no serious or critical violation on
+// the pages people work in: the dashboard, catalog, request form (also with its errors),
+// run, review, inbox, workspaces list and workspace pages, and the audit history.
+func TestPagesAreAccessibleInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, operatorEmail)
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	form := url.Values{"_csrf": {app.CSRF(t, operator)}, "template": {"postgres"}, "environment": {staging}, "workspace": {"accessible"},
+		"kind": {"apply"}, "inputs.name": {"accessible"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"},
+		"inputs.storage_gb": {"20"}, "inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}
+	resp := app.PostForm(t, operator, "/requests", form)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	runPath := resp.Header.Get("Location")
+	var r struct{ State, WorkspaceID string }
+	require.Eventually(t, func() bool {
+		require.NoError(t, app.DB.Raw("SELECT state, workspace_id FROM runs WHERE id = ?", strings.TrimPrefix(runPath, "/runs/")).Scan(&r).Error)
+		return r.State == "PENDING_APPROVAL"
+	}, liveTimeout, 50*time.Millisecond, "the run never waited for a decision")
+
+	b := startBrowser(t, chrome)
+	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
+	for _, page := range []string{"/", "/catalog", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
+		"/workspaces", "/workspaces/" + r.WorkspaceID, "/audit"} {
+		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		requireAccessible(t, b, page)
+	}
+	// The request form as it comes back with errors.
+	b.do(t, "submit a request with mistakes", chromedp.Navigate(app.URL+"/requests/new?template=bucket"),
+		chromedp.WaitVisible(chromedp.ID("submit-request")),
+		chromedp.SetValue(chromedp.ID("input-name"), "Bad_Name"),
+		chromedp.Click(chromedp.ID("submit-request"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
+	requireAccessible(t, b, "the request form with errors")
+}

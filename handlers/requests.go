@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -31,11 +32,20 @@ type EnvironmentChooser interface {
 	Choices(ctx context.Context) ([]environment.Environment, error)
 }
 
+// WorkspaceRuns reads a workspace's runs, newest first.
+type WorkspaceRuns interface {
+	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
+}
+
 // Requests serves the request form, its inline validation and its submission.
 type Requests struct {
 	Catalog      CatalogReader
 	Runs         RunRequester
 	Environments EnvironmentChooser
+	// A change of a workspace starts from what it holds: its environment, name and the
+	// inputs of its last applied run.
+	Workspaces WorkspaceReader
+	History    WorkspaceRuns
 }
 
 // Register adds the request routes to g.
@@ -59,7 +69,47 @@ func (h Requests) new(c echo.Context) error {
 			values["inputs."+in.Name] = fmt.Sprint(in.Default)
 		}
 	}
-	return h.form(c, http.StatusOK, e, run.Request{Kind: run.KindApply}, values, nil)
+	req := run.Request{Kind: run.KindApply}
+	if id := c.QueryParam("workspace"); id != "" {
+		if req, err = h.changeOf(c.Request().Context(), e.Template, id, values); err != nil {
+			return err
+		}
+	}
+	return h.form(c, http.StatusOK, e, req, values, nil)
+}
+
+// changeOf starts a change of workspace id: its environment and name, and into values
+// the inputs of its last applied run (never a sensitive one: those are stored masked,
+// so the person types them again). Another organization's or a hidden workspace is not
+// found; a workspace of another template is a bad request.
+func (h Requests) changeOf(ctx context.Context, t catalog.Template, id string, values map[string]string) (run.Request, error) {
+	ws, err := h.Workspaces.Get(ctx, id)
+	if err != nil {
+		return run.Request{}, err
+	}
+	if ws.TemplateName != t.Name {
+		return run.Request{}, fmt.Errorf("workspace %s holds a %s, not a %s: %w", ws.Name, ws.TemplateName, t.Name, errs.ErrBadRequest)
+	}
+	runs, err := h.History.ListForWorkspace(ctx, ws.ID, 50)
+	if err != nil {
+		return run.Request{}, err
+	}
+	for _, r := range runs {
+		if r.State != run.Succeeded || r.Kind != run.KindApply {
+			continue
+		}
+		var applied map[string]any
+		if err := json.Unmarshal(r.Inputs, &applied); err != nil {
+			return run.Request{}, fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
+		}
+		for _, in := range t.Inputs {
+			if v, ok := applied[in.Name]; ok && !in.Sensitive {
+				values["inputs."+in.Name] = fmt.Sprint(v)
+			}
+		}
+		break
+	}
+	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
 }
 
 // readRequest reads the form: inputs come as "inputs.<name>" fields; a checkbox sends

@@ -169,3 +169,38 @@ func TestStateNotesGoWithTheirState(t *testing.T) {
 	require.NotContains(t, page, `data-testid="state-note"`)
 	require.NotContains(t, page, "must begin by")
 }
+
+// TestChangeStartsFromTheWorkspace: "Change" on a workspace opens the request form
+// filled in with its environment, its name and the inputs of its last applied run;
+// another organization's workspace is not found, and a workspace of another template
+// is a bad request.
+func TestChangeStartsFromTheWorkspace(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-central")
+	req.Set("workspace", "change-me")
+	req.Set("inputs.retention_days", "45")
+	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	approve(t, app, admin, r)
+	r = waitForState(t, app, r.ID, run.Succeeded)
+
+	page := webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+r.WorkspaceID))
+	change := "/requests/new?template=bucket&amp;workspace=" + r.WorkspaceID
+	require.Contains(t, page, `href="`+change+`" id="change-workspace"`)
+
+	form := webtest.ReadBody(t, app.Get(t, operator, html.UnescapeString(change)))
+	require.Regexp(t, `<option value="`+r.EnvironmentID+`" selected>`, form, "the workspace's environment")
+	require.Contains(t, form, `name="workspace" value="change-me"`)
+	require.Contains(t, form, `name="inputs.retention_days" value="45"`)
+	require.Contains(t, form, `<option value="eu-central" selected>`)
+
+	other := app.LoggedIn(t, "operator@globex.test")
+	resp := app.Get(t, other, html.UnescapeString(change))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "another organization's workspace")
+	resp = app.Get(t, operator, "/requests/new?template=postgres&workspace="+r.WorkspaceID)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a bucket workspace is not changed with the postgres form")
+}

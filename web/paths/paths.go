@@ -59,6 +59,12 @@ func Template(name string) string { return "/catalog/" + url.PathEscape(name) }
 func NewRequest(template string) string {
 	return "/requests/new?" + url.Values{"template": {template}}.Encode()
 }
+
+// ChangeWorkspace is the request form for a change of workspace id (of template),
+// filled in with what the workspace holds.
+func ChangeWorkspace(template, id string) string {
+	return "/requests/new?" + url.Values{"template": {template}, "workspace": {id}}.Encode()
+}
 func Requests() string           { return "/requests" }
 func ValidateRequest() string    { return "/requests/validate" }
 func Run(id string) string       { return "/runs/" + url.PathEscape(id) }

@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/run"
+	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/views"
 	"gantry/web/paths"
@@ -29,6 +31,12 @@ type RunLister interface {
 type Workspaces struct {
 	Workspaces WorkspaceLister
 	Runs       RunLister
+	States     WorkspaceStates
+}
+
+// WorkspaceStates reads what a workspace's state holds (state.Store).
+type WorkspaceStates interface {
+	OfWorkspace(ctx context.Context, workspaceID string, limit int) (state.WorkspaceState, error)
 }
 
 // Register adds the workspace routes to g.
@@ -74,6 +82,31 @@ func (h Workspaces) show(c echo.Context) error {
 	}
 	if p.Runs, err = runRows(ctx, h.Workspaces, runs); err != nil {
 		return err
+	}
+	st, err := h.States.OfWorkspace(ctx, ws.ID, 20)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for _, r := range runs {
+		labels[r.ID] = r.Label()
+	}
+	for _, v := range st.Versions {
+		row := views.StateVersionRow{Serial: v.Serial, At: v.CreatedAt, SHA256: v.SHA256}
+		if v.RunID != nil {
+			row.RunID, row.RunLabel = *v.RunID, cmp.Or(labels[*v.RunID], *v.RunID)
+		}
+		p.Versions = append(p.Versions, row)
+	}
+	for _, r := range st.Resources {
+		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
+	}
+	for _, o := range st.Outputs {
+		value := o.Value
+		if o.Sensitive {
+			value = "(sensitive)"
+		}
+		p.Outputs = append(p.Outputs, views.KV{Key: o.Name, Value: value})
 	}
 	return render.Page(c, http.StatusOK, views.WorkspacePage(p))
 }

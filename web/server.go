@@ -210,7 +210,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		runs.Executors = svc.Executors
 	}
 	runs.Register(app)
-	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
+	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State}.Register(app)
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,

@@ -187,6 +187,10 @@ func TestChangeStartsFromTheWorkspace(t *testing.T) {
 	r = waitForState(t, app, r.ID, run.Succeeded)
 
 	page := webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+r.WorkspaceID))
+	// The workspace says what it holds: outputs, resources, and who wrote which version.
+	require.Contains(t, page, `data-testid="workspace-outputs"`)
+	require.Regexp(t, `<code>module\.[a-z_]+\.sandbox_bucket\.[a-z_]+</code></th><td>sandbox_bucket</td><td><code>[^<]+</code>`, page)
+	require.Regexp(t, `<th scope="row">1</th><td><a href="/runs/`+r.ID+`">run #1</a>`, page)
 	change := "/requests/new?template=bucket&amp;workspace=" + r.WorkspaceID
 	require.Contains(t, page, `href="`+change+`" id="change-workspace"`)
 

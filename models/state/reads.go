@@ -1,0 +1,117 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gantry/models/authz"
+	"gantry/models/db"
+)
+
+// WorkspaceState is what a workspace's page shows of its state: its versions, newest
+// first, and the resources and outputs of the newest one.
+type WorkspaceState struct {
+	Versions  []Version
+	Resources []Resource
+	Outputs   []Output
+}
+
+// Resource is one managed resource instance in a state.
+type Resource struct {
+	Address string // module.bucket.sandbox_bucket.this, with [key] for counted ones
+	Type    string
+	ID      string // the provider's id attribute
+}
+
+// Output is one root output of a state; a sensitive one carries no value.
+type Output struct {
+	Name      string
+	Value     string
+	Sensitive bool
+}
+
+// OfWorkspace reads workspace workspaceID's state for its page: the newest limit
+// versions and what the newest holds. The workspace must have been read through the
+// workspace service (which hides another organization's and a restricted
+// environment's); this scopes to the subject's organization again.
+func (s *Store) OfWorkspace(ctx context.Context, workspaceID string, limit int) (WorkspaceState, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return WorkspaceState{}, err
+	}
+	var out WorkspaceState
+	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND workspace_id = ?", subject.OrganizationID, workspaceID).
+		Order("serial DESC").Limit(limit).Find(&out.Versions).Error; err != nil {
+		return WorkspaceState{}, fmt.Errorf("listing state versions: %w", err)
+	}
+	if len(out.Versions) == 0 {
+		return out, nil
+	}
+	data, _, err := s.artifacts.Get(ctx, subject.OrganizationID, out.Versions[0].ArtifactID)
+	if err != nil {
+		return WorkspaceState{}, err
+	}
+	if out.Resources, out.Outputs, err = readState(data); err != nil {
+		return WorkspaceState{}, fmt.Errorf("reading state version %d: %w", out.Versions[0].Serial, err)
+	}
+	return out, nil
+}
+
+// readState lists the managed resources and root outputs of a state file (format 4).
+func readState(data []byte) ([]Resource, []Output, error) {
+	var st struct {
+		Outputs map[string]struct {
+			Value     json.RawMessage `json:"value"`
+			Sensitive bool            `json:"sensitive"`
+		} `json:"outputs"`
+		Resources []struct {
+			Module    string `json:"module"`
+			Mode      string `json:"mode"`
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Instances []struct {
+				IndexKey   json.RawMessage `json:"index_key"`
+				Attributes struct {
+					ID any `json:"id"`
+				} `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, nil, err
+	}
+	var resources []Resource
+	for _, r := range st.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		base := r.Type + "." + r.Name
+		if r.Module != "" {
+			base = r.Module + "." + base
+		}
+		for _, in := range r.Instances {
+			address := base
+			if len(in.IndexKey) > 0 {
+				address += "[" + string(in.IndexKey) + "]"
+			}
+			res := Resource{Address: address, Type: r.Type}
+			if in.Attributes.ID != nil {
+				res.ID = fmt.Sprint(in.Attributes.ID)
+			}
+			resources = append(resources, res)
+		}
+	}
+	outputs := make([]Output, 0, len(st.Outputs))
+	for name, o := range st.Outputs {
+		out := Output{Name: name, Sensitive: o.Sensitive}
+		if !o.Sensitive {
+			out.Value = strings.Trim(string(o.Value), `"`)
+		}
+		outputs = append(outputs, out)
+	}
+	sort.Slice(outputs, func(i, j int) bool { return outputs[i].Name < outputs[j].Name })
+	return resources, outputs, nil
+}

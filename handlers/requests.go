@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -46,6 +47,8 @@ type Requests struct {
 	// inputs of its last applied run.
 	Workspaces WorkspaceReader
 	History    WorkspaceRuns
+	// A destroy restates what the workspace's state holds.
+	States WorkspaceStates
 }
 
 // Register adds the request routes to g.
@@ -53,6 +56,8 @@ func (h Requests) Register(g *echo.Group) {
 	g.GET("/requests/new", h.new)
 	g.POST(paths.ValidateRequest(), h.validate)
 	g.POST(paths.Requests(), h.create)
+	g.GET(paths.RouteWorkspaceDestroy, h.confirmDestroy)
+	g.POST(paths.RouteWorkspaceDestroy, h.destroy)
 }
 
 func (h Requests) new(c echo.Context) error {
@@ -90,17 +95,30 @@ func (h Requests) changeOf(ctx context.Context, t catalog.Template, id string, v
 	if ws.TemplateName != t.Name {
 		return run.Request{}, fmt.Errorf("workspace %s holds a %s, not a %s: %w", ws.Name, ws.TemplateName, t.Name, errs.ErrBadRequest)
 	}
-	runs, err := h.History.ListForWorkspace(ctx, ws.ID, 50)
+	applied, err := h.lastApplied(ctx, t, ws.ID)
 	if err != nil {
 		return run.Request{}, err
 	}
+	maps.Copy(values, applied)
+	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
+}
+
+// lastApplied is the inputs of workspace id's last applied run, as form values
+// ("inputs.<name>"), sensitive ones left out (they are stored masked); none when
+// nothing was applied.
+func (h Requests) lastApplied(ctx context.Context, t catalog.Template, id string) (map[string]string, error) {
+	runs, err := h.History.ListForWorkspace(ctx, id, 50)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{}
 	for _, r := range runs {
 		if r.State != run.Succeeded || r.Kind != run.KindApply {
 			continue
 		}
 		var applied map[string]any
 		if err := json.Unmarshal(r.Inputs, &applied); err != nil {
-			return run.Request{}, fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
+			return nil, fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
 		}
 		for _, in := range t.Inputs {
 			if v, ok := applied[in.Name]; ok && !in.Sensitive {
@@ -109,7 +127,87 @@ func (h Requests) changeOf(ctx context.Context, t catalog.Template, id string, v
 		}
 		break
 	}
-	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
+	return values, nil
+}
+
+// confirmDestroy asks before a workspace is destroyed: it restates every resource its
+// state holds and what the destroy will need (the risk-3 path), and asks for the
+// workspace's name.
+func (h Requests) confirmDestroy(c echo.Context) error {
+	return h.destroyPage(c, http.StatusOK, nil)
+}
+
+func (h Requests) destroyPage(c echo.Context, status int, problems map[string]string) error {
+	ctx := c.Request().Context()
+	// What cannot be seen is not found, before what may not be done is forbidden.
+	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
+		return err
+	}
+	st, err := h.States.OfWorkspace(ctx, ws.ID, 1)
+	if err != nil {
+		return err
+	}
+	p := views.DestroyProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
+		Errors: problems}
+	for _, r := range st.Resources {
+		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
+	}
+	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
+		for _, in := range e.Template.Inputs {
+			if in.Sensitive {
+				p.Sensitive = append(p.Sensitive, views.InputField{Name: in.Name, Type: in.Type, Required: in.Required, Sensitive: true})
+			}
+		}
+	}
+	return render.Page(c, status, views.DestroyWorkspace(p))
+}
+
+// destroy requests a destroy run of a workspace, once its name was typed: with the
+// inputs of its last applied run (and any sensitive ones typed again), through the
+// same service as every request (its floors make a destroy risk 3).
+func (h Requests) destroy(c echo.Context) error {
+	ctx := c.Request().Context()
+	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.FormValue("confirm")) != ws.Name {
+		return h.destroyPage(c, http.StatusUnprocessableEntity, map[string]string{"confirm": "Type the workspace's name, " + ws.Name + ", to confirm."})
+	}
+	e, err := h.Catalog.Get(ws.TemplateName)
+	if err != nil {
+		return err
+	}
+	values, err := h.lastApplied(ctx, e.Template, ws.ID)
+	if err != nil {
+		return err
+	}
+	req := run.Request{EnvironmentID: ws.EnvironmentID, Workspace: ws.Name, Template: ws.TemplateName, Kind: run.KindDestroy,
+		Inputs: map[string]string{}}
+	for key, v := range values {
+		req.Inputs[strings.TrimPrefix(key, "inputs.")] = v
+	}
+	for _, in := range e.Template.Inputs {
+		if in.Sensitive {
+			req.Inputs[in.Name] = c.FormValue("inputs." + in.Name)
+		}
+	}
+	r, err := h.Runs.Request(ctx, req)
+	if v, ok := errs.AsValidation(err); ok {
+		return h.destroyPage(c, http.StatusUnprocessableEntity, v.Fields)
+	}
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Destroy of "+ws.Name+" requested: it waits for an owner's decision once planned.")
+	return render.Redirect(c, paths.Run(r.ID))
 }
 
 // readRequest reads the form: inputs come as "inputs.<name>" fields; a checkbox sends

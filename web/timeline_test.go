@@ -208,3 +208,61 @@ func TestChangeStartsFromTheWorkspace(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a bucket workspace is not changed with the postgres form")
 }
+
+// TestDestroyFromTheWorkspace: "Destroy…" on a workspace restates every resource its
+// state holds and asks for the workspace's name; the destroy run it requests is risk 3
+// (an owner, a fresh sign-in, DESTROY). A wrong name requests nothing; another
+// organization's workspace is not found, and a viewer may not ask.
+func TestDestroyFromTheWorkspace(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")
+	req.Set("workspace", "doomed")
+	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	approve(t, app, admin, r)
+	r = waitForState(t, app, r.ID, run.Succeeded)
+	destroyPath := "/workspaces/" + r.WorkspaceID + "/destroy"
+	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+r.WorkspaceID)), `href="`+destroyPath+`" id="destroy-workspace"`)
+
+	page := webtest.ReadBody(t, app.Get(t, operator, destroyPath))
+	require.Contains(t, page, "What the destroy removes (1)")
+	require.Regexp(t, `<code>module\.[a-z_]+\.sandbox_bucket\.[a-z_]+</code>`, page)
+	require.Contains(t, page, "risk 3")
+
+	runs := func() int64 {
+		return countRows(t, app, "SELECT count(*) FROM runs WHERE workspace_id = ?", r.WorkspaceID)
+	}
+	resp := app.PostForm(t, operator, destroyPath, url.Values{"_csrf": {app.CSRF(t, operator)}, "confirm": {"doomed-typo"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
+	require.Contains(t, body, "Type the workspace&#39;s name, doomed, to confirm.")
+	require.EqualValues(t, 1, runs(), "a wrong name requests nothing")
+
+	other := app.LoggedIn(t, "operator@globex.test")
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		var resp *http.Response
+		if method == http.MethodGet {
+			resp = app.Get(t, other, destroyPath)
+		} else {
+			resp = app.PostForm(t, other, destroyPath, url.Values{"_csrf": {app.CSRF(t, other)}, "confirm": {"doomed"}})
+		}
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s by another organization", method)
+	}
+	viewer := app.LoggedIn(t, "viewer@acme.test")
+	resp = app.PostForm(t, viewer, destroyPath, url.Values{"_csrf": {app.CSRF(t, viewer)}, "confirm": {"doomed"}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.EqualValues(t, 1, runs())
+
+	resp = app.PostForm(t, operator, destroyPath, url.Values{"_csrf": {app.CSRF(t, operator)}, "confirm": {"doomed"}})
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	d := waitForState(t, app, strings.TrimPrefix(resp.Header.Get("Location"), "/runs/"), run.PendingApproval)
+	require.Equal(t, run.KindDestroy, d.Kind)
+	require.Equal(t, "3", d.RiskLevel, "a destroy is risk 3")
+	require.Equal(t, 1, d.PlanSummary.Delete)
+	require.True(t, run.RequirementOf(d).Elevated)
+}

@@ -8,19 +8,20 @@ import (
 )
 
 const (
-	RouteTemplate        = "/catalog/:name"
-	RouteRun             = "/runs/:id"
-	RouteRunAction       = "/runs/:id/:action"
-	RouteRunEvents       = "/runs/:id/events"
-	RouteInboxEvents     = "/approvals/events"
-	RouteRunReview       = "/runs/:id/review"
-	RouteRunReviewPart   = "/runs/:id/review/:section"
-	RouteRunEvidence     = "/runs/:id/evidence"
-	RouteWorkspace       = "/workspaces/:id"
-	RouteEnvironment     = "/environments/:id"
-	RouteEditEnvironment = "/environments/:id/edit"
-	RouteAPIEnvironment  = "/api/v1/environments/:id"
-	RouteStatic          = "/static/*"
+	RouteTemplate         = "/catalog/:name"
+	RouteRun              = "/runs/:id"
+	RouteRunAction        = "/runs/:id/:action"
+	RouteRunEvents        = "/runs/:id/events"
+	RouteInboxEvents      = "/approvals/events"
+	RouteRunReview        = "/runs/:id/review"
+	RouteRunReviewPart    = "/runs/:id/review/:section"
+	RouteRunEvidence      = "/runs/:id/evidence"
+	RouteWorkspace        = "/workspaces/:id"
+	RouteWorkspaceDestroy = "/workspaces/:id/destroy"
+	RouteEnvironment      = "/environments/:id"
+	RouteEditEnvironment  = "/environments/:id/edit"
+	RouteAPIEnvironment   = "/api/v1/environments/:id"
+	RouteStatic           = "/static/*"
 )
 
 func Home() string           { return "/" }
@@ -92,7 +93,10 @@ func RunReviewSection(id, section string, page int) string {
 }
 func Workspaces() string         { return "/workspaces" }
 func Workspace(id string) string { return "/workspaces/" + url.PathEscape(id) }
-func Approvals() string          { return "/approvals" }
+
+// WorkspaceDestroy asks before a workspace is destroyed.
+func WorkspaceDestroy(id string) string { return Workspace(id) + "/destroy" }
+func Approvals() string                 { return "/approvals" }
 
 // InboxEvents is the live stream of the navigation's count of runs waiting for you.
 func InboxEvents() string { return RouteInboxEvents }

@@ -33,8 +33,10 @@ type EnvironmentChooser interface {
 	Choices(ctx context.Context) ([]environment.Environment, error)
 }
 
-// WorkspaceRuns reads a workspace's runs, newest first.
+// WorkspaceRuns reads runs: one (another organization's or a hidden one is not
+// found), and a workspace's, newest first.
 type WorkspaceRuns interface {
+	Get(ctx context.Context, id string) (run.Run, error)
 	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
 }
 
@@ -75,8 +77,13 @@ func (h Requests) new(c echo.Context) error {
 		}
 	}
 	req := run.Request{Kind: run.KindApply}
-	if id := c.QueryParam("workspace"); id != "" {
-		if req, err = h.changeOf(c.Request().Context(), e.Template, id, values); err != nil {
+	switch {
+	case c.QueryParam("from_run") != "":
+		if req, err = h.resubmitOf(c.Request().Context(), e.Template, c.QueryParam("from_run"), values); err != nil {
+			return err
+		}
+	case c.QueryParam("workspace") != "":
+		if req, err = h.changeOf(c.Request().Context(), e.Template, c.QueryParam("workspace"), values); err != nil {
 			return err
 		}
 	}
@@ -103,6 +110,43 @@ func (h Requests) changeOf(ctx context.Context, t catalog.Template, id string, v
 	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
 }
 
+// resubmitOf starts the request form from run id's request (a rejected plan, to edit
+// and ask for again): its environment, workspace, kind and inputs (never a sensitive
+// one). Another organization's or a hidden run is not found; another template's run a
+// bad request.
+func (h Requests) resubmitOf(ctx context.Context, t catalog.Template, id string, values map[string]string) (run.Request, error) {
+	r, err := h.History.Get(ctx, id)
+	if err != nil {
+		return run.Request{}, err
+	}
+	if r.TemplateName != t.Name {
+		return run.Request{}, fmt.Errorf("run %s is a %s, not a %s: %w", r.ID, r.TemplateName, t.Name, errs.ErrBadRequest)
+	}
+	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
+	if err != nil {
+		return run.Request{}, err
+	}
+	if err := inputsOf(r, t, values); err != nil {
+		return run.Request{}, err
+	}
+	return run.Request{Kind: r.Kind, EnvironmentID: r.EnvironmentID, Workspace: ws.Name}, nil
+}
+
+// inputsOf puts run r's inputs into values as form values, sensitive ones left out
+// (they are stored masked).
+func inputsOf(r run.Run, t catalog.Template, values map[string]string) error {
+	var given map[string]any
+	if err := json.Unmarshal(r.Inputs, &given); err != nil {
+		return fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
+	}
+	for _, in := range t.Inputs {
+		if v, ok := given[in.Name]; ok && !in.Sensitive {
+			values["inputs."+in.Name] = fmt.Sprint(v)
+		}
+	}
+	return nil
+}
+
 // lastApplied is the inputs of workspace id's last applied run, as form values
 // ("inputs.<name>"), sensitive ones left out (they are stored masked); none when
 // nothing was applied.
@@ -113,19 +157,9 @@ func (h Requests) lastApplied(ctx context.Context, t catalog.Template, id string
 	}
 	values := map[string]string{}
 	for _, r := range runs {
-		if r.State != run.Succeeded || r.Kind != run.KindApply {
-			continue
+		if r.State == run.Succeeded && r.Kind == run.KindApply {
+			return values, inputsOf(r, t, values)
 		}
-		var applied map[string]any
-		if err := json.Unmarshal(r.Inputs, &applied); err != nil {
-			return nil, fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
-		}
-		for _, in := range t.Inputs {
-			if v, ok := applied[in.Name]; ok && !in.Sensitive {
-				values["inputs."+in.Name] = fmt.Sprint(v)
-			}
-		}
-		break
 	}
 	return values, nil
 }

@@ -18,6 +18,7 @@ import (
 	"gantry/models/run"
 	"gantry/policies"
 	"gantry/views"
+	"gantry/web/paths"
 	"gantry/web/render"
 )
 
@@ -289,6 +290,11 @@ func decisionProps(r run.Run, perms run.Permissions, again *retry) views.Decisio
 	}
 	if d.CanPlanAgain {
 		d.PlanAgainKey = idempotency.NewKey()
+		// A rejected plan is usually changed before it is asked for again (a destroy
+		// is asked for again from its workspace).
+		if r.State == run.Rejected && r.Kind != run.KindDestroy {
+			d.ResubmitURL = paths.ResubmitRun(r.TemplateName, r.ID)
+		}
 	}
 	if again != nil {
 		d.Failed, d.FailedRule, d.Errors, d.Reason = string(again.action), again.rule, again.errors, again.reason

@@ -266,3 +266,37 @@ func TestDestroyFromTheWorkspace(t *testing.T) {
 	require.Equal(t, 1, d.PlanSummary.Delete)
 	require.True(t, run.RequirementOf(d).Elevated)
 }
+
+// TestEditAndResubmitARejectedRun: a rejected run offers "Edit and resubmit", which
+// opens the request form filled in with its request; another organization's run is not
+// found.
+func TestEditAndResubmitARejectedRun(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-central")
+	req.Set("workspace", "resubmitted")
+	req.Set("inputs.retention_days", "400")
+	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	form := decisionForm(t, app, admin, r)
+	form.Set("reason", "keep it under a year")
+	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/reject", form)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	waitForState(t, app, r.ID, run.Rejected)
+
+	review := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+r.ID+"/review"))
+	link := "/requests/new?from_run=" + r.ID + "&amp;template=bucket"
+	require.Contains(t, review, `href="`+link+`" id="edit-resubmit"`)
+	page := webtest.ReadBody(t, app.Get(t, operator, html.UnescapeString(link)))
+	require.Regexp(t, `<option value="`+r.EnvironmentID+`" selected>`, page)
+	require.Contains(t, page, `name="workspace" value="resubmitted"`)
+	require.Contains(t, page, `name="inputs.retention_days" value="400"`)
+	require.Contains(t, page, `<option value="eu-central" selected>`)
+
+	other := app.LoggedIn(t, "operator@globex.test")
+	resp = app.Get(t, other, html.UnescapeString(link))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}

@@ -61,6 +61,12 @@ func NewRequest(template string) string {
 	return "/requests/new?" + url.Values{"template": {template}}.Encode()
 }
 
+// ResubmitRun is the request form filled in with run id's request (of template), to
+// edit and submit again.
+func ResubmitRun(template, id string) string {
+	return "/requests/new?" + url.Values{"template": {template}, "from_run": {id}}.Encode()
+}
+
 // ChangeWorkspace is the request form for a change of workspace id (of template),
 // filled in with what the workspace holds.
 func ChangeWorkspace(template, id string) string {

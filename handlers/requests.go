@@ -252,7 +252,7 @@ func readRequest(c echo.Context) (run.Request, map[string]string, error) {
 		return run.Request{}, nil, err
 	}
 	req := run.Request{EnvironmentID: form.Get("environment"), Workspace: form.Get("workspace"), Template: form.Get("template"),
-		Kind: run.Kind(form.Get("kind")), Inputs: map[string]string{}}
+		Kind: run.Kind(form.Get("kind")), Inputs: map[string]string{}, NewWorkspace: form.Get("new_workspace") == "true"}
 	values := map[string]string{}
 	for key, vals := range form {
 		name, ok := strings.CutPrefix(key, "inputs.")

@@ -300,3 +300,36 @@ func TestEditAndResubmitARejectedRun(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
+
+// TestDidYouMeanANearWorkspace: a new workspace name two letters from an existing one
+// in the same environment is refused with "did you mean", the typed values kept and a
+// box to confirm the new name; confirmed, the request goes through and makes it.
+func TestDidYouMeanANearWorkspace(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	req := bucketRequest(staging, "eu-west")
+	req.Set("workspace", "billing-prod")
+	waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+
+	typo := bucketRequest(staging, "eu-west")
+	typo.Set("workspace", "billing-prd")
+	typo.Set("_csrf", app.CSRF(t, operator))
+	resp := app.PostForm(t, operator, "/requests", typo)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "There is no workspace billing-prd in staging, but there is billing-prod. Did you mean billing-prod?")
+	require.Contains(t, body, `href="#new_workspace"`, "the summary links the confirmation")
+	require.Contains(t, body, `id="new_workspace" name="new_workspace" value="true"`)
+	require.Contains(t, body, `name="workspace" value="billing-prd"`, "what was typed is kept")
+	require.Zero(t, countRows(t, app, "SELECT count(*) FROM workspaces WHERE name = 'billing-prd'"))
+
+	// A name far from every other is not questioned; a confirmed near one goes through.
+	typo.Set("new_workspace", "true")
+	waitForState(t, app, requestRun(t, app, operator, typo), run.PendingApproval)
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM workspaces WHERE name = 'billing-prd'"))
+	far := bucketRequest(staging, "eu-west")
+	far.Set("workspace", "analytics")
+	waitForState(t, app, requestRun(t, app, operator, far), run.PendingApproval)
+}

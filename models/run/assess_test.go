@@ -102,3 +102,16 @@ func TestFloorsAreTheDesigns(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestName: a typo of an existing workspace's name is found; a numbered series,
+// a short name two letters off and a far name are not typos.
+func TestNearestName(t *testing.T) {
+	t.Parallel()
+	names := []string{"billing-prod", "app-1", "db", "table-r1p", "payments"}
+	for name, want := range map[string]string{
+		"billing-prd": "billing-prod", "biling-prod": "billing-prod", "billing-prodd": "billing-prod", "paymnts": "payments",
+		"app-2": "", "table-r3": "", "dc": "", "analytics": "", "billing-prod": "", "tabel-r1p": "table-r1p",
+	} {
+		require.Equal(t, want, nearestName(name, names), name)
+	}
+}

@@ -55,6 +55,8 @@ type Members interface {
 // creating it on first use, numbering its runs and its apply slot.
 type Workspaces interface {
 	Find(ctx context.Context, orgID, envID, name string) (*workspace.Workspace, error)
+	// Names are the names of an environment's workspaces.
+	Names(ctx context.Context, orgID, envID string) ([]string, error)
 	// Ensure returns the named workspace, created (and audited) on first use, locked
 	// until the transaction in ctx ends.
 	Ensure(ctx context.Context, orgID, envID, name, template string) (workspace.Workspace, error)

@@ -59,6 +59,9 @@ type Request struct {
 	Template      string
 	Inputs        map[string]string
 	Kind          Kind
+	// NewWorkspace: the requester confirmed a new workspace whose name is close to an
+	// existing one ("did you mean").
+	NewWorkspace bool
 }
 
 var workspaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -131,6 +134,17 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 			}
 			if ws != nil && validated.Template != "" && ws.TemplateName != validated.Template {
 				v.Add("workspace", fmt.Sprintf("Workspace %s in %s holds a %s; choose another name for a %s.", name, env.Name, ws.TemplateName, validated.Template))
+			}
+			// A typo must not quietly make a second workspace beside the one meant.
+			if ws == nil && !req.NewWorkspace && req.Kind != KindDestroy {
+				names, err := s.workspaces.Names(ctx, subject.OrganizationID, env.ID)
+				if err != nil {
+					return Validated{}, nil, err
+				}
+				if near := nearestName(name, names); near != "" {
+					v.Add("new_workspace", fmt.Sprintf("There is no workspace %s in %s, but there is %s. Did you mean %s? To create %s, confirm it.",
+						name, env.Name, near, near, name))
+				}
 			}
 		}
 	}
@@ -257,4 +271,50 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 		return Run{}, err
 	}
 	return r, nil
+}
+
+// nearestName is the name among names closest to name when it is close enough to be
+// a typo of it (one letter apart in a name of four or more, two in one of eight or
+// more), or "". Names
+// whose numbers differ are a series, not typos: app-1 beside app-2 is meant.
+func nearestName(name string, names []string) string {
+	best, bestDistance := "", 3
+	for _, n := range names {
+		d := editDistance(name, n)
+		if d == 0 || d >= bestDistance || len(name) < 4 || (d == 2 && len(name) < 8) || digitsOf(n) != digitsOf(name) {
+			continue
+		}
+		best, bestDistance = n, d
+	}
+	return best
+}
+
+func digitsOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// editDistance is the Levenshtein distance of a and b (names are short ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

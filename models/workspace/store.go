@@ -37,6 +37,16 @@ func (s *Store) Find(ctx context.Context, orgID, envID, name string) (*Workspace
 	return &ws, nil
 }
 
+// Names lists the names of environment envID's workspaces (a request's "did you mean").
+func (s *Store) Names(ctx context.Context, orgID, envID string) ([]string, error) {
+	var names []string
+	if err := db.Conn(ctx, s.db).Model(&Workspace{}).Where("organization_id = ? AND environment_id = ?", orgID, envID).
+		Order("name").Pluck("name", &names).Error; err != nil {
+		return nil, fmt.Errorf("listing workspaces: %w", err)
+	}
+	return names, nil
+}
+
 // Ensure finds or creates the named workspace under a row lock held until the
 // transaction in ctx ends, so two requests for the same new workspace get one
 // workspace and consecutive run numbers. A workspace holding another template is a

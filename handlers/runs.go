@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
-	"gantry/models/authz"
-	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/run"
@@ -60,7 +57,8 @@ type RunChanges interface {
 	Subscribe(orgID, runID string) (<-chan struct{}, func())
 }
 
-// Runs serves the run page, its decisions, its live stream and the approvals inbox.
+// Runs serves the run page, its decisions, its live stream and the personal inbox
+// (inbox.go).
 type Runs struct {
 	Runs       RunService
 	Reviews    ReviewService
@@ -230,132 +228,6 @@ func (h Runs) artifact(c echo.Context, which func(run.Run) *string, contentType 
 	return c.Blob(http.StatusOK, contentType, body)
 }
 
-// approvals is the personal inbox: the runs the person may decide now ("Waiting for
-// you", from the run service's deciders), and the others they see, with who decides;
-// each list deadline first, paged by a cursor of its own.
-func (h Runs) approvals(c echo.Context) error {
-	ctx := c.Request().Context()
-	youAfter, err := inboxCursor(c.QueryParam("you_after"))
-	if err != nil {
-		return err
-	}
-	othersAfter, err := inboxCursor(c.QueryParam("others_after"))
-	if err != nil {
-		return err
-	}
-	const page = 50
-	mine, err := h.Runs.WaitingForYou(ctx, youAfter, page)
-	if err != nil {
-		return err
-	}
-	others, err := h.Runs.WaitingForOthers(ctx, othersAfter, page)
-	if err != nil {
-		return err
-	}
-	now, err := h.Runs.Clock(ctx)
-	if err != nil {
-		return err
-	}
-	p := views.ApprovalsProps{}
-	if p.ForYou, err = h.inboxRows(ctx, mine, now); err != nil {
-		return err
-	}
-	if p.ForOthers, err = h.inboxRows(ctx, others, now); err != nil {
-		return err
-	}
-	if len(mine) == page {
-		p.ForYouNext = paths.Approvals() + "?you_after=" + url.QueryEscape(cursorOf(mine[len(mine)-1]))
-	}
-	if len(others) == page {
-		p.ForOthersNext = paths.Approvals() + "?others_after=" + url.QueryEscape(cursorOf(others[len(others)-1]))
-	}
-	return render.Page(c, http.StatusOK, views.Approvals(p))
-}
-
-// inboxCursor reads an inbox page cursor ("<deadline RFC 3339>|<run id>"; "" is the first page).
-func inboxCursor(s string) (*run.InboxCursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	at, id, ok := strings.Cut(s, "|")
-	deadline, err := time.Parse(time.RFC3339Nano, at)
-	if !ok || err != nil || id == "" {
-		return nil, fmt.Errorf("an inbox page cursor is a deadline and a run id: %w", errs.ErrBadRequest)
-	}
-	return &run.InboxCursor{Deadline: deadline, ID: id}, nil
-}
-
-func cursorOf(e run.InboxEntry) string {
-	return e.DecisionDeadline.UTC().Format(time.RFC3339Nano) + "|" + e.ID
-}
-
-func (h Runs) inboxRows(ctx context.Context, entries []run.InboxEntry, now time.Time) ([]views.InboxRow, error) {
-	runs := make([]run.Run, len(entries))
-	for i, e := range entries {
-		runs[i] = e.Run
-	}
-	rows, err := h.rows(ctx, runs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]views.InboxRow, len(entries))
-	for i, e := range entries {
-		d := run.DecidersAt(e.Run, now)
-		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
-		s := e.PlanSummary
-		row := views.InboxRow{RunRow: rows[i], Qualified: rows[i].Workspace + " " + e.Label(), Action: string(e.Action),
-			Changes: changeCounts(s)}
-		if e.NeedsFreshSignIn {
-			row.FreshSignIn = fmt.Sprintf("needs a sign-in within %d minutes", int(run.ElevationWindow.Minutes()))
-		}
-		if e.Cost != nil {
-			row.CostDelta = review.SignedMoney(e.Cost.Delta)
-		}
-		if e.WaitingSince != nil {
-			row.Age = roughDuration(now.Sub(*e.WaitingSince))
-		}
-		if e.DecisionDeadline != nil {
-			row.TimeLeft = roughDuration(e.DecisionDeadline.Sub(now))
-		}
-		out[i] = row
-	}
-	return out, nil
-}
-
-// changeCounts says a plan's changes in words, leaving out what it does not do: "1 to
-// add, 2 to replace".
-func changeCounts(s run.Summary) string {
-	var parts []string
-	for _, c := range []struct {
-		n    int
-		what string
-	}{{s.Create, "to add"}, {s.Update, "to change"}, {s.Replace, "to replace"}, {s.Delete, "to destroy"}} {
-		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
-		}
-	}
-	if len(parts) == 0 {
-		return "no changes"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// roughDuration says a duration as a person would: "3 d 4 h", "2 h 5 min", "4 min"
-// (with non-breaking spaces: a table cell never splits a number from its unit).
-func roughDuration(d time.Duration) string {
-	if d < time.Minute {
-		return "under a minute"
-	}
-	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case days > 0:
-		return fmt.Sprintf("%d\u00a0d %d\u00a0h", days, hours)
-	case hours > 0:
-		return fmt.Sprintf("%d\u00a0h %d\u00a0min", hours, mins)
-	}
-	return fmt.Sprintf("%d\u00a0min", mins)
-}
-
 func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {
 	return runRows(ctx, h.Workspaces, runs)
 }
@@ -447,42 +319,6 @@ func (h Runs) events(c echo.Context) error {
 		}
 		// A change after the read above is already queued in changes: nothing is missed.
 		if !h.waitForNews(ctx, w, changes, heartbeat.C, shown) {
-			return nil
-		}
-	}
-}
-
-// inboxEvents keeps the navigation's count of runs waiting for you live: the count at
-// connect (the page may be older), then again after any run of the organization moved
-// whenever it differs from the last one sent.
-func (h Runs) inboxEvents(c echo.Context) error {
-	ctx := c.Request().Context()
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil {
-		return err
-	}
-	changes, unsubscribe := h.Changes.Subscribe(subject.OrganizationID, "")
-	defer unsubscribe()
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
-	defer heartbeat.Stop()
-	sent := int64(-1)
-	for {
-		n, err := h.Runs.CountWaitingForYou(ctx)
-		if err != nil {
-			return err
-		}
-		if n != sent {
-			if err := sendFragment(ctx, w, "inbox-count", views.InboxCount(n)); err != nil {
-				return nil // the browser went away
-			}
-			sent = n
-		}
-		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
 	}

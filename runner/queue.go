@@ -46,6 +46,9 @@ type Queue struct {
 	escalate *EscalateWorker
 	export   *AuditExportWorker
 	chain    *AuditCheckpointWorker
+	fanout   *NotifyFanoutWorker
+	deliver  *WebhookDeliveryWorker
+	mail     *MailWorker
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -73,6 +76,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		escalate: &EscalateWorker{},
 		export:   &AuditExportWorker{},
 		chain:    &AuditCheckpointWorker{Logger: cfg.Logger},
+		fanout:   &NotifyFanoutWorker{},
+		deliver:  &WebhookDeliveryWorker{},
+		mail:     &MailWorker{},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -96,6 +102,15 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, q.chain); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, q.fanout); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.deliver); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.mail); err != nil {
+		return nil, err
+	}
 	var driver *riverdatabasesql.Driver
 	if cfg.ListenPool != nil {
 		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
@@ -104,7 +119,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	}
 	client, err := river.NewClient(driver, &river.Config{
 		Logger:  cfg.Logger.With("component", "river"),
-		Queues:  map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}},
+		Queues:  map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
 		Workers: workers,
 		// The chain checkpoint runs on the leader only, so replicas do not repeat it.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(CheckpointEvery),
@@ -136,6 +151,14 @@ func (q *Queue) Enqueuer() run.Enqueuer { return Enqueuer{Client: q.Client} }
 // ExportEnqueuer is what the audit export service uses to insert build jobs.
 func (q *Queue) ExportEnqueuer() ExportEnqueuer { return ExportEnqueuer{Client: q.Client} }
 
+// NotifyEnqueuer is what the notification service uses to insert its jobs.
+func (q *Queue) NotifyEnqueuer() NotifyEnqueuer { return NotifyEnqueuer{Client: q.Client} }
+
+// BindNotify gives the notification workers the service they drive.
+func (q *Queue) BindNotify(n Notifications) {
+	q.fanout.Notify, q.deliver.Notify, q.mail.Notify = n, n, n
+}
+
 // BindAudit gives the audit workers the export service and the log they drive.
 func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
 	q.export.Exports, q.chain.Chain = exports, chain
@@ -148,8 +171,8 @@ func (q *Queue) Bind(runs Lifecycle) {
 
 // Start starts working jobs until ctx ends or Stop is called.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.plan.Runs == nil || q.export.Exports == nil {
-		return fmt.Errorf("job queue started before Bind and BindAudit")
+	if q.plan.Runs == nil || q.export.Exports == nil || q.fanout.Notify == nil {
+		return fmt.Errorf("job queue started before Bind, BindAudit and BindNotify")
 	}
 	return q.Client.Start(ctx)
 }

@@ -39,6 +39,8 @@ type Chrome struct {
 	CanReadAudit  bool
 	CanRequest    bool
 	CanApprove    bool
+	// CanManageWebhooks: the organization's webhooks are in the navigation.
+	CanManageWebhooks bool
 	// WaitingForYou is how many runs the person may decide now (the navigation's count);
 	// InboxStream: the page keeps it live over the inbox stream (a page with a live
 	// stream of its own does not open a second one: OwnStream).

@@ -32,6 +32,7 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/static"
+	"gantry/web/devmail"
 	"gantry/web/paths"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	SessionIdle     time.Duration
 	SessionLifetime time.Duration
 	Logger          *slog.Logger
+	// DevMail is gantry dev's SMTP catcher, whose mail /dev/mail shows (nil in serve).
+	DevMail *devmail.Catcher
 }
 
 // WithDefaults returns c with its defaults filled in, or why it cannot serve.
@@ -107,6 +110,10 @@ type Services struct {
 		handlers.ExecutorWaits
 	}
 	ListenPool *pgxpool.Pool
+	// Notifications sends notices and keeps webhooks and preferences; MailConfigured
+	// says whether an SMTP server is set.
+	Notifications  handlers.NotificationService
+	MailConfigured bool
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
 }
@@ -218,6 +225,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		Names: auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
+	}
+	handlers.Notifications{Service: svc.Notifications, MailConfigured: svc.MailConfigured}.Register(app)
+	if cfg.DevMail != nil {
+		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
 	return s, nil
 }

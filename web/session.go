@@ -237,6 +237,7 @@ func (m member) fill(ch *views.Chrome) {
 		ch.Orgs = append(ch.Orgs, views.OrgChoice{ID: o.OrganizationID, Name: o.OrganizationName, Role: string(o.Role)})
 	}
 	ch.CanManageEnvs = m.subject.Can(authz.PermEnvironmentsManage)
+	ch.CanManageWebhooks = m.subject.Can(authz.PermWebhooksManage)
 	ch.CanReadAudit = m.subject.Can(authz.PermAuditRead)
 	ch.CanRequest = m.subject.Can(authz.PermProvisioningPlan)
 	ch.CanApprove = m.subject.Can(authz.PermProvisioningApply)

@@ -21,9 +21,12 @@ import (
 	"gantry/models/db/pgcluster"
 	"gantry/models/demo"
 	"gantry/models/keyring"
+	"gantry/models/notify"
 	"gantry/sandbox/cloud"
 	"gantry/web"
 	"gantry/web/devidp"
+	"gantry/web/devmail"
+	"gantry/web/paths"
 )
 
 const devClientID = "gantry-dev"
@@ -154,6 +157,19 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 			return err
 		}
 	}
+	// Notification mail goes to a local catcher whose mail /dev/mail shows, and webhooks
+	// may call this machine (a receiver on loopback), unless told otherwise.
+	var catcher *devmail.Catcher
+	if sf.smtp.Addr == "" {
+		if catcher, err = devmail.Listen("127.0.0.1:0"); err != nil {
+			return err
+		}
+		defer catcher.Close()
+		sf.smtp = notify.SMTPConfig{Addr: catcher.Addr(), From: "Gantry dev <gantry@gantry-dev.localhost>", TLS: "none"}
+	}
+	if os.Getenv("GANTRY_WEBHOOK_ALLOW_PRIVATE") == "" {
+		sf.hooks.AllowPrivateTargets = true
+	}
 	// The toolchain builds in the background (the first build of OpenTofu takes minutes):
 	// the portal serves at once, and live runs wait for it.
 	sf.build = sf.tofuPath == "" || sf.providerPath == ""
@@ -163,7 +179,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	}
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
-		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
+		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger, DevMail: catcher,
 	})
 	if err != nil {
 		sys.Close()
@@ -189,8 +205,8 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		}
 		return serveUntilDone(gctx, sandboxLn, cloudSrv)
 	})
-	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED, at once%s)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\nPress Ctrl-C to stop.\n\n",
-		w.baseURL, issuer, dsn, sys.Default, building, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"))
+	fmt.Fprintf(stdout, "\nGantry is running at %s\n  development OpenID Provider: %s (its login page lists the demo users)\n  database: %s\n  default executor: %s (also offered: mock, SIMULATED, at once%s)\n  sandbox cloud: %s (break-glass admin token in %s)\n  example sign-in: admin@acme.test / admin-acme\n  mail: %s\nPress Ctrl-C to stop.\n\n",
+		w.baseURL, issuer, dsn, sys.Default, building, sf.cloudEndpoint, filepath.Join(dataDir, "sandbox-admin-token"), mailNote(catcher, w.baseURL, sf.smtp.Addr))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -199,6 +215,14 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 }
 
 // waitUntilServing polls url until it answers (at most ten seconds).
+// mailNote says where gantry dev's notification mail goes.
+func mailNote(catcher *devmail.Catcher, baseURL, addr string) string {
+	if catcher != nil {
+		return "caught by a local SMTP catcher on " + catcher.Addr() + "; read it at " + baseURL + paths.DevMail()
+	}
+	return "sent through " + addr
+}
+
 func waitUntilServing(ctx context.Context, url string) {
 	for i := 0; i < 100 && ctx.Err() == nil; i++ {
 		if resp, err := http.Get(url); err == nil {

@@ -20,6 +20,7 @@ import (
 	"gantry/catalog"
 	"gantry/cmd/gantry/assemble"
 	"gantry/models/keyring"
+	"gantry/models/notify"
 	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/web"
@@ -48,6 +49,9 @@ type systemFlags struct {
 	stateSocket        string
 	cloudSocket        string
 	containerStatePort int
+	// Notifications: the mail server and the webhook client.
+	smtp  notify.SMTPConfig
+	hooks notify.HookOptions
 }
 
 func (s *systemFlags) register(f flags) {
@@ -67,6 +71,26 @@ func (s *systemFlags) register(f flags) {
 	f.dur(&s.timeouts.Verify, "verify-timeout", "GANTRY_VERIFY_TIMEOUT", runner.VerifyTimeout, "a verification running longer is cancelled")
 	f.dur(&s.rescueAfter, "job-rescue-after", "GANTRY_JOB_RESCUE_AFTER", runner.ApplyTimeout+15*time.Minute, "a job whose process died is handed to another worker after this long (and after its phase timeout)")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
+	f.str(&s.smtp.Addr, "smtp-addr", "GANTRY_SMTP_ADDR", "", "host:port of the SMTP server notification mail goes through (default: none, no mail is sent; dev: its local catcher)")
+	f.str(&s.smtp.From, "smtp-from", "GANTRY_SMTP_FROM", "", "sender address of notification mail, e.g. \"Gantry <gantry@example.com>\"")
+	f.str(&s.smtp.Username, "smtp-username", "GANTRY_SMTP_USERNAME", "", "SMTP user name (PLAIN authentication)")
+	// The password only from the environment: a flag would show in the process list.
+	s.smtp.Password = os.Getenv("GANTRY_SMTP_PASSWORD")
+	f.str(&s.smtp.TLS, "smtp-tls", "GANTRY_SMTP_TLS", "starttls", "starttls (required), opportunistic, tls (implicit) or none (a local catcher only); the password comes from $GANTRY_SMTP_PASSWORD")
+	f.BoolVar(&s.hooks.AllowPrivateTargets, "webhook-allow-private", envOr("GANTRY_WEBHOOK_ALLOW_PRIVATE", "false") == "true",
+		"let webhooks call loopback, private and link-local addresses (development and tests only: it opens the portal's network to anyone who adds a hook) ($GANTRY_WEBHOOK_ALLOW_PRIVATE)")
+	f.dur(&s.hooks.Timeout, "webhook-timeout", "GANTRY_WEBHOOK_TIMEOUT", 10*time.Second, "a webhook attempt taking longer fails")
+	f.dur(&s.hooks.RetryBase, "webhook-retry-base", "GANTRY_WEBHOOK_RETRY_BASE", 30*time.Second, "wait before a failed webhook delivery is tried again; it doubles after each failure (at most 6h)")
+	f.IntVar(&s.hooks.MaxAttempts, "webhook-max-attempts", 8, "attempts at one webhook delivery before it is given up")
+	f.IntVar(&s.hooks.DisableAfter, "webhook-disable-after", 20, "failed attempts in a row after which Gantry turns a webhook off")
+}
+
+// mailer is the notification mailer the flags ask for (nil: no mail).
+func (s systemFlags) mailer() (notify.Mailer, error) {
+	if s.smtp.Addr == "" {
+		return nil, nil
+	}
+	return notify.NewSMTPMailer(s.smtp)
 }
 
 func (s systemFlags) catalogFS() (fs.FS, error) {
@@ -176,13 +200,17 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	if err != nil {
 		return nil, nil, err
 	}
+	mailer, err := sf.mailer()
+	if err != nil {
+		return nil, nil, err
+	}
 	def, extra, prepare, err := sf.runners(ctx, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
-		ContainerStatePort: sf.containerStatePort})
+		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks})
 	return sys, prepare, err
 }
 

@@ -67,6 +67,11 @@ var Actions = []Action{
 	{"keys.rewrapped", "Keys re-wrapped"},
 	{"audit.export_requested", "Audit export requested"},
 	{"audit.exported", "Audit export signed"},
+	{"webhook.created", "Webhook added"},
+	{"webhook.enabled", "Webhook turned on"},
+	{"webhook.disabled", "Webhook turned off"},
+	{"webhook.deleted", "Webhook deleted"},
+	{"webhook.redelivered", "Webhook delivery sent again"},
 }
 
 // KnownAction reports whether code is in the vocabulary.
@@ -253,6 +258,13 @@ func Describe(e Event, n Names) Sentence {
 		s.Verb, s.Object = "requested", Ref{Kind: "export", ID: e.TargetID, Label: "an audit export (" + d.Format + ")"}
 	case "audit.exported":
 		s.Verb, s.Object = "signed", Ref{Kind: "export", ID: e.TargetID, Label: fmt.Sprintf("audit export of %d events", d.Events)}
+	case "webhook.created", "webhook.enabled", "webhook.disabled", "webhook.deleted", "webhook.redelivered":
+		hook := Ref{Kind: "webhook", ID: e.TargetID, Label: "webhook " + firstOf(d.Name, e.TargetID)}
+		s.Verb, s.Object = map[string]string{"webhook.created": "added", "webhook.enabled": "turned on", "webhook.disabled": "turned off",
+			"webhook.deleted": "deleted", "webhook.redelivered": "sent a delivery again to"}[e.Action], hook
+		if e.Action == "webhook.disabled" && d.Reason != "" {
+			s.Rest = "(" + d.Reason + ")"
+		}
 	default:
 		s.Verb, s.Object = "recorded "+e.Action+" on", Ref{Label: e.TargetType + " " + e.TargetID}
 	}

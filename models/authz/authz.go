@@ -77,6 +77,9 @@ const (
 	PermMembersManage Permission = "members.manage"
 	// PermEntitlementsManage: grant cloud.live and make or unmake owners (owners).
 	PermEntitlementsManage Permission = "entitlements.manage"
+	// PermWebhooksManage: add, change, redeliver and remove the organization's outgoing
+	// webhooks, and read their delivery logs (admins and owners).
+	PermWebhooksManage Permission = "webhooks.manage"
 )
 
 // allows is the one table of which role holds which permission.
@@ -84,7 +87,7 @@ func (r Role) allows(p Permission) bool {
 	switch p {
 	case PermOrgRead:
 		return r.Valid()
-	case PermEnvironmentsManage, PermPoliciesManage, PermMembersManage:
+	case PermEnvironmentsManage, PermPoliciesManage, PermMembersManage, PermWebhooksManage:
 		return r.AtLeast(RoleAdmin)
 	case PermMatrixManage, PermEntitlementsManage:
 		return r.AtLeast(RoleOwner)

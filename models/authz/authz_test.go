@@ -23,6 +23,7 @@ func TestPermissionTable(t *testing.T) {
 		authz.PermMatrixManage:       {authz.RoleOwner},
 		authz.PermMembersManage:      {authz.RoleAdmin, authz.RoleOwner},
 		authz.PermEntitlementsManage: {authz.RoleOwner},
+		authz.PermWebhooksManage:     {authz.RoleAdmin, authz.RoleOwner},
 	}
 	for perm, allowed := range want {
 		for _, role := range authz.Roles {

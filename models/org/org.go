@@ -19,6 +19,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/errs"
+	"gantry/models/notify"
 	"gantry/models/run"
 )
 
@@ -161,6 +162,24 @@ func (s *Service) List(ctx context.Context, orgID string) ([]run.OrgMember, erro
 	out := make([]run.OrgMember, len(rows))
 	for i, m := range rows {
 		out[i] = run.OrgMember{UserID: m.UserID, Member: memberOf(m)}
+	}
+	return out, nil
+}
+
+// Contacts are those of userIDs who are members of organization orgID, with the name
+// and address mail reaches them at (notify.People). It checks no permission: the
+// notification fan-out asks for the people a notice is addressed to.
+func (s *Service) Contacts(ctx context.Context, orgID string, userIDs []string) ([]notify.Contact, error) {
+	if len(userIDs) == 0 {
+		return nil, nil
+	}
+	var rows []MembershipView
+	if err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? AND m.user_id IN ? ORDER BY m.user_id`, orgID, userIDs).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reading contacts: %w", err)
+	}
+	out := make([]notify.Contact, len(rows))
+	for i, m := range rows {
+		out[i] = notify.Contact{UserID: m.UserID, Name: memberOf(m).Name, Email: m.UserEmail}
 	}
 	return out, nil
 }

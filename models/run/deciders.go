@@ -113,6 +113,15 @@ func (s *Service) grantees(ctx context.Context, env environment.Environment) (ma
 	return out, nil
 }
 
+// deciderIDs are the members who may decide run runID now, by the rows of run_deciders.
+func (st store) deciderIDs(ctx context.Context, runID string) ([]string, error) {
+	var ids []string
+	if err := st.conn(ctx).Model(&deciderRow{}).Where("run_id = ? AND decides", runID).Order("user_id").Pluck("user_id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("reading deciders: %w", err)
+	}
+	return ids, nil
+}
+
 func insertDeciders(ctx context.Context, s *Service, rows []deciderRow) error {
 	if len(rows) == 0 {
 		return nil

@@ -55,6 +55,8 @@ type Members interface {
 // creating it on first use, numbering its runs and its apply slot.
 type Workspaces interface {
 	Find(ctx context.Context, orgID, envID, name string) (*workspace.Workspace, error)
+	// NameOf is the name of workspace id (errs.ErrNotFound when orgID has none).
+	NameOf(ctx context.Context, orgID, id string) (string, error)
 	// Names are the names of an environment's workspaces.
 	Names(ctx context.Context, orgID, envID string) ([]string, error)
 	// Ensure returns the named workspace, created (and audited) on first use, locked
@@ -153,6 +155,7 @@ type Service struct {
 	matrix       MatrixSource
 	policies     Policies
 	attestor     Attestor
+	notifier     Notifier
 }
 
 // Config is what a Service is built from; every field is required.
@@ -174,6 +177,7 @@ type Config struct {
 	Matrix       MatrixSource
 	Policies     Policies
 	Attestor     Attestor
+	Notifier     Notifier
 }
 
 // AttestedState is one state version an apply wrote: an attestation's subject.
@@ -196,7 +200,7 @@ func NewService(c Config) (*Service, error) {
 	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
 		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
 		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies,
-		"Attestor": c.Attestor} {
+		"Attestor": c.Attestor, "Notifier": c.Notifier} {
 		if isNil(dep) {
 			missing = append(missing, name)
 		}
@@ -209,7 +213,7 @@ func NewService(c Config) (*Service, error) {
 	}
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
-		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor}, nil
+		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier}, nil
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an

@@ -6,6 +6,7 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/authz"
+	"gantry/models/notify"
 )
 
 // EscalateIfDue records, once, that run runID has waited its escalation time: from now
@@ -43,6 +44,16 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 		}
 		// The escalation's deciders join the run's rows ("Waiting for you").
 		if err := s.refreshDeciders(ctx, r, now); err != nil {
+			return err
+		}
+		// Everyone who may decide now hears it again, the escalation's deciders first time.
+		deciders, err := s.store.deciderIDs(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.notifier.Notify(ctx, notify.Notice{Event: notify.DecisionEscalated, OrganizationID: r.OrganizationID, RunID: r.ID,
+			State: string(r.State), Reason: "waited " + d.EscalateAfter.String() + " for " + approverPhrase(d.Approver), At: now,
+			Recipients: deciders}); err != nil {
 			return err
 		}
 		return s.store.notify(ctx, r)

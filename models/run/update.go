@@ -62,10 +62,21 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 				return err
 			}
 		}
+		// Who could decide the run before this change are its approvers, told of an
+		// outcome; read them before the rows are rewritten.
+		var approvers []string
+		if wasWaiting {
+			if approvers, err = s.store.deciderIDs(ctx, r.ID); err != nil {
+				return err
+			}
+		}
 		if wasWaiting || r.awaitsDecision() {
 			if err := s.refreshDeciders(ctx, r, now); err != nil {
 				return err
 			}
+		}
+		if err := s.sendNotices(ctx, r, approvers, actor); err != nil {
+			return err
 		}
 		if r.State.Terminal() {
 			if err := s.workspaces.ReleaseSlot(ctx, r.WorkspaceID, r.ID); err != nil {

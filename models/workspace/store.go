@@ -37,6 +37,18 @@ func (s *Store) Find(ctx context.Context, orgID, envID, name string) (*Workspace
 	return &ws, nil
 }
 
+// NameOf is the name of workspace id of orgID.
+func (s *Store) NameOf(ctx context.Context, orgID, id string) (string, error) {
+	var names []string
+	if err := db.Conn(ctx, s.db).Model(&Workspace{}).Where("organization_id = ? AND id = ?", orgID, id).Pluck("name", &names).Error; err != nil {
+		return "", fmt.Errorf("reading workspace: %w", err)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("workspace %s: %w", id, errs.ErrNotFound)
+	}
+	return names[0], nil
+}
+
 // Names lists the names of environment envID's workspaces (a request's "did you mean").
 func (s *Store) Names(ctx context.Context, orgID, envID string) ([]string, error) {
 	var names []string

@@ -22,7 +22,23 @@ const (
 	RouteEditEnvironment  = "/environments/:id/edit"
 	RouteAPIEnvironment   = "/api/v1/environments/:id"
 	RouteStatic           = "/static/*"
+	RouteWebhook          = "/settings/webhooks/:id"
+	RouteWebhookAction    = "/settings/webhooks/:id/:action"
+	RouteWebhookRedeliver = "/settings/webhooks/:id/deliveries/:delivery/redeliver"
 )
+
+// Notifications: personal preferences, the organization's webhooks, and (gantry dev
+// only) the mail the local SMTP catcher caught.
+func NotificationSettings() string { return "/settings/notifications" }
+func Webhooks() string             { return "/settings/webhooks" }
+func Webhook(id string) string     { return Webhooks() + "/" + url.PathEscape(id) }
+
+// WebhookAction is enable, disable or delete of webhook id (a POST).
+func WebhookAction(id, action string) string { return Webhook(id) + "/" + url.PathEscape(action) }
+func WebhookRedeliver(id, deliveryID string) string {
+	return Webhook(id) + "/deliveries/" + url.PathEscape(deliveryID) + "/redeliver"
+}
+func DevMail() string { return "/dev/mail" }
 
 func Home() string           { return "/" }
 func Login() string          { return "/login" }

@@ -30,10 +30,12 @@ import (
 	"gantry/models/db/dbtest"
 	"gantry/models/demo"
 	"gantry/models/keyring"
+	"gantry/models/notify"
 	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/web"
 	"gantry/web/devidp"
+	"gantry/web/devmail"
 )
 
 // ClientID and ClientSecret are the test relying party's registration.
@@ -59,6 +61,12 @@ type Options struct {
 	// Listener, when set, is where Gantry serves (so its URL can be known before Start,
 	// e.g. by a cloud that must trust Gantry's workload issuer).
 	Listener net.Listener
+	// Mail starts a local SMTP catcher (App.Mail) that notification mail goes to, and
+	// serves its /dev/mail page.
+	Mail bool
+	// Hooks replaces the tests' webhook settings (which let hooks call loopback and
+	// retry after 100 ms).
+	Hooks *notify.HookOptions
 }
 
 // App is one running Gantry with its provider and database.
@@ -70,6 +78,8 @@ type App struct {
 	Orgs   map[string]string // demo organization slug -> id
 	Server *web.Server
 	System *assemble.Portal
+	// Mail is the SMTP catcher when Options.Mail asked for one.
+	Mail *devmail.Catcher
 }
 
 // Start runs a fresh application for t and stops it when t ends.
@@ -132,11 +142,23 @@ func StartWith(t testing.TB, opts Options) *App {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	keys, err := keyring.Parse(keyring.NewKeySpec("test-1"))
 	require.NoError(t, err)
+	hooks := notify.HookOptions{AllowPrivateTargets: true, RetryBase: 100 * time.Millisecond, RetryMax: time.Second, Timeout: 5 * time.Second}
+	if opts.Hooks != nil {
+		hooks = *opts.Hooks
+	}
+	var mailer notify.Mailer
+	if opts.Mail {
+		app.Mail, err = devmail.Listen("127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = app.Mail.Close() })
+		mailer, err = notify.NewSMTPMailer(notify.SMTPConfig{Addr: app.Mail.Addr(), From: "Gantry test <gantry@gantry-test.localhost>", TLS: "none"})
+		require.NoError(t, err)
+	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
-		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet})
+		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, web.Config{
-		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet,
+		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail,
 	})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)

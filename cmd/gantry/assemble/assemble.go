@@ -27,6 +27,7 @@ import (
 	"gantry/models/idempotency"
 	"gantry/models/identity"
 	"gantry/models/keyring"
+	"gantry/models/notify"
 	"gantry/models/org"
 	"gantry/models/policy"
 	"gantry/models/risk"
@@ -36,6 +37,7 @@ import (
 	"gantry/models/workspace"
 	"gantry/runner"
 	"gantry/web"
+	"gantry/web/paths"
 )
 
 // Config is what the portal is built from.
@@ -58,6 +60,10 @@ type Config struct {
 	ContainerStatePort int
 	MaxWorkers         int
 	OnApplyStart       func(runID string, pickedUp time.Time)
+	// Mailer sends notification mail (nil: none is sent); Hooks are the webhook
+	// client's settings.
+	Mailer notify.Mailer
+	Hooks  notify.HookOptions
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.
@@ -85,6 +91,7 @@ type Portal struct {
 	State          *state.Service
 	Exports        *audit.Exports
 	Governance     governance.Service
+	Notify         *notify.Service
 
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
@@ -93,6 +100,7 @@ type Portal struct {
 	Default    string
 
 	db     *gorm.DB // only for the session store, whose lifetimes come with the web config
+	mail   bool     // an SMTP server is configured
 	sqlDB  *sql.DB
 	logger *slog.Logger
 }
@@ -165,6 +173,17 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		return nil, err
 	}
 
+	// Notifications: the run service sends its notices here; the fan-out reads the runs
+	// back once the run service exists (ReadRunsFrom).
+	p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: p.Queue.NotifyEnqueuer(),
+		People: p.Orgs, Link: func(runID string) string { return base + paths.RunReview(runID) },
+		PreferencesURL: base + paths.NotificationSettings(), Mailer: cfg.Mailer, Hooks: cfg.Hooks, Logger: cfg.Logger})
+	if err != nil {
+		p.ListenPool.Close()
+		return nil, err
+	}
+	p.mail = cfg.Mailer != nil
+
 	// The run lifecycle, then the services that call into it.
 	p.Runs, err = run.NewService(run.Config{
 		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: p.Queue.Enqueuer(), Catalog: catalog.ForRuns(p.Catalog),
@@ -174,7 +193,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 			return address
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
-		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations},
+		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify,
 	})
 	if err != nil {
 		p.ListenPool.Close()
@@ -184,6 +203,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
 	p.Environments.WatchDeciders(p.Runs)
 	p.Queue.Bind(p.Runs)
+	p.Notify.ReadRunsFrom(p.Runs)
+	p.Queue.BindNotify(p.Notify)
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
 	p.Queue.BindAudit(p.Exports, p.Audit)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
@@ -217,6 +238,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
+		Notifications: p.Notify, MailConfigured: p.mail,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
 }

@@ -1,0 +1,148 @@
+// Package notify tells people what happened to runs: the members who may decide a
+// waiting run, and the requester and approvers of a run that was decided, expired,
+// failed or went stale. Notices are written by the run service inside the transaction
+// that made them true (so a rolled-back decision tells nobody) and fanned out by a job
+// to the organization's webhooks (signed JSON or a Slack-compatible body, retried with
+// backoff, logged per hook) and to each recipient's e-mail, as their preferences say.
+//
+// A notice links to the run's review page; nothing is decided by following a link
+// (decisions are POSTs with a CSRF token on that page).
+package notify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Event names what a notice is about. The names are stable: webhook receivers and
+// stored preferences use them.
+type Event string
+
+const (
+	// DecisionWaiting: a run waits for an approval or a policy override; sent to every
+	// member who may take that decision now.
+	DecisionWaiting Event = "decision.waiting"
+	// DecisionEscalated: a run waited its escalation time; sent again to everyone who
+	// may decide it now (the escalation's deciders included).
+	DecisionEscalated Event = "decision.escalated"
+	// RunDecided: a person approved, rejected or overrode the run.
+	RunDecided Event = "run.decided"
+	// RunExpired: nobody decided in time, or an approval ran out before the apply.
+	RunExpired Event = "run.expired"
+	// RunFailed: a plan, apply or verification failed, an apply was interrupted, or a
+	// policy blocked the run for good.
+	RunFailed Event = "run.failed"
+	// RunStale: the workspace's state moved after the plan; the run cannot apply.
+	RunStale Event = "run.stale"
+)
+
+// Events lists every event, in the order pages show them.
+var Events = []Event{DecisionWaiting, DecisionEscalated, RunDecided, RunExpired, RunFailed, RunStale}
+
+// Valid reports whether e is one of Events.
+func (e Event) Valid() bool { return slices.Contains(Events, e) }
+
+// Title is the event as a person reads it in a list of choices.
+func (e Event) Title() string {
+	switch e {
+	case DecisionWaiting:
+		return "A decision waits for you"
+	case DecisionEscalated:
+		return "A waiting decision escalated"
+	case RunDecided:
+		return "A run was approved, rejected or overridden"
+	case RunExpired:
+		return "A run expired"
+	case RunFailed:
+		return "A run failed or was blocked by policy"
+	case RunStale:
+		return "A run went stale"
+	}
+	return string(e)
+}
+
+// Notice is one thing that happened to one run, addressed to members (user ids). The
+// run service builds it; what the run is (its label, environment, risk) is read when
+// the notice is fanned out.
+type Notice struct {
+	ID             string    `json:"id"` // "ntf-..."
+	Event          Event     `json:"event"`
+	OrganizationID string    `json:"organization_id"`
+	RunID          string    `json:"run_id"`
+	State          string    `json:"state"`
+	Reason         string    `json:"reason,omitempty"`
+	ActorName      string    `json:"actor_name,omitempty"`
+	At             time.Time `json:"at"`
+	Recipients     []string  `json:"recipients"`
+}
+
+// Facts are what a notice says about its run, read when it is fanned out.
+type Facts struct {
+	Label       string // "billing-prod #3"
+	Workspace   string
+	Environment string
+	Tier        string
+	Template    string
+	Kind        string // "apply" | "destroy"
+	Requester   string
+	RiskLevel   string
+	Create      int
+	Update      int
+	Replace     int
+	Delete      int
+	CostDelta   string // "+$64.50", "" when not estimated
+	Deadline    *time.Time
+	Simulated   bool
+}
+
+// Changes says the plan's changes in words ("2 to create, 1 to destroy").
+func (f Facts) Changes() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		verb string
+	}{{f.Create, "create"}, {f.Update, "update"}, {f.Replace, "replace"}, {f.Delete, "destroy"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d to %s", c.n, c.verb))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Headline is the notice in one sentence, for a mail subject and a chat message.
+func Headline(n Notice, f Facts) string {
+	label := f.Label
+	if f.Simulated {
+		label += " (SIMULATED)"
+	}
+	switch n.Event {
+	case DecisionWaiting:
+		return fmt.Sprintf("%s in %s waits for your decision", label, f.Environment)
+	case DecisionEscalated:
+		return fmt.Sprintf("%s in %s still waits for a decision (escalated)", label, f.Environment)
+	case RunDecided:
+		verb := map[string]string{"APPROVED": "approved", "REJECTED": "rejected", "PENDING_APPROVAL": "released by a policy override"}[n.State]
+		if verb == "" {
+			verb = "decided"
+		}
+		if n.ActorName != "" {
+			return fmt.Sprintf("%s in %s was %s by %s", label, f.Environment, verb, n.ActorName)
+		}
+		return fmt.Sprintf("%s in %s was %s", label, f.Environment, verb)
+	case RunExpired:
+		return fmt.Sprintf("%s in %s expired", label, f.Environment)
+	case RunFailed:
+		if n.State == "POLICY_BLOCKED" {
+			return fmt.Sprintf("%s in %s was blocked by policy", label, f.Environment)
+		}
+		return fmt.Sprintf("%s in %s failed", label, f.Environment)
+	case RunStale:
+		return fmt.Sprintf("%s in %s went stale", label, f.Environment)
+	}
+	return fmt.Sprintf("%s: %s", label, n.Event)
+}

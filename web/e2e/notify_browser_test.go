@@ -1,0 +1,100 @@
+package e2e_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/web/webtest"
+)
+
+// Artifacts for a human; not assertions.
+const (
+	webhookScreenshot = "/tmp/gantry-webhook-1280.png"
+	devMailScreenshot = "/tmp/gantry-devmail-1280.png"
+)
+
+// TestNotificationsInBrowser: an admin adds a webhook through its form and sees its
+// secret once; a run starts waiting; the hook's delivery log shows the delivery; the
+// caught mail on the dev page links to the review page, which opens with the decision
+// still waiting. The pages pass axe-core.
+func TestNotificationsInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	app := webtest.StartWith(t, webtest.Options{Mail: true})
+	got := make(chan string, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Gantry-Event")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+
+	admin := startBrowser(t, chrome)
+	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
+	admin.do(t, "open the webhooks", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/settings/webhooks"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("add-webhook-button")))
+	requireAccessible(t, admin, "/settings/webhooks")
+	admin.do(t, "submit without a URL", chromedp.SetValue(chromedp.ID("hook-name"), "platform-alerts"),
+		chromedp.Click(chromedp.ID("add-webhook-button"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-url"]`)))
+	require.Equal(t, "platform-alerts", run(t, admin, "read the name", chromedp.Evaluate[string](`document.getElementById("hook-name").value`)),
+		"what was typed is kept")
+	admin.do(t, "add the webhook", chromedp.SetValue(chromedp.ID("hook-url"), receiver.URL+"/gantry"),
+		chromedp.Click(chromedp.ID("add-webhook-button"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="webhook-secret-value"]`)))
+	secret := liveText(t, admin, "webhook-secret-value")
+	require.True(t, strings.HasPrefix(secret, "whsec_"), secret)
+
+	operatorHTTP := app.LoggedIn(t, operatorEmail)
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	form := map[string][]string{"_csrf": {app.CSRF(t, operatorHTTP)}, "template": {"bucket"}, "environment": {staging},
+		"workspace": {"billing-assets"}, "kind": {"apply"}, "inputs.name": {"billing-assets"}}
+	resp := app.PostForm(t, operatorHTTP, "/requests", form)
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	runID := strings.TrimPrefix(resp.Header.Get("Location"), "/runs/")
+	select {
+	case e := <-got:
+		require.Equal(t, "decision.waiting", e)
+	case <-time.After(liveTimeout):
+		t.Fatal("the webhook received nothing")
+	}
+
+	admin.do(t, "open the delivery log", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="webhooks"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="webhooks"] a`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="deliveries"]`)))
+	require.NotContains(t, liveText(t, admin, "deliveries"), secret)
+	deadline := time.Now().Add(liveTimeout)
+	for !strings.Contains(run(t, admin, "read the log", chromedp.Evaluate[string](`document.querySelector('[data-testid="deliveries"]').innerHTML`)), `data-status="delivered"`) &&
+		time.Now().Before(deadline) {
+		admin.do(t, "reload the log", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="deliveries"]`)))
+	}
+	require.Contains(t, liveText(t, admin, "deliveries"), "HTTP 204")
+	requireAccessible(t, admin, "the webhook's page")
+	screenshotAt(t, admin, webhookScreenshot, 1280, 800, false)
+	admin.do(t, "reset the viewport", chromedp.ResetViewport())
+
+	// The caught mail, and its link.
+	admin.do(t, "open the caught mail", chromedp.Navigate(app.URL+"/dev/mail"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	deadline = time.Now().Add(liveTimeout)
+	for !strings.Contains(run(t, admin, "read the page", chromedp.Evaluate[string](`document.querySelector("main").innerText`)), "billing-assets #1") &&
+		time.Now().Before(deadline) {
+		admin.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	}
+	requireAccessible(t, admin, "/dev/mail")
+	screenshotAt(t, admin, devMailScreenshot, 1280, 800, false)
+	admin.do(t, "reset the viewport", chromedp.ResetViewport())
+	admin.do(t, "follow the review link", chromedp.Click(chromedp.CSS(`article.devmail a[href$="/runs/`+runID+`/review"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("approve")))
+	var state string
+	require.NoError(t, app.DB.Raw("SELECT state FROM runs WHERE id = ?", runID).Scan(&state).Error)
+	require.Equal(t, "PENDING_APPROVAL", state, "following the link decides nothing")
+
+	admin.do(t, "open the notification settings", chromedp.Click(chromedp.CSS(`a.account-link`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("save-preferences")))
+	requireAccessible(t, admin, "/settings/notifications")
+}

@@ -26,7 +26,7 @@ type NotificationService interface {
 	CreateHook(ctx context.Context, in notify.HookInput) (notify.Hook, string, error)
 	SetHookEnabled(ctx context.Context, id string, enabled bool) error
 	DeleteHook(ctx context.Context, id string) error
-	Redeliver(ctx context.Context, hookID, deliveryID string) (notify.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID string) (notify.Delivery, error)
 	HookOptions() notify.HookOptions
 }
 
@@ -209,10 +209,10 @@ func (h Notifications) hookAction(c echo.Context) error {
 }
 
 func (h Notifications) redeliver(c echo.Context) error {
-	d, err := h.Service.Redeliver(c.Request().Context(), c.Param("id"), c.Param("delivery"))
+	d, err := h.Service.Redeliver(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
 	_ = render.Flash(c, "success", "Sent again as delivery "+d.ID+".")
-	return render.Redirect(c, paths.Webhook(c.Param("id")))
+	return render.Redirect(c, paths.Webhook(d.WebhookID))
 }

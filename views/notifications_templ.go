@@ -1311,9 +1311,9 @@ func Webhook(p WebhookProps) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var62 string
-						templ_7745c5c3_Var62, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(paths.WebhookRedeliver(p.Hook.ID, d.ID))).ResolveURL(ctx)
+						templ_7745c5c3_Var62, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(paths.WebhookRedeliver(d.ID))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications.templ`, Line: 316, Col: 88}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications.templ`, Line: 316, Col: 77}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var62)
 						if templ_7745c5c3_Err != nil {

@@ -16,9 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/idempotency"
+	"gantry/models/notify"
 	"gantry/models/org"
 	"gantry/models/run"
 	"gantry/models/state"
@@ -48,6 +50,8 @@ type tenantObjects struct {
 	policy     string // an organization policy's name
 	invitation string // an open invitation's e-mail address
 	export     string // a finished audit export's id
+	webhook    string // a webhook's id
+	delivery   string // one of that webhook's deliveries
 }
 
 type routeFixtures struct {
@@ -119,6 +123,12 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	fx.hidden = tenantObjects{org: app.Orgs["acme"], env: app.OrgEnvironmentID(t, "acme", fx.hiddenEnvName), wsName: "routes-hidden"}
 
+	// A webhook each, on a receiver that takes everything, so that the runs below leave a
+	// delivery each (the decision waiting).
+	sink := newReceiver(t, http.StatusNoContent)
+	fx.acme.webhook, _ = addHook(t, app, fx.admin.client, "routes-acme-hook", sink.URL, "json", notify.DecisionWaiting)
+	fx.globex.webhook, _ = addHook(t, app, globexAdmin.client, "routes-globex-hook", sink.URL, "json", notify.DecisionWaiting)
+
 	// One run each, all waiting for a decision: acme's requested by its operator, the
 	// restricted one by acme's admin (the operator may not use that environment), globex's
 	// by globex's operator.
@@ -136,6 +146,13 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		r := waitForState(t, app, x.id, run.PendingApproval)
 		x.dst.run, x.dst.ws = r, r.WorkspaceID
 		fx.runs[r.ID] = r
+	}
+
+	for _, x := range []*tenantObjects{&fx.acme, &fx.globex} {
+		require.Eventually(t, func() bool {
+			return app.DB.Raw("SELECT id FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at LIMIT 1", x.webhook).
+				Scan(&x.delivery).Error == nil && x.delivery != ""
+		}, bench.Deadline(10*time.Second), 50*time.Millisecond, "a delivery of %s", x.webhook)
 	}
 
 	// The review page's sections, as it draws them (each has its own pager route).
@@ -164,7 +181,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

@@ -100,6 +100,10 @@ func (fx *routeFixtures) objectParams() []objectParam {
 		{param: "id", prefix: "/audit/exports/", what: "audit export", own: fx.acme.export, other: fx.globex.export, actor: fx.auditor,
 			noHidden: "an export is of the organization's whole log (its filters only narrow it), not of one environment; only " +
 				"auditors, admins and owners, who see restricted environments, may have one"},
+		{param: "id", prefix: "/settings/webhooks/", what: "webhook", own: fx.acme.webhook, other: fx.globex.webhook, actor: fx.admin,
+			noHidden: "a webhook belongs to the organization; only admins and owners, who see restricted environments, manage one"},
+		{param: "id", prefix: "/settings/deliveries/", what: "webhook delivery", own: fx.acme.delivery, other: fx.globex.delivery, actor: fx.admin,
+			noHidden: "a delivery belongs to its organization's webhook; only admins and owners, who see restricted environments, manage one"},
 		{param: "workspace", prefix: "/state/", what: "workspace state", own: fx.acme.ws, other: fx.globex.ws, state: true,
 			noHidden: "the state backend is called by a job with its run's credential, never by a member: the grant rule is about people " +
 				"(the credential reaches its own workspace only)"},
@@ -117,6 +121,7 @@ func (fx *routeFixtures) enumParams() []enumParam {
 	return []enumParam{
 		{param: "action", prefix: "/runs/", values: actions},
 		{param: "section", prefix: "/runs/", values: func(string) []string { return fx.sections }},
+		{param: "action", prefix: "/settings/webhooks/", values: func(string) []string { return []string{"enable", "disable", "delete"} }},
 		{param: "action", prefix: "/members/", values: func(method string) []string {
 			if method == http.MethodGet {
 				return []string{"remove"} // the confirmation page
@@ -368,9 +373,10 @@ func TestRouteTable(t *testing.T) {
 		// Every mutating route, sent as acme's auditor with a well-formed body on acme's
 		// own objects, is refused as forbidden, except the few that are an auditor's own.
 		own := map[string]string{
-			"POST /logout":        "ends the auditor's own session",
-			"POST /org/switch":    "moves the auditor's own session to another of their organizations",
-			"POST /audit/exports": "exporting the log is the auditor's work",
+			"POST /logout":                 "ends the auditor's own session",
+			"POST /org/switch":             "moves the auditor's own session to another of their organizations",
+			"POST /audit/exports":          "exporting the log is the auditor's work",
+			"POST /settings/notifications": "the auditor's own notification preferences",
 		}
 		sent := 0
 		for _, c := range cases {
@@ -759,6 +765,8 @@ var routeChecks = map[string]routeCheck{
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},
+	"POST /settings/notifications":   {why: "the signed-in member's own notification preferences: event names, no object"},
+	"POST /settings/webhooks":        {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
 	"POST /settings/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
 	"POST /requests": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		form := func(env string) (url.Values, string) {

@@ -354,22 +354,23 @@ func (s *Service) DeleteHook(ctx context.Context, id string) error {
 	})
 }
 
-// Redeliver sends delivery id's body again, as a new delivery of the same hook (signed
-// anew when it is sent). The hook must be enabled.
-func (s *Service) Redeliver(ctx context.Context, hookID, deliveryID string) (Delivery, error) {
+// Redeliver sends delivery deliveryID's body again, as a new delivery of the same hook
+// (signed anew when it is sent). The hook must be enabled.
+func (s *Service) Redeliver(ctx context.Context, deliveryID string) (Delivery, error) {
 	subject, err := authz.Require(ctx, authz.PermWebhooksManage)
 	if err != nil {
 		return Delivery{}, err
 	}
 	var out Delivery
 	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
-		h, err := s.hook(ctx, subject.OrganizationID, hookID, true)
+		var d Delivery
+		if err := db.Conn(ctx, s.db).Where("id = ? AND organization_id = ?", deliveryID, subject.OrganizationID).
+			Take(&d).Error; err != nil {
+			return fmt.Errorf("reading delivery %s: %w", deliveryID, db.Translate(err))
+		}
+		h, err := s.hook(ctx, subject.OrganizationID, d.WebhookID, true)
 		if err != nil {
 			return err
-		}
-		var d Delivery
-		if err := db.Conn(ctx, s.db).Where("id = ? AND webhook_id = ?", deliveryID, h.ID).Take(&d).Error; err != nil {
-			return fmt.Errorf("reading delivery %s: %w", deliveryID, db.Translate(err))
 		}
 		if !h.Enabled {
 			return errs.Explain(errs.ErrConflict, "This webhook is turned off. Turn it on to redeliver.")

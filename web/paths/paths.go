@@ -24,7 +24,7 @@ const (
 	RouteStatic           = "/static/*"
 	RouteWebhook          = "/settings/webhooks/:id"
 	RouteWebhookAction    = "/settings/webhooks/:id/:action"
-	RouteWebhookRedeliver = "/settings/webhooks/:id/deliveries/:delivery/redeliver"
+	RouteWebhookRedeliver = "/settings/deliveries/:id/redeliver"
 )
 
 // Notifications: personal preferences, the organization's webhooks, and (gantry dev
@@ -35,8 +35,8 @@ func Webhook(id string) string     { return Webhooks() + "/" + url.PathEscape(id
 
 // WebhookAction is enable, disable or delete of webhook id (a POST).
 func WebhookAction(id, action string) string { return Webhook(id) + "/" + url.PathEscape(action) }
-func WebhookRedeliver(id, deliveryID string) string {
-	return Webhook(id) + "/deliveries/" + url.PathEscape(deliveryID) + "/redeliver"
+func WebhookRedeliver(deliveryID string) string {
+	return "/settings/deliveries/" + url.PathEscape(deliveryID) + "/redeliver"
 }
 func DevMail() string { return "/dev/mail" }
 

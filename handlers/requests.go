@@ -317,8 +317,8 @@ func (h Requests) form(c echo.Context, status int, e catalog.Entry, req run.Requ
 			RequiresApproval: env.RequiresApproval, Restricted: env.Restricted})
 	}
 	for _, in := range e.Template.Inputs {
-		p.Fields = append(p.Fields, views.InputField{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum,
-			Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
+		p.Fields = append(p.Fields, views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
+			Enum: in.Enum, Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
 	}
 	return render.Page(c, status, views.RequestForm(p))
 }

@@ -113,7 +113,7 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 		return views.ReviewProps{}, err
 	}
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason,
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
 	c1 := data.Classification.Counts
 	p.Counts = []views.KV{{Key: "destroy", Value: strconv.Itoa(c1.Destroy)}, {Key: "replace", Value: strconv.Itoa(c1.Replace)},

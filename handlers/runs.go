@@ -118,7 +118,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}
-	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: r.StateReason, Terminal: r.Finished(),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r), Terminal: r.Finished(),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
 	p.Decision = decisionProps(r, perms, nil)
@@ -170,6 +170,15 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
 	}
 	return p, nil
+}
+
+// stateReason is the reason beside the run's state, unless it is the risk sentence the
+// page's summary already says (a run waiting for a decision): one sentence of risk.
+func stateReason(r run.Run) string {
+	if r.StateReason == r.RiskReason {
+		return ""
+	}
+	return r.StateReason
 }
 
 func reasonOf(ev audit.Event) string {

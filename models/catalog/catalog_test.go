@@ -285,11 +285,14 @@ func TestManifestErrors(t *testing.T) {
 	cases := []struct {
 		template, old, new, reason string
 	}{
-		{"network", "    required: true\n", "    requried: true\n", `template.yaml: line 9: unknown key "requried"`},
+		{"network", "    required: true\n", "    requried: true\n", `template.yaml: line 10: unknown key "requried"`},
 		{"network", "owner: platform-networking\n", "owner: platform-networking\ncolour: blue\n", `template.yaml: line 6: unknown key "colour"`},
 		{"network", "    type: number\n", "    type: integer\n", `template.yaml: inputs.subnet_count: type "integer" is not one of string, number, bool`},
 		{"network", "    default: 2\n", "    default: 9\n", `template.yaml: inputs.subnet_count: default 9 is not allowed: Enter a number from 1 to 6.`},
 		{"network", "    default: 2\n", "    default: two\n", `template.yaml: inputs.subnet_count: default two: is not a number`},
+		{"network", "    default: 2\n", "    default: 2.5\n", `template.yaml: inputs.subnet_count: default 2.5 of an integer input is not a whole number`},
+		{"network", "    label: Network name\n", "    label: Network name\n    integer: true\n", `template.yaml: inputs.name: integer applies only to number inputs`},
+		{"network", "    label: Network name\n", "    label: " + strings.Repeat("x", 61) + "\n", `template.yaml: inputs.name: label must be one line of at most 60 characters`},
 		{"network", "    default: eu-west\n", "    default: mars\n", `template.yaml: inputs.region: default mars is not one of the enum values eu-west, eu-central, us-east`},
 		{"network", "    default: 10.20.0.0/16\n", "    default: 192.168.0.0/16\n", `template.yaml: inputs.cidr: default "192.168.0.0/16" does not match pattern`},
 		{"network", "    divergence: count\n", "    divergence: sometimes\n", `template.yaml: inputs.subnet_count: divergence "sometimes" is not one of fixed, capacity, count, retention, scaling`},

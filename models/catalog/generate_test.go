@@ -41,7 +41,7 @@ func TestGeneratePostgres(t *testing.T) {
 	t.Parallel()
 	e, err := load(t, os.DirFS("../../catalog"), nil).Get("postgres")
 	require.NoError(t, err)
-	inputs, v := e.Template.ValidateInputs(map[string]string{"name": "orders-db", "size": "medium", "storage_gb": "50.5"})
+	inputs, v := e.Template.ValidateInputs(map[string]string{"name": "orders-db", "size": "medium", "storage_gb": "50"})
 	require.Nil(t, v)
 
 	b, err := e.Generate(catalog.GenerateInput{WorkspaceID: "ws-123", Inputs: inputs, StateAddress: stateURL + "/"})

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -80,8 +81,13 @@ func (in Input) parse(s string) (val any, msg string) {
 	switch in.Type {
 	case TypeNumber:
 		f, err := parseNumber(s)
-		if err != nil {
+		switch {
+		case err != nil && in.Integer:
+			return nil, "Enter a whole number, digits only (for example 20)."
+		case err != nil:
 			return nil, "Enter a whole or decimal number."
+		case in.Integer && f != math.Trunc(f):
+			return nil, fmt.Sprintf("Enter a whole number: %s has decimals.", s)
 		}
 		return f, ""
 	case TypeBool:

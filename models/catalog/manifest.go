@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +20,9 @@ const (
 	TypeNumber = "number"
 	TypeBool   = "bool"
 )
+
+// MaxLabel bounds an input's label.
+const MaxLabel = 60
 
 // Divergence kinds: how a drifted or changed value of an input is judged later on.
 const (
@@ -55,9 +59,14 @@ type Template struct {
 
 // Input is one variable a person fills in when using a template.
 type Input struct {
-	Name     string `yaml:"name"`
-	Type     string `yaml:"type"`
-	Required bool   `yaml:"required"`
+	Name string `yaml:"name"`
+	// Label is the input as a person reads it ("Storage (GiB)"), shown beside the
+	// variable name; empty: the name alone.
+	Label string `yaml:"label"`
+	Type  string `yaml:"type"`
+	// Integer: a number input takes whole numbers only (a count, days, GiB).
+	Integer  bool `yaml:"integer"`
+	Required bool `yaml:"required"`
 	// Default fills the input when a person leaves it empty; see Template.
 	Default any `yaml:"default"`
 	// Enum holds the allowed values as strings; for number inputs they are
@@ -197,6 +206,20 @@ func (in *Input) check() []string {
 			add("pattern does not compile: %v", err)
 		}
 	}
+	if len(in.Label) > MaxLabel || strings.ContainsAny(in.Label, "\r\n") {
+		add("label must be one line of at most %d characters", MaxLabel)
+	}
+	if in.Integer {
+		if in.Type != TypeNumber {
+			add("integer applies only to number inputs")
+		}
+		for _, b := range []*float64{in.Min, in.Max} {
+			if b != nil && *b != math.Trunc(*b) {
+				add("min and max of an integer input must be whole numbers")
+				break
+			}
+		}
+	}
 	if (in.Min != nil || in.Max != nil) && in.Type != TypeNumber {
 		add("min and max apply only to number inputs")
 	}
@@ -209,8 +232,10 @@ func (in *Input) check() []string {
 		}
 		if in.Type == TypeNumber {
 			for _, e := range in.Enum {
-				if _, err := parseNumber(e); err != nil {
+				if f, err := parseNumber(e); err != nil {
 					add("enum value %q is not a number", e)
+				} else if in.Integer && f != math.Trunc(f) {
+					add("enum value %q of an integer input is not a whole number", e)
 				}
 			}
 		}
@@ -224,6 +249,10 @@ func (in *Input) check() []string {
 		return problems
 	}
 	in.Default = def
+	if f, ok := def.(float64); ok && in.Integer && f != math.Trunc(f) {
+		add("default %v of an integer input is not a whole number", def)
+		return problems
+	}
 	switch kind, msg := in.violation(def); kind {
 	case "":
 	case violationEnum:

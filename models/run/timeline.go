@@ -255,7 +255,8 @@ func (t timeline) decision() Stage {
 	}
 	switch r.State {
 	case PendingApproval:
-		detail := "waiting: " + r.StateReason
+		// Who decides, not the risk sentence again: the page says that once, above.
+		detail := "waiting for " + Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}.Summary()
 		if r.DecisionDeadline != nil {
 			detail += "; decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
 		}

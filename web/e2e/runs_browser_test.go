@@ -119,9 +119,13 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 	require.Equal(t, 1, loads, "documents seen: %v", b.events.documentList())
 
 	waitForRunState(t, b, "PENDING_APPROVAL")
-	// The risk class and the rule that set it say why a person must decide.
-	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "risk 1 in a protected environment")
-	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-reason"]`)), "(rule create_update_only)")
+	// The risk class and the rule that set it say why a person must decide, once: in
+	// the summary, not again beside the state.
+	summary := text(t, b, chromedp.CSS(`[data-testid="review-summary"]`))
+	require.Contains(t, summary, "risk 1 in a protected environment")
+	require.Contains(t, summary, "(rule create_update_only)")
+	reasons := run(t, b, "count the state reasons", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="run-reason"]').length`))
+	require.Zero(t, reasons, "the risk sentence is said once")
 	require.Equal(t, "current", stage(t, b, "Decision")["status"], "the Decision stage while waiting")
 	approveButtons := run(t, b, "look for an approve button", chromedp.Evaluate[int](`document.querySelectorAll("#approve").length`))
 	require.Zero(t, approveButtons, "the requester must not be offered to approve their own run (four eyes)")

@@ -194,7 +194,7 @@ func (h Audit) historyProps(ctx context.Context, q audit.Query, qerr error) (vie
 		if err != nil {
 			return props, err
 		}
-		if props.Rows, err = h.rows(ctx, page.Events, audit.Names{Environments: envs, Users: members}); err != nil {
+		if props.Rows, err = auditRows(ctx, h.Names, page.Events, audit.Names{Environments: envs, Users: members}); err != nil {
 			return props, err
 		}
 		if page.Next > 0 {
@@ -223,8 +223,9 @@ func (h Audit) historyProps(ctx context.Context, q audit.Query, qerr error) (vie
 	return props, nil
 }
 
-// rows turns events into sentences with names and links.
-func (h Audit) rows(ctx context.Context, events []audit.Event, names audit.Names) ([]views.AuditRow, error) {
+// auditRows turns events into sentences with names (names, completed with the
+// workspaces the events name) and links.
+func auditRows(ctx context.Context, lookup AuditNames, events []audit.Event, names audit.Names) ([]views.AuditRow, error) {
 	var wsIDs []string
 	for _, e := range events {
 		for _, id := range []string{e.WorkspaceID, workspaceOfData(e)} {
@@ -233,7 +234,7 @@ func (h Audit) rows(ctx context.Context, events []audit.Event, names audit.Names
 			}
 		}
 	}
-	workspaces, err := h.Names.WorkspaceNames(ctx, wsIDs)
+	workspaces, err := lookup.WorkspaceNames(ctx, wsIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +323,7 @@ func (h Audit) historyJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.rows(ctx, page.Events, audit.Names{Environments: envs, Users: members})
+	rows, err := auditRows(ctx, h.Names, page.Events, audit.Names{Environments: envs, Users: members})
 	if err != nil {
 		return err
 	}

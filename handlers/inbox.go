@@ -48,10 +48,10 @@ func (h Runs) approvals(c echo.Context) error {
 		return err
 	}
 	p := views.ApprovalsProps{}
-	if p.ForYou, err = h.inboxRows(ctx, mine, now); err != nil {
+	if p.ForYou, err = inboxRows(ctx, h.Workspaces, mine, now); err != nil {
 		return err
 	}
-	if p.ForOthers, err = h.inboxRows(ctx, others, now); err != nil {
+	if p.ForOthers, err = inboxRows(ctx, h.Workspaces, others, now); err != nil {
 		return err
 	}
 	if len(mine) == page {
@@ -80,12 +80,13 @@ func cursorOf(e run.InboxEntry) string {
 	return e.DecisionDeadline.UTC().Format(time.RFC3339Nano) + "|" + e.ID
 }
 
-func (h Runs) inboxRows(ctx context.Context, entries []run.InboxEntry, now time.Time) ([]views.InboxRow, error) {
+// inboxRows are the inbox's rows of entries, at now (the database clock).
+func inboxRows(ctx context.Context, wss WorkspaceReader, entries []run.InboxEntry, now time.Time) ([]views.InboxRow, error) {
 	runs := make([]run.Run, len(entries))
 	for i, e := range entries {
 		runs[i] = e.Run
 	}
-	rows, err := h.rows(ctx, runs)
+	rows, err := runRows(ctx, wss, runs)
 	if err != nil {
 		return nil, err
 	}

@@ -204,7 +204,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	// Everything below needs a signed-in member of an organization.
 	app := web.Group("", s.requireMember)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
-	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit}.Register(app)
+	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}
+	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
@@ -222,7 +223,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
-		Names: auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}}.Register(app)
+		Names: names}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}

@@ -74,6 +74,18 @@ func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
 	return s.list(ctx, listQuery{order: "created_at DESC", limit: limit})
 }
 
+// ListMine returns the newest runs the subject requested (a requester's landing page).
+func (s *Service) ListMine(ctx context.Context, limit int) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 200 {
+		limit = 20
+	}
+	return s.list(ctx, listQuery{requestedBy: subject.UserID, order: "created_at DESC", limit: limit})
+}
+
 // History returns the audit events of run r (read through Get), oldest first: the
 // gate timeline's evidence.
 func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {

@@ -73,6 +73,7 @@ func (st store) create(ctx context.Context, r Run) error {
 type listQuery struct {
 	orgID       string
 	workspaceID string
+	requestedBy string // a user id: the runs that user requested
 	states      []State
 	// waiting: the runs waiting for a person's decision (PENDING_APPROVAL, or a soft
 	// policy block waiting for an override).
@@ -87,6 +88,9 @@ func (st store) list(ctx context.Context, q listQuery) ([]Run, error) {
 	tx := st.conn(ctx).Where("organization_id = ?", q.orgID)
 	if q.workspaceID != "" {
 		tx = tx.Where("workspace_id = ?", q.workspaceID)
+	}
+	if q.requestedBy != "" {
+		tx = tx.Where("requested_by = ?", q.requestedBy)
 	}
 	if len(q.states) > 0 {
 		tx = tx.Where("state IN ?", q.states)

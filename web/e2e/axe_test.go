@@ -89,6 +89,17 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
+	// The landing pages: the admin's (what waits for her, the activity feed) and the
+	// requester's (her runs and what each waits on).
+	b.do(t, "open the admin's landing page", chromedp.Navigate(app.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="dashboard-activity"]`)))
+	screenshotAt(t, b, "/tmp/gantry-dashboard-admin-1280.png", 1280, 1000, true)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
+	requester := startBrowser(t, chrome)
+	signInAs(t, requester, app, operatorEmail, operatorPassword, "Olivia")
+	requester.do(t, "open the requester's landing page", chromedp.Navigate(app.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="my-runs"]`)))
+	requireAccessible(t, requester, "the requester's landing page")
+	screenshotAt(t, requester, "/tmp/gantry-dashboard-operator-1280.png", 1280, 800, false)
+
 	// The request form as it comes back with errors.
 	b.do(t, "submit a request with mistakes", chromedp.Navigate(app.URL+"/requests/new?template=bucket"),
 		chromedp.WaitVisible(chromedp.ID("submit-request")),

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
+	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/run"
@@ -50,6 +51,8 @@ type RunService interface {
 // WorkspaceReader reads workspaces.
 type WorkspaceReader interface {
 	Get(ctx context.Context, id string) (workspace.View, error)
+	// Views reads several at once (those the reader may see).
+	Views(ctx context.Context, ids []string) (map[string]workspace.View, error)
 }
 
 // RunChanges delivers a signal whenever a run moves.
@@ -242,26 +245,36 @@ func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) 
 }
 
 func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.RunRow, error) {
-	cache := map[string]workspace.View{}
+	ids := make([]string, 0, len(runs))
+	for _, r := range runs {
+		ids = append(ids, r.WorkspaceID)
+	}
+	byID, err := wss.Views(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]views.RunRow, 0, len(runs))
 	for _, r := range runs {
-		ws, ok := cache[r.WorkspaceID]
+		ws, ok := byID[r.WorkspaceID]
 		if !ok {
-			var err error
-			if ws, err = wss.Get(ctx, r.WorkspaceID); err != nil {
-				return nil, err
-			}
-			cache[r.WorkspaceID] = ws
+			// The run service showed the run, so its workspace is visible too: a
+			// workspace missing here is a fault, not a hidden one.
+			return nil, fmt.Errorf("run %s: workspace %s: %w", r.ID, r.WorkspaceID, errs.ErrNotFound)
 		}
-		row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
-			Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
-			CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
-		if r.RiskClass != nil {
-			row.Risk = strconv.Itoa(*r.RiskClass)
-		}
-		rows = append(rows, row)
+		rows = append(rows, runRow(r, ws))
 	}
 	return rows, nil
+}
+
+// runRow is run r of workspace ws as a list shows it.
+func runRow(r run.Run, ws workspace.View) views.RunRow {
+	row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
+		Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
+		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
+	if r.RiskClass != nil {
+		row.Risk = strconv.Itoa(*r.RiskClass)
+	}
+	return row
 }
 
 // waitingPhase names the phase a run in state s would start next: the phases whose jobs

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/models/listing"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/workspace"
@@ -15,16 +17,24 @@ import (
 	"gantry/web/render"
 )
 
-// WorkspaceLister lists and reads workspaces.
+// WorkspaceLister searches and reads workspaces.
 type WorkspaceLister interface {
-	List(ctx context.Context) ([]workspace.View, error)
+	Search(ctx context.Context, q workspace.Query) (listing.Result[workspace.View], int64, error)
 	Get(ctx context.Context, id string) (workspace.View, error)
+	Views(ctx context.Context, ids []string) (map[string]workspace.View, error)
 }
 
 // RunLister lists runs.
 type RunLister interface {
 	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
-	ListRecent(ctx context.Context, limit int) ([]run.Run, error)
+	Latest(ctx context.Context, workspaceIDs []string) (map[string]run.Run, error)
+}
+
+// ListNames names what lists filter by: the environments the reader may see (id to
+// name) and the catalog's templates.
+type ListNames interface {
+	EnvironmentNames(ctx context.Context) (map[string]string, error)
+	TemplateNames() []string
 }
 
 // Workspaces serves the workspace list and workspace pages.
@@ -32,6 +42,7 @@ type Workspaces struct {
 	Workspaces WorkspaceLister
 	Runs       RunLister
 	States     WorkspaceStates
+	Names      ListNames
 }
 
 // WorkspaceStates reads what a workspace's state holds (state.Store).
@@ -45,25 +56,73 @@ func (h Workspaces) Register(g *echo.Group) {
 	g.GET(paths.RouteWorkspace, h.show)
 }
 
+// workspaceColumns are the workspace list's columns.
+var workspaceColumns = []sortColumn{{label: "Workspace", key: workspace.SortName}, {label: "Environment", key: workspace.SortEnvironment},
+	{label: "Template", key: workspace.SortTemplate}, {label: "Last run", key: workspace.SortActivity, descFirst: true}}
+
+// list is one page of the workspaces the reader may see: searched by name, filtered by
+// environment, template or an apply in progress, sorted by a column, each with its
+// newest run.
 func (h Workspaces) list(c echo.Context) error {
 	ctx := c.Request().Context()
-	wss, err := h.Workspaces.List(ctx)
+	l, err := readList(c, paths.Workspaces(), workspace.SortKeys(), listing.Sort{Key: workspace.SortName}, 50)
 	if err != nil {
 		return err
 	}
-	recent, err := h.Runs.ListRecent(ctx, 20)
+	envs, templates, err := filterChoices(ctx, h.Names)
 	if err != nil {
 		return err
 	}
-	var p views.WorkspacesProps
-	for _, ws := range wss {
-		p.Workspaces = append(p.Workspaces, views.WorkspaceRow{ID: ws.ID, Name: ws.Name, Environment: ws.EnvironmentName,
-			Template: ws.TemplateName, Applying: ws.ActiveRunID != nil})
+	filters := []views.ListFilter{{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
+		{Name: "template", Label: "Template", Any: "Any template", Choices: templates, Selected: choice(l, "template", templates)}}
+	checks := []views.ListCheck{{Name: "applying", Label: "Only those applying now", Checked: l.query.Get("applying") != ""}}
+	p := views.WorkspacesProps{Controls: l.controls("workspaces", "Search workspaces", "Part of a workspace's name.", filters, checks),
+		Headers: l.headers(workspaceColumns)}
+	p.Controls.Noun, p.Controls.Nouns = "workspace", "workspaces"
+	status := http.StatusOK
+	if l.refused() {
+		return render.Page(c, http.StatusUnprocessableEntity, views.Workspaces(p))
 	}
-	if p.Recent, err = runRows(ctx, h.Workspaces, recent); err != nil {
+	page, total, err := h.Workspaces.Search(ctx, workspace.Query{Text: l.text, EnvironmentID: filters[0].Selected, Template: filters[1].Selected,
+		Applying: checks[0].Checked, Page: l.page})
+	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.Workspaces(p))
+	p.Controls.Total, p.None = total, total == 0 && !p.Controls.Filtered
+	ids := make([]string, len(page.Rows))
+	for i, w := range page.Rows {
+		ids[i] = w.ID
+	}
+	last, err := h.Runs.Latest(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, w := range page.Rows {
+		row := views.WorkspaceRow{ID: w.ID, Name: w.Name, Environment: w.EnvironmentName, Template: w.TemplateName, Applying: w.ActiveRunID != nil}
+		if r, ok := last[w.ID]; ok {
+			rr := runRow(r, w)
+			row.LastRun = &rr
+		}
+		p.Workspaces = append(p.Workspaces, row)
+	}
+	p.Pager = pager(l, page, "Pages of workspaces")
+	return render.Page(c, status, views.Workspaces(p))
+}
+
+// filterChoices are the environments (by name) and templates lists filter by.
+func filterChoices(ctx context.Context, names ListNames) (envs, templates []views.ListChoice, err error) {
+	byID, err := names.EnvironmentNames(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for id, name := range byID {
+		envs = append(envs, views.ListChoice{Value: id, Label: name})
+	}
+	slices.SortFunc(envs, func(a, b views.ListChoice) int { return cmp.Compare(a.Label, b.Label) })
+	for _, t := range names.TemplateNames() {
+		templates = append(templates, views.ListChoice{Value: t, Label: t})
+	}
+	return envs, templates, nil
 }
 
 func (h Workspaces) show(c echo.Context) error {

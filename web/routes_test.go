@@ -626,6 +626,9 @@ var listShows = map[string]func(fx *routeFixtures) map[*routeWho][]string{
 	"/workspaces": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.ws, fx.hidden.ws}, &fx.auditor: {fx.hidden.ws}, &fx.operator: {fx.acme.ws}}
 	},
+	"/runs": func(fx *routeFixtures) map[*routeWho][]string {
+		return map[*routeWho][]string{&fx.admin: {fx.acme.run.ID, fx.hidden.run.ID}, &fx.auditor: {fx.hidden.run.ID}, &fx.operator: {fx.acme.run.ID}}
+	},
 	"/approvals": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.run.ID, fx.hidden.run.ID}, &fx.operator: {fx.acme.run.ID}}
 	},

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -204,7 +205,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	// Everything below needs a signed-in member of an organization.
 	app := web.Group("", s.requireMember)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
-	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs}
+	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app)
@@ -219,7 +220,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		runs.Executors = svc.Executors
 	}
 	runs.Register(app)
-	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State}.Register(app)
+	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State, Names: names}.Register(app)
+	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
@@ -302,6 +304,17 @@ type auditNames struct {
 	environments *environment.Service
 	workspaces   *workspace.Service
 	orgs         *org.Service
+	catalog      *catalog.Catalog
+}
+
+// TemplateNames are the catalog's templates by name (what lists filter by).
+func (n auditNames) TemplateNames() []string {
+	var out []string
+	for _, e := range n.catalog.All() {
+		out = append(out, e.Template.Name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (n auditNames) EnvironmentNames(ctx context.Context) (map[string]string, error) {

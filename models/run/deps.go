@@ -59,6 +59,9 @@ type Workspaces interface {
 	NameOf(ctx context.Context, orgID, id string) (string, error)
 	// Names are the names of an environment's workspaces.
 	Names(ctx context.Context, orgID, envID string) ([]string, error)
+	// Matching lists, by name, the ids of at most limit workspaces whose name holds
+	// text (is text, when exact).
+	Matching(ctx context.Context, orgID, text string, exact bool, limit int) ([]string, error)
 	// Ensure returns the named workspace, created (and audited) on first use, locked
 	// until the transaction in ctx ends.
 	Ensure(ctx context.Context, orgID, envID, name, template string) (workspace.Workspace, error)

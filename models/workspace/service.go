@@ -3,17 +3,21 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"gorm.io/gorm"
 
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/listing"
 )
 
 // View is a workspace with its environment's name.
 type View struct {
 	Workspace
 	EnvironmentName string
+	// EnvironmentRank orders environments by tier: development 1, staging 2, production 3.
+	EnvironmentRank int
 }
 
 // Access says which environments a member may not see (environment.Service): the
@@ -32,8 +36,14 @@ type Service struct {
 // NewService returns the workspace service.
 func NewService(gdb *gorm.DB, access Access) *Service { return &Service{db: gdb, access: access} }
 
-const viewQuery = `SELECT w.*, e.name AS environment_name FROM workspaces w
-	JOIN environments e ON e.id = w.environment_id AND e.organization_id = w.organization_id`
+// tierRank is the SQL of an environment's place by tier (e: environments).
+const tierRank = `CASE e.tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END`
+
+const (
+	viewColumns = `w.*, e.name AS environment_name, ` + tierRank + ` AS environment_rank`
+	viewJoin    = `JOIN environments e ON e.id = w.environment_id AND e.organization_id = w.organization_id`
+	viewQuery   = `SELECT ` + viewColumns + ` FROM workspaces w ` + viewJoin
+)
 
 // hidden is the SQL that leaves out the workspaces of environments subject may not see.
 func (s *Service) hidden(ctx context.Context, subject authz.Subject) (string, []any, error) {
@@ -83,6 +93,33 @@ func (s *Service) Get(ctx context.Context, id string) (View, error) {
 	return out[0], nil
 }
 
+// Views returns those of ids that are workspaces the subject may see, by id (others
+// are left out): one read for a page of runs.
+func (s *Service) Views(ctx context.Context, ids []string) (map[string]View, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]View{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	hide, args, err := s.hidden(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	var rows []View
+	err = db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ? AND w.id IN ?`+hide,
+		append([]any{subject.OrganizationID, ids}, args...)...).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading workspaces: %w", err)
+	}
+	for _, w := range rows {
+		out[w.ID] = w
+	}
+	return out, nil
+}
+
 // Names maps those of ids that are workspaces the subject may see to their names
 // (others are left out), for pages that show what an id is (the audit history).
 func (s *Service) Names(ctx context.Context, ids []string) (map[string]string, error) {
@@ -108,4 +145,92 @@ func (s *Service) Names(ctx context.Context, ids []string) (map[string]string, e
 		out[w.ID] = w.Name
 	}
 	return out, nil
+}
+
+// Query narrows the workspace list: a text in the name, an environment, a template,
+// only those applying now; and the page.
+type Query struct {
+	Text          string
+	EnvironmentID string
+	Template      string
+	Applying      bool
+	Page          listing.Page
+}
+
+// Sort keys of the workspace list.
+const (
+	SortName        = "name"
+	SortEnvironment = "environment"
+	SortTemplate    = "template"
+	SortActivity    = "activity"
+)
+
+// Orders are the workspace list's orders, each ending in the id; the first is the
+// default. Name and activity walk an index of their own (workspaces_org_*_idx).
+var Orders = []listing.Order[View]{
+	{Key: SortName, Columns: []listing.Column[View]{
+		{SQL: "w.name", Value: func(v View) string { return v.Name }},
+		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},
+	{Key: SortEnvironment, Columns: []listing.Column[View]{
+		{SQL: tierRank, Kind: listing.Int, Value: func(v View) string { return strconv.Itoa(v.EnvironmentRank) }},
+		{SQL: "e.name", Value: func(v View) string { return v.EnvironmentName }},
+		{SQL: "w.name", Value: func(v View) string { return v.Name }},
+		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},
+	{Key: SortTemplate, Columns: []listing.Column[View]{
+		{SQL: "w.template_name", Value: func(v View) string { return v.TemplateName }},
+		{SQL: "w.name", Value: func(v View) string { return v.Name }},
+		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},
+	{Key: SortActivity, Columns: []listing.Column[View]{
+		{SQL: "w.last_run_at", Kind: listing.Time, Value: func(v View) string { return listing.TimeValue(v.LastRunAt) }},
+		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},
+}
+
+// SortKeys are the keys of Orders.
+func SortKeys() []string {
+	keys := make([]string, len(Orders))
+	for i, o := range Orders {
+		keys[i] = o.Key
+	}
+	return keys
+}
+
+// Search returns one page of the organization's workspaces the subject may see that
+// match q, and how many match in all.
+func (s *Service) Search(ctx context.Context, q Query) (listing.Result[View], int64, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return listing.Result[View]{}, 0, err
+	}
+	hidden, err := s.access.HiddenFrom(ctx, subject)
+	if err != nil {
+		return listing.Result[View]{}, 0, err
+	}
+	filtered := func() *gorm.DB {
+		tx := db.Conn(ctx, s.db).Table("workspaces w").Joins(viewJoin).Where("w.organization_id = ?", subject.OrganizationID)
+		if len(hidden) > 0 {
+			tx = tx.Where("w.environment_id NOT IN ?", hidden)
+		}
+		if q.Text != "" {
+			tx = tx.Where(listing.Contains("w.name"), q.Text)
+		}
+		if q.EnvironmentID != "" {
+			tx = tx.Where("w.environment_id = ?", q.EnvironmentID)
+		}
+		if q.Template != "" {
+			tx = tx.Where("w.template_name = ?", q.Template)
+		}
+		if q.Applying {
+			tx = tx.Where("w.active_run_id IS NOT NULL")
+		}
+		return tx
+	}
+	var total int64
+	if err := filtered().Count(&total).Error; err != nil {
+		return listing.Result[View]{}, 0, fmt.Errorf("counting workspaces: %w", err)
+	}
+	page, err := listing.Fetch(filtered().Select(viewColumns), Orders, q.Page)
+	if err != nil {
+		return listing.Result[View]{}, 0, fmt.Errorf("listing workspaces: %w", err)
+	}
+	return page, total, nil
 }

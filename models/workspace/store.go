@@ -11,6 +11,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/db"
 	"gantry/models/errs"
+	"gantry/models/listing"
 )
 
 // Store holds what the run lifecycle asks of workspaces: finding and creating them,
@@ -59,6 +60,22 @@ func (s *Store) Names(ctx context.Context, orgID, envID string) ([]string, error
 	return names, nil
 }
 
+// Matching lists, by name, the ids of orgID's workspaces whose name holds text (is
+// text, when exact), at most limit of them: a search of the runs list.
+func (s *Store) Matching(ctx context.Context, orgID, text string, exact bool, limit int) ([]string, error) {
+	q := db.Conn(ctx, s.db).Model(&Workspace{}).Where("organization_id = ?", orgID)
+	if exact {
+		q = q.Where("name = ?", text)
+	} else {
+		q = q.Where(listing.Contains("name"), text)
+	}
+	var ids []string
+	if err := q.Order("name, id").Limit(limit).Pluck("id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("searching workspaces: %w", err)
+	}
+	return ids, nil
+}
+
 // Ensure finds or creates the named workspace under a row lock held until the
 // transaction in ctx ends, so two requests for the same new workspace get one
 // workspace and consecutive run numbers. A workspace holding another template is a
@@ -89,10 +106,12 @@ func (s *Store) Ensure(ctx context.Context, orgID, envID, name, template string)
 	return locked, nil
 }
 
-// TakeRunNumber returns workspace id's next run number and counts it used.
+// TakeRunNumber returns workspace id's next run number and counts it used; the run
+// requested now is its newest (last activity).
 func (s *Store) TakeRunNumber(ctx context.Context, id string) (int, error) {
 	var n int
-	err := db.Conn(ctx, s.db).Raw("UPDATE workspaces SET next_run_number = next_run_number + 1 WHERE id = ? RETURNING next_run_number - 1", id).Scan(&n).Error
+	err := db.Conn(ctx, s.db).Raw(`UPDATE workspaces SET next_run_number = next_run_number + 1, last_run_at = now()
+		WHERE id = ? RETURNING next_run_number - 1`, id).Scan(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("numbering run: %w", err)
 	}

@@ -16,6 +16,8 @@ type Workspace struct {
 	NextRunNumber  int
 	// ActiveRunID is the apply slot: the one run applying or verifying, if any.
 	ActiveRunID *string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// LastRunAt is when its newest run was requested (the list's "last activity").
+	LastRunAt time.Time `gorm:"default:now()"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }

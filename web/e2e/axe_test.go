@@ -85,7 +85,7 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
 	for _, page := range []string{"/", "/catalog", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
-		"/workspaces", "/workspaces/" + r.WorkspaceID, "/audit"} {
+		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/audit"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}

@@ -115,6 +115,17 @@ func RunReviewSection(id, section string, page int) string {
 }
 func Workspaces() string         { return "/workspaces" }
 func Workspace(id string) string { return "/workspaces/" + url.PathEscape(id) }
+func Runs() string               { return "/runs" }
+
+// Filtered is a list's path with its search, filters, sort and page in q (path alone
+// when q is empty): path is one of the list paths (Workspaces, Runs, Approvals,
+// Policies).
+func Filtered(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
 
 // WorkspaceDestroy asks before a workspace is destroyed.
 func WorkspaceDestroy(id string) string { return Workspace(id) + "/destroy" }

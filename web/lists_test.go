@@ -1,0 +1,235 @@
+package web_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
+	"gantry/web/webtest"
+)
+
+// listPage is a list page's rows (the data-testid of each, in order) and its links.
+type listPage struct {
+	body       string
+	rows       []string
+	next, prev string
+}
+
+var (
+	listRow  = regexp.MustCompile(`<tr data-testid="((?:workspace|run)-[^"]+)"`)
+	nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next"`)
+	prevLink = regexp.MustCompile(`<a href="([^"]+)" rel="prev"`)
+)
+
+func getList(t *testing.T, app *webtest.App, c *http.Client, path string) listPage {
+	t.Helper()
+	resp := app.Get(t, c, path)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s\n%s", path, body)
+	p := listPage{body: body}
+	for _, m := range listRow.FindAllStringSubmatch(body, -1) {
+		p.rows = append(p.rows, m[1])
+	}
+	if m := nextLink.FindStringSubmatch(body); m != nil {
+		p.next = html.UnescapeString(m[1])
+	}
+	if m := prevLink.FindStringSubmatch(body); m != nil {
+		p.prev = html.UnescapeString(m[1])
+	}
+	return p
+}
+
+// seedWorkspaces writes n workspaces named prefix-001… in environment envID of orgID,
+// each with a last activity a minute after the one before (as if each had a run).
+func seedWorkspaces(t testing.TB, app *webtest.App, orgID, envID, prefix string, n int) {
+	t.Helper()
+	require.NoError(t, app.DB.Exec(`INSERT INTO workspaces (id, organization_id, environment_id, name, template_name, last_run_at)
+		SELECT 'ws-' || ? || lpad(g::text, 5, '0'), ?, ?, ? || '-' || lpad(g::text, 3, '0'), 'bucket', now() - interval '1 day' + g * interval '1 minute'
+		FROM generate_series(1, ?) AS g`, prefix, orgID, envID, prefix, n).Error)
+}
+
+// names are the workspace names of a page's rows, read from its links.
+func workspaceNames(t *testing.T, p listPage) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile(`<tr data-testid="workspace-[^"]+">\s*<th scope="row"><a href="/workspaces/[^"]+">([^<]+)</a>`).FindAllStringSubmatch(p.body, -1) {
+		out = append(out, m[1])
+	}
+	require.Len(t, out, len(p.rows))
+	return out
+}
+
+// TestWorkspaceListSearchSortAndPages: the workspaces list finds by part of a name,
+// filters by environment, template and applying, sorts by each column both ways and
+// pages through thousands by keyset, every workspace once and in order, forwards and
+// back; each row carries its newest run's state; another organization's workspaces
+// never appear, not even searched for by name; a broken cursor is a 400 and a search
+// text with a NUL a field message with nothing listed.
+func TestWorkspaceListSearchSortAndPages(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+
+	applied := bucketRequest(dev, "eu-west")
+	applied.Set("workspace", "lists-alpha")
+	alpha := waitForState(t, app, requestRun(t, app, operator, applied), run.Succeeded)
+	beta := waitingIn(t, app, operator, "lists-beta")
+	globexOperator := app.LoggedIn(t, "operator@globex.test")
+	other := bucketRequest(app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
+	other.Set("workspace", "lists-globex")
+	waitForState(t, app, requestRun(t, app, globexOperator, other), run.Succeeded)
+	seedWorkspaces(t, app, app.Orgs["acme"], dev, "bulk", 120)
+
+	// Search: part of a name, in any case; each row with its newest run.
+	p := getList(t, app, operator, "/workspaces?q=LISTS")
+	require.Equal(t, []string{"workspace-" + alpha.WorkspaceID, "workspace-" + beta.WorkspaceID}, p.rows)
+	require.Contains(t, p.body, "2 workspaces match")
+	require.Regexp(t, `(?s)data-testid="workspace-`+alpha.WorkspaceID+`".*?data-testid="last-run">.*?#1</a>\s*<span class="[^"]*">SUCCEEDED<`, p.body)
+	require.Regexp(t, `(?s)data-testid="workspace-`+beta.WorkspaceID+`".*?data-testid="last-run">.*?PENDING_APPROVAL`, p.body)
+	require.NotContains(t, p.body, "lists-globex", "another organization's workspace is not found")
+	require.Contains(t, getList(t, app, globexOperator, "/workspaces?q=lists").body, "lists-globex")
+	require.NotContains(t, getList(t, app, globexOperator, "/workspaces?q=lists").body, "lists-alpha")
+
+	// Filters: an environment, a template, applying now.
+	p = getList(t, app, operator, "/workspaces?environment="+url.QueryEscape(staging))
+	require.Equal(t, []string{"workspace-" + beta.WorkspaceID}, p.rows)
+	require.Contains(t, p.body, `<option value="`+staging+`" selected>staging</option>`, "the form shows the filter")
+	require.Empty(t, getList(t, app, operator, "/workspaces?template=postgres").rows)
+	require.Contains(t, getList(t, app, operator, "/workspaces?template=postgres").body, "No workspace matches")
+	require.Empty(t, getList(t, app, operator, "/workspaces?applying=1").rows, "nothing applies now")
+	// An environment of another organization filters nothing rather than everything.
+	globexDev := app.OrgEnvironmentID(t, "globex", "development")
+	require.Len(t, getList(t, app, operator, "/workspaces?q=lists&environment="+url.QueryEscape(globexDev)).rows, 2)
+
+	// Paging by name through the 120 seeded workspaces: 50, 50, 20, each once, in order;
+	// Previous from the last page gives the middle page again.
+	var seen []string
+	var pages []listPage
+	for path := "/workspaces?q=bulk"; path != ""; {
+		p := getList(t, app, operator, path)
+		pages = append(pages, p)
+		seen = append(seen, workspaceNames(t, p)...)
+		path = p.next
+	}
+	require.Len(t, pages, 3)
+	require.Len(t, pages[0].rows, 50)
+	require.Len(t, pages[2].rows, 20)
+	require.Empty(t, pages[0].prev, "the first page has none before it")
+	require.Len(t, seen, 120)
+	require.True(t, slices.IsSorted(seen), "by name: %v", seen)
+	require.Equal(t, len(seen), len(slices.Compact(slices.Clone(seen))), "no workspace twice")
+	require.Contains(t, pages[0].body, "120 workspaces match")
+	back := getList(t, app, operator, pages[2].prev)
+	require.Equal(t, pages[1].rows, back.rows)
+	require.Contains(t, back.body, `data-testid="page-first"`)
+	first := getList(t, app, operator, back.prev)
+	require.Equal(t, pages[0].rows, first.rows)
+	require.NotContains(t, first.body, `data-testid="page-first"`, "the first page reached backwards knows it is the first")
+
+	// Sorting: by name descending, by last activity (newest first on the first click).
+	p = getList(t, app, operator, "/workspaces?q=bulk&sort=-name")
+	names := workspaceNames(t, p)
+	require.Equal(t, "bulk-120", names[0])
+	require.True(t, slices.IsSortedFunc(names, func(a, b string) int { return strings.Compare(b, a) }))
+	require.Contains(t, p.body, `aria-sort="descending"`)
+	p = getList(t, app, operator, "/workspaces?q=bulk")
+	activity := regexp.MustCompile(`<th scope="col" aria-sort="none"><a href="([^"]+)" class="sort-link" data-testid="sort-Last run">`).FindStringSubmatch(p.body)
+	require.NotNil(t, activity, "the last-run heading sorts")
+	require.Contains(t, html.UnescapeString(activity[1]), "sort=-activity", "newest first on the first click")
+	p = getList(t, app, operator, html.UnescapeString(activity[1]))
+	require.Equal(t, "bulk-120", workspaceNames(t, p)[0])
+	// The sort is kept by a new search (a hidden field) and by the page links.
+	require.Contains(t, p.body, `<input type="hidden" name="sort" value="-activity">`)
+	require.Contains(t, p.next, "sort=-activity")
+	p = getList(t, app, operator, "/workspaces?sort=environment&q=lists")
+	require.Equal(t, []string{"workspace-" + alpha.WorkspaceID, "workspace-" + beta.WorkspaceID}, p.rows, "development before staging")
+	p = getList(t, app, operator, "/workspaces?sort=-environment&q=lists")
+	require.Equal(t, []string{"workspace-" + beta.WorkspaceID, "workspace-" + alpha.WorkspaceID}, p.rows)
+
+	// What a hand-edited link gets.
+	resp := app.Get(t, operator, "/workspaces?after=not-a-cursor")
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	require.Contains(t, body, "This page link is broken")
+	require.Equal(t, http.StatusBadRequest, app.Get(t, operator, "/workspaces?after=x&before=y").StatusCode)
+	// A NUL never reaches the list: the edge refuses it in any query.
+	resp = app.Get(t, operator, "/workspaces?q=a%00b")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	webtest.ReadBody(t, resp)
+	resp = app.Get(t, operator, "/workspaces?q="+strings.Repeat("b", 201))
+	body = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "Search for at most 200 characters (this is 201).")
+	require.Contains(t, body, `aria-invalid="true"`)
+	require.NotRegexp(t, listRow, body, "nothing is listed for a refused search")
+	resp = app.Get(t, operator, "/workspaces?sort=nonsense")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "an unknown sort falls back to the default")
+	webtest.ReadBody(t, resp)
+}
+
+// TestRunListSearchFiltersAndSorts: the runs list, newest first, finds a run by its
+// label ("lists-beta #1"), a workspace's name, a template or requester, filters by state,
+// environment, kind and "only mine", sorts by template; another organization's run is
+// not found even by its id.
+func TestRunListSearchFiltersAndSorts(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+
+	applied := bucketRequest(dev, "eu-west")
+	applied.Set("workspace", "runs-alpha")
+	alpha := waitForState(t, app, requestRun(t, app, operator, applied), run.Succeeded)
+	beta := waitingIn(t, app, operator, "runs-beta")
+	network := url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"runs-net"}, "kind": {"plan_only"},
+		"inputs.name": {"runs-net"}, "inputs.subnet_count": {"2"}}
+	dry := waitForState(t, app, requestRun(t, app, admin, network), run.Planned)
+	globexOperator := app.LoggedIn(t, "operator@globex.test")
+	other := bucketRequest(app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
+	other.Set("workspace", "runs-globex")
+	foreign := waitForState(t, app, requestRun(t, app, globexOperator, other), run.Succeeded)
+
+	all := getList(t, app, operator, "/runs")
+	require.Equal(t, []string{"run-" + dry.ID, "run-" + beta.ID, "run-" + alpha.ID}, all.rows, "newest first")
+	require.Contains(t, all.body, "3 runs")
+	require.NotContains(t, all.body, foreign.ID)
+	require.Contains(t, all.body, "runs-beta #1", "workspace-qualified labels")
+
+	for q, want := range map[string][]string{
+		"runs-beta #1":         {"run-" + beta.ID},
+		"runs-beta #2":         nil,
+		"RUNS-ALPHA":           {"run-" + alpha.ID},
+		"network":              {"run-" + dry.ID},
+		"adam":                 {"run-" + dry.ID}, // the admin requested it
+		alpha.ID:               {"run-" + alpha.ID},
+		foreign.ID:             nil, // another organization's run, by its id
+		"runs-globex":          nil,
+		"runs-globex #1":       nil,
+		"no such thing at all": nil,
+	} {
+		require.Equal(t, want, getList(t, app, operator, "/runs?q="+url.QueryEscape(q)).rows, "q=%s", q)
+	}
+	require.Equal(t, []string{"run-" + alpha.ID}, getList(t, app, operator, "/runs?state=SUCCEEDED").rows)
+	require.Equal(t, []string{"run-" + beta.ID}, getList(t, app, operator, "/runs?environment="+url.QueryEscape(app.OrgEnvironmentID(t, "acme", "staging"))).rows)
+	require.Equal(t, []string{"run-" + dry.ID}, getList(t, app, operator, "/runs?kind=plan_only").rows)
+	require.Equal(t, []string{"run-" + beta.ID, "run-" + alpha.ID}, getList(t, app, operator, "/runs?mine=1").rows)
+	require.Equal(t, []string{"run-" + dry.ID}, getList(t, app, admin, "/runs?mine=1").rows)
+	require.Equal(t, []string{"run-" + alpha.ID}, getList(t, app, operator, "/runs?mine=1&state=SUCCEEDED").rows, "filters combine")
+	// Sorted by template (bucket before network), then newest first within one.
+	sorted := getList(t, app, operator, "/runs?sort=template")
+	require.Equal(t, []string{"run-" + alpha.ID, "run-" + beta.ID, "run-" + dry.ID}, sorted.rows)
+	require.Contains(t, sorted.body, `aria-sort="ascending"`)
+	require.Equal(t, []string{"run-" + dry.ID, "run-" + beta.ID, "run-" + alpha.ID}, getList(t, app, operator, "/runs?sort=-template").rows)
+	// A state that is not one filters nothing.
+	require.Len(t, getList(t, app, operator, "/runs?state=DROP%20TABLE").rows, 3)
+}

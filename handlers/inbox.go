@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/authz"
-	"gantry/models/errs"
+	"gantry/models/listing"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/views"
@@ -21,25 +21,54 @@ import (
 
 // The personal inbox: its two lists, their rows and the navigation's live count.
 
+// inboxColumns are the inbox's columns (the third names who decides: "Your decision"
+// or "Who decides").
+func inboxColumns(third string) []sortColumn {
+	return []sortColumn{{label: "Run"}, {label: "Risk and changes", key: run.SortRisk, descFirst: true}, {label: third},
+		{label: "Waiting"}, {label: "Time left", key: run.SortDeadline}}
+}
+
+// inboxRisks are the risk classes the inbox filters by (0 waits for nobody).
+var inboxRisks = []views.ListChoice{{Value: "1", Label: "risk 1"}, {Value: "2", Label: "risk 2"}, {Value: "3", Label: "risk 3"}}
+
 // approvals is the personal inbox: the runs the person may decide now ("Waiting for
 // you", from the run service's deciders), and the others they see, with who decides;
-// each list deadline first, paged by a cursor of its own.
+// both searched and filtered alike, each list paged by a cursor of its own.
 func (h Runs) approvals(c echo.Context) error {
 	ctx := c.Request().Context()
-	youAfter, err := inboxCursor(c.QueryParam("you_after"))
+	l, err := readList(c, paths.Approvals(), run.InboxSortKeys(), listing.Sort{Key: run.SortDeadline}, 50)
 	if err != nil {
 		return err
 	}
-	othersAfter, err := inboxCursor(c.QueryParam("others_after"))
+	youPage, err := l.pageOf("you_")
 	if err != nil {
 		return err
 	}
-	const page = 50
-	mine, err := h.Runs.WaitingForYou(ctx, youAfter, page)
+	othersPage, err := l.pageOf("others_")
 	if err != nil {
 		return err
 	}
-	others, err := h.Runs.WaitingForOthers(ctx, othersAfter, page)
+	envs, _, err := filterChoices(ctx, h.Names)
+	if err != nil {
+		return err
+	}
+	filters := []views.ListFilter{{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
+		{Name: "risk", Label: "Risk", Any: "Any risk", Choices: inboxRisks, Selected: choice(l, "risk", inboxRisks)}}
+	p := views.ApprovalsProps{Controls: l.controls("approvals", "Search waiting runs", "A workspace's name, a template or who requested it.", filters, nil),
+		ForYouHeaders: l.headers(inboxColumns("Your decision")), ForOthersHeaders: l.headers(inboxColumns("Who decides"))}
+	p.Controls.Noun, p.Controls.Nouns = "run waits for you", "runs wait for you"
+	if l.refused() {
+		return render.Page(c, http.StatusUnprocessableEntity, views.Approvals(p))
+	}
+	risk, _ := strconv.Atoi(filters[1].Selected)
+	q := run.InboxQuery{Text: l.text, EnvironmentID: filters[0].Selected, Risk: risk, Count: true}
+	q.Page = youPage
+	mine, err := h.Runs.Inbox(ctx, true, q)
+	if err != nil {
+		return err
+	}
+	q.Page = othersPage
+	others, err := h.Runs.Inbox(ctx, false, q)
 	if err != nil {
 		return err
 	}
@@ -47,37 +76,17 @@ func (h Runs) approvals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.ApprovalsProps{}
-	if p.ForYou, err = inboxRows(ctx, h.Workspaces, mine, now); err != nil {
+	if p.ForYou, err = inboxRows(ctx, h.Workspaces, mine.Rows, now); err != nil {
 		return err
 	}
-	if p.ForOthers, err = inboxRows(ctx, h.Workspaces, others, now); err != nil {
+	if p.ForOthers, err = inboxRows(ctx, h.Workspaces, others.Rows, now); err != nil {
 		return err
 	}
-	if len(mine) == page {
-		p.ForYouNext = paths.Approvals() + "?you_after=" + url.QueryEscape(cursorOf(mine[len(mine)-1]))
-	}
-	if len(others) == page {
-		p.ForOthersNext = paths.Approvals() + "?others_after=" + url.QueryEscape(cursorOf(others[len(others)-1]))
-	}
+	p.Controls.Total, p.ForYouTotal, p.ForOthersTotal = mine.Total, mine.Total, others.Total
+	p.Controls.Note = "· " + strconv.FormatInt(others.Total, 10) + " for others"
+	p.ForYouPager = pager(l, "you_", mine.Result, "Pages of the runs waiting for you")
+	p.ForOthersPager = pager(l, "others_", others.Result, "Pages of the runs waiting for others")
 	return render.Page(c, http.StatusOK, views.Approvals(p))
-}
-
-// inboxCursor reads an inbox page cursor ("<deadline RFC 3339>|<run id>"; "" is the first page).
-func inboxCursor(s string) (*run.InboxCursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	at, id, ok := strings.Cut(s, "|")
-	deadline, err := time.Parse(time.RFC3339Nano, at)
-	if !ok || err != nil || id == "" {
-		return nil, fmt.Errorf("an inbox page cursor is a deadline and a run id: %w", errs.ErrBadRequest)
-	}
-	return &run.InboxCursor{Deadline: deadline, ID: id}, nil
-}
-
-func cursorOf(e run.InboxEntry) string {
-	return e.DecisionDeadline.UTC().Format(time.RFC3339Nano) + "|" + e.ID
 }
 
 // inboxRows are the inbox's rows of entries, at now (the database clock).

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -44,16 +45,25 @@ func readList(c echo.Context, path string, keys []string, def listing.Sort, limi
 	} else {
 		l.text = text
 	}
-	if l.page.After, err = listing.ParseCursor(q.Get("after")); err != nil {
-		return l, err
+	l.page, err = l.pageOf("")
+	return l, err
+}
+
+// pageOf is the page of the list whose cursors are prefix+"after" and prefix+"before"
+// (a page holding two lists pages each on its own).
+func (l listRequest) pageOf(prefix string) (listing.Page, error) {
+	p := l.page
+	var err error
+	if p.After, err = listing.ParseCursor(l.query.Get(prefix + "after")); err != nil {
+		return p, err
 	}
-	if l.page.Before, err = listing.ParseCursor(q.Get("before")); err != nil {
-		return l, err
+	if p.Before, err = listing.ParseCursor(l.query.Get(prefix + "before")); err != nil {
+		return p, err
 	}
-	if l.page.After != nil && l.page.Before != nil {
-		return l, errs.Explain(errs.ErrBadRequest, "This page link asks for the pages both after and before a row. Start again from the list's first page.")
+	if p.After != nil && p.Before != nil {
+		return p, errs.Explain(errs.ErrBadRequest, "This page link asks for the pages both after and before a row. Start again from the list's first page.")
 	}
-	return l, nil
+	return p, nil
 }
 
 // refused is whether the search text was refused (the page lists nothing).
@@ -64,7 +74,7 @@ func (l listRequest) refused() bool { return len(l.errors) > 0 }
 func (l listRequest) link(set map[string]string) string {
 	q := url.Values{}
 	for k, v := range l.query {
-		if k != "after" && k != "before" && len(v) > 0 && v[0] != "" {
+		if !strings.HasSuffix(k, "after") && !strings.HasSuffix(k, "before") && len(v) > 0 && v[0] != "" {
 			q.Set(k, v[0])
 		}
 	}
@@ -98,15 +108,16 @@ func (l listRequest) headers(cols []sortColumn) []views.SortHeader {
 	return out
 }
 
-// pager links the pages around a result.
-func pager[T any](l listRequest, res listing.Result[T], label string) views.Pager {
+// pager links the pages around a result, with cursors named prefix+"after" and
+// prefix+"before"; the other lists of the page start again from their first pages.
+func pager[T any](l listRequest, prefix string, res listing.Result[T], label string) views.Pager {
 	p := views.Pager{Label: label}
 	if res.Prev != nil { // not the first page
 		p.First = l.link(nil)
-		p.Prev = l.link(map[string]string{"before": res.Prev.String()})
+		p.Prev = l.link(map[string]string{prefix + "before": res.Prev.String()})
 	}
 	if res.Next != nil {
-		p.Next = l.link(map[string]string{"after": res.Next.String()})
+		p.Next = l.link(map[string]string{prefix + "after": res.Next.String()})
 	}
 	return p
 }

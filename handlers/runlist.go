@@ -79,6 +79,6 @@ func (h RunList) list(c echo.Context) error {
 	if p.Runs, err = runRows(ctx, h.Workspaces, res.Rows); err != nil {
 		return err
 	}
-	p.Pager = pager(l, res.Result, "Pages of runs")
+	p.Pager = pager(l, "", res.Result, "Pages of runs")
 	return render.Page(c, http.StatusOK, views.RunList(p))
 }

@@ -31,9 +31,10 @@ type RunService interface {
 	// Gates reads the plan gates the timeline shows (policy evaluation, overrides).
 	Gates(ctx context.Context, r run.Run) (run.Gates, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
-	// WaitingForYou and WaitingForOthers are the personal inbox's two lists.
+	// Inbox is one page of the personal inbox's lists: what the person may decide now
+	// (decides), or what waits for others; WaitingForYou its first list's first runs.
+	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
 	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
-	WaitingForOthers(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
@@ -66,8 +67,10 @@ type Runs struct {
 	Runs       RunService
 	Reviews    ReviewService
 	Workspaces WorkspaceReader
-	Changes    RunChanges
-	Keys       IdempotencyKeys
+	// Names names what the inbox filters by.
+	Names   ListNames
+	Changes RunChanges
+	Keys    IdempotencyKeys
 	// Executors tells a run waiting for its executor's preparation how far it has come
 	// (nil: every executor is ready at once).
 	Executors ExecutorWaits

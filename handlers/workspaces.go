@@ -105,7 +105,7 @@ func (h Workspaces) list(c echo.Context) error {
 		}
 		p.Workspaces = append(p.Workspaces, row)
 	}
-	p.Pager = pager(l, page, "Pages of workspaces")
+	p.Pager = pager(l, "", page, "Pages of workspaces")
 	return render.Page(c, status, views.Workspaces(p))
 }
 

@@ -228,7 +228,7 @@ func Dashboard(p DashboardProps) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = inboxTable(p.Waiting, "dashboard-waiting-runs", true).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = inboxTable(p.Waiting, nil, "dashboard-waiting-runs", true).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -32,7 +32,7 @@ func inboxLoad(b *testing.B) (rate float64, d time.Duration) {
 
 // seedWaiting clones run tpl into n runs of its workspace, all waiting for a decision
 // (deadlines a second apart), and writes who may decide them as the run service does.
-func seedWaiting(b *testing.B, app *webtest.App, tpl run.Run, n int) {
+func seedWaiting(b testing.TB, app *webtest.App, tpl run.Run, n int) {
 	b.Helper()
 	require.NoError(b, app.DB.Exec(`INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || jsonb_build_object(
 			'id', r.id || '-' || g, 'number', 1000 + g, 'decision_deadline', now() + interval '1 day' + g * interval '1 second'))).*

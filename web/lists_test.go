@@ -233,3 +233,79 @@ func TestRunListSearchFiltersAndSorts(t *testing.T) {
 	// A state that is not one filters nothing.
 	require.Len(t, getList(t, app, operator, "/runs?state=DROP%20TABLE").rows, 3)
 }
+
+// TestInboxSearchFiltersSortsAndPages: the inbox's two lists search, filter by
+// environment and risk, sort by risk or time left and page on their own; the counts are
+// of everything that matches, not of the page.
+func TestInboxSearchFiltersSortsAndPages(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staged := waitingIn(t, app, operator, "inbox-staged")
+	prod := bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")
+	prod.Set("workspace", "inbox-prod")
+	produced := waitForState(t, app, requestRun(t, app, operator, prod), run.PendingApproval)
+	require.Equal(t, 1, *staged.RiskClass)
+	require.Equal(t, 2, *produced.RiskClass, "any change in production is risk 2")
+
+	inbox := func(c *http.Client, query string) (you, others []string, body string) {
+		t.Helper()
+		body = getList(t, app, c, "/approvals"+query).body
+		split := strings.Index(body, `id="for-others-title"`)
+		require.Positive(t, split, body)
+		for _, m := range listRow.FindAllStringSubmatchIndex(body, -1) {
+			if m[0] < split {
+				you = append(you, body[m[2]:m[3]])
+			} else {
+				others = append(others, body[m[2]:m[3]])
+			}
+		}
+		return you, others, body
+	}
+	you, _, body := inbox(admin, "")
+	require.ElementsMatch(t, []string{"run-" + staged.ID, "run-" + produced.ID}, you)
+	require.Contains(t, body, `data-testid="approval-count">2<`)
+	you, _, _ = inbox(admin, "?risk=2")
+	require.Equal(t, []string{"run-" + produced.ID}, you)
+	you, _, _ = inbox(admin, "?environment="+url.QueryEscape(app.OrgEnvironmentID(t, "acme", "staging")))
+	require.Equal(t, []string{"run-" + staged.ID}, you)
+	you, _, body = inbox(admin, "?q=prod")
+	require.Equal(t, []string{"run-" + produced.ID}, you)
+	require.Contains(t, body, `data-testid="approval-count">1<`)
+	you, _, _ = inbox(admin, "?sort=-risk")
+	require.Equal(t, []string{"run-" + produced.ID, "run-" + staged.ID}, you, "riskiest first")
+	you, _, _ = inbox(admin, "?sort=risk")
+	require.Equal(t, []string{"run-" + staged.ID, "run-" + produced.ID}, you)
+	// The requester: both under "Waiting for others", filtered the same way.
+	you, others, _ := inbox(operator, "?risk=1")
+	require.Empty(t, you)
+	require.Equal(t, []string{"run-" + staged.ID}, others)
+
+	// 60 more waiting in staging: "Waiting for you" pages by 50, its count is all 62.
+	seedWaiting(t, app, staged, 60)
+	you, _, body = inbox(admin, "")
+	require.Len(t, you, 50)
+	require.Contains(t, body, `data-testid="approval-count">62<`)
+	next := nextLink.FindStringSubmatch(body)
+	require.NotNil(t, next, "a next page of what waits for you")
+	nextURL := html.UnescapeString(next[1])
+	require.Contains(t, nextURL, "you_after=")
+	second, _, body := inbox(admin, strings.TrimPrefix(nextURL, "/approvals"))
+	require.Len(t, second, 12)
+	require.Empty(t, slicesIntersect(you, second), "no run on both pages")
+	require.Contains(t, body, `rel="prev"`)
+	resp := app.Get(t, admin, "/approvals?you_after=broken")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	webtest.ReadBody(t, resp)
+}
+
+func slicesIntersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

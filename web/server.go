@@ -215,7 +215,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
 		States: svc.State}.Register(app)
-	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}
+	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {
 		runs.Executors = svc.Executors
 	}

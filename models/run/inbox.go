@@ -3,10 +3,14 @@ package run
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+
+	"gorm.io/gorm"
 
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/listing"
 )
 
 // InboxEntry is a run waiting for a decision, as a person's inbox lists it.
@@ -37,55 +41,136 @@ const waitingRuns = `(runs.state = 'PENDING_APPROVAL' OR (runs.state = 'POLICY_B
 // WaitingForYou lists the runs the subject may decide now (the rows of run_deciders:
 // Permissions, kept current), deadline first, after the cursor.
 func (s *Service) WaitingForYou(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
-	return s.inbox(ctx, true, after, limit)
+	page, err := s.Inbox(ctx, true, InboxQuery{Page: listing.Page{After: after.listing(), Limit: pageSize(limit)}})
+	return page.Rows, err
 }
 
 // WaitingForOthers lists the waiting runs the subject sees but may not decide now
 // (the page says who must, and why), deadline first, after the cursor.
 func (s *Service) WaitingForOthers(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
-	return s.inbox(ctx, false, after, limit)
+	page, err := s.Inbox(ctx, false, InboxQuery{Page: listing.Page{After: after.listing(), Limit: pageSize(limit)}})
+	return page.Rows, err
 }
 
-// inbox walks the subject's rows of run_deciders (deciding or not) in deadline order:
-// one range of the inbox index, each row checked against its run.
-func (s *Service) inbox(ctx context.Context, decides bool, after *InboxCursor, limit int) ([]InboxEntry, error) {
+// listing is the cursor as the deadline order's (nil for none).
+func (c *InboxCursor) listing() *listing.Cursor {
+	if c == nil {
+		return nil
+	}
+	return &listing.Cursor{Values: []string{listing.TimeValue(c.Deadline), c.ID}}
+}
+
+// InboxQuery narrows one list of the inbox: a text (in the workspace's name, the
+// template or the requester's name), an environment, a risk class; Count asks for the
+// number of runs that match too.
+type InboxQuery struct {
+	Text          string
+	EnvironmentID string
+	Risk          int // 0: any
+	Count         bool
+	Page          listing.Page
+}
+
+// InboxPage is one page of an inbox list and, when asked, how many runs match.
+type InboxPage struct {
+	listing.Result[InboxEntry]
+	Total int64
+}
+
+// Sort keys of the inbox.
+const (
+	SortDeadline = "deadline"
+	SortRisk     = "risk"
+)
+
+// inboxRow is one row of run_deciders as an inbox list reads it.
+type inboxRow struct {
+	RunID            string
+	Action           *Action
+	NeedsFreshSignIn bool
+	DecisionDeadline time.Time
+	RiskClass        int
+}
+
+// InboxOrders are the inbox's orders: the decisions that close first come first (one
+// walk of run_deciders_inbox_idx), or the riskiest first.
+var inboxOrders = []listing.Order[inboxRow]{
+	{Key: SortDeadline, Columns: []listing.Column[inboxRow]{
+		{SQL: "d.decision_deadline", Kind: listing.Time, Value: func(r inboxRow) string { return listing.TimeValue(r.DecisionDeadline) }},
+		{SQL: "d.run_id", Value: func(r inboxRow) string { return r.RunID }}}},
+	{Key: SortRisk, Columns: []listing.Column[inboxRow]{
+		{SQL: "COALESCE(runs.risk_class, 0)", Kind: listing.Int, Value: func(r inboxRow) string { return strconv.Itoa(r.RiskClass) }},
+		{SQL: "d.decision_deadline", Kind: listing.Time, Value: func(r inboxRow) string { return listing.TimeValue(r.DecisionDeadline) }},
+		{SQL: "d.run_id", Value: func(r inboxRow) string { return r.RunID }}}},
+}
+
+// InboxSortKeys are the inbox's sort keys.
+func InboxSortKeys() []string { return []string{SortDeadline, SortRisk} }
+
+// Inbox is one page of the subject's inbox: the runs they may decide now (decides), or
+// the other waiting runs they see. It walks the subject's rows of run_deciders, each
+// checked against its run.
+func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxPage, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
-		return nil, err
+		return InboxPage{}, err
 	}
-	var rows []struct {
-		RunID            string
-		Action           *Action
-		NeedsFreshSignIn bool
+	var wsIDs []string
+	if q.Text != "" {
+		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, MaxSearchedWorkspaces); err != nil {
+			return InboxPage{}, err
+		}
 	}
-	q := db.Conn(ctx, s.store.db).Table("run_deciders AS d").Select("d.run_id, d.action, d.needs_fresh_sign_in").
-		Joins("JOIN runs ON runs.id = d.run_id").
-		Where("d.organization_id = ? AND d.user_id = ? AND d.decides = ? AND d.decision_deadline > clock_timestamp()",
-			subject.OrganizationID, subject.UserID, decides).
-		Where("runs.organization_id = ?", subject.OrganizationID).Where(waitingRuns)
-	if after != nil {
-		q = q.Where("(d.decision_deadline, d.run_id) > (?, ?)", after.Deadline, after.ID)
+	filtered := func() *gorm.DB {
+		tx := db.Conn(ctx, s.store.db).Table("run_deciders AS d").
+			Joins("JOIN runs ON runs.id = d.run_id").
+			Where("d.organization_id = ? AND d.user_id = ? AND d.decides = ? AND d.decision_deadline > clock_timestamp()",
+				subject.OrganizationID, subject.UserID, decides).
+			Where("runs.organization_id = ?", subject.OrganizationID).Where(waitingRuns)
+		if q.Text != "" {
+			text := db.Conn(ctx, s.store.db).Where(listing.Contains("runs.template_name"), q.Text).
+				Or(listing.Contains("runs.requested_by_name"), q.Text)
+			if len(wsIDs) > 0 {
+				text = text.Or("runs.workspace_id IN ?", wsIDs)
+			}
+			tx = tx.Where(text)
+		}
+		if q.EnvironmentID != "" {
+			tx = tx.Where("runs.environment_id = ?", q.EnvironmentID)
+		}
+		if q.Risk > 0 {
+			tx = tx.Where("runs.risk_class = ?", q.Risk)
+		}
+		return tx
 	}
-	if err := q.Order("d.decision_deadline, d.run_id").Limit(pageSize(limit)).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("listing the inbox: %w", err)
+	var out InboxPage
+	if q.Count {
+		if err := filtered().Count(&out.Total).Error; err != nil {
+			return InboxPage{}, fmt.Errorf("counting the inbox: %w", err)
+		}
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
+	rows, err := listing.Fetch(filtered().Select("d.run_id, d.action, d.needs_fresh_sign_in, d.decision_deadline, COALESCE(runs.risk_class, 0) AS risk_class"),
+		inboxOrders, q.Page)
+	if err != nil {
+		return InboxPage{}, fmt.Errorf("listing the inbox: %w", err)
+	}
+	ids := make([]string, len(rows.Rows))
+	for i, r := range rows.Rows {
 		ids[i] = r.RunID
 	}
 	runs, err := s.runsInOrder(ctx, subject.OrganizationID, ids)
 	if err != nil {
-		return nil, err
+		return InboxPage{}, err
 	}
-	out := make([]InboxEntry, 0, len(runs))
+	out.Next, out.Prev = rows.Next, rows.Prev
 	for _, r := range runs {
-		for _, row := range rows {
+		for _, row := range rows.Rows {
 			if row.RunID == r.ID {
 				e := InboxEntry{Run: r, NeedsFreshSignIn: row.NeedsFreshSignIn}
 				if row.Action != nil {
 					e.Action = *row.Action
 				}
-				out = append(out, e)
+				out.Rows = append(out.Rows, e)
 			}
 		}
 	}

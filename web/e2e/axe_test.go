@@ -89,6 +89,11 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
+	for page, png := range map[string]string{"/approvals": "/tmp/gantry-approvals-1280.png", "/runs": "/tmp/gantry-runs-1280.png"} {
+		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		screenshotAt(t, b, png, 1280, 800, false)
+		b.do(t, "reset the viewport", chromedp.ResetViewport())
+	}
 	// The landing pages: the admin's (what waits for her, the activity feed) and the
 	// requester's (her runs and what each waits on).
 	b.do(t, "open the admin's landing page", chromedp.Navigate(app.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="dashboard-activity"]`)))

@@ -91,17 +91,27 @@ func (l listRequest) link(set map[string]string) string {
 // headers are the table's headings: a sortable one links to the list sorted by it, the
 // other way round when it already is.
 func (l listRequest) headers(cols []sortColumn) []views.SortHeader {
+	return l.headersFor("sort", l.page.Sort, cols)
+}
+
+// sortOf reads a second table's sort from its own parameter (a page with two lists).
+func (l listRequest) sortOf(param string, keys []string, def listing.Sort) listing.Sort {
+	return listing.ParseSort(l.query.Get(param), keys, def)
+}
+
+// headersFor are the headings of the table sorted by current, whose sort is in param.
+func (l listRequest) headersFor(param string, current listing.Sort, cols []sortColumn) []views.SortHeader {
 	out := make([]views.SortHeader, len(cols))
 	for i, col := range cols {
 		h := views.SortHeader{Label: col.label, Class: col.class}
 		if col.key != "" {
 			next := listing.Sort{Key: col.key, Desc: col.descFirst}
 			h.Sort = "none"
-			if l.page.Sort.Key == col.key {
-				h.Sort = map[bool]string{false: "ascending", true: "descending"}[l.page.Sort.Desc]
-				next.Desc = !l.page.Sort.Desc
+			if current.Key == col.key {
+				h.Sort = map[bool]string{false: "ascending", true: "descending"}[current.Desc]
+				next.Desc = !current.Desc
 			}
-			h.URL = l.link(map[string]string{"sort": next.String()})
+			h.URL = l.link(map[string]string{param: next.String()})
 		}
 		out[i] = h
 	}
@@ -126,8 +136,8 @@ func pager[T any](l listRequest, prefix string, res listing.Result[T], label str
 func (l listRequest) controls(id, label, hint string, filters []views.ListFilter, checks []views.ListCheck) views.ListControls {
 	c := views.ListControls{ID: id, Action: l.path, SearchLabel: label, SearchHint: hint, Search: l.query.Get("q"),
 		Filters: filters, Checks: checks, Errors: l.errors, Filtered: l.query.Get("q") != ""}
-	if s := l.query.Get("sort"); s != "" {
-		c.Sort = l.page.Sort.String()
+	if l.query.Get("sort") != "" {
+		c.Keep = append(c.Keep, views.KV{Key: "sort", Value: l.page.Sort.String()})
 	}
 	for _, f := range filters {
 		c.Filtered = c.Filtered || f.Selected != ""

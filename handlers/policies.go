@@ -11,6 +11,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/errs"
+	"gantry/models/listing"
 	"gantry/models/policy"
 	"gantry/policies"
 	"gantry/views"
@@ -20,7 +21,7 @@ import (
 
 // PolicyStore is what the policy pages need (policy.Store).
 type PolicyStore interface {
-	List(ctx context.Context) ([]policy.OrgPolicy, error)
+	Versions(ctx context.Context, q policy.VersionQuery) (listing.Result[policy.Version], int64, error)
 	Bundle(ctx context.Context, orgID string) (*policies.Bundle, error)
 	EnvironmentModes(ctx context.Context, environmentID string) ([]policy.RuleMode, error)
 	SetModes(ctx context.Context, environmentID string, modes map[string]string) error
@@ -88,13 +89,62 @@ func (h Policies) setActive(c echo.Context) error {
 	return render.Redirect(c, paths.Policies())
 }
 
-// page renders the policies page with the upload form holding in.
+// Sort keys of the policies page's rules.
+const (
+	sortRule   = "rule"
+	sortOrigin = "origin"
+	sortMode   = "mode"
+)
+
+// modeRank orders enforcement modes by strength.
+var modeRank = map[string]int{"advisory": 1, "soft_mandatory": 2, "hard_mandatory": 3}
+
+// ruleOrders are the orders of the bundle's rules, paged in memory (the bundle is).
+var ruleOrders = []listing.Order[views.PolicyRuleRow]{
+	{Key: sortRule, Columns: []listing.Column[views.PolicyRuleRow]{
+		{SQL: "title", Value: func(r views.PolicyRuleRow) string { return r.Title }},
+		{SQL: "id", Value: func(r views.PolicyRuleRow) string { return r.ID }}}},
+	{Key: sortOrigin, Columns: []listing.Column[views.PolicyRuleRow]{
+		{SQL: "origin", Value: func(r views.PolicyRuleRow) string { return r.Origin }},
+		{SQL: "title", Value: func(r views.PolicyRuleRow) string { return r.Title }},
+		{SQL: "id", Value: func(r views.PolicyRuleRow) string { return r.ID }}}},
+	{Key: sortMode, Columns: []listing.Column[views.PolicyRuleRow]{
+		{SQL: "mode", Kind: listing.Int, Value: func(r views.PolicyRuleRow) string { return strconv.Itoa(modeRank[r.Enforcement]) }},
+		{SQL: "title", Value: func(r views.PolicyRuleRow) string { return r.Title }},
+		{SQL: "id", Value: func(r views.PolicyRuleRow) string { return r.ID }}}},
+}
+
+var (
+	ruleColumns = []sortColumn{{label: "Rule", key: sortRule}, {label: "Id and description", class: "hide-narrow"}, {label: "Origin", key: sortOrigin},
+		{label: "Default mode", key: sortMode, descFirst: true}, {label: "Version", class: "hide-narrow"}}
+	versionColumns = []sortColumn{{label: "Name", key: policy.SortName}, {label: "Version"}, {label: "Title", class: "hide-narrow"},
+		{label: "Enforcement", class: "hide-narrow"}, {label: "Uploaded", key: policy.SortUploaded, descFirst: true, class: "hide-narrow"}, {label: "Status"}}
+	policyModes = []views.ListChoice{{Value: "advisory", Label: "advisory"}, {Value: "soft_mandatory", Label: "soft-mandatory"},
+		{Value: "hard_mandatory", Label: "hard-mandatory"}}
+	policyOrigins  = []views.ListChoice{{Value: "builtin", Label: "built in"}, {Value: "org", Label: "this organization"}}
+	policyStatuses = []views.ListChoice{{Value: policy.StatusActive, Label: "active"}, {Value: policy.StatusInactive, Label: "inactive"},
+		{Value: policy.StatusSuperseded, Label: "superseded"}}
+)
+
+// page renders the policies page with the upload form holding in: the bundle's rules
+// and the uploaded versions, both searched and filtered by one form (a filter that
+// cannot hold for a table empties it: built-in rules have no uploaded versions, and
+// every rule of the bundle is in force), each sorted and paged on its own.
 func (h Policies) page(c echo.Context, status int, in views.PolicyUpload, fieldErrors map[string]string) error {
 	ctx := c.Request().Context()
-	list, err := h.Store.List(ctx) // checks the subject may read the organization
+	l, err := readList(c, paths.Policies(), []string{sortRule, sortOrigin, sortMode}, listing.Sort{Key: sortRule}, 50)
 	if err != nil {
 		return err
 	}
+	rulesPage, err := l.pageOf("rules_")
+	if err != nil {
+		return err
+	}
+	versionsPage, err := l.pageOf("versions_")
+	if err != nil {
+		return err
+	}
+	versionsPage.Sort = l.sortOf("versions_sort", []string{policy.SortName, policy.SortUploaded}, listing.Sort{Key: policy.SortName})
 	subject, _ := authz.SubjectFrom(ctx)
 	b, err := h.Store.Bundle(ctx, subject.OrganizationID)
 	if err != nil {
@@ -104,19 +154,57 @@ func (h Policies) page(c echo.Context, status int, in views.PolicyUpload, fieldE
 	if err != nil {
 		return err
 	}
+	filters := []views.ListFilter{{Name: "mode", Label: "Enforcement", Any: "Any enforcement", Choices: policyModes, Selected: choice(l, "mode", policyModes)},
+		{Name: "origin", Label: "Origin", Any: "Any origin", Choices: policyOrigins, Selected: choice(l, "origin", policyOrigins)},
+		{Name: "status", Label: "Status", Any: "Any status", Choices: policyStatuses, Selected: choice(l, "status", policyStatuses)}}
+	mode, origin, state := filters[0].Selected, filters[1].Selected, filters[2].Selected
 	p := views.PoliciesProps{BundleDigest: b.Digest(), EnvironmentsListed: listed, CanManage: subject.Can(authz.PermPoliciesManage),
-		Upload: in, Errors: fieldErrors}
-	for _, r := range b.Rules() {
-		p.Rules = append(p.Rules, views.PolicyRuleRow{ID: r.ID, Title: r.Title, Description: r.Description, Origin: r.Origin,
-			Enforcement: string(r.Enforcement), Version: r.Version})
+		Upload: in, Errors: fieldErrors,
+		Controls:       l.controls("policies", "Search policies", "A rule's id, title or description, or a policy's name.", filters, nil),
+		RuleHeaders:    l.headers(ruleColumns),
+		VersionHeaders: l.headersFor("versions_sort", versionsPage.Sort, versionColumns)}
+	if s := l.query.Get("versions_sort"); s != "" {
+		p.Controls.Keep = append(p.Controls.Keep, views.KV{Key: "versions_sort", Value: versionsPage.Sort.String()})
 	}
+	p.Controls.Noun, p.Controls.Nouns = "rule", "rules"
 	for _, e := range envs {
 		p.Environments = append(p.Environments, views.PolicyEnvironment{ID: e.ID, Name: e.Name, Tier: string(e.Tier)})
 	}
-	for i, o := range list { // newest version of each name first
-		p.OrgPolicies = append(p.OrgPolicies, views.OrgPolicyRow{Name: o.Name, Version: o.Version, Title: o.Title,
-			Enforcement: o.Enforcement, Digest: o.Digest, UploadedBy: o.UploadedByName, UploadedAt: o.CreatedAt, Active: o.Active,
-			Latest: i == 0 || list[i-1].Name != o.Name})
+	if l.refused() {
+		return render.Page(c, http.StatusUnprocessableEntity, views.Policies(p))
+	}
+	var rules []views.PolicyRuleRow
+	text := strings.ToLower(l.text)
+	for _, r := range b.Rules() {
+		row := views.PolicyRuleRow{ID: r.ID, Title: r.Title, Description: r.Description, Origin: r.Origin,
+			Enforcement: string(r.Enforcement), Version: r.Version}
+		found := text == "" || strings.Contains(strings.ToLower(r.ID+"\n"+r.Title+"\n"+r.Description), text)
+		if found && (mode == "" || row.Enforcement == mode) && (origin == "" || row.Origin == origin) && (state == "" || state == policy.StatusActive) {
+			rules = append(rules, row)
+		}
+	}
+	shown, err := listing.Slice(rules, ruleOrders, rulesPage)
+	if err != nil {
+		return err
+	}
+	p.Rules, p.Controls.Total = shown.Rows, int64(len(rules))
+	p.RulesPager = pager(l, "rules_", shown, "Pages of rules")
+	if origin != "builtin" {
+		versions, total, err := h.Store.Versions(ctx, policy.VersionQuery{Text: l.text, Enforcement: mode, Status: state, Page: versionsPage})
+		if err != nil {
+			return err
+		}
+		for _, o := range versions.Rows {
+			p.OrgPolicies = append(p.OrgPolicies, views.OrgPolicyRow{Name: o.Name, Version: o.Version, Title: o.Title,
+				Enforcement: o.Enforcement, Digest: o.Digest, UploadedBy: o.UploadedByName, UploadedAt: o.CreatedAt, Active: o.Active,
+				Latest: o.Latest})
+		}
+		p.VersionsTotal = total
+		p.VersionsPager = pager(l, "versions_", versions, "Pages of uploaded versions")
+	}
+	p.Controls.Note = "· " + strconv.FormatInt(p.VersionsTotal, 10) + " uploaded versions"
+	if p.VersionsTotal == 1 {
+		p.Controls.Note = "· 1 uploaded version"
 	}
 	return render.Page(c, status, views.Policies(p))
 }

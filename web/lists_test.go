@@ -309,3 +309,90 @@ func slicesIntersect(a, b []string) []string {
 	}
 	return out
 }
+
+var (
+	ruleRow    = regexp.MustCompile(`<tr data-testid="policy-rule-([^"]+)"`)
+	versionRow = regexp.MustCompile(`<tr data-testid="org-policy-([^"]+)"`)
+)
+
+func matches(re *regexp.Regexp, body string) []string {
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestPolicyListSearchFiltersSortsAndPages: the policies page's one form searches and
+// filters both the bundle's rules and the uploaded versions (each filter as far as it
+// holds for each: built-in rules have no versions, every rule in the bundle is in
+// force); each table sorts by its own headings and pages on its own.
+func TestPolicyListSearchFiltersSortsAndPages(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	admin := app.LoggedIn(t, "admin@acme.test")
+	token := app.CSRF(t, admin)
+	for _, rego := range []string{teamLabelRego, strings.Replace(teamLabelRego, `"enforcement": "soft_mandatory"`, `"enforcement": "hard_mandatory"`, 1)} {
+		resp := app.PostForm(t, admin, "/policies/upload", uploadForm(token, "team_label", rego, teamLabelTests))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	}
+	// 70 deactivated policies uploaded earlier (inactive, so the bundle leaves them out).
+	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest, active, uploaded_by_name, created_at)
+		SELECT ?, 'bulk_' || lpad(g::text, 3, '0'), 1, 'Bulk policy ' || g, 'advisory', '', '', 'sha256:' || g, false, 'Seed', now() - interval '1 day' + g * interval '1 second'
+		FROM generate_series(1, 70) AS g`, app.Orgs["acme"]).Error)
+
+	page := func(query string) (rules, versions []string, body string) {
+		t.Helper()
+		body = getList(t, app, admin, "/policies"+query).body
+		return matches(ruleRow, body), matches(versionRow, body), body
+	}
+	rules, versions, body := page("")
+	require.Len(t, rules, 10, "nine built-in rules and the organization's")
+	require.Len(t, versions, 50, "a page of the 72 versions")
+	require.Contains(t, body, "10 rules")
+	require.Contains(t, body, "· 72 uploaded versions")
+
+	rules, versions, body = page("?q=TEAM")
+	require.Equal(t, []string{"org.team_label"}, rules)
+	require.Equal(t, []string{"team_label-2", "team_label-1"}, versions, "the newest version first")
+	require.Contains(t, body, "1 rule matches")
+	rules, versions, _ = page("?status=superseded")
+	require.Empty(t, rules, "every rule in the bundle is in force")
+	require.Equal(t, []string{"team_label-1"}, versions)
+	rules, versions, _ = page("?status=inactive")
+	require.Empty(t, rules)
+	require.Len(t, versions, 50)
+	rules, versions, body = page("?origin=builtin")
+	require.Len(t, rules, 9)
+	require.Empty(t, versions)
+	require.Contains(t, body, "No uploaded version matches.")
+	rules, versions, _ = page("?mode=hard_mandatory&q=team")
+	require.Equal(t, []string{"org.team_label"}, rules)
+	require.Equal(t, []string{"team_label-2"}, versions)
+
+	// Sorting: the rules by mode, strongest first; the versions by upload, newest first.
+	hard, _, _ := page("?mode=hard_mandatory")
+	require.Contains(t, hard, "org.team_label")
+	require.Less(t, len(hard), 10)
+	rules, _, body = page("?sort=-mode")
+	require.ElementsMatch(t, hard, rules[:len(hard)], "the hard-mandatory rules first")
+	require.Contains(t, body, `aria-sort="descending"`)
+	rules, _, _ = page("?sort=mode")
+	require.ElementsMatch(t, hard, rules[len(rules)-len(hard):], "and last the other way round")
+	_, versions, _ = page("?versions_sort=-uploaded")
+	require.Equal(t, []string{"team_label-2", "team_label-1", "bulk_070-1"}, versions[:3])
+	_, versions, _ = page("?versions_sort=uploaded")
+	require.Equal(t, "bulk_001-1", versions[0])
+
+	// The versions page on their own; the rules stay.
+	_, versions, body = page("")
+	next := regexp.MustCompile(`<a href="(/policies\?versions_after=[^"]+)" rel="next"`).FindStringSubmatch(body)
+	require.NotNil(t, next, body)
+	rules, second, _ := page(strings.TrimPrefix(html.UnescapeString(next[1]), "/policies"))
+	require.Len(t, rules, 10)
+	require.Len(t, second, 22)
+	require.Empty(t, slicesIntersect(versions, second))
+	resp := app.Get(t, admin, "/policies?rules_after=broken")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	webtest.ReadBody(t, resp)
+}

@@ -6,6 +6,7 @@
 package listing
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -271,3 +272,91 @@ func Search(s string) (string, error) {
 // Contains is the SQL condition "column holds text, in any case" for a search (strpos
 // rather than LIKE: the text's % and _ are not wildcards).
 func Contains(column string) string { return "strpos(lower(" + column + "), lower(?)) > 0" }
+
+// Slice pages rows held in memory (a compiled policy bundle's rules) as Fetch pages a
+// query: sorted by the order p.Sort names, after or before a cursor, with the cursors of
+// the pages around. Text compares byte by byte, Int as numbers, Time as instants.
+func Slice[T any](rows []T, orders []Order[T], p Page) (Result[T], error) {
+	o := orders[0]
+	for _, candidate := range orders {
+		if candidate.Key == p.Sort.Key {
+			o = candidate
+		}
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > MaxLimit {
+		limit = 50
+	}
+	dir := 1
+	if p.Sort.Desc {
+		dir = -1
+	}
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b T) int { return dir * compareValues(o, o.cursorOf(a).Values, o.cursorOf(b).Values) })
+	cursor, backwards := p.After, false
+	if p.Before != nil {
+		cursor, backwards = p.Before, true
+	}
+	start, end := 0, min(len(sorted), limit)
+	if cursor != nil {
+		if len(cursor.Values) != len(o.Columns) {
+			return Result[T]{}, errBrokenLink
+		}
+		for i, col := range o.Columns {
+			if _, _, err := checked(col.Kind, cursor.Values[i]); err != nil {
+				return Result[T]{}, err
+			}
+		}
+		// The first row after the cursor, in the page's order.
+		at := len(sorted)
+		for i, r := range sorted {
+			if dir*compareValues(o, o.cursorOf(r).Values, cursor.Values) > 0 {
+				at = i
+				break
+			}
+		}
+		if backwards {
+			// Rows before the cursor end where the cursor's row (or the first after it) is.
+			before := at
+			if before > 0 && dir*compareValues(o, o.cursorOf(sorted[before-1]).Values, cursor.Values) == 0 {
+				before--
+			}
+			start, end = max(0, before-limit), before
+		} else {
+			start, end = at, min(len(sorted), at+limit)
+		}
+	}
+	out := Result[T]{Rows: sorted[start:end]}
+	if start > 0 && end > start {
+		c := o.cursorOf(sorted[start])
+		out.Prev = &c
+	}
+	if end < len(sorted) && end > start {
+		c := o.cursorOf(sorted[end-1])
+		out.Next = &c
+	}
+	return out, nil
+}
+
+// compareValues compares two rows' values in o's columns, each by its kind.
+func compareValues[T any](o Order[T], a, b []string) int {
+	for i, col := range o.Columns {
+		var c int
+		switch col.Kind {
+		case Int:
+			x, _ := strconv.ParseInt(a[i], 10, 64)
+			y, _ := strconv.ParseInt(b[i], 10, 64)
+			c = cmp.Compare(x, y)
+		case Time:
+			x, _ := time.Parse(time.RFC3339Nano, a[i])
+			y, _ := time.Parse(time.RFC3339Nano, b[i])
+			c = x.Compare(y)
+		default:
+			c = strings.Compare(a[i], b[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}

@@ -111,43 +111,78 @@ func TestPagesWalkTheWholeOrder(t *testing.T) {
 					require.NoError(t, gdb.Order(orderBy(o, desc)).Find(&all).Error)
 					want = ids(all)
 				}
-				var pages [][]string
-				var got []string
-				page := listing.Page{Sort: sort, Limit: 10}
-				for {
-					res, err := listing.Fetch(gdb.Model(&item{}), orders, page)
-					require.NoError(t, err)
-					require.NotEmpty(t, res.Rows)
-					require.Equal(t, page.After != nil, res.Prev != nil, "only the first page has nothing before it")
-					pages = append(pages, ids(res.Rows))
-					got = append(got, ids(res.Rows)...)
-					if res.Next == nil {
-						break
-					}
-					page = listing.Page{Sort: sort, Limit: 10, After: decoded(t, res.Next)}
-				}
-				require.Equal(t, want, got)
-				require.Len(t, pages, 11)
-				require.Len(t, pages[10], 3)
-
-				// Back from the last page: Prev gives each earlier page exactly.
-				res, err := listing.Fetch(gdb.Model(&item{}), orders, listing.Page{Sort: sort, Limit: 10, After: decoded(t, lastCursorBefore(t, gdb, sort, pages))})
-				require.NoError(t, err)
-				require.Equal(t, pages[10], ids(res.Rows))
-				for i := 9; i >= 0; i-- {
-					require.NotNil(t, res.Prev, "page %d has one before it", i+1)
-					res, err = listing.Fetch(gdb.Model(&item{}), orders, listing.Page{Sort: sort, Limit: 10, Before: decoded(t, res.Prev)})
-					require.NoError(t, err)
-					require.Equal(t, pages[i], ids(res.Rows), "page %d read backwards", i)
-					// And Next from a page reached backwards leads forwards again.
-					fwd, err := listing.Fetch(gdb.Model(&item{}), orders, listing.Page{Sort: sort, Limit: 10, After: decoded(t, res.Next)})
-					require.NoError(t, err)
-					require.Equal(t, pages[i+1], ids(fwd.Rows), "the page after page %d", i)
-				}
-				require.Nil(t, res.Prev, "the first page, reached backwards, has nothing before it")
+				walk(t, sort, want, func(p listing.Page) (listing.Result[item], error) {
+					return listing.Fetch(gdb.Model(&item{}), orders, p)
+				})
 			})
 		}
 	}
+}
+
+// walk follows Next from the first page of sort through every row (want, in order, 10
+// a page), then Prev back from the last page, each page equal to the one seen
+// forwards, and Next again from each page reached backwards.
+func walk(t *testing.T, sort listing.Sort, want []string, fetch func(listing.Page) (listing.Result[item], error)) {
+	t.Helper()
+	var pages [][]string
+	var nexts []*listing.Cursor
+	var got []string
+	page := listing.Page{Sort: sort, Limit: 10}
+	for {
+		res, err := fetch(page)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Rows)
+		require.Equal(t, page.After != nil, res.Prev != nil, "only the first page has nothing before it")
+		pages = append(pages, ids(res.Rows))
+		got = append(got, ids(res.Rows)...)
+		nexts = append(nexts, res.Next)
+		if res.Next == nil {
+			break
+		}
+		page = listing.Page{Sort: sort, Limit: 10, After: decoded(t, res.Next)}
+	}
+	require.Equal(t, want, got)
+	require.Len(t, pages, 11)
+	require.Len(t, pages[10], 3)
+
+	// Back from the last page: Prev gives each earlier page exactly.
+	res, err := fetch(listing.Page{Sort: sort, Limit: 10, After: decoded(t, nexts[9])})
+	require.NoError(t, err)
+	require.Equal(t, pages[10], ids(res.Rows))
+	for i := 9; i >= 0; i-- {
+		require.NotNil(t, res.Prev, "page %d has one before it", i+1)
+		res, err = fetch(listing.Page{Sort: sort, Limit: 10, Before: decoded(t, res.Prev)})
+		require.NoError(t, err)
+		require.Equal(t, pages[i], ids(res.Rows), "page %d read backwards", i)
+		// And Next from a page reached backwards leads forwards again.
+		fwd, err := fetch(listing.Page{Sort: sort, Limit: 10, After: decoded(t, res.Next)})
+		require.NoError(t, err)
+		require.Equal(t, pages[i+1], ids(fwd.Rows), "the page after page %d", i)
+	}
+	require.Nil(t, res.Prev, "the first page, reached backwards, has nothing before it")
+}
+
+// TestSlicePagesAsFetchDoes: rows held in memory page exactly as a query does.
+func TestSlicePagesAsFetchDoes(t *testing.T) {
+	t.Parallel()
+	var items []item
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i := range 103 {
+		items = append(items, item{ID: fmt.Sprintf("it-%03d", (i*37)%103), Name: []string{"alpha", "beta", "Gamma", "delta"}[i%4],
+			Rank: i % 3, At: base.Add(time.Duration(i%7) * 1234567 * time.Microsecond)})
+	}
+	for _, o := range orders {
+		for _, desc := range []bool{false, true} {
+			sort := listing.Sort{Key: o.Key, Desc: desc}
+			t.Run(sort.String(), func(t *testing.T) {
+				walk(t, sort, expected(items, o.Key, desc), func(p listing.Page) (listing.Result[item], error) {
+					return listing.Slice(items, orders, p)
+				})
+			})
+		}
+	}
+	_, err := listing.Slice(items, orders, listing.Page{Sort: listing.Sort{Key: "rank"}, After: &listing.Cursor{Values: []string{"x", "a", "b"}}})
+	require.ErrorIs(t, err, errs.ErrBadRequest)
 }
 
 func orderBy(o listing.Order[item], desc bool) string {
@@ -163,18 +198,6 @@ func orderBy(o listing.Order[item], desc bool) string {
 		s += c.SQL + dir
 	}
 	return s
-}
-
-// lastCursorBefore is the Next cursor of the page before the last (reached forwards).
-func lastCursorBefore(t *testing.T, gdb *gorm.DB, sort listing.Sort, pages [][]string) *listing.Cursor {
-	t.Helper()
-	page := listing.Page{Sort: sort, Limit: 10}
-	for range len(pages) - 1 {
-		res, err := listing.Fetch(gdb.Model(&item{}), orders, page)
-		require.NoError(t, err)
-		page.After = decoded(t, res.Next)
-	}
-	return page.After
 }
 
 // decoded round-trips a cursor through its URL form, as a browser carries it.

@@ -85,11 +85,11 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
 	for _, page := range []string{"/", "/catalog", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
-		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/audit"} {
+		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/policies", "/audit"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
-	for page, png := range map[string]string{"/approvals": "/tmp/gantry-approvals-1280.png", "/runs": "/tmp/gantry-runs-1280.png"} {
+	for page, png := range map[string]string{"/approvals": "/tmp/gantry-approvals-1280.png", "/runs": "/tmp/gantry-runs-1280.png", "/policies": "/tmp/gantry-policies-1280.png"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		screenshotAt(t, b, png, 1280, 800, false)
 		b.do(t, "reset the viewport", chromedp.ResetViewport())

@@ -117,6 +117,25 @@ var Goals = []Goal{
 		Why: "the same, median"},
 	{Package: "gantry/web", Benchmark: "BenchmarkInbox10k", Metric: "req_per_s", Report: true,
 		Why: "the rate achieved"},
+	// The workspaces list at 10,000 workspaces across two organizations, under the same
+	// open-loop load as the inbox (issue 12).
+	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "p99_ms", Max: 50,
+		Why: "the list's first page, 99th percentile, measured from each request's scheduled time"},
+	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "errors", Max: 0,
+		Why: "answers that were not a full page, each row with its last run"},
+	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "p50_ms", Report: true,
+		Why: "the first page, median"},
+	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "req_per_s", Report: true,
+		Why: "the rate achieved"},
+	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "filtered_p99_ms", Report: true,
+		Why: "a search, a sort by last activity and an environment filter in turn, same load, 99th percentile"},
+	// What a browser downloads per page after the first, cache warm (issue 12).
+	{Package: "gantry/web/e2e", Benchmark: "BenchmarkBytesPerNavigation", Metric: "max_kb", Max: 20,
+		Why: "the largest of nine navigations (lists, run, review, workspace, dashboard), compressed on the wire, headers included"},
+	{Package: "gantry/web/e2e", Benchmark: "BenchmarkBytesPerNavigation", Metric: "mean_kb", Report: true,
+		Why: "the same, mean"},
+	{Package: "gantry/web/e2e", Benchmark: "BenchmarkBytesPerNavigation", Metric: "first_page_kb", Report: true,
+		Why: "sign-in and the first page with a cold cache (assets included), for comparison"},
 	// Plan review at 10,000 changes, each a ratio to a plain encoding/json decode of the
 	// same plan measured in the same run (issue 5).
 	{Package: "gantry/models/classify", Benchmark: "BenchmarkClassify10k", Metric: "ratio", Max: 2, Quick: true,

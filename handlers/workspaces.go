@@ -27,7 +27,7 @@ type WorkspaceLister interface {
 // RunLister lists runs.
 type RunLister interface {
 	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
-	Latest(ctx context.Context, workspaceIDs []string) (map[string]run.Run, error)
+	Latest(ctx context.Context, workspaceIDs []string) (map[string]run.LastRun, error)
 }
 
 // ListNames names what lists filter by: the environments the reader may see (id to
@@ -79,7 +79,6 @@ func (h Workspaces) list(c echo.Context) error {
 	p := views.WorkspacesProps{Controls: l.controls("workspaces", "Search workspaces", "Part of a workspace's name.", filters, checks),
 		Headers: l.headers(workspaceColumns)}
 	p.Controls.Noun, p.Controls.Nouns = "workspace", "workspaces"
-	status := http.StatusOK
 	if l.refused() {
 		return render.Page(c, http.StatusUnprocessableEntity, views.Workspaces(p))
 	}
@@ -100,13 +99,13 @@ func (h Workspaces) list(c echo.Context) error {
 	for _, w := range page.Rows {
 		row := views.WorkspaceRow{ID: w.ID, Name: w.Name, Environment: w.EnvironmentName, Template: w.TemplateName, Applying: w.ActiveRunID != nil}
 		if r, ok := last[w.ID]; ok {
-			rr := runRow(r, w)
-			row.LastRun = &rr
+			row.LastRun = &views.RunRow{ID: r.ID, Label: r.Label(), Workspace: w.Name, Environment: w.EnvironmentName,
+				Kind: string(r.Kind), State: string(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
 		}
 		p.Workspaces = append(p.Workspaces, row)
 	}
 	p.Pager = pager(l, "", page, "Pages of workspaces")
-	return render.Page(c, status, views.Workspaces(p))
+	return render.Page(c, http.StatusOK, views.Workspaces(p))
 }
 
 // filterChoices are the environments (by name) and templates lists filter by.

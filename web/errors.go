@@ -162,7 +162,7 @@ func (s *Server) signedInChrome(c echo.Context) bool {
 	}
 	s.setChrome(c, func(ch *views.Chrome) {
 		m.fill(ch)
-		ch.CSRFToken = rs.sess.CSRFToken
+		ch.CSRFToken = maskCSRF(rs.sess.CSRFToken)
 	})
 	return true
 }

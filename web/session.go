@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -84,7 +83,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 				return s.sessions.SaveData(c.Request().Context(), rs.sess)
 			})
 		}
-		s.setChrome(c, func(ch *views.Chrome) { ch.CSRFToken = rs.sess.CSRFToken })
+		s.setChrome(c, func(ch *views.Chrome) { ch.CSRFToken = maskCSRF(rs.sess.CSRFToken) })
 		return next(c)
 	}
 }
@@ -136,7 +135,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		if sent == "" && !strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
 			sent = c.FormValue("_csrf")
 		}
-		if !rs.found || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(rs.sess.CSRFToken)) != 1 {
+		if !rs.found || !csrfMatches(sent, rs.sess.CSRFToken) {
 			return echo.NewHTTPError(http.StatusForbidden, "The form was missing its security token or it has expired. Reload the page and try again.")
 		}
 		return next(c)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/static"
+	"gantry/web/render"
 )
 
 // Cache policies of /static/. A hashed name names one version of a file forever, so it
@@ -43,7 +44,7 @@ func serveAssets(assets *static.Assets) echo.HandlerFunc {
 			h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 			// A range is of the plain bytes: identity is always acceptable, and ranges of
 			// a compressed body are of no use to a browser.
-			if r.Header.Get("Range") == "" && acceptsGzip(r.Header.Get(echo.HeaderAcceptEncoding)) {
+			if r.Header.Get("Range") == "" && render.AcceptsGzip(r.Header.Get(echo.HeaderAcceptEncoding)) {
 				return serveGzip(c, a)
 			}
 		}
@@ -83,28 +84,4 @@ func matchesETag(ifNoneMatch, etag string) bool {
 		}
 	}
 	return false
-}
-
-// acceptsGzip reports whether an Accept-Encoding value allows gzip: named (or as
-// x-gzip) or covered by "*", with a weight above zero. A weight that cannot be read
-// counts as zero: a client Gantry does not understand gets the plain bytes.
-func acceptsGzip(acceptEncoding string) bool {
-	star := false
-	for _, part := range strings.Split(acceptEncoding, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		accepted := true
-		for _, p := range strings.Split(params, ";") {
-			if v, ok := strings.CutPrefix(strings.ToLower(strings.TrimSpace(p)), "q="); ok {
-				q, err := strconv.ParseFloat(v, 64)
-				accepted = err == nil && q > 0
-			}
-		}
-		switch strings.ToLower(strings.TrimSpace(coding)) {
-		case "gzip", "x-gzip":
-			return accepted
-		case "*":
-			star = accepted
-		}
-	}
-	return star
 }

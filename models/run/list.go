@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -147,14 +148,29 @@ func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error)
 	return out, nil
 }
 
+// LastRun is what the workspaces list shows of a workspace's newest run.
+type LastRun struct {
+	ID          string
+	WorkspaceID string
+	Number      int
+	Kind        Kind
+	State       State
+	Simulated   bool
+	CreatedAt   time.Time
+}
+
+// Label is the run's label in its workspace: "#3".
+func (l LastRun) Label() string { return Run{Number: l.Number}.Label() }
+
 // Latest returns the newest run of each of workspaceIDs that has one and the subject
-// may see, by workspace id: the workspaces list's "last run".
-func (s *Service) Latest(ctx context.Context, workspaceIDs []string) (map[string]Run, error) {
+// may see, by workspace id: the workspaces list's "last run" (the columns it shows
+// only: a page of 50 reads no inputs, plans or evidence).
+func (s *Service) Latest(ctx context.Context, workspaceIDs []string) (map[string]LastRun, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]Run{}
+	out := map[string]LastRun{}
 	if len(workspaceIDs) == 0 {
 		return out, nil
 	}
@@ -162,11 +178,11 @@ func (s *Service) Latest(ctx context.Context, workspaceIDs []string) (map[string
 	if err != nil {
 		return nil, err
 	}
-	tx := db.Conn(ctx, s.store.db).Raw(`SELECT DISTINCT ON (workspace_id) * FROM runs
+	var runs []LastRun
+	err = db.Conn(ctx, s.store.db).Raw(`SELECT DISTINCT ON (workspace_id) id, workspace_id, number, kind, state, simulated, created_at FROM runs
 		WHERE organization_id = ? AND workspace_id IN ? AND environment_id NOT IN ?
-		ORDER BY workspace_id, number DESC`, subject.OrganizationID, workspaceIDs, append(hidden, ""))
-	var runs []Run
-	if err := tx.Scan(&runs).Error; err != nil {
+		ORDER BY workspace_id, number DESC`, subject.OrganizationID, workspaceIDs, append(hidden, "")).Scan(&runs).Error
+	if err != nil {
 		return nil, fmt.Errorf("reading the workspaces' last runs: %w", err)
 	}
 	for _, r := range runs {

@@ -364,7 +364,7 @@ func captureFailure(t *testing.T, tabCtx context.Context, events *browserEvents)
 
 // chromePath finds Chromium: $CHROME_PATH, then /usr/bin/chromium, then chromium on
 // PATH. A missing browser fails the test; it is a dependency, not an option.
-func chromePath(t *testing.T) string {
+func chromePath(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CHROME_PATH"); p != "" {
 		found, err := exec.LookPath(p)

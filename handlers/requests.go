@@ -15,6 +15,7 @@ import (
 	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/errs"
+	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
@@ -26,6 +27,11 @@ import (
 type RunRequester interface {
 	Validate(ctx context.Context, req run.Request) (run.Validated, *workspace.Workspace, error)
 	Request(ctx context.Context, req run.Request) (run.Run, error)
+}
+
+// RequestPreviewer says who decides and what a request costs before it is submitted.
+type RequestPreviewer interface {
+	Preview(ctx context.Context, req run.Request) (run.Preview, error)
 }
 
 // EnvironmentChooser lists the environments the subject may request runs in.
@@ -44,6 +50,7 @@ type WorkspaceRuns interface {
 type Requests struct {
 	Catalog      CatalogReader
 	Runs         RunRequester
+	Previews     RequestPreviewer
 	Environments EnvironmentChooser
 	// A change of a workspace starts from what it holds: its environment, name and the
 	// inputs of its last applied run.
@@ -57,6 +64,7 @@ type Requests struct {
 func (h Requests) Register(g *echo.Group) {
 	g.GET("/requests/new", h.new)
 	g.POST(paths.ValidateRequest(), h.validate)
+	g.POST(paths.PreviewRequest(), h.preview)
 	g.POST(paths.Requests(), h.create)
 	g.GET(paths.RouteWorkspaceDestroy, h.confirmDestroy)
 	g.POST(paths.RouteWorkspaceDestroy, h.destroy)
@@ -285,6 +293,44 @@ func (h Requests) validate(c echo.Context) error {
 	return render.Page(c, http.StatusOK, views.ErrorSlot(id, field, msg))
 }
 
+// preview answers the request form's live preview: who decides and the monthly cost,
+// for the form as it stands (nothing is written).
+func (h Requests) preview(c echo.Context) error {
+	req, _, err := readRequest(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.previewOf(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.RequestPreview(p))
+}
+
+// previewOf is req's preview in words.
+func (h Requests) previewOf(ctx context.Context, req run.Request) (views.RequestPreviewProps, error) {
+	pv, err := h.Previews.Preview(ctx, req)
+	if err != nil {
+		return views.RequestPreviewProps{}, err
+	}
+	p := views.RequestPreviewProps{DryRun: pv.DryRun, CostMissing: pv.CostMissing, Existing: pv.Existing}
+	if pv.Floor != nil {
+		p.Decider = pv.Floor.Decision.Summary()
+		p.Risk = fmt.Sprintf("risk %d", pv.Floor.Class)
+		if pv.Floor.Protected && pv.Floor.Class == 1 {
+			p.Risk += " in a protected environment"
+		}
+		p.Because = pv.Floor.Rule.Description
+	}
+	if pv.Cost != nil {
+		p.Cost, p.Unpriced = review.Money(pv.Cost.After), pv.Cost.Unpriced
+		if pv.Cost.Delta != 0 {
+			p.Delta = review.SignedMoney(pv.Cost.Delta)
+		}
+	}
+	return p, nil
+}
+
 func (h Requests) create(c echo.Context) error {
 	req, values, err := readRequest(c)
 	if err != nil {
@@ -315,6 +361,18 @@ func (h Requests) form(c echo.Context, status int, e catalog.Entry, req run.Requ
 	for _, env := range envs {
 		p.Environments = append(p.Environments, views.EnvChoice{ID: env.ID, Name: env.Name, Tier: string(env.Tier),
 			RequiresApproval: env.RequiresApproval, Restricted: env.Restricted})
+	}
+	// The preview of the form as drawn: its template and the values in its fields
+	// (defaults included).
+	shown := req
+	shown.Template, shown.Inputs = e.Template.Name, map[string]string{}
+	for k, v := range values {
+		if name, ok := strings.CutPrefix(k, "inputs."); ok {
+			shown.Inputs[name] = v
+		}
+	}
+	if p.Preview, err = h.previewOf(c.Request().Context(), shown); err != nil {
+		return err
 	}
 	for _, in := range e.Template.Inputs {
 		p.Fields = append(p.Fields, views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,

@@ -780,6 +780,26 @@ var routeChecks = map[string]routeCheck{
 		fx.sameAsMadeUp(t, fx.operator, http.MethodPost, c.pattern, form, fx.hidden.env, "env-routesmadeup")
 		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"))
 	}},
+	"POST /requests/preview": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
+		send := func(who routeWho, env string) answer {
+			return fx.send(t, call{who: who, method: http.MethodPost, path: c.pattern, form: url.Values{"template": {"bucket"}, "environment": {env},
+				"workspace": {"routes-new"}, "kind": {"apply"}, "inputs.name": {"routes-new"}, "inputs.retention_days": {"30"}, "inputs.region": {"eu-west"}}})
+		}
+		// The preview answers 200 either way: another tenant's or a hidden environment
+		// must read exactly as an id that exists nowhere, and name nothing of it.
+		for _, x := range []struct {
+			who routeWho
+			env string
+		}{{fx.admin, fx.globex.env}, {fx.operator, fx.hidden.env}} {
+			a, b := send(x.who, x.env), send(x.who, "env-routesmadeup")
+			require.Equal(t, http.StatusOK, a.status)
+			require.Equal(t, b.body, a.body, "previewing %s as %s", x.env, x.who.name)
+			require.Contains(t, a.body, "Choose an environment to see who decides.")
+			require.NotContains(t, a.body, x.env)
+		}
+		require.Contains(t, send(fx.operator, fx.acme.env).body, "At least risk")
+		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"), "a preview writes nothing")
+	}},
 	"POST /requests/validate": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		form := func(env string) (url.Values, string) {
 			return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {"routes-new"}, "kind": {"apply"}, "_field": {"environment"}}, ""

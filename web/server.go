@@ -102,6 +102,7 @@ type Services struct {
 	Policies    *policy.Store
 	Workspaces  *workspace.Service
 	Runs        *run.Service
+	Previews    *run.Previewer
 	Catalog     *catalog.Catalog
 	Keys        handlers.IdempotencyKeys
 	State       *state.Service
@@ -213,7 +214,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
-	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
+	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
 		States: svc.State}.Register(app)
 	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {

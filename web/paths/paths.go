@@ -90,6 +90,7 @@ func ChangeWorkspace(template, id string) string {
 }
 func Requests() string           { return "/requests" }
 func ValidateRequest() string    { return "/requests/validate" }
+func PreviewRequest() string     { return "/requests/preview" }
 func Run(id string) string       { return "/runs/" + url.PathEscape(id) }
 func RunEvents(id string) string { return Run(id) + "/events" }
 

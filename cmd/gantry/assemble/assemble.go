@@ -36,6 +36,7 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/runner"
+	"gantry/runner/mock"
 	"gantry/web"
 	"gantry/web/paths"
 )
@@ -88,6 +89,7 @@ type Portal struct {
 	WorkspaceViews *workspace.Service
 	Identity       *identity.Issuer
 	Runs           *run.Service
+	Previews       *run.Previewer
 	State          *state.Service
 	Exports        *audit.Exports
 	Governance     governance.Service
@@ -199,6 +201,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		p.ListenPool.Close()
 		return nil, err
 	}
+	// The request form's preview prices a simulated plan, whatever runs the real one.
+	p.Previews = run.NewPreviewer(p.Runs, mock.New())
 	p.State = state.NewService(p.StateStore, p.Runs)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
 	p.Environments.WatchDeciders(p.Runs)
@@ -236,7 +240,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
-		Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Previews: p.Previews, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },

@@ -1,0 +1,158 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gantry/models/authz"
+	"gantry/models/classify"
+	"gantry/models/errs"
+	"gantry/models/review"
+	"gantry/models/risk"
+	"gantry/models/workspace"
+)
+
+// What a request form shows before it is submitted: who must decide, as far as that
+// is known before any plan (the floor: the environment's gate, the kind of run, the
+// organization's matrix raised to Floors; a plan can only raise it), and the monthly
+// cost of what the inputs describe, from the template's price table and a simulated
+// plan of the generated configuration against the workspace's current state. Nothing
+// is written: no workspace, run, artifact or audit event.
+
+// Simulator plans a configuration in memory, without credentials or a cloud (the
+// MockTofuRunner), for the preview's cost: kind is a Kind, priorState nil for none.
+type Simulator interface {
+	SimulatePlan(ctx context.Context, config, priorState []byte, kind string) (planJSON []byte, err error)
+}
+
+// Previewer answers the request form's preview.
+type Previewer struct {
+	runs *Service
+	sim  Simulator
+}
+
+// NewPreviewer returns the request preview over the run service's rules and stores.
+func NewPreviewer(runs *Service, sim Simulator) *Previewer { return &Previewer{runs: runs, sim: sim} }
+
+// Preview is what is known of a request before it is planned. Floor is nil when the
+// environment or the kind is not chosen yet; Cost nil while the inputs are incomplete
+// or wrong (CostMissing says which).
+type Preview struct {
+	Floor *risk.Assessment
+	// DryRun: a dry run is never gated, whatever its plan holds.
+	DryRun bool
+	Cost   *review.Cost
+	// CostMissing says why there is no cost yet: "" when there is one.
+	CostMissing string
+	// Existing: the workspace exists, so the cost is the change from its current state.
+	Existing bool
+}
+
+// Preview previews req for the subject (who may request runs).
+func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Preview{}, err
+	}
+	s := p.runs
+	validated, ws, err := s.Validate(ctx, req)
+	var fields *errs.Validation
+	if err != nil && !errors.As(err, &fields) {
+		return Preview{}, err
+	}
+	bad := func(prefix string) bool {
+		if fields == nil {
+			return false
+		}
+		for f := range fields.Fields {
+			if strings.HasPrefix(f, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	var out Preview
+	if !bad("environment") && !bad("kind") {
+		env, err := s.environments.Lookup(ctx, subject.OrganizationID, req.EnvironmentID)
+		if err != nil {
+			return Preview{}, err
+		}
+		if req.Kind == KindPlanOnly {
+			out.DryRun = true
+		} else {
+			m, err := s.matrix.Current(ctx, subject.OrganizationID)
+			if err != nil {
+				return Preview{}, err
+			}
+			// The least a plan can be: it changes something (a destroy destroys), and
+			// nothing it touches is replaced, irreversible or org-scoped.
+			f := risk.Facts{Kind: string(req.Kind), HasChanges: true, Create: 1, Tier: string(env.Tier), RequiresApproval: env.RequiresApproval}
+			if req.Kind == KindDestroy {
+				f.Create, f.Destroy = 0, 1
+			}
+			a := assessRisk(m.Matrix, f)
+			out.Floor = &a
+		}
+	}
+	switch {
+	case bad("template") || bad("inputs."):
+		out.CostMissing = "Fill in the template's inputs to see what it costs."
+	case bad("environment"):
+		out.CostMissing = "Choose an environment to see what it costs."
+	default:
+		// Without a usable workspace (no name yet, or one holding another template: the
+		// request itself is refused, and its field says why) the cost is a new one's.
+		if ws != nil && ws.TemplateName != validated.Template {
+			ws = nil
+		}
+		if out.Cost, err = p.cost(ctx, req, validated, ws); err != nil {
+			return Preview{}, err
+		}
+		out.Existing = ws != nil
+	}
+	return out, nil
+}
+
+// cost prices the simulated plan of the configuration req would generate, against the
+// workspace's current state.
+func (p *Previewer) cost(ctx context.Context, req Request, v Validated, ws *workspace.Workspace) (*review.Cost, error) {
+	s := p.runs
+	facts, err := s.catalog.Facts(v.Template)
+	if err != nil {
+		return nil, err
+	}
+	workspaceID := "ws-preview"
+	var prior []byte
+	if ws != nil {
+		workspaceID = ws.ID
+		pred, err := s.states.Predecessor(ctx, ws.OrganizationID, ws.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !pred.None() {
+			if prior, err = s.states.Content(ctx, ws.OrganizationID, pred.VersionID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cfg, err := s.catalog.Generate(v, workspaceID, s.stateAddress(v.Runner.Name, workspaceID))
+	if err != nil {
+		return nil, fmt.Errorf("generating configuration: %w", err)
+	}
+	tarball, _, err := cfg.Tar()
+	if err != nil {
+		return nil, err
+	}
+	planJSON, err := p.sim.SimulatePlan(ctx, tarball, prior, string(req.Kind))
+	if err != nil {
+		return nil, fmt.Errorf("simulating the plan: %w", err)
+	}
+	res, err := classify.Classify(planJSON, facts.ClassifyOptions())
+	if err != nil {
+		return nil, fmt.Errorf("reading the simulated plan: %w", err)
+	}
+	cost := review.EstimateCost(res, facts.Prices)
+	return &cost, nil
+}

@@ -102,7 +102,7 @@ func lifecycleTotals(t *testing.T, app *webtest.App) [4]int64 {
 	t.Helper()
 	var out [4]int64
 	for i, table := range []string{"workspaces", "runs", "artifacts", "audit_events"} {
-		require.NoError(t, app.DB.Raw("SELECT count(*) FROM " + table).Scan(&out[i]).Error)
+		require.NoError(t, app.DB.Raw("SELECT count(*) FROM "+table).Scan(&out[i]).Error)
 	}
 	return out
 }

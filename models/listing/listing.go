@@ -125,16 +125,7 @@ const MaxLimit = 200
 // Fetch reads the page p of query q (a gorm query with its filters, selecting rows of
 // T) in the order of orders that p.Sort names (the first order when none does).
 func Fetch[T any](q *gorm.DB, orders []Order[T], p Page) (Result[T], error) {
-	o := orders[0]
-	for _, candidate := range orders {
-		if candidate.Key == p.Sort.Key {
-			o = candidate
-		}
-	}
-	limit := p.Limit
-	if limit <= 0 || limit > MaxLimit {
-		limit = 50
-	}
+	o, limit := pick(orders, p)
 	// Reading backwards (a previous page) walks the order reversed from the cursor and
 	// turns the rows round afterwards.
 	backwards := p.Before != nil
@@ -193,6 +184,21 @@ func Fetch[T any](q *gorm.DB, orders []Order[T], p Page) (Result[T], error) {
 		}
 	}
 	return out, nil
+}
+
+// pick is the order p.Sort names (the first when none does) and p's page size.
+func pick[T any](orders []Order[T], p Page) (Order[T], int) {
+	o := orders[0]
+	for _, candidate := range orders {
+		if candidate.Key == p.Sort.Key {
+			o = candidate
+		}
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > MaxLimit {
+		limit = 50
+	}
+	return o, limit
 }
 
 // after is the SQL condition "the row comes after cursor c" in o (before it, read as
@@ -277,16 +283,7 @@ func Contains(column string) string { return "strpos(lower(" + column + "), lowe
 // query: sorted by the order p.Sort names, after or before a cursor, with the cursors of
 // the pages around. Text compares byte by byte, Int as numbers, Time as instants.
 func Slice[T any](rows []T, orders []Order[T], p Page) (Result[T], error) {
-	o := orders[0]
-	for _, candidate := range orders {
-		if candidate.Key == p.Sort.Key {
-			o = candidate
-		}
-	}
-	limit := p.Limit
-	if limit <= 0 || limit > MaxLimit {
-		limit = 50
-	}
+	o, limit := pick(orders, p)
 	dir := 1
 	if p.Sort.Desc {
 		dir = -1

@@ -203,8 +203,8 @@ var dataPhase = regexp.MustCompile(`data-phase="([a-z]+)"`)
 
 // TestLiveLogStream: while a phase runs, the run page's stream appends the chunks of
 // its log as they are stored, each with its SSE id, in order and masked; a reconnection
-// with Last-Event-ID resumes after the last chunk it got (nothing twice, nothing
-// missed); each next phase starts afresh and, at the end, the whole log is in the run's
+// with Last-Event-ID, to another replica, resumes after the last chunk it got (nothing
+// twice, nothing missed); each next phase starts afresh and, at the end, the whole log is in the run's
 // section as stored. The same stream carries the navigation's count, and the page
 // opens no other. Another organization's run, or a run in a restricted environment
 // without a grant, has no stream (404); the chunks in the database are ciphertext.
@@ -258,8 +258,11 @@ func TestLiveLogStream(t *testing.T) {
 	}
 	first.cancel()
 
-	// 2. The browser reconnects with the last id it got; the plan writes on meanwhile.
-	second := openStream(t, app, operator, "/runs/"+runID+"/events", last)
+	// 2. The browser reconnects with the last id it got, to another replica (on the same
+	// database, with its own listener) this time; the plan, held by the first replica's
+	// worker, writes on meanwhile.
+	replica := webtest.RestartWith(t, app, webtest.Options{CatalogFS: sensitiveBucketCatalog(t)})
+	second := openStream(t, replica, replica.LoggedIn(t, "operator@acme.test"), "/runs/"+runID+"/events", last)
 	require.Equal(t, http.StatusOK, second.status)
 	second.until(t, "the run at connect", func(evs []sseEvent) bool { return len(evs) > 0 })
 	held.say <- "after the reconnection\n"

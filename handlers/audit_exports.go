@@ -1,14 +1,10 @@
 package handlers
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/audit"
@@ -194,24 +190,4 @@ func (h Audit) keys(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, set)
-}
-
-// sendFragment writes comp as one SSE event named event (htmx's SSE extension swaps
-// it in where sse-swap names the event).
-func sendFragment(ctx context.Context, w *echo.Response, event string, comp templ.Component) error {
-	var buf bytes.Buffer
-	if err := comp.Render(ctx, &buf); err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(w, "event: %s\n", event); err != nil {
-		return err
-	}
-	for _, line := range strings.Split(buf.String(), "\n") {
-		fmt.Fprintf(w, "data: %s\n", line)
-	}
-	if _, err := fmt.Fprint(w, "\n"); err != nil {
-		return err
-	}
-	w.Flush()
-	return nil
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -169,26 +170,35 @@ func (h Runs) inboxEvents(c echo.Context) error {
 	changes, unsubscribe := h.Changes.Subscribe(subject.OrganizationID, "")
 	defer unsubscribe()
 	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startStream(w)
 	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
 	defer heartbeat.Stop()
 	sent := int64(-1)
 	for {
-		n, err := h.Runs.CountWaitingForYou(ctx)
-		if err != nil {
+		if sent, err = h.sendInboxCount(ctx, w, sent); errors.Is(err, errGone) {
+			return nil
+		} else if err != nil {
 			return err
-		}
-		if n != sent {
-			if err := sendFragment(ctx, w, "inbox-count", views.InboxCount(n)); err != nil {
-				return nil // the browser went away
-			}
-			sent = n
 		}
 		if !waitForChange(ctx, w, changes, heartbeat.C) {
 			return nil
 		}
 	}
+}
+
+// sendInboxCount sends the navigation's count of runs waiting for you (the inbox
+// stream's and the run page's) unless it is sent, the count the browser shows; it
+// returns the count the browser shows now.
+func (h Runs) sendInboxCount(ctx context.Context, w *echo.Response, sent int64) (int64, error) {
+	n, err := h.Runs.CountWaitingForYou(ctx)
+	if err != nil {
+		return sent, err
+	}
+	if n == sent {
+		return sent, nil
+	}
+	if err := sendFragment(ctx, w, "inbox-count", views.InboxCount(n)); err != nil {
+		return sent, err
+	}
+	return n, nil
 }

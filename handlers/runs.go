@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +33,8 @@ type RunService interface {
 	// Inbox is one page of the personal inbox's lists: what the person may decide now
 	// (decides), or what waits for others; WaitingForYou its first list's first runs.
 	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
+	// LogChunks reads the live log of a phase of run id after chunk after.
+	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
 	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
@@ -56,9 +57,11 @@ type WorkspaceReader interface {
 	Views(ctx context.Context, ids []string) (map[string]workspace.View, error)
 }
 
-// RunChanges delivers a signal whenever a run moves.
+// RunChanges delivers a signal whenever a run moves (runID "": any run of the
+// organization), or when a chunk of its live log was stored.
 type RunChanges interface {
 	Subscribe(orgID, runID string) (<-chan struct{}, func())
+	SubscribeLog(orgID, runID string) (<-chan struct{}, func())
 }
 
 // Runs serves the run page, its decisions, its live stream and the personal inbox
@@ -93,8 +96,6 @@ func (h Runs) Register(g *echo.Group) {
 }
 
 func (h Runs) show(c echo.Context) error {
-	// The run page streams the run; it opens no second stream for the inbox count.
-	c.SetRequest(c.Request().WithContext(views.OwnStream(c.Request().Context())))
 	ctx := c.Request().Context()
 	r, err := h.Runs.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -111,6 +112,11 @@ func (h Runs) show(c echo.Context) error {
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
 		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: live}
+	if phase, ok := r.RunningPhase(); ok {
+		p.LiveLog.Phase = string(phase)
+	}
+	// The page's one stream is the run's: it carries the navigation's count too.
+	c.SetRequest(c.Request().WithContext(views.WithStream(ctx, paths.RunEventsSince(r.ID, live.Version))))
 	return render.Page(c, http.StatusOK, views.RunPage(p))
 }
 
@@ -124,7 +130,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}
-	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r), Terminal: r.Finished(),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
 	p.Decision = decisionProps(r, perms, nil)
@@ -294,129 +300,4 @@ func (h Runs) waiting(r run.Run) *views.ExecutorWait {
 		return executorWait(p, phase)
 	}
 	return nil
-}
-
-// events streams the run's live section over SSE: once at connect (so nothing between
-// page load and subscription is missed), then after every change of the run, until
-// it ends or the browser goes away.
-func (h Runs) events(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID, r.ID)
-	defer unsubscribe()
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush() // the browser's EventSource opens on the headers, before any event
-	heartbeat := time.NewTicker(max(h.Heartbeat, time.Second))
-	defer heartbeat.Stop()
-	// A page that already shows the current run gets nothing until it changes: swapping
-	// identical HTML would only lose the reader's focus and what they typed.
-	// Read again after subscribing: a change in between then still signals.
-	if r, err = h.Runs.Get(ctx, r.ID); err != nil {
-		return err
-	}
-	// A run waiting for its executor is sent at once: its progress has no version, and
-	// has likely moved since the page was rendered.
-	if since, err := strconv.ParseInt(c.QueryParam("since"), 10, 64); err == nil && since == r.UpdatedAt.UnixNano() && !r.Finished() && h.waiting(r) == nil {
-		if !waitForChange(ctx, w, changes, heartbeat.C) {
-			return nil
-		}
-	}
-	for {
-		// Decide on the state that was rendered: re-reading here could see a newer
-		// terminal state and close the stream before the page was shown it.
-		shown, err := h.send(ctx, c, r.ID)
-		if err != nil {
-			return err
-		}
-		if shown.Finished() {
-			// Tell the page to close the stream (sse-close="end"); a plain close would
-			// make the browser reconnect.
-			fmt.Fprint(w, "event: end\ndata: done\n\n")
-			w.Flush()
-			return nil
-		}
-		// A change after the read above is already queued in changes: nothing is missed.
-		if !h.waitForNews(ctx, w, changes, heartbeat.C, shown) {
-			return nil
-		}
-	}
-}
-
-// waitForChange blocks until the run changes (true) or the stream ends (false),
-// writing SSE comments as heartbeats meanwhile.
-func waitForChange(ctx context.Context, w *echo.Response, changes <-chan struct{}, beat <-chan time.Time) bool {
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-beat:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return false
-			}
-			w.Flush()
-		case <-changes:
-			return true
-		}
-	}
-}
-
-// waitForNews is waitForChange, and while the shown run waits for its executor's
-// preparation, also returns (true) once the progress it showed has moved on: the
-// progress is not a change of the run, so no notification carries it.
-func (h Runs) waitForNews(ctx context.Context, w *echo.Response, changes <-chan struct{}, beat <-chan time.Time, shown run.Run) bool {
-	was := h.waiting(shown)
-	if was == nil {
-		return waitForChange(ctx, w, changes, beat)
-	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-beat:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return false
-			}
-			w.Flush()
-		case <-changes:
-			return true
-		case <-tick.C:
-			if now := h.waiting(shown); now == nil || *now != *was {
-				return true
-			}
-		}
-	}
-}
-
-// send writes one "run" event holding the live section's HTML and returns the state
-// it showed.
-func (h Runs) send(ctx context.Context, c echo.Context, id string) (run.Run, error) {
-	r, err := h.Runs.Get(ctx, id)
-	if err != nil {
-		return run.Run{}, err
-	}
-	p, err := h.live(ctx, r)
-	if err != nil {
-		return run.Run{}, err
-	}
-	var buf bytes.Buffer
-	if err := views.RunLive(p).Render(ctx, &buf); err != nil {
-		return run.Run{}, err
-	}
-	w := c.Response()
-	fmt.Fprint(w, "event: run\n")
-	for _, line := range strings.Split(buf.String(), "\n") {
-		fmt.Fprintf(w, "data: %s\n", line)
-	}
-	fmt.Fprint(w, "\n")
-	w.Flush()
-	return r, nil
 }

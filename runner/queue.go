@@ -71,7 +71,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	q := &Queue{
 		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
 		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
-		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, PhaseTimeout: t.Verify},
+		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},
 		export:   &AuditExportWorker{},

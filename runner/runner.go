@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 )
 
@@ -51,6 +52,9 @@ type PlanRequest struct {
 	Config      []byte
 	PriorState  []byte
 	Credentials Credentials
+	// Log receives the phase's log while it runs (the worker's LiveLog; nil: nobody
+	// watches). The result's Log still carries all of it, as evidence.
+	Log io.Writer
 }
 
 // PlanResult is what a plan produced. PlanFile is the artifact apply takes (tofu's
@@ -70,6 +74,7 @@ type ApplyRequest struct {
 	PlanFile    []byte
 	PriorState  []byte
 	Credentials Credentials
+	Log         io.Writer // as PlanRequest.Log
 }
 
 // ApplyResult is the new state and the root module's outputs. A runner whose tofu
@@ -88,6 +93,7 @@ type VerifyRequest struct {
 	Config      []byte
 	State       []byte
 	Credentials Credentials
+	Log         io.Writer // as PlanRequest.Log
 }
 
 // VerifyResult says whether the live resources match; DriftJSON is the refresh-only
@@ -109,4 +115,12 @@ type Runner interface {
 	Plan(ctx context.Context, req PlanRequest) (PlanResult, error)
 	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
 	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
+}
+
+// LogTo is where a runner writes a phase's log besides its result: w, or nowhere.
+func LogTo(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }

@@ -38,6 +38,7 @@ type harness struct {
 	users  map[string]authz.Subject // by role
 	envs   map[string]string        // name -> id
 	keys   *keyring.Keyring
+	spec   string // keys' specification (a test may rotate to a new key)
 	cancel context.CancelFunc
 }
 
@@ -77,7 +78,8 @@ func newHarness(t testing.TB, opts harnessOpts) *harness {
 	if opts.runner == nil {
 		opts.runner = mock.New()
 	}
-	h.keys, err = keyring.Parse(keyring.NewKeySpec("test-1"))
+	h.spec = keyring.NewKeySpec("test-1")
+	h.keys, err = keyring.Parse(h.spec)
 	require.NoError(t, err)
 	h.sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
 		Runner: opts.runner, BaseURL: "http://gantry.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

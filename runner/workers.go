@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -25,6 +26,8 @@ type Lifecycle interface {
 	FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (run.Run, error)
 	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
 	EscalateIfDue(ctx context.Context, runID string) (run.Run, error)
+	// AppendLog stores the next chunk (masked) of the live log of a running phase.
+	AppendLog(ctx context.Context, r run.Run, phase run.JobKind, text []byte) error
 }
 
 // Default phase timeouts: a job running longer is cancelled. A job whose process
@@ -120,6 +123,18 @@ func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.
 	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), creds) }, nil
 }
 
+// liveLogFor is the live log of a phase of run r, stored through runs: it masks the run's
+// sensitive input values (secrets) and the phase's credentials (the state backend
+// password, the workload token).
+func liveLogFor(ctx context.Context, runs Lifecycle, logger *slog.Logger, r run.Run, phase run.JobKind, secrets []string, creds Credentials) *LiveLog {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	store := func(ctx context.Context, text []byte) error { return runs.AppendLog(ctx, r, phase, text) }
+	return NewLiveLog(ctx, store, logger.With("run", r.ID, "phase", string(phase)),
+		slices.Concat(secrets, []string{creds.StatePassword, creds.CloudToken})...)
+}
+
 // skipped treats "the run already moved past this phase" as a finished job.
 func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
 
@@ -159,8 +174,10 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		return err
 	}
 	defer revoke()
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobPlan, work.Secrets, creds)
 	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
-		Config: work.Config, PriorState: work.PriorState, Credentials: creds})
+		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Log: live})
+	live.Close() // the live log is complete before the run leaves the phase
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
@@ -229,8 +246,10 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	defer revoke()
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobApply, work.Secrets, creds)
 	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
-		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds})
+		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
+	live.Close()
 	if err != nil {
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
@@ -268,6 +287,7 @@ type VerifyWorker struct {
 	Runs         Lifecycle
 	Runners      RunnerSet
 	Creds        CredentialSource
+	Logger       *slog.Logger
 	PhaseTimeout time.Duration
 }
 
@@ -294,8 +314,10 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		return err
 	}
 	defer revoke()
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobVerify, work.Secrets, creds)
 	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
-		State: work.State, Credentials: creds})
+		State: work.State, Credentials: creds, Log: live})
+	live.Close()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -41,18 +41,28 @@ type Chrome struct {
 	CanApprove    bool
 	// CanManageWebhooks: the organization's webhooks are in the navigation.
 	CanManageWebhooks bool
-	// WaitingForYou is how many runs the person may decide now (the navigation's count);
-	// InboxStream: the page keeps it live over the inbox stream (a page with a live
-	// stream of its own does not open a second one: OwnStream).
+	// WaitingForYou is how many runs the person may decide now (the navigation's count).
 	WaitingForYou int64
-	InboxStream   bool
+	// Stream is the page's one live stream, opened on the body ("": none). Browsers allow
+	// few connections per origin, so a tab has one: the inbox stream keeping the count
+	// live, or a page's own stream, which then carries the count too (WithStream).
+	Stream string
 }
 
-// OwnStream returns ctx for a page that opens a live stream of its own: browsers allow
-// few connections per origin, so the navigation's count is not kept live there.
+// OwnStream returns ctx for a page that opens a live stream of its own, inside the
+// page, that does not carry the navigation's count: the count is not kept live there.
 func OwnStream(ctx context.Context) context.Context {
 	c := ChromeFrom(ctx)
-	c.InboxStream = false
+	c.Stream = ""
+	return WithChrome(ctx, c)
+}
+
+// WithStream returns ctx for a page whose own live stream, at url, is the page's one:
+// it carries the navigation's count ("inbox-count", as the inbox stream sends it)
+// besides the page's own events.
+func WithStream(ctx context.Context, url string) context.Context {
+	c := ChromeFrom(ctx)
+	c.Stream = url
 	return WithChrome(ctx, c)
 }
 

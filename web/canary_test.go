@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/artifact"
+	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/run"
 	"gantry/runner/tofu"
@@ -106,9 +108,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	// Every artifact, decrypted: config bundles untarred, plan files unzipped.
 	scan.artifacts(app.App, runs)
-	// Every rendered page of the runs, as the admin and the operator.
+	// Every chunk of the runs' live logs, decrypted.
+	scan.liveLogs(app.App, runs)
+	// Every rendered page of the runs, as the admin and the operator, and what their live
+	// streams send.
 	scan.pages(app.App, admin, adminPages(runs, staging, dev))
 	scan.pages(app.App, operator, operatorPages(runs))
+	scan.streams(app.App, operator, runs)
 	// The database, dumped in clear.
 	dump := pgDump(t, app.DSN)
 	require.Contains(t, string(dump), "environment.static_credential_set", "the dump holds the audit log")
@@ -119,7 +125,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	scan.blob("cloud", "log", []byte(app.cloudLog.String()))
 
 	for _, where := range []string{"workdir", "config_bundle", "plan_file member", "plan_json", "plan_log", "apply_log",
-		"verify_log", "state", "page", "database", "cloud"} {
+		"verify_log", "state", "live_log", "page", "stream", "database", "cloud"} {
 		require.Positive(t, scan.seen[where], "nothing was scanned in %s: the check could not fail", where)
 	}
 	t.Logf("scanned %v for %d canaries", scan.seen, len(canaries))
@@ -424,10 +430,58 @@ func adminPages(runs []run.Run, envIDs ...string) []string {
 func operatorPages(runs []run.Run) []string {
 	paths := []string{"/", "/workspaces"}
 	for _, r := range runs {
-		// The events stream of a finished run sends its section and ends.
-		paths = append(paths, "/runs/"+r.ID, "/runs/"+r.ID+"/plan.json", "/runs/"+r.ID+"/events", "/workspaces/"+r.WorkspaceID)
+		paths = append(paths, "/runs/"+r.ID, "/runs/"+r.ID+"/plan.json", "/workspaces/"+r.WorkspaceID)
 	}
 	return paths
+}
+
+// streams checks what the live stream of each (finished) run sends c at connect: its
+// section, its live log section and, last, the navigation's count; the stream stays
+// open for the count, so it is read up to that.
+func (s *leakScanner) streams(app *webtest.App, c *http.Client, runs []run.Run) {
+	s.t.Helper()
+	for _, r := range runs {
+		ctx, cancel := context.WithCancel(s.t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, app.URL+"/runs/"+r.ID+"/events", nil)
+		require.NoError(s.t, err)
+		streaming := *c
+		streaming.Timeout = 0
+		resp, err := streaming.Do(req)
+		require.NoError(s.t, err)
+		require.Equal(s.t, http.StatusOK, resp.StatusCode)
+		var sent bytes.Buffer
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		count := false
+		for sc.Scan() {
+			sent.WriteString(sc.Text() + "\n")
+			if sc.Text() == "event: inbox-count" {
+				count = true
+			} else if count && sc.Text() == "" {
+				break
+			}
+		}
+		cancel()
+		resp.Body.Close()
+		require.True(s.t, count, "the stream of run %s never sent the count: %s", r.ID, sent.String())
+		s.blob("stream", r.ID, sent.Bytes())
+	}
+}
+
+// liveLogs checks every chunk of the runs' live logs, decrypted.
+func (s *leakScanner) liveLogs(app *webtest.App, runs []run.Run) {
+	s.t.Helper()
+	for _, r := range runs {
+		ctx := authz.WithSubject(s.t.Context(), authz.System(r.OrganizationID))
+		for _, phase := range []run.JobKind{run.JobPlan, run.JobApply, run.JobVerify} {
+			chunks, err := app.System.Runs.LogChunks(ctx, r.ID, phase, 0, 1000)
+			require.NoError(s.t, err)
+			require.NotEmpty(s.t, chunks, "run %s has no live %s log", r.ID, phase)
+			for _, c := range chunks {
+				s.blob("live_log", fmt.Sprintf("%s:%s:%d", r.ID, phase, c.Seq), []byte(c.Text))
+			}
+		}
+	}
 }
 
 // tree checks every file under dir.

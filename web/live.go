@@ -20,10 +20,11 @@ type RunChange struct {
 	State       string `json:"state"`
 }
 
-// Changes fans run changes out to live pages. One connection LISTENs for the whole
-// process (the notification is sent inside the transaction that changed the run, so
-// it arrives only if the change committed); subscribers get a signal, never the data,
-// and re-read what they show through the services, with the viewer's permissions.
+// Changes fans run changes and new live log chunks out to live pages. One connection
+// LISTENs on both channels for the whole process (each notification is sent inside the
+// transaction that changed the run or stored the chunk, so it arrives only if that
+// committed, on every replica); subscribers get a signal, never the data, and re-read
+// what they show through the services, with the viewer's permissions.
 type Changes struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
@@ -33,8 +34,11 @@ type Changes struct {
 }
 
 // subscription is one live page's interest: one run of one organization, or every
-// run of it (runID "": the inbox count).
-type subscription struct{ orgID, runID string }
+// run of it (runID "": the inbox count); log: the run's live log instead of its changes.
+type subscription struct {
+	orgID, runID string
+	log          bool
+}
 
 // NewChanges returns a broker on pool; Run must be started for it to deliver.
 func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
@@ -47,9 +51,19 @@ func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
 // coalesce (the channel holds at most one): the subscriber re-reads the run anyway, so
 // none is lost and nobody blocks the listener.
 func (c *Changes) Subscribe(orgID, runID string) (<-chan struct{}, func()) {
+	return c.subscribe(subscription{orgID: orgID, runID: runID})
+}
+
+// SubscribeLog is Subscribe for new chunks of the live log of run runID: the subscriber
+// reads the chunks after the last one it sent.
+func (c *Changes) SubscribeLog(orgID, runID string) (<-chan struct{}, func()) {
+	return c.subscribe(subscription{orgID: orgID, runID: runID, log: true})
+}
+
+func (c *Changes) subscribe(sub subscription) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	c.mu.Lock()
-	c.subs[ch] = subscription{orgID: orgID, runID: runID}
+	c.subs[ch] = sub
 	c.mu.Unlock()
 	return ch, func() {
 		c.mu.Lock()
@@ -58,16 +72,27 @@ func (c *Changes) Subscribe(orgID, runID string) (<-chan struct{}, func()) {
 	}
 }
 
-func (c *Changes) publish(change RunChange) {
+func (c *Changes) publish(change RunChange, log bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch, sub := range c.subs {
-		if sub.orgID != change.OrgID || (sub.runID != "" && sub.runID != change.RunID) {
+		if sub.log != log || sub.orgID != change.OrgID || (sub.runID != "" && sub.runID != change.RunID) {
 			continue
 		}
 		select {
 		case ch <- struct{}{}:
 		default: // a signal is already pending
+		}
+	}
+}
+
+func (c *Changes) signalAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ch := range c.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -98,19 +123,26 @@ func (c *Changes) listen(ctx context.Context) error {
 	// A listening connection must never go back to the pool: take it out and close it.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+run.ChangesChannel); err != nil {
-		return err
+	for _, channel := range []string{run.ChangesChannel, run.LogChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+			return err
+		}
 	}
+	// What was announced while the listener was away is lost: every page reads again
+	// (a page that missed a chunk's notice would otherwise wait for the next chunk).
+	c.signalAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
+		// A chunk's notice names its organization and run as a change does; the rest
+		// of it (phase, seq) is for nobody here: the page reads what follows what it sent.
 		var change RunChange
 		if err := json.Unmarshal([]byte(n.Payload), &change); err != nil {
-			c.logger.WarnContext(ctx, "unreadable run change", "error", err)
+			c.logger.WarnContext(ctx, "unreadable run notification", "channel", n.Channel, "error", err)
 			continue
 		}
-		c.publish(change)
+		c.publish(change, n.Channel == run.LogChannel)
 	}
 }

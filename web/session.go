@@ -178,7 +178,10 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		s.setChrome(c, func(ch *views.Chrome) {
 			m.fill(ch)
 			ch.Flashes = flashes
-			ch.WaitingForYou, ch.InboxStream = waiting, page && ch.CanApprove
+			ch.WaitingForYou = waiting
+			if page && ch.CanApprove {
+				ch.Stream = paths.InboxEvents()
+			}
 		})
 		return next(c)
 	}

@@ -14,6 +14,7 @@ import (
 	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/org"
+	runmodel "gantry/models/run"
 	"gantry/models/state"
 )
 
@@ -39,9 +40,9 @@ func runKeys(ctx context.Context, args []string, stdout io.Writer, logger *slog.
 }
 
 // runKeysRotate: after a new key-encryption key is put first in --keys, it re-wraps
-// every artifact's data key (states, plans, bundles, logs), every workload signing key
-// and every audit signing key under it, so the older keys can then be removed from the
-// configuration. Ciphertexts are not rewritten. With --new-signing-keys it also gives
+// every artifact's data key (states, plans, bundles, logs), every live log chunk's,
+// every workload signing key and every audit signing key under it, so the older keys
+// can then be removed from the configuration. Ciphertexts are not rewritten. With --new-signing-keys it also gives
 // every organization a new audit signing key; the old ones stay published, so what
 // they signed still verifies.
 func runKeysRotate(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
@@ -69,6 +70,10 @@ func runKeysRotate(ctx context.Context, args []string, stdout io.Writer, logger 
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, then: %w", n, err)
 	}
+	c, err := runmodel.RewrapLogChunks(ctx, gdb, keys)
+	if err != nil {
+		return fmt.Errorf("re-wrapped %d artifacts and %d live log chunks, then: %w", n, c, err)
+	}
 	w, err := identity.RewrapKeys(ctx, gdb, keys)
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, then: %w", n, err)
@@ -81,9 +86,9 @@ func runKeysRotate(ctx context.Context, args []string, stdout io.Writer, logger 
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, %d workload keys and %d environment credentials, then: %w", n, w, e, err)
 	}
-	logger.Info("keys rotated", "artifacts", n, "workload_keys", w, "environment_credentials", e, "audit_signing_keys", s, "key_id", keys.CurrentKeyID())
-	fmt.Fprintf(stdout, "re-wrapped %d artifacts, %d workload keys, %d environment credentials and %d audit signing keys under key %s\n",
-		n, w, e, s, keys.CurrentKeyID())
+	logger.Info("keys rotated", "artifacts", n, "live_log_chunks", c, "workload_keys", w, "environment_credentials", e, "audit_signing_keys", s, "key_id", keys.CurrentKeyID())
+	fmt.Fprintf(stdout, "re-wrapped %d artifacts, %d live log chunks, %d workload keys, %d environment credentials and %d audit signing keys under key %s\n",
+		n, c, w, e, s, keys.CurrentKeyID())
 	if newSigning {
 		replaced, err := audit.NewKeys(gdb, keys).RotateSigning(ctx)
 		if err != nil {

@@ -47,7 +47,7 @@ func TestKeysRotate(t *testing.T) {
 
 	out.Reset()
 	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec, "--new-signing-keys"}, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 1 workload keys, 0 environment credentials and 1 audit signing keys under key k2")
+	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 0 live log chunks, 1 workload keys, 0 environment credentials and 1 audit signing keys under key k2")
 	require.Contains(t, out.String(), "replaced the audit signing key of 1 organizations")
 
 	var stale int64

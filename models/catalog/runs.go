@@ -52,3 +52,5 @@ func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
 	t := e.Template
 	return run.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices}, nil
 }
+
+func (rc runCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }

@@ -24,6 +24,7 @@ type ApplyWork struct {
 	Config     []byte
 	PlanFile   []byte
 	PriorState []byte
+	Secrets    []string // as PlanWork.Secrets
 }
 
 // BeginApply re-checks everything the approval bound before the first side effect
@@ -87,6 +88,7 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
 		return ApplyWork{}, err
 	}
+	work.Secrets = s.catalog.Secrets(r.TemplateName, work.Config)
 	if r.PriorStateVersionID != nil {
 		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return ApplyWork{}, err

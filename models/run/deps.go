@@ -13,6 +13,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/environment"
+	"gantry/models/keyring"
 	"gantry/models/policy"
 	"gantry/models/risk"
 	"gantry/models/workspace"
@@ -159,6 +160,7 @@ type Service struct {
 	policies     Policies
 	attestor     Attestor
 	notifier     Notifier
+	keys         Sealer
 }
 
 // Config is what a Service is built from; every field is required.
@@ -181,6 +183,8 @@ type Config struct {
 	Policies     Policies
 	Attestor     Attestor
 	Notifier     Notifier
+	// Keys seal the chunks of live logs (logs.go), as the artifact store seals artifacts.
+	Keys Sealer
 }
 
 // AttestedState is one state version an apply wrote: an attestation's subject.
@@ -203,7 +207,7 @@ func NewService(c Config) (*Service, error) {
 	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
 		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
 		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies,
-		"Attestor": c.Attestor, "Notifier": c.Notifier} {
+		"Attestor": c.Attestor, "Notifier": c.Notifier, "Keys": c.Keys} {
 		if isNil(dep) {
 			missing = append(missing, name)
 		}
@@ -216,7 +220,8 @@ func NewService(c Config) (*Service, error) {
 	}
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
-		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier}, nil
+		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier,
+		keys: c.Keys}, nil
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an
@@ -231,6 +236,8 @@ func isNil(dep any) bool {
 	case *audit.Log:
 		return d == nil
 	case *artifact.Store:
+		return d == nil
+	case *keyring.Keyring:
 		return d == nil
 	case func(string, string) string:
 		return d == nil

@@ -40,6 +40,10 @@ type Catalog interface {
 	// Facts says what the plan review needs to know about template name's resource
 	// types (errs.ErrNotFound when the catalog no longer offers it).
 	Facts(name string) (TemplateFacts, error)
+	// Secrets are the values of template name's sensitive inputs in a config bundle
+	// generated from it: what a run's live log masks (every argument, when the catalog
+	// no longer offers the template).
+	Secrets(name string, config []byte) []string
 }
 
 // TemplateFacts are a template's resource-type facts from its manifest.

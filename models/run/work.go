@@ -29,6 +29,8 @@ type PlanWork struct {
 	Config     []byte
 	PriorState []byte // nil when the workspace has no state yet
 	Restarted  bool   // an earlier attempt died while planning; planning again is safe
+	// Secrets are the values of the run's sensitive inputs: its live log masks them.
+	Secrets []string
 }
 
 // ExecutorOf names the executor run runID was requested on (every phase uses it): a
@@ -78,6 +80,7 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
 		return PlanWork{}, err
 	}
+	work.Secrets = s.catalog.Secrets(r.TemplateName, work.Config)
 	if r.PriorStateVersionID != nil {
 		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return PlanWork{}, err
@@ -222,8 +225,7 @@ func policyNote(a Assessment) string {
 // FailPhase ends a run whose phase failed, keeping the runner's log as evidence.
 func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, log []byte, reason string) (Run, error) {
 	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
-		want := map[JobKind]State{JobPlan: Planning, JobApply: Running, JobVerify: Verifying}[phase]
-		if r.State != want {
+		if want, ok := phaseState[phase]; !ok || r.State != want {
 			return ErrSkip
 		}
 		// A failed phase may have left its state lock behind (tofu killed mid-run):
@@ -271,9 +273,10 @@ func (s *Service) fence(ctx context.Context, r Run, reason string) error {
 
 // VerifyWork is what a verify job needs.
 type VerifyWork struct {
-	Run    Run
-	Config []byte
-	State  []byte
+	Run     Run
+	Config  []byte
+	State   []byte
+	Secrets []string // as PlanWork.Secrets
 }
 
 // BeginVerify returns the applied state to verify, or ErrSkip.
@@ -306,7 +309,7 @@ func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, er
 	if err != nil {
 		return VerifyWork{}, err
 	}
-	return VerifyWork{Run: r, Config: cfg, State: st}, nil
+	return VerifyWork{Run: r, Config: cfg, State: st, Secrets: s.catalog.Secrets(r.TemplateName, cfg)}, nil
 }
 
 // FinishVerify ends the run: SUCCEEDED when the live resources match the applied

@@ -9,7 +9,9 @@
 package mock
 
 import (
+	"bytes"
 	"context"
+	"io"
 
 	"gantry/runner"
 )
@@ -55,7 +57,7 @@ func (*Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanRes
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
-	return runner.PlanResult{PlanFile: planFile, PlanJSON: planJSON, Log: p.planLog(), HasChanges: p.hasChanges()}, nil
+	return runner.PlanResult{PlanFile: planFile, PlanJSON: planJSON, Log: writeLines(req.Log, p.planLog()), HasChanges: p.hasChanges()}, nil
 }
 
 // Apply applies exactly the plan file: it refuses a plan made for another
@@ -101,7 +103,7 @@ func (*Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.Apply
 	if err != nil {
 		return runner.ApplyResult{}, err
 	}
-	return runner.ApplyResult{State: state, Outputs: outputs, Log: p.applyLog(a)}, nil
+	return runner.ApplyResult{State: state, Outputs: outputs, Log: writeLines(req.Log, p.applyLog(a))}, nil
 }
 
 // Verify cannot compare anything: the mock has no live cloud, so what it applied
@@ -112,8 +114,23 @@ func (*Runner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.Ver
 		return runner.VerifyResult{}, err
 	}
 	if _, err := parseState(req.State); err != nil {
-		return runner.VerifyResult{Converged: false, Log: []byte(simulatedCheckLine + "\n\n" + err.Error() + "\n")}, err
+		return runner.VerifyResult{Converged: false, Log: writeLines(req.Log, []byte(simulatedCheckLine+"\n\n"+err.Error()+"\n"))}, err
 	}
 	log := simulatedCheckLine + "\n\nNo changes. Your infrastructure still matches the configuration.\n"
-	return runner.VerifyResult{Converged: true, Log: []byte(log)}, nil
+	return runner.VerifyResult{Converged: true, Log: writeLines(req.Log, []byte(log))}, nil
+}
+
+// writeLines writes log to w one line at a time, as tofu's output arrives, so the live
+// view of a simulated run is fed the way a real one is; it returns log.
+func writeLines(w io.Writer, log []byte) []byte {
+	w = runner.LogTo(w)
+	for rest := log; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		_, _ = w.Write(line) // the live view never fails the phase
+		rest = rest[len(line):]
+	}
+	return log
 }

@@ -713,3 +713,41 @@ func TestRemovedModuleIsDeletedWithItsReason(t *testing.T) {
 		}
 	}
 }
+
+// lineWriter records each write it gets.
+type lineWriter struct{ writes []string }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// TestLogIsWrittenLineByLine: every phase writes its log to the request's Log as it
+// goes, one line per write (as tofu's output arrives for a live view), and the result
+// carries the same log whole.
+func TestLogIsWrittenLineByLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	config := postgresBundle(t, nil)
+	var planned lineWriter
+	pr, err := mock.New().Plan(ctx, runner.PlanRequest{RunID: "run-1", WorkspaceID: workspace, Kind: runner.KindApply, Config: config, Log: &planned})
+	require.NoError(t, err)
+	var applied lineWriter
+	ar, err := mock.New().Apply(ctx, runner.ApplyRequest{RunID: "run-1", WorkspaceID: workspace, Config: config, PlanFile: pr.PlanFile, Log: &applied})
+	require.NoError(t, err)
+	var verified lineWriter
+	vr, err := mock.New().Verify(ctx, runner.VerifyRequest{RunID: "run-1", WorkspaceID: workspace, Config: config, State: ar.State, Log: &verified})
+	require.NoError(t, err)
+	for _, phase := range []struct {
+		name   string
+		writes []string
+		log    []byte
+	}{{"plan", planned.writes, pr.Log}, {"apply", applied.writes, ar.Log}, {"verify", verified.writes, vr.Log}} {
+		require.Greater(t, len(phase.writes), 2, "the %s log comes in lines", phase.name)
+		for i, w := range phase.writes {
+			require.Equal(t, 1, strings.Count(w, "\n"), "%s write %d is one line: %q", phase.name, i, w)
+		}
+		require.Equal(t, string(phase.log), strings.Join(phase.writes, ""), "the %s result carries what was written", phase.name)
+		require.True(t, strings.HasPrefix(phase.writes[0], "SIMULATED"), "the %s log says SIMULATED first: %q", phase.name, phase.writes[0])
+	}
+}

@@ -232,9 +232,11 @@ func TestOCIPlanApply(t *testing.T) {
 	r := tofurun.New(o, filepath.Join(e.dir, "work"), &tofu.PluginCache{Mirror: e.tc.Mirror, Root: filepath.Join(e.dir, "plugins")})
 	require.Equal(t, "tofu/oci", r.Name())
 
+	var live bytes.Buffer // the worker's live log, as the output arrives
 	plan, err := r.Plan(t.Context(), runner.PlanRequest{RunID: "run-1", WorkspaceID: workspaceID, Kind: runner.KindApply,
-		Config: e.config, Credentials: e.creds(t, "plan", "read")})
+		Config: e.config, Credentials: e.creds(t, "plan", "read"), Log: &live})
 	require.NoError(t, err, "%s", plan.Log)
+	require.Equal(t, string(plan.Log), live.String(), "the live log gets everything the phase's log has, as it is written")
 	require.True(t, plan.HasChanges)
 	require.Contains(t, string(plan.Log), "from the shared cache directory")
 	require.NotContains(t, string(plan.Log), "tofu validate", "plan validates; no separate process")

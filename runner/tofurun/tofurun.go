@@ -70,14 +70,16 @@ func (r *Runner) Simulated() bool { return false }
 
 // job is one phase's working directory and log.
 type job struct {
-	r       *Runner
-	dir     string
-	log     bytes.Buffer
+	r   *Runner
+	dir string
+	log bytes.Buffer // the whole log, the phase's evidence
+	// out is where the log is written: log, and the request's live log as it happens.
+	out     io.Writer
 	creds   runner.Credentials
 	plugins string // the plugin cache directory for this job's lock file, or ""
 }
 
-func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
+func (r *Runner) newJob(cfg []byte, creds runner.Credentials, live io.Writer) (*job, error) {
 	if err := os.MkdirAll(r.WorkRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("creating work root: %w", err)
 	}
@@ -102,11 +104,13 @@ func (r *Runner) newJob(cfg []byte, creds runner.Credentials) (*job, error) {
 		}
 	}
 	j := &job{r: r, dir: dir, creds: creds}
+	// The live log never fails a write, so the buffer always gets everything.
+	j.out = io.MultiWriter(&j.log, runner.LogTo(live))
 	if lock, ok := b.Files[".terraform.lock.hcl"]; ok && r.Plugins != nil {
 		// Without the cache the job still runs: init extracts from the mirror and says
 		// what is wrong with a provider in its own words.
 		if j.plugins, err = r.Plugins.Dir(lock); err != nil {
-			fmt.Fprintf(&j.log, "# the plugin cache is not used: %v\n", err)
+			fmt.Fprintf(j.out, "# the plugin cache is not used: %v\n", err)
 		}
 	}
 	return j, nil
@@ -149,15 +153,15 @@ func (j *job) secrets() map[string]string {
 // run runs one command with its standard output going to out (errors to the log). It returns the exit code; codes
 // not in ok are an error naming the command, and a killed run says why in the log.
 func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
-	fmt.Fprintf(&j.log, "$ tofu %s\n", strings.Join(args, " "))
+	fmt.Fprintf(j.out, "$ tofu %s\n", strings.Join(args, " "))
 	started := time.Now()
-	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: &j.log, PluginCache: j.plugins})
-	fmt.Fprintf(&j.log, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
+	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: j.out, PluginCache: j.plugins})
+	fmt.Fprintf(j.out, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
 	if err != nil {
 		return code, fmt.Errorf("running tofu %s: %w", args[0], err)
 	}
 	if explain != "" {
-		fmt.Fprintf(&j.log, "\n%s\n", explain)
+		fmt.Fprintf(j.out, "\n%s\n", explain)
 		return code, fmt.Errorf("tofu %s: %s: %w", args[0], explain, ErrTofu)
 	}
 	for _, c := range ok {
@@ -168,9 +172,10 @@ func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) 
 	return code, fmt.Errorf("tofu %s exited with %d (see the log): %w", args[0], code, ErrTofu)
 }
 
-// tofu runs a command whose output belongs in the job log.
+// tofu runs a command whose output belongs in the job log (standard output and error
+// are the same writer, so exec.Cmd writes them one at a time).
 func (j *job) tofu(ctx context.Context, ok []int, args ...string) (int, error) {
-	return j.run(ctx, &j.log, ok, args...)
+	return j.run(ctx, j.out, ok, args...)
 }
 
 // capture runs a command whose standard output is data (show -json, output -json): it
@@ -178,7 +183,7 @@ func (j *job) tofu(ctx context.Context, ok []int, args ...string) (int, error) {
 func (j *job) capture(ctx context.Context, args ...string) ([]byte, error) {
 	var buf bytes.Buffer
 	if _, err := j.run(ctx, &buf, []int{0}, args...); err != nil {
-		j.log.Write(buf.Bytes())
+		j.out.Write(buf.Bytes())
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -194,7 +199,7 @@ func (j *job) init(ctx context.Context) error {
 // Plan runs init, plan -out and show -json. There is no separate validate: plan
 // validates the configuration first and reports the same diagnostics.
 func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials)
+	j, err := r.newJob(req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
@@ -232,7 +237,7 @@ func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error)
 // Apply applies exactly the stored plan file: `tofu apply plan.bin`, never a new plan.
 // The state goes to Gantry's backend, so the result carries none.
 func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials)
+	j, err := r.newJob(req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.ApplyResult{}, err
 	}
@@ -262,7 +267,7 @@ func (j *job) apply(ctx context.Context, planFile []byte) (runner.ApplyResult, e
 // Verify runs a refresh-only plan: no changes means the live resources match the
 // applied state; otherwise the refresh-only plan is the residual drift.
 func (r *Runner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.VerifyResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials)
+	j, err := r.newJob(req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.VerifyResult{}, err
 	}

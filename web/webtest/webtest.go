@@ -67,6 +67,9 @@ type Options struct {
 	// Hooks replaces the tests' webhook settings (which let hooks call loopback and
 	// retry after 100 ms).
 	Hooks *notify.HookOptions
+	// Keys are the key-encryption keys (nil: a fresh key; RestartWith passes the
+	// earlier one's, as replicas share theirs).
+	Keys *keyring.Keyring
 }
 
 // App is one running Gantry with its provider and database.
@@ -80,6 +83,8 @@ type App struct {
 	System *assemble.Portal
 	// Mail is the SMTP catcher when Options.Mail asked for one.
 	Mail *devmail.Catcher
+	// Keys seal artifacts, states and live logs.
+	Keys *keyring.Keyring
 }
 
 // Start runs a fresh application for t and stops it when t ends.
@@ -140,8 +145,12 @@ func StartWith(t testing.TB, opts Options) *App {
 	t.Cleanup(idpSrv.Close)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	keys, err := keyring.Parse(keyring.NewKeySpec("test-1"))
-	require.NoError(t, err)
+	keys := opts.Keys
+	if keys == nil {
+		keys, err = keyring.Parse(keyring.NewKeySpec("test-1"))
+		require.NoError(t, err)
+	}
+	app.Keys = keys
 	hooks := notify.HookOptions{AllowPrivateTargets: true, RetryBase: 100 * time.Millisecond, RetryMax: time.Second, Timeout: 5 * time.Second}
 	if opts.Hooks != nil {
 		hooks = *opts.Hooks
@@ -181,11 +190,14 @@ func StartWith(t testing.TB, opts Options) *App {
 	return app
 }
 
-// RestartWith starts a second Gantry on the database of an earlier one, as a restart
-// or another replica would.
+// RestartWith starts a second Gantry on the database of an earlier one, with its keys,
+// as a restart or another replica would.
 func RestartWith(t testing.TB, earlier *App, opts Options) *App {
 	t.Helper()
 	opts.DSN = earlier.DSN
+	if opts.Keys == nil {
+		opts.Keys = earlier.Keys
+	}
 	return StartWith(t, opts)
 }
 

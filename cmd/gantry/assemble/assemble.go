@@ -195,7 +195,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 			return address
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
-		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify,
+		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify, Keys: cfg.Keys,
 	})
 	if err != nil {
 		p.ListenPool.Close()

@@ -1,0 +1,233 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/run"
+	"gantry/views"
+)
+
+// The run page's live stream: the page's one EventSource (views.WithStream), carrying
+//
+//	run          the run's live section, after the run changed (#run-live, and its
+//	             audit history out of band)
+//	log-phase    the live log section, emptied for the phase now running (or for none)
+//	log          the next chunk of that phase's log, to append; its SSE id is
+//	             "<phase>-<seq>", so an EventSource that reconnects (Last-Event-ID)
+//	             resumes after the last chunk it got: no chunk twice, none missed
+//	inbox-count  the navigation's count, as the inbox stream sends it (inbox.go)
+//	end          nothing more comes: the run is finished and the viewer has no count
+//
+// Chunks are read from the database after a notice (any replica's worker may have
+// written them), through the run service, which asks again each time whether the
+// viewer may see the run.
+
+// logPage is how many chunks one read takes.
+const logPage = 200
+
+// events serves the run page's live stream until the browser goes away (or end).
+func (h Runs) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	s := &runStream{h: h, ctx: ctx, w: c.Response(), id: r.ID, counts: views.ChromeFrom(ctx).CanApprove, count: -1}
+	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID, r.ID)
+	defer unsubscribe()
+	logs, unsubscribeLog := h.Changes.SubscribeLog(r.OrganizationID, r.ID)
+	defer unsubscribeLog()
+	var others <-chan struct{} // any run of the organization: the count may have moved
+	if s.counts {
+		var unsubscribeOrg func()
+		others, unsubscribeOrg = h.Changes.Subscribe(r.OrganizationID, "")
+		defer unsubscribeOrg()
+	}
+	startStream(s.w)
+	err = s.serve(c.QueryParam("since"), c.Request().Header.Get("Last-Event-ID"), changes, logs, others)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	return err
+}
+
+// runStream is one run page's stream and what it has shown the page.
+type runStream struct {
+	h   Runs
+	ctx context.Context
+	w   *echo.Response
+	id  string
+
+	shown run.Run // the run as the page shows it
+	// shownWait is the progress of its executor's preparation the page shows, if the run
+	// waits for it.
+	shownWait *views.ExecutorWait
+	// phase is the phase whose log the page's live log section shows, up to chunk seq;
+	// inStep is false until the section is known to show it.
+	phase  run.JobKind
+	seq    int
+	inStep bool
+
+	counts bool  // the viewer has the navigation's count
+	count  int64 // the count sent last (-1: none yet)
+}
+
+func (s *runStream) serve(since, lastEventID string, changes, logs, others <-chan struct{}) error {
+	// Read again after subscribing: a change in between then still signals.
+	r, err := s.h.Runs.Get(s.ctx, s.id)
+	if err != nil {
+		return err
+	}
+	// A page that already shows the current run gets no run event until it changes:
+	// swapping identical HTML would only lose the reader's focus and what they typed.
+	// A run waiting for its executor is sent at once: its progress has no version, and
+	// has likely moved since the page was rendered.
+	if v, err := strconv.ParseInt(since, 10, 64); err == nil && v == r.UpdatedAt.UnixNano() && !r.Finished() && s.h.waiting(r) == nil {
+		s.shown = r
+	} else if err := s.sendRun(); err != nil {
+		return err
+	}
+	// An EventSource reconnecting within the same phase resumes after its last chunk;
+	// any other start shows the running phase's log afresh (the page may hold chunks
+	// from an earlier connection that it cannot tell the server about).
+	if phase, seq, ok := parseLogID(lastEventID); ok {
+		if running, _ := s.shown.RunningPhase(); running == phase {
+			s.phase, s.seq, s.inStep = phase, seq, true
+		}
+	}
+	if err := s.syncLog(); err != nil {
+		return err
+	}
+	if err := s.sendCount(); err != nil {
+		return err
+	}
+	heartbeat := time.NewTicker(max(s.h.Heartbeat, time.Second))
+	defer heartbeat.Stop()
+	// The progress of an executor's preparation is no change of the run: no notice
+	// carries it, so it is looked at every second while the run waits for it.
+	progress := time.NewTicker(time.Second)
+	defer progress.Stop()
+	for {
+		if s.shown.Finished() && !s.counts {
+			// Tell the page to close the stream (sse-close="end"); a plain close would
+			// make the browser reconnect.
+			return write(s.w, "event: end\ndata: done\n\n")
+		}
+		var err error
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-heartbeat.C:
+			err = write(s.w, ": keep-alive\n\n")
+		case <-changes:
+			err = s.runChanged()
+		case <-logs:
+			err = s.sendChunks()
+		case <-others:
+			err = s.sendCount()
+		case <-progress.C:
+			if was := s.shownWait; was != nil {
+				if now := s.h.waiting(s.shown); now == nil || *now != *was {
+					err = s.runChanged()
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// runChanged shows the run as it is now, and its live log in step with it.
+func (s *runStream) runChanged() error {
+	if err := s.sendRun(); err != nil {
+		return err
+	}
+	return s.syncLog()
+}
+
+// sendRun sends the run's live section as it is now.
+func (s *runStream) sendRun() error {
+	r, err := s.h.Runs.Get(s.ctx, s.id)
+	if err != nil {
+		return err
+	}
+	p, err := s.h.live(s.ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := sendFragment(s.ctx, s.w, "run", views.RunEvent(p)); err != nil {
+		return err
+	}
+	s.shown, s.shownWait = r, p.Waiting
+	return nil
+}
+
+// syncLog puts the live log section in step with the run shown: a phase other than the
+// one it shows (or none) empties it for that phase; then the chunks it lacks follow.
+func (s *runStream) syncLog() error {
+	running, _ := s.shown.RunningPhase()
+	if !s.inStep || running != s.phase {
+		if err := sendFragment(s.ctx, s.w, "log-phase", views.LiveLog(views.LiveLogProps{Phase: string(running)})); err != nil {
+			return err
+		}
+		s.phase, s.seq, s.inStep = running, 0, true
+	}
+	return s.sendChunks()
+}
+
+// sendChunks sends the chunks of the shown phase's log after the last one sent.
+func (s *runStream) sendChunks() error {
+	if s.phase == "" {
+		return nil
+	}
+	for {
+		chunks, err := s.h.Runs.LogChunks(s.ctx, s.id, s.phase, s.seq, logPage)
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if err := sendEvent(s.ctx, s.w, "log", logID(c.Phase, c.Seq), views.LogChunk(c.Seq, c.Text)); err != nil {
+				return err
+			}
+			s.seq = c.Seq
+		}
+		if len(chunks) < logPage {
+			return nil
+		}
+	}
+}
+
+// sendCount sends the navigation's count if the viewer has one and it moved.
+func (s *runStream) sendCount() error {
+	if !s.counts {
+		return nil
+	}
+	var err error
+	s.count, err = s.h.sendInboxCount(s.ctx, s.w, s.count)
+	return err
+}
+
+// logID is a chunk's SSE id.
+func logID(phase run.JobKind, seq int) string { return fmt.Sprintf("%s-%d", phase, seq) }
+
+// parseLogID reads a chunk's SSE id back (Last-Event-ID, from the browser).
+func parseLogID(id string) (run.JobKind, int, bool) {
+	phase, n, ok := strings.Cut(id, "-")
+	seq, err := strconv.Atoi(n)
+	if !ok || err != nil || seq < 1 {
+		return "", 0, false
+	}
+	switch k := run.JobKind(phase); k {
+	case run.JobPlan, run.JobApply, run.JobVerify:
+		return k, seq, true
+	}
+	return "", 0, false
+}

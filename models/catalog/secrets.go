@@ -1,0 +1,66 @@
+package catalog
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"gantry/models/bundle"
+)
+
+// Secrets reads back, from a config bundle Generate wrote for template name, the values
+// of the template's sensitive inputs: what a run's live log masks. They are stored
+// nowhere else in clear (the run keeps them masked). A template the catalog no longer
+// offers says nothing of which inputs were sensitive, so all of its arguments count as
+// secrets: masking too much garbles a log, too little would leak. A bundle that does
+// not read has nothing to mask (no runner gets far enough with it to print anything).
+//
+// String values are returned, and the decimal text of numbers; a bool has too few
+// values for masking its text to hide anything, and masking every "true" would only
+// garble the log.
+func (c *Catalog) Secrets(name string, config []byte) []string {
+	var sensitive map[string]bool // nil: every argument
+	if e, err := c.Get(name); err == nil {
+		sensitive = map[string]bool{}
+		for _, in := range e.Template.Inputs {
+			if in.Sensitive {
+				sensitive[in.Name] = true
+			}
+		}
+		if len(sensitive) == 0 {
+			return nil
+		}
+	}
+	b, err := bundle.FromTar(config)
+	if err != nil {
+		return nil
+	}
+	f, diags := hclsyntax.ParseConfig(b.Files["main.tf"], "main.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil
+	}
+	var out []string
+	for _, blk := range f.Body.(*hclsyntax.Body).Blocks {
+		if blk.Type != "module" || len(blk.Labels) != 1 || (sensitive != nil && blk.Labels[0] != name) {
+			continue
+		}
+		for argName, attr := range blk.Body.Attributes {
+			if argName == "source" || (sensitive != nil && !sensitive[argName]) {
+				continue
+			}
+			// Generate writes literals only: a value that needs an evaluation context
+			// is not one of its arguments.
+			v, diags := attr.Expr.Value(nil)
+			if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
+				continue
+			}
+			switch v.Type() {
+			case cty.String:
+				out = append(out, v.AsString())
+			case cty.Number:
+				out = append(out, v.AsBigFloat().Text('f', -1))
+			}
+		}
+	}
+	return out
+}

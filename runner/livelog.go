@@ -165,6 +165,16 @@ func (l *LiveLog) absorb(p []byte, final bool) {
 	l.held = append([]byte(nil), raw[cut:]...)
 }
 
+// Mask returns text with every secret of the log masked as its chunks are: a phase's
+// whole log at once (the log a runner returns holds what it printed, in clear; it is
+// stored as the phase's evidence and shown once the phase ends).
+func (l *LiveLog) Mask(text []byte) []byte {
+	if len(text) == 0 {
+		return text
+	}
+	return appendMasked(nil, text, l.coverage(text))
+}
+
 // coverage marks every byte of raw that belongs to an occurrence of a secret
 // (occurrences may overlap).
 func (l *LiveLog) coverage(raw []byte) []bool {

@@ -1,8 +1,10 @@
 package runner_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -39,14 +41,22 @@ func (c *credentialPrinter) leak(w interface{ Write([]byte) (int, error) }, cred
 	}
 }
 
+// Plan and Apply print the credentials to the live log and, as OpenTofu's runner does
+// (its log is everything the commands printed), into the log they return.
 func (c *credentialPrinter) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
-	c.leak(req.Log, req.Credentials)
-	return c.Runner.Plan(ctx, req)
+	var printed bytes.Buffer
+	c.leak(io.MultiWriter(runner.LogTo(req.Log), &printed), req.Credentials)
+	res, err := c.Runner.Plan(ctx, req)
+	res.Log = append(printed.Bytes(), res.Log...)
+	return res, err
 }
 
 func (c *credentialPrinter) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
-	c.leak(req.Log, req.Credentials)
-	return c.Runner.Apply(ctx, req)
+	var printed bytes.Buffer
+	c.leak(io.MultiWriter(runner.LogTo(req.Log), &printed), req.Credentials)
+	res, err := c.Runner.Apply(ctx, req)
+	res.Log = append(printed.Bytes(), res.Log...)
+	return res, err
 }
 
 // TestLiveLogChunksOfEveryPhase: a run's phases store their logs as they run, in
@@ -86,9 +96,11 @@ func TestLiveLogChunksOfEveryPhase(t *testing.T) {
 		require.True(t, strings.HasSuffix(text.String(), string(full)), "the %s chunks end with the phase's whole log", phase)
 		if phase != run.JobVerify {
 			require.Equal(t, 2, strings.Count(text.String(), "secret: "+runner.Masked+" (leaked)\n"), "both credentials masked in the %s log", phase)
+			require.Equal(t, 2, strings.Count(string(full), "secret: "+runner.Masked+" (leaked)\n"), "and in its stored log")
 		}
 		for _, s := range secrets {
 			require.NotContains(t, text.String(), s[:len(s)/2], "a credential shows in the %s log", phase)
+			require.NotContains(t, string(full), s[:len(s)/2], "a credential shows in the stored %s log", phase)
 		}
 		later, err := h.sys.Runs.LogChunks(reader, r.ID, phase, len(chunks)-1, 1000)
 		require.NoError(t, err)

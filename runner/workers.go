@@ -178,6 +178,8 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
 		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
+	// The stored log is the runner's whole log, which holds what it printed in clear.
+	res.Log = live.Mask(res.Log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
@@ -250,6 +252,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close()
+	res.Log = live.Mask(res.Log)
 	if err != nil {
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
@@ -318,6 +321,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
 		State: work.State, Credentials: creds, Log: live})
 	live.Close()
+	res.Log = live.Mask(res.Log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

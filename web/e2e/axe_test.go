@@ -109,7 +109,7 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	b.do(t, "submit a request with mistakes", chromedp.Navigate(app.URL+"/requests/new?template=bucket"),
 		chromedp.WaitVisible(chromedp.ID("submit-request")),
 		chromedp.SetValue(chromedp.ID("input-name"), "Bad_Name"),
-		chromedp.Click(chromedp.ID("submit-request"), chromedp.NodeVisible),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-request").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
 	requireAccessible(t, b, "the request form with errors")
 }

@@ -26,7 +26,9 @@ func TestRequestFormErrorsInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("workspace"), "form-errors"),
 		chromedp.SetValue(chromedp.ID("input-name"), "Bad_Name"),
 		chromedp.SetValue(chromedp.ID("input-retention_days"), "99999"),
-		chromedp.Click(chromedp.ID("submit-request"), chromedp.NodeVisible),
+		// The button's own activation: inline messages and the preview swap in as the
+		// values change and move the button, so a click at its old place could miss it.
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-request").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
 	waitForFocus(t, b, "error-summary")
 

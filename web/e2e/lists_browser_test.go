@@ -52,8 +52,9 @@ func TestWorkspaceListInBrowser(t *testing.T) {
 
 	// A filter combines with the search: no billing workspace is in staging.
 	b.do(t, "clear the search", chromedp.SetValue(chromedp.ID("workspaces-q"), "svc"))
+	// As a person's choice does: the select's value, then its input event (htmx's trigger).
 	b.do(t, "choose staging", chromedp.SetValue(chromedp.ID("workspaces-environment"), staging),
-		chromedp.Submit(chromedp.ID("workspaces-q")))
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("workspaces-environment").dispatchEvent(new Event("input", {bubbles: true}))`))
 	require.True(t, run(t, b, "wait for staging's svc workspaces", chromedp.Poll[bool](
 		`document.querySelector('[data-testid="workspaces-found"]')?.innerText.trim() == "150 workspaces match"`,
 		chromedp.WithPollingTimeout(liveTimeout))), "found: %s", liveText(t, b, "workspaces-found"))

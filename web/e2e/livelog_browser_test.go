@@ -86,7 +86,7 @@ func TestChangeWithLiveLogInBrowser(t *testing.T) {
 
 	gate.armed.Store(true)
 	retype(t, b, "input-retention_days", "30")
-	b.do(t, "submit the change", chromedp.Click(chromedp.ID("submit-request"), chromedp.NodeVisible),
+	b.do(t, "submit the change", chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-request").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
 	runURL := location(t, b)
 	u, err := url.Parse(runURL)

@@ -95,7 +95,7 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 	require.Equal(t, "orders-db", value(t, b, chromedp.ID("workspace")))
 	screenshotAt(t, b, requestWideScreenshot, 1280, 800, false)
 
-	b.do(t, "submit the request", chromedp.Click(chromedp.ID("submit-request"), chromedp.NodeVisible))
+	b.do(t, "submit the request", chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-request").click()`))
 
 	// 2. The run page: simulated, planned, and waiting for someone else.
 	b.do(t, "wait for the run page", chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))

@@ -87,9 +87,10 @@ func (s *runStream) serve(since, lastEventID string, changes, logs, others <-cha
 	}
 	// A page that already shows the current run gets no run event until it changes:
 	// swapping identical HTML would only lose the reader's focus and what they typed.
+	// That holds for a finished run too, whose page keeps its stream for the count.
 	// A run waiting for its executor is sent at once: its progress has no version, and
 	// has likely moved since the page was rendered.
-	if v, err := strconv.ParseInt(since, 10, 64); err == nil && v == r.UpdatedAt.UnixNano() && !r.Finished() && s.h.waiting(r) == nil {
+	if v, err := strconv.ParseInt(since, 10, 64); err == nil && v == r.UpdatedAt.UnixNano() && s.h.waiting(r) == nil {
 		s.shown = r
 	} else if err := s.sendRun(); err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/web/paths"
@@ -325,4 +326,33 @@ func TestLiveLogStream(t *testing.T) {
 	for _, clear := range []string{"held: the test", "after the reconnection", "SIMULATED", liveSecret, liveSecret[:8], runner.Masked} {
 		require.NotContains(t, string(stored), clear, "the live log table holds something in clear")
 	}
+}
+
+// TestFinishedRunPageStreamSendsNoRunAgain: the page of a finished run keeps its stream
+// for an approver's inbox count; at connect it is sent the count, not the run's section
+// again (the page shows that version already, and swapping identical HTML would take
+// the reader's focus and place), while a page that showed an older version gets it.
+func TestFinishedRunPageStreamSendsNoRunAgain(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
+	req.Set("workspace", "finished-stream")
+	r := waitForState(t, app, requestRun(t, app, operator, req), run.Succeeded)
+
+	counted := func(evs []sseEvent) bool {
+		return slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "inbox-count" })
+	}
+	current := openStream(t, app, admin, "/runs/"+r.ID+"/events?since="+strconv.FormatInt(r.UpdatedAt.UnixNano(), 10), "")
+	require.Equal(t, http.StatusOK, current.status)
+	evs := current.until(t, "the count", counted)
+	require.False(t, slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" }), "the run's section again: %v", evs)
+	current.cancel()
+
+	older := openStream(t, app, admin, "/runs/"+r.ID+"/events?since="+strconv.FormatInt(r.CreatedAt.UnixNano(), 10), "")
+	evs = older.until(t, "the count", counted)
+	require.True(t, slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" && strings.Contains(e.data, ">SUCCEEDED<") }),
+		"a page that showed an older version is sent the run as it is: %v", evs)
+	older.cancel()
 }

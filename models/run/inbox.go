@@ -145,7 +145,15 @@ func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxP
 	}
 	var out InboxPage
 	if q.Count {
-		if err := filtered().Count(&out.Total).Error; err != nil {
+		// Unfiltered, a list is counted in its range of the inbox index alone, as the
+		// navigation's count is (the join to runs is for filters).
+		count := filtered()
+		if q.Text == "" && q.EnvironmentID == "" && q.Risk == 0 {
+			count = db.Conn(ctx, s.store.db).Table("run_deciders").
+				Where("organization_id = ? AND user_id = ? AND decides = ? AND decision_deadline > clock_timestamp()",
+					subject.OrganizationID, subject.UserID, decides)
+		}
+		if err := count.Count(&out.Total).Error; err != nil {
 			return InboxPage{}, fmt.Errorf("counting the inbox: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/catalog"
+	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
@@ -63,7 +64,8 @@ func (h Catalog) show(c echo.Context) error {
 func templateProps(e catalog.Entry, canRequest bool) views.TemplateProps {
 	t := e.Template
 	p := views.TemplateProps{Name: t.Name, Title: t.Title, Version: t.Version, Description: t.Description, Owner: t.Owner,
-		ModuleDigest: e.ModuleDigest, Irreversible: t.Irreversible, Rollback: t.Rollback, CanRequest: canRequest}
+		ModuleDigest: e.ModuleDigest, Irreversible: t.Irreversible, Rollback: t.Rollback, CanRequest: canRequest,
+		Boundary: run.TemplateBoundary(t.Irreversible)}
 	for _, in := range t.Inputs {
 		p.Inputs = append(p.Inputs, views.InputRow{Name: in.Name, Type: in.Type, Required: in.Required, Default: defaultText(in),
 			Constraint: constraintText(in), Help: in.Help, Sensitive: in.Sensitive, Divergence: in.Divergence})

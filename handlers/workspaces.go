@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/models/authz"
 	"gantry/models/listing"
 	"gantry/models/run"
 	"gantry/models/state"
@@ -43,6 +44,8 @@ type Workspaces struct {
 	Runs       RunLister
 	States     WorkspaceStates
 	Names      ListNames
+	// Catalog gives the template's irreversible types (the rollback boundary).
+	Catalog CatalogReader
 }
 
 // WorkspaceStates reads what a workspace's state holds (state.Store).
@@ -149,13 +152,24 @@ func (h Workspaces) show(c echo.Context) error {
 	for _, r := range runs {
 		labels[r.ID] = r.Label()
 	}
-	for _, v := range st.Versions {
+	subject, _ := authz.SubjectFrom(ctx)
+	for i, v := range st.Versions {
 		row := views.StateVersionRow{Serial: v.Serial, At: v.CreatedAt, SHA256: v.SHA256}
 		if v.RunID != nil {
 			row.RunID, row.RunLabel = *v.RunID, cmp.Or(labels[*v.RunID], *v.RunID)
+			// An earlier version a run wrote can be rolled back to (the page that asks
+			// says when that run was a destroy).
+			if i > 0 && subject.Can(authz.PermProvisioningPlan) {
+				row.RollbackURL = paths.WorkspaceRollback(ws.ID, v.ID)
+			}
 		}
 		p.Versions = append(p.Versions, row)
 	}
+	var irreversible []string
+	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
+		irreversible = e.Template.Irreversible
+	}
+	p.Boundary = append(run.TemplateBoundary(irreversible), run.WorkspaceBoundary(irreversible, stateResources(st))...)
 	for _, r := range st.Resources {
 		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}

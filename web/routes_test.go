@@ -608,10 +608,11 @@ func (fx *routeFixtures) checkRestricted(t routeT, c routeCase) {
 	}
 	a := fx.object(t, c, fx.auditor, o.hidden)
 	require.NotEqual(t, http.StatusNotFound, a.status, "the auditor reads the restricted %s: %s", o.what, a.body)
-	// Run and workspace pages are read; the cancel and destroy confirmations ask for an
-	// action the auditor may not take (their 403 comes after the object was found).
+	// Run and workspace pages are read; the cancel, destroy and rollback confirmations
+	// ask for an action the auditor may not take (their 403 comes after the object was
+	// found).
 	if c.method == http.MethodGet && (strings.HasPrefix(c.pattern, "/runs/") || strings.HasPrefix(c.pattern, "/workspaces/")) &&
-		!strings.HasSuffix(c.pattern, "/cancel") && !strings.HasSuffix(c.pattern, "/destroy") {
+		!strings.HasSuffix(c.pattern, "/cancel") && !strings.HasSuffix(c.pattern, "/destroy") && !strings.HasSuffix(c.pattern, "/rollback") {
 		require.True(t, a.status >= 200 && a.status < 300, "the auditor reads the restricted %s: %d\n%s", o.what, a.status, a.body)
 	}
 }
@@ -779,6 +780,21 @@ var routeChecks = map[string]routeCheck{
 		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, c.pattern, form, fx.globex.env, "env-routesmadeup")
 		fx.sameAsMadeUp(t, fx.operator, http.MethodPost, c.pattern, form, fx.hidden.env, "env-routesmadeup")
 		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"))
+	}},
+	"POST /workspaces/:id/rollback": {why: "version names a state version", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
+		// Another organization's version on acme's workspace is refused as one that exists
+		// nowhere, and names nothing of it.
+		form := func(id string) (url.Values, string) { return url.Values{"version": {id}}, "" }
+		// A version globex's own applied run wrote.
+		globexRun := bucketRequest(fx.app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
+		globexRun.Set("workspace", "routes-rollback")
+		applied := waitForState(t, fx.app, requestRun(t, fx.app, fx.app.LoggedIn(t, "operator@globex.test"), globexRun), run.Succeeded)
+		var globexVersion string
+		require.NoError(t, fx.app.DB.Raw("SELECT id FROM state_versions WHERE workspace_id = ?", applied.WorkspaceID).Scan(&globexVersion).Error)
+		require.NotEmpty(t, globexVersion)
+		path := strings.Replace(c.pattern, ":id", fx.acme.ws, 1)
+		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, path, form, globexVersion, "sv-routesmadeup")
+		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM runs WHERE rollback_version_id IS NOT NULL"))
 	}},
 	"POST /requests/preview": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		send := func(who routeWho, env string) answer {

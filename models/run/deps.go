@@ -90,6 +90,24 @@ type StateVersions interface {
 	// HoldSteady keeps the workspace's state from being written until the transaction
 	// in ctx ends (a shared hold of its state lock).
 	HoldSteady(ctx context.Context, orgID, workspaceID string) error
+	// VersionInfo is a version of orgID (errs.ErrNotFound when it has none such);
+	// ResourcesOf the managed resources it holds (a rollback's boundary).
+	VersionInfo(ctx context.Context, orgID, id string) (StateVersionInfo, error)
+	ResourcesOf(ctx context.Context, orgID, id string) ([]StateResource, error)
+}
+
+// StateVersionInfo is one state version: its workspace, serial and the run that wrote
+// it ("" for none).
+type StateVersionInfo struct {
+	ID, WorkspaceID string
+	Serial          int
+	RunID           string
+	CreatedAt       time.Time
+}
+
+// StateResource is one managed resource instance of a state version.
+type StateResource struct {
+	Address, Type, ID string
 }
 
 // Fencer releases a dead job's state lock and revokes its credentials (state.Store).

@@ -120,6 +120,8 @@ type ReviewData struct {
 	Doc            *review.Doc
 	Evaluation     *policy.Evaluation
 	Overrides      map[string]policy.Override
+	// Rollback says what a rollback cannot bring back (nil for any other run).
+	Rollback *RollbackReview
 }
 
 // Review reads run r's plan for review (r read through Get). A run without a plan yet
@@ -147,6 +149,9 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	}
 	if out.Doc, err = review.Load(planJSON); err != nil {
 		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
+	}
+	if out.Rollback, err = s.rollbackReview(ctx, r, out.Classification, facts); err != nil {
+		return ReviewData{}, err
 	}
 	if r.PolicyEvaluationID != nil {
 		ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)

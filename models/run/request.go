@@ -231,7 +231,8 @@ type queued struct {
 	inputs                          json.RawMessage
 	runner                          RunnerInfo
 	configArtifactID, configDigest  string
-	source                          *Run // planned again from
+	source                          *Run // planned again from (or rolled back to what it wrote)
+	rollback                        *StateVersionInfo
 }
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
@@ -260,6 +261,14 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 		}
 		r.StateReason = "planned again from run " + q.source.Label() + " (" + strings.ToLower(string(q.source.State)) + "), same template version and inputs"
 		data["planned_again_from"] = q.source.ID
+	}
+	if q.rollback != nil {
+		// A rollback is the person's own new intent: who requested the source run may
+		// decide it, as anyone but its requester may.
+		r.RollbackVersionID, r.RollbackSerial, r.PriorRequesters = &q.rollback.ID, q.rollback.Serial, []string{}
+		r.StateReason = fmt.Sprintf("rolling back to state version %d: re-applying the inputs and template version (%s) of run %s", q.rollback.Serial, q.version, q.source.Label())
+		delete(data, "planned_again_from")
+		data["rollback_to"] = map[string]any{"state_version_id": q.rollback.ID, "serial": q.rollback.Serial, "source_run_id": q.source.ID}
 	}
 	if err := s.store.create(ctx, r); err != nil {
 		return Run{}, err

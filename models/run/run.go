@@ -137,6 +137,11 @@ type Run struct {
 	// the requester may not).
 	SourceRunID     *string
 	PriorRequesters []string `gorm:"serializer:json;type:jsonb"`
+	// RollbackVersionID is the state version this run rolls back to (re-applying the
+	// inputs and template version of the run that wrote it, SourceRunID), and
+	// RollbackSerial its serial; nil and 0 for any other run.
+	RollbackVersionID *string
+	RollbackSerial    int
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

@@ -9,6 +9,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/run"
 )
 
 // WorkspaceState is what a workspace's page shows of its state: its versions, newest
@@ -114,4 +115,35 @@ func readState(data []byte) ([]Resource, []Output, error) {
 	}
 	sort.Slice(outputs, func(i, j int) bool { return outputs[i].Name < outputs[j].Name })
 	return resources, outputs, nil
+}
+
+// VersionInfo is state version id of orgID as the run lifecycle asks for it (a
+// rollback), errs.ErrNotFound when orgID has no such version.
+func (s *Store) VersionInfo(ctx context.Context, orgID, id string) (run.StateVersionInfo, error) {
+	var v Version
+	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id).Take(&v).Error; err != nil {
+		return run.StateVersionInfo{}, fmt.Errorf("state version %s: %w", id, db.Translate(err))
+	}
+	out := run.StateVersionInfo{ID: v.ID, WorkspaceID: v.WorkspaceID, Serial: int(v.Serial), CreatedAt: v.CreatedAt}
+	if v.RunID != nil {
+		out.RunID = *v.RunID
+	}
+	return out, nil
+}
+
+// ResourcesOf lists the managed resources state version id of orgID holds.
+func (s *Store) ResourcesOf(ctx context.Context, orgID, id string) ([]run.StateResource, error) {
+	data, err := s.Content(ctx, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	resources, _, err := readState(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading state version %s: %w", id, err)
+	}
+	out := make([]run.StateResource, len(resources))
+	for i, r := range resources {
+		out[i] = run.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
+	}
+	return out, nil
 }

@@ -18,13 +18,15 @@ const (
 	RouteRunEvidence      = "/runs/:id/evidence"
 	RouteWorkspace        = "/workspaces/:id"
 	RouteWorkspaceDestroy = "/workspaces/:id/destroy"
-	RouteEnvironment      = "/environments/:id"
-	RouteEditEnvironment  = "/environments/:id/edit"
-	RouteAPIEnvironment   = "/api/v1/environments/:id"
-	RouteStatic           = "/static/*"
-	RouteWebhook          = "/settings/webhooks/:id"
-	RouteWebhookAction    = "/settings/webhooks/:id/:action"
-	RouteWebhookRedeliver = "/settings/deliveries/:id/redeliver"
+	// RouteWorkspaceRollback asks before, and requests, a rollback to a state version.
+	RouteWorkspaceRollback = "/workspaces/:id/rollback"
+	RouteEnvironment       = "/environments/:id"
+	RouteEditEnvironment   = "/environments/:id/edit"
+	RouteAPIEnvironment    = "/api/v1/environments/:id"
+	RouteStatic            = "/static/*"
+	RouteWebhook           = "/settings/webhooks/:id"
+	RouteWebhookAction     = "/settings/webhooks/:id/:action"
+	RouteWebhookRedeliver  = "/settings/deliveries/:id/redeliver"
 )
 
 // Notifications: personal preferences, the organization's webhooks, and (gantry dev
@@ -130,7 +132,16 @@ func Filtered(path string, q url.Values) string {
 
 // WorkspaceDestroy asks before a workspace is destroyed.
 func WorkspaceDestroy(id string) string { return Workspace(id) + "/destroy" }
-func Approvals() string                 { return "/approvals" }
+
+// WorkspaceRollback is the page that asks before rolling workspace id back to state
+// version versionID (the form posts to the same path).
+func WorkspaceRollback(id, versionID string) string {
+	return WorkspaceRollbackAction(id) + "?" + url.Values{"version": {versionID}}.Encode()
+}
+
+// WorkspaceRollbackAction is where the rollback form posts (the version in its fields).
+func WorkspaceRollbackAction(id string) string { return Workspace(id) + "/rollback" }
+func Approvals() string                        { return "/approvals" }
 
 // InboxEvents is the live stream of the navigation's count of runs waiting for you.
 func InboxEvents() string { return RouteInboxEvents }

@@ -1,0 +1,119 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/run"
+	"gantry/models/state"
+	"gantry/views"
+	"gantry/web/paths"
+	"gantry/web/render"
+)
+
+// RollbackRuns is what rolling back needs of runs: the run that wrote a version, and
+// the rollback itself (the run service checks who may, and what can be planned).
+type RollbackRuns interface {
+	Get(ctx context.Context, id string) (run.Run, error)
+	RollBack(ctx context.Context, workspaceID, versionID string) (run.Run, error)
+}
+
+// Rollbacks serves "roll back to state version N": a page that restates what the
+// rollback re-applies and what it cannot bring back, and the request of its run.
+type Rollbacks struct {
+	Workspaces WorkspaceReader
+	States     WorkspaceStates
+	Runs       RollbackRuns
+	Catalog    CatalogReader
+}
+
+// Register adds the rollback routes to g.
+func (h Rollbacks) Register(g *echo.Group) {
+	g.GET(paths.RouteWorkspaceRollback, h.confirm)
+	g.POST(paths.RouteWorkspaceRollback, h.rollBack)
+}
+
+// rollbackVersions is how far back the page finds a version (the workspace page lists
+// the newest 20).
+const rollbackVersions = 200
+
+func (h Rollbacks) confirm(c echo.Context) error {
+	ctx := c.Request().Context()
+	// What cannot be seen is not found, before what may not be done is forbidden.
+	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
+		return err
+	}
+	st, err := h.States.OfWorkspace(ctx, ws.ID, rollbackVersions)
+	if err != nil {
+		return err
+	}
+	p := views.RollbackProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
+		VersionID: c.QueryParam("version")}
+	var v *state.Version
+	for i := range st.Versions {
+		if st.Versions[i].ID == p.VersionID {
+			v = &st.Versions[i]
+			p.Current = i == 0
+		}
+	}
+	if p.VersionID == "" {
+		// No version named: the earlier versions runs wrote, to choose from.
+		for i, v := range st.Versions {
+			if i > 0 && v.RunID != nil {
+				p.Choices = append(p.Choices, views.StateVersionRow{Serial: v.Serial, At: v.CreatedAt, SHA256: v.SHA256,
+					RunID: *v.RunID, RollbackURL: paths.WorkspaceRollback(ws.ID, v.ID)})
+			}
+		}
+		return render.Page(c, http.StatusOK, views.ChooseRollback(p))
+	}
+	if v == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "This workspace has no such state version (or not among its newest 200).")
+	}
+	p.Serial, p.At = int(v.Serial), v.CreatedAt
+	if v.RunID != nil {
+		src, err := h.Runs.Get(ctx, *v.RunID)
+		if err != nil {
+			return err
+		}
+		p.SourceRunID, p.SourceLabel, p.TemplateVersion, p.Inputs = src.ID, ws.Name+" "+src.Label(), src.TemplateVersion, inputsKV(src.Inputs)
+		p.SourceKind = string(src.Kind)
+	}
+	var irreversible []string
+	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
+		irreversible = e.Template.Irreversible
+	}
+	p.Boundary = append(run.TemplateBoundary(irreversible), run.WorkspaceBoundary(irreversible, stateResources(st))...)
+	return render.Page(c, http.StatusOK, views.ConfirmRollback(p))
+}
+
+// rollBack requests the rollback run; refusals (the current version, a destroy's empty
+// state, a bundle that can no longer be planned) come back in words from the service.
+func (h Rollbacks) rollBack(c echo.Context) error {
+	ctx := c.Request().Context()
+	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	r, err := h.Runs.RollBack(ctx, ws.ID, c.FormValue("version"))
+	if err != nil {
+		return err
+	}
+	_ = render.Flash(c, "success", "Rollback of "+ws.Name+" requested as run "+r.Label()+": it is planned against today's state, and nothing is applied before its gates pass.")
+	return render.Redirect(c, paths.Run(r.ID))
+}
+
+// stateResources are a workspace state's resources as the rollback rules take them.
+func stateResources(st state.WorkspaceState) []run.StateResource {
+	out := make([]run.StateResource, len(st.Resources))
+	for i, r := range st.Resources {
+		out[i] = run.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
+	}
+	return out
+}

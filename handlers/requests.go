@@ -181,12 +181,8 @@ func (h Requests) confirmDestroy(c echo.Context) error {
 
 func (h Requests) destroyPage(c echo.Context, status int, problems map[string]string) error {
 	ctx := c.Request().Context()
-	// What cannot be seen is not found, before what may not be done is forbidden.
-	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
 	if err != nil {
-		return err
-	}
-	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
 		return err
 	}
 	st, err := h.States.OfWorkspace(ctx, ws.ID, 1)
@@ -213,11 +209,8 @@ func (h Requests) destroyPage(c echo.Context, status int, problems map[string]st
 // same service as every request (its floors make a destroy risk 3).
 func (h Requests) destroy(c echo.Context) error {
 	ctx := c.Request().Context()
-	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
 	if err != nil {
-		return err
-	}
-	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
 		return err
 	}
 	if strings.TrimSpace(c.FormValue("confirm")) != ws.Name {

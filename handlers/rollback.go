@@ -9,6 +9,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/models/state"
+	"gantry/models/workspace"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
@@ -42,12 +43,8 @@ const rollbackVersions = 200
 
 func (h Rollbacks) confirm(c echo.Context) error {
 	ctx := c.Request().Context()
-	// What cannot be seen is not found, before what may not be done is forbidden.
-	ws, err := h.Workspaces.Get(ctx, c.Param("id"))
+	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
 	if err != nil {
-		return err
-	}
-	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
 		return err
 	}
 	st, err := h.States.OfWorkspace(ctx, ws.ID, rollbackVersions)
@@ -116,4 +113,18 @@ func stateResources(st state.WorkspaceState) []run.StateResource {
 		out[i] = run.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
 	}
 	return out
+}
+
+// workspaceToChange reads workspace id for a page that asks before changing it (a
+// destroy, a rollback): what cannot be seen is not found, before what the person may
+// not do (request runs) is forbidden.
+func workspaceToChange(ctx context.Context, wss WorkspaceReader, id string) (workspace.View, error) {
+	ws, err := wss.Get(ctx, id)
+	if err != nil {
+		return workspace.View{}, err
+	}
+	if _, err := authz.Require(ctx, authz.PermProvisioningPlan); err != nil {
+		return workspace.View{}, err
+	}
+	return ws, nil
 }

@@ -33,6 +33,8 @@ type environmentJSON struct {
 	Restricted       bool   `json:"restricted"`
 	// DecisionWindowHours is how long a run may wait for a decision before it expires.
 	DecisionWindowHours int `json:"decision_window_hours"`
+	// PromotionOrder is its place in the organization's promotion order.
+	PromotionOrder int `json:"promotion_order"`
 	// Owners (user ids) and OwnerGroups are the environment's named owners.
 	Owners      []string  `json:"owners"`
 	OwnerGroups []string  `json:"owner_groups"`
@@ -48,6 +50,8 @@ type environmentRequest struct {
 	Grants           []string `json:"grants"`
 	// DecisionWindowHours: absent or 0 is the default (168) on create, unchanged on edit.
 	DecisionWindowHours int `json:"decision_window_hours"`
+	// PromotionOrder: absent or 0 is by tier on create, unchanged on edit.
+	PromotionOrder int `json:"promotion_order"`
 	// Owners and OwnerGroups: absent is none on create, unchanged on edit.
 	Owners      *[]string `json:"owners"`
 	OwnerGroups *[]string `json:"owner_groups"`
@@ -55,12 +59,12 @@ type environmentRequest struct {
 
 func (r environmentRequest) input() environment.Input {
 	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants,
-		DecisionWindowHours: r.DecisionWindowHours, Owners: r.Owners, OwnerGroups: r.OwnerGroups}
+		DecisionWindowHours: r.DecisionWindowHours, PromotionOrder: r.PromotionOrder, Owners: r.Owners, OwnerGroups: r.OwnerGroups}
 }
 
 func toJSON(e environment.Environment) environmentJSON {
 	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
-		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
+		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 

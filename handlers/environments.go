@@ -79,7 +79,7 @@ func (h Environments) list(c echo.Context) error {
 		_, hasStatic := static[e.ID]
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
-			DecisionWindowHours: e.DecisionWindowHours, StaticCredential: hasStatic})
+			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, StaticCredential: hasStatic})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -100,7 +100,8 @@ func (h Environments) create(c echo.Context) error {
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
+			OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
 		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
@@ -122,7 +123,8 @@ func (h Environments) edit(c echo.Context) error {
 	}
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
-		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
+		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), PromotionOrder: strconv.Itoa(env.PromotionOrder),
+		OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
 	}, grants, env.Owners)
 }
 
@@ -139,7 +141,8 @@ func (h Environments) update(c echo.Context) error {
 	if v, ok := errs.AsValidation(err); ok {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
+			OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
 		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
@@ -210,6 +213,7 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 	}
 	in.Owners, in.OwnerGroups = &owners, &groups
 	in.DecisionWindowHours = formHours(c.FormValue("decision_window_hours"))
+	in.PromotionOrder = formHours(c.FormValue("promotion_order"))
 	approval := "off"
 	values := form["requires_approval"]
 	switch {
@@ -229,6 +233,8 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 // unchanged on edit). A typed 0, or anything that is not a whole number, is -1, which
 // the service refuses with the field's message alongside any other field's; only the
 // API's absent field means the default.
+// formHours reads a whole number of a form field ("" is 0, the default; anything that
+// is not a whole number, or 0, is -1, which the validation refuses).
 func formHours(s string) int {
 	s = strings.TrimSpace(s)
 	if s == "" {

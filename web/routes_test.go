@@ -608,11 +608,11 @@ func (fx *routeFixtures) checkRestricted(t routeT, c routeCase) {
 	}
 	a := fx.object(t, c, fx.auditor, o.hidden)
 	require.NotEqual(t, http.StatusNotFound, a.status, "the auditor reads the restricted %s: %s", o.what, a.body)
-	// Run and workspace pages are read; the cancel, destroy and rollback confirmations
-	// ask for an action the auditor may not take (their 403 comes after the object was
-	// found).
-	if c.method == http.MethodGet && (strings.HasPrefix(c.pattern, "/runs/") || strings.HasPrefix(c.pattern, "/workspaces/")) &&
-		!strings.HasSuffix(c.pattern, "/cancel") && !strings.HasSuffix(c.pattern, "/destroy") && !strings.HasSuffix(c.pattern, "/rollback") {
+	// Run and workspace pages are read; the cancel, destroy, rollback and promotion
+	// forms ask for an action the auditor may not take (their 403 comes after the
+	// object was found).
+	asks := slices.ContainsFunc([]string{"/cancel", "/destroy", "/rollback", "/promote"}, func(s string) bool { return strings.HasSuffix(c.pattern, s) })
+	if c.method == http.MethodGet && (strings.HasPrefix(c.pattern, "/runs/") || strings.HasPrefix(c.pattern, "/workspaces/")) && !asks {
 		require.True(t, a.status >= 200 && a.status < 300, "the auditor reads the restricted %s: %d\n%s", o.what, a.status, a.body)
 	}
 }
@@ -780,6 +780,23 @@ var routeChecks = map[string]routeCheck{
 		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, c.pattern, form, fx.globex.env, "env-routesmadeup")
 		fx.sameAsMadeUp(t, fx.operator, http.MethodPost, c.pattern, form, fx.hidden.env, "env-routesmadeup")
 		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"))
+	}},
+	"POST /workspaces/:id/promote": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
+		// An applied workspace in development, so the refusal is the target's, not
+		// "nothing to promote".
+		req := bucketRequest(fx.app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
+		req.Set("workspace", "routes-promote")
+		applied := waitForState(t, fx.app, requestRun(t, fx.app, fx.app.LoggedIn(t, "operator@acme.test"), req), run.Succeeded)
+		form := func(env string) (url.Values, string) {
+			return url.Values{"template": {"bucket"}, "kind": {"apply"}, "environment": {env}, "workspace": {"routes-promote"},
+				"inputs.name": {"assets-eu-west"}, "inputs.retention_days": {"30"}, "inputs.region": {"eu-west"}}, ""
+		}
+		path := strings.Replace(c.pattern, ":id", applied.WorkspaceID, 1)
+		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, path, form, fx.globex.env, "env-routesmadeup")
+		fx.sameAsMadeUp(t, fx.operator, http.MethodPost, path, form, fx.hidden.env, "env-routesmadeup")
+		var promoted int64
+		require.NoError(t, fx.app.DB.Raw("SELECT count(*) FROM runs WHERE promoted_from_run_id IS NOT NULL").Scan(&promoted).Error)
+		require.Zero(t, promoted)
 	}},
 	"POST /workspaces/:id/rollback": {why: "version names a state version", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		// Another organization's version on acme's workspace is refused as one that exists

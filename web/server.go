@@ -223,6 +223,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	runs.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State, Names: names, Catalog: svc.Catalog}.Register(app)
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
+	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
 	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)

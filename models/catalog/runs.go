@@ -54,3 +54,7 @@ func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
 }
 
 func (rc runCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }
+
+func (rc runCatalog) Inputs(name string, config []byte) ([]run.InputValue, error) {
+	return rc.c.Inputs(name, config)
+}

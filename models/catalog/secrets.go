@@ -4,8 +4,10 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"gantry/models/bundle"
+	"gantry/models/run"
 )
 
 // Secrets reads back, from a config bundle Generate wrote for template name, the values
@@ -31,21 +33,41 @@ func (c *Catalog) Secrets(name string, config []byte) []string {
 			return nil
 		}
 	}
+	args := bundleArguments(config, name, sensitive == nil)
+	var out []string
+	for argName, v := range args {
+		if sensitive != nil && !sensitive[argName] {
+			continue
+		}
+		switch v.Type() {
+		case cty.String:
+			out = append(out, v.AsString())
+		case cty.Number:
+			out = append(out, v.AsBigFloat().Text('f', -1))
+		}
+	}
+	return out
+}
+
+// bundleArguments are the literal arguments (source aside) Generate wrote into a config
+// bundle's module block for template name (of every module block, when any). A bundle
+// that does not read has none.
+func bundleArguments(config []byte, name string, any bool) map[string]cty.Value {
+	out := map[string]cty.Value{}
 	b, err := bundle.FromTar(config)
 	if err != nil {
-		return nil
+		return out
 	}
 	f, diags := hclsyntax.ParseConfig(b.Files["main.tf"], "main.tf", hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil
+		return out
 	}
-	var out []string
 	for _, blk := range f.Body.(*hclsyntax.Body).Blocks {
-		if blk.Type != "module" || len(blk.Labels) != 1 || (sensitive != nil && blk.Labels[0] != name) {
+		if blk.Type != "module" || len(blk.Labels) != 1 || (!any && blk.Labels[0] != name) {
 			continue
 		}
 		for argName, attr := range blk.Body.Attributes {
-			if argName == "source" || (sensitive != nil && !sensitive[argName]) {
+			if argName == "source" {
 				continue
 			}
 			// Generate writes literals only: a value that needs an evaluation context
@@ -54,13 +76,29 @@ func (c *Catalog) Secrets(name string, config []byte) []string {
 			if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
 				continue
 			}
-			switch v.Type() {
-			case cty.String:
-				out = append(out, v.AsString())
-			case cty.Number:
-				out = append(out, v.AsBigFloat().Text('f', -1))
-			}
+			out[argName] = v
 		}
 	}
 	return out
+}
+
+// Inputs are template name's inputs as config bundle config holds them (what a
+// promotion compares), with what the manifest says of each.
+func (c *Catalog) Inputs(name string, config []byte) ([]run.InputValue, error) {
+	e, err := c.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	args := bundleArguments(config, name, false)
+	out := make([]run.InputValue, 0, len(e.Template.Inputs))
+	for _, in := range e.Template.Inputs {
+		iv := run.InputValue{Name: in.Name, Label: in.Label, Divergence: in.Divergence, Sensitive: in.Sensitive}
+		if v, ok := args[in.Name]; ok {
+			if text, err := ctyjson.Marshal(v, v.Type()); err == nil {
+				iv.Value, iv.Set = string(text), true
+			}
+		}
+		out = append(out, iv)
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@
 package environment
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,8 +46,12 @@ type Environment struct {
 	// DecisionWindowHours is how long a run may wait in PENDING_APPROVAL for a
 	// person's decision before it expires (DESIGN §3 "Clocks").
 	DecisionWindowHours int
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// PromotionOrder places it in its organization's promotion order: a workspace is
+	// promoted to the environments of the next order up (1 to 99; by tier unless an
+	// admin says otherwise).
+	PromotionOrder int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 	// Owners (user ids) and OwnerGroups (ID token groups) are the environment's named
 	// owners: the deciders of a matrix row that names the environment's owners. Read by
 	// Lookup and Owners; stored in their own tables.
@@ -66,6 +71,21 @@ const (
 	MinDecisionWindowHours     = 1
 	MaxDecisionWindowHours     = 720
 )
+
+// MaxPromotionOrder bounds an environment's place in the promotion order.
+const MaxPromotionOrder = 99
+
+// DefaultPromotionOrder is a tier's place in the promotion order unless an admin says
+// otherwise: development, then staging, then production.
+func (t Tier) DefaultPromotionOrder() int {
+	switch t {
+	case TierDevelopment:
+		return 1
+	case TierStaging:
+		return 2
+	}
+	return 3
+}
 
 // Grant lets one member use a restricted environment.
 type Grant struct {
@@ -95,6 +115,9 @@ type Input struct {
 	// "unchanged" on edit, like Executor: a client that does not know the field never
 	// resets a window an admin set.
 	DecisionWindowHours int
+	// PromotionOrder 0 (absent) means by tier (development 1, staging 2, production 3)
+	// on create and "unchanged" on edit.
+	PromotionOrder int
 }
 
 // Executors are the values an environment's executor may take.
@@ -123,6 +146,9 @@ func (in Input) Validate() *errs.Validation {
 	}
 	if h := in.DecisionWindowHours; h != 0 && (h < MinDecisionWindowHours || h > MaxDecisionWindowHours) {
 		v.Add("decision_window_hours", "Between 1 and 720 hours.")
+	}
+	if o := in.PromotionOrder; o != 0 && (o < 1 || o > MaxPromotionOrder) {
+		v.Add("promotion_order", fmt.Sprintf("A whole number from 1 to %d.", MaxPromotionOrder))
 	}
 	for _, g := range deref(in.OwnerGroups) {
 		if g = strings.TrimSpace(g); g != "" && !groupPattern.MatchString(g) {

@@ -61,3 +61,16 @@ func (s *Service) Names(ctx context.Context) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// NextInPromotion lists the environments of orgID a workspace in environment id is
+// promoted to: those of the smallest promotion order above id's (none for the last).
+func (s *Service) NextInPromotion(ctx context.Context, orgID, id string) ([]Environment, error) {
+	var envs []Environment
+	err := db.Conn(ctx, s.db).Where(`organization_id = ? AND promotion_order = (SELECT min(n.promotion_order) FROM environments n
+		WHERE n.organization_id = ? AND n.promotion_order > (SELECT e.promotion_order FROM environments e WHERE e.organization_id = ? AND e.id = ?))`,
+		orgID, orgID, orgID, id).Order("name").Find(&envs).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing the next environments: %w", err)
+	}
+	return envs, nil
+}

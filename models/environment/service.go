@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"cmp"
 	"context"
 
 	"fmt"
@@ -135,6 +136,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 			Executor:         executorOrDefault(in.Executor),
 			// Written explicitly: gorm inserts a zero int as 0, not the column default.
 			DecisionWindowHours: windowOrDefault(in.DecisionWindowHours),
+			PromotionOrder:      cmp.Or(in.PromotionOrder, Tier(in.Tier).DefaultPromotionOrder()),
 		}
 		if in.RequiresApproval != nil {
 			env.RequiresApproval = *in.RequiresApproval
@@ -198,6 +200,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if in.DecisionWindowHours != 0 {
 			env.DecisionWindowHours = in.DecisionWindowHours
 		}
+		if in.PromotionOrder != 0 {
+			env.PromotionOrder = in.PromotionOrder
+		}
 		afterGrants := normaliseIDs(in.Grants)
 		if in.Owners != nil {
 			env.Owners = normaliseIDs(*in.Owners)
@@ -214,7 +219,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			Updates(map[string]any{
 				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 				"restricted": env.Restricted, "executor": env.Executor, "decision_window_hours": env.DecisionWindowHours,
-				"updated_at": gorm.Expr("now()"),
+				"promotion_order": env.PromotionOrder, "updated_at": gorm.Expr("now()"),
 			}).Error
 		if err != nil {
 			return s.nameConflict(err, in.Name)
@@ -242,7 +247,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 // sameSettings reports whether an edit changes nothing of a and b.
 func sameSettings(a, b Environment) bool {
 	return a.Name == b.Name && a.Tier == b.Tier && a.RequiresApproval == b.RequiresApproval && a.Restricted == b.Restricted &&
-		a.Executor == b.Executor && a.DecisionWindowHours == b.DecisionWindowHours &&
+		a.Executor == b.Executor && a.DecisionWindowHours == b.DecisionWindowHours && a.PromotionOrder == b.PromotionOrder &&
 		slices.Equal(a.Owners, b.Owners) && slices.Equal(a.OwnerGroups, b.OwnerGroups)
 }
 
@@ -349,7 +354,8 @@ func snapshot(env Environment, grants []string) map[string]any {
 	return map[string]any{
 		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
-		"decision_window_hours": env.DecisionWindowHours, "owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
+		"decision_window_hours": env.DecisionWindowHours, "promotion_order": env.PromotionOrder,
+		"owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
 	}
 }
 

@@ -34,6 +34,9 @@ type Environments interface {
 	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)
 	// CheckVisible is errs.ErrNotFound unless subject may see environment id.
 	CheckVisible(ctx context.Context, subject authz.Subject, id string) error
+	// NextInPromotion lists the environments a workspace in environment id is
+	// promoted to (the next order up of its organization's promotion order).
+	NextInPromotion(ctx context.Context, orgID, id string) ([]environment.Environment, error)
 }
 
 // Member is what the rules need to know about a member of an organization.
@@ -56,8 +59,10 @@ type Members interface {
 // creating it on first use, numbering its runs and its apply slot.
 type Workspaces interface {
 	Find(ctx context.Context, orgID, envID, name string) (*workspace.Workspace, error)
-	// NameOf is the name of workspace id (errs.ErrNotFound when orgID has none).
+	// NameOf is the name of workspace id (errs.ErrNotFound when orgID has none); Get
+	// the workspace.
 	NameOf(ctx context.Context, orgID, id string) (string, error)
+	Get(ctx context.Context, orgID, id string) (workspace.Workspace, error)
 	// Names are the names of an environment's workspaces.
 	Names(ctx context.Context, orgID, envID string) ([]string, error)
 	// Matching lists, by name, the ids of at most limit workspaces whose name holds

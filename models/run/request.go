@@ -40,10 +40,23 @@ type Catalog interface {
 	// Facts says what the plan review needs to know about template name's resource
 	// types (errs.ErrNotFound when the catalog no longer offers it).
 	Facts(name string) (TemplateFacts, error)
+	// Inputs are template name's inputs as a config bundle it generated holds them,
+	// with what its manifest says of each (a promotion compares them).
+	Inputs(name string, config []byte) ([]InputValue, error)
 	// Secrets are the values of template name's sensitive inputs in a config bundle
 	// generated from it: what a run's live log masks (every argument, when the catalog
 	// no longer offers the template).
 	Secrets(name string, config []byte) []string
+}
+
+// InputValue is one input of a template as a config bundle holds it (Value its JSON,
+// Set false when the bundle has none), with its manifest's label, divergence kind and
+// sensitivity.
+type InputValue struct {
+	Name, Label, Divergence string
+	Sensitive               bool
+	Value                   string
+	Set                     bool
 }
 
 // TemplateFacts are a template's resource-type facts from its manifest.
@@ -185,6 +198,18 @@ func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject,
 // event and its plan job commit together. Bad input is *errs.Validation and nothing
 // is written.
 func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
+	return s.request(ctx, req, nil)
+}
+
+// promotion is where a promoted run comes from: the applied run, and its label with
+// its workspace and environment ("orders-db #3 in staging").
+type promotion struct {
+	from  Run
+	label string
+}
+
+// request is Request, recording the run promoted from (nil for a plain request).
+func (s *Service) request(ctx context.Context, req Request, promotedFrom *promotion) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Run{}, err
@@ -217,7 +242,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
 		}
 		out, err = s.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
 			template: validated.Template, version: validated.Version, moduleDigest: validated.ModuleDigest, inputs: display,
-			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256})
+			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256, promotedFrom: promotedFrom})
 		return err
 	})
 	return out, err
@@ -233,6 +258,7 @@ type queued struct {
 	configArtifactID, configDigest  string
 	source                          *Run // planned again from (or rolled back to what it wrote)
 	rollback                        *StateVersionInfo
+	promotedFrom                    *promotion
 }
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
@@ -261,6 +287,11 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 		}
 		r.StateReason = "planned again from run " + q.source.Label() + " (" + strings.ToLower(string(q.source.State)) + "), same template version and inputs"
 		data["planned_again_from"] = q.source.ID
+	}
+	if q.promotedFrom != nil {
+		r.PromotedFromRunID = &q.promotedFrom.from.ID
+		r.StateReason = "promoted from " + q.promotedFrom.label + ": same template version, configuration generated for this environment"
+		data["promoted_from"] = q.promotedFrom.from.ID
 	}
 	if q.rollback != nil {
 		// A rollback is the person's own new intent: who requested the source run may

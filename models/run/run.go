@@ -142,6 +142,9 @@ type Run struct {
 	// RollbackSerial its serial; nil and 0 for any other run.
 	RollbackVersionID *string
 	RollbackSerial    int
+	// PromotedFromRunID is the applied run of another environment's workspace this run
+	// promotes (nil for any other run).
+	PromotedFromRunID *string
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

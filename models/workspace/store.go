@@ -38,6 +38,15 @@ func (s *Store) Find(ctx context.Context, orgID, envID, name string) (*Workspace
 	return &ws, nil
 }
 
+// Get is workspace id of orgID (errs.ErrNotFound when orgID has none such).
+func (s *Store) Get(ctx context.Context, orgID, id string) (Workspace, error) {
+	var ws Workspace
+	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id).Take(&ws).Error; err != nil {
+		return Workspace{}, fmt.Errorf("workspace %s: %w", id, db.Translate(err))
+	}
+	return ws, nil
+}
+
 // NameOf is the name of workspace id of orgID.
 func (s *Store) NameOf(ctx context.Context, orgID, id string) (string, error) {
 	var names []string

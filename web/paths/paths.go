@@ -20,13 +20,15 @@ const (
 	RouteWorkspaceDestroy = "/workspaces/:id/destroy"
 	// RouteWorkspaceRollback asks before, and requests, a rollback to a state version.
 	RouteWorkspaceRollback = "/workspaces/:id/rollback"
-	RouteEnvironment       = "/environments/:id"
-	RouteEditEnvironment   = "/environments/:id/edit"
-	RouteAPIEnvironment    = "/api/v1/environments/:id"
-	RouteStatic            = "/static/*"
-	RouteWebhook           = "/settings/webhooks/:id"
-	RouteWebhookAction     = "/settings/webhooks/:id/:action"
-	RouteWebhookRedeliver  = "/settings/deliveries/:id/redeliver"
+	// RouteWorkspacePromote is the promotion form of a workspace, and where it posts.
+	RouteWorkspacePromote = "/workspaces/:id/promote"
+	RouteEnvironment      = "/environments/:id"
+	RouteEditEnvironment  = "/environments/:id/edit"
+	RouteAPIEnvironment   = "/api/v1/environments/:id"
+	RouteStatic           = "/static/*"
+	RouteWebhook          = "/settings/webhooks/:id"
+	RouteWebhookAction    = "/settings/webhooks/:id/:action"
+	RouteWebhookRedeliver = "/settings/deliveries/:id/redeliver"
 )
 
 // Notifications: personal preferences, the organization's webhooks, and (gantry dev
@@ -138,6 +140,9 @@ func WorkspaceDestroy(id string) string { return Workspace(id) + "/destroy" }
 func WorkspaceRollback(id, versionID string) string {
 	return WorkspaceRollbackAction(id) + "?" + url.Values{"version": {versionID}}.Encode()
 }
+
+// WorkspacePromote is the promotion form of workspace id (and where it posts).
+func WorkspacePromote(id string) string { return Workspace(id) + "/promote" }
 
 // WorkspaceRollbackAction is where the rollback form posts (the version in its fields).
 func WorkspaceRollbackAction(id string) string { return Workspace(id) + "/rollback" }

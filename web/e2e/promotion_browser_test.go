@@ -1,0 +1,69 @@
+package e2e_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/idempotency"
+	runmodel "gantry/models/run"
+	"gantry/web/paths"
+	"gantry/web/webtest"
+)
+
+const promotionBlockedScreenshot = "/tmp/gantry-promotion-blocked-1280.png"
+
+// TestPromotionInBrowser: from a staging database's page, "Promote…" opens the form
+// with production chosen and the applied inputs; a changed network range comes back
+// refused with both values side by side, focus on the summary; with the range put
+// back and only the storage raised, the promotion is requested and waits for
+// production's approver.
+func TestPromotionInBrowser(t *testing.T) {
+	chrome := chromePath(t)
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, operatorEmail)
+	admin := app.LoggedIn(t, adminEmail)
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	waiting := waitForRunRow(t, app, requestRunHTTP(t, app, operator, url.Values{"template": {"postgres"}, "environment": {staging},
+		"workspace": {"orders-db"}, "kind": {"apply"}, "inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"},
+		"inputs.storage_gb": {"20"}, "inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}), runmodel.PendingApproval)
+	form := url.Values{"_csrf": {app.CSRF(t, admin)}, idempotency.Field: {idempotency.NewKey()}}
+	for field, v := range runmodel.EvidenceOf(waiting).Fields() {
+		form.Set(field, v)
+	}
+	resp := app.PostForm(t, admin, paths.RunApprove(waiting.ID), form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	waitForRunRow(t, app, waiting.ID, runmodel.Succeeded)
+
+	b := startBrowser(t, chrome)
+	signInAs(t, b, app, operatorEmail, operatorPassword, "Olivia")
+	b.do(t, "open the workspace", chromedp.Navigate(app.URL+paths.Workspace(waiting.WorkspaceID)),
+		chromedp.Click(chromedp.ID("promote-workspace"), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.ID("promote")))
+	require.Contains(t, run(t, b, "read the chosen environment", chromedp.Evaluate[string](`document.getElementById("environment").selectedOptions[0].text`)), "production (production, approval required)")
+	require.Equal(t, "20", value(t, b, chromedp.ID("input-storage_gb")))
+	requireAccessible(t, b, "the promotion form")
+
+	set := func(id, v string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](`document.getElementById(` + jsString(id) + `).value = ` + jsString(v))
+	}
+	b.do(t, "change the network range and promote", set("input-network_cidr", "10.40.0.0/16"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("promote").click()`),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="promotion-blocked"]`)))
+	waitForFocus(t, b, "error-summary")
+	row := text(t, b, chromedp.CSS(`[data-testid="difference-network_cidr"]`))
+	require.Contains(t, row, "10.30.0.0/16")
+	require.Contains(t, row, "10.40.0.0/16")
+	requireAccessible(t, b, "the refused promotion")
+	screenshotAt(t, b, promotionBlockedScreenshot, 1280, 1000, false)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
+
+	b.do(t, "put the range back, raise the storage, promote", set("input-network_cidr", "10.30.0.0/16"), set("input-storage_gb", "50"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("promote").click()`),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
+	require.Contains(t, text(t, b, chromedp.CSS(`.flashes`)), "Promotion of orders-db requested")
+	waitForRunState(t, b, "PENDING_APPROVAL")
+	requireNoCSPViolations(t, b)
+}

@@ -388,6 +388,10 @@ func approveHTTP(t *testing.T, app *webtest.App, c *http.Client, r runmodel.Run)
 	for field, v := range runmodel.EvidenceOf(r).Fields() {
 		form.Set(field, v)
 	}
+	if runmodel.RequirementOf(r).Elevated {
+		form.Set("confirm", "DESTROY")
+		form.Set("reason", "checked with the data owner")
+	}
 	resp := app.PostForm(t, c, paths.RunApprove(r.ID), form)
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)

@@ -1,14 +1,12 @@
 package e2e_test
 
 import (
-	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gantry/models/idempotency"
 	runmodel "gantry/models/run"
 	"gantry/web/paths"
 	"gantry/web/webtest"
@@ -30,12 +28,7 @@ func TestPromotionInBrowser(t *testing.T) {
 	waiting := waitForRunRow(t, app, requestRunHTTP(t, app, operator, url.Values{"template": {"postgres"}, "environment": {staging},
 		"workspace": {"orders-db"}, "kind": {"apply"}, "inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"},
 		"inputs.storage_gb": {"20"}, "inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}), runmodel.PendingApproval)
-	form := url.Values{"_csrf": {app.CSRF(t, admin)}, idempotency.Field: {idempotency.NewKey()}}
-	for field, v := range runmodel.EvidenceOf(waiting).Fields() {
-		form.Set(field, v)
-	}
-	resp := app.PostForm(t, admin, paths.RunApprove(waiting.ID), form)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	approveHTTP(t, app, admin, waiting)
 	waitForRunRow(t, app, waiting.ID, runmodel.Succeeded)
 
 	b := startBrowser(t, chrome)

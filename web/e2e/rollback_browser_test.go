@@ -1,14 +1,12 @@
 package e2e_test
 
 import (
-	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gantry/models/idempotency"
 	runmodel "gantry/models/run"
 	"gantry/web/paths"
 	"gantry/web/webtest"
@@ -37,12 +35,7 @@ func TestRollbackInBrowser(t *testing.T) {
 	}
 	first := waitForRunRow(t, app, requestRunHTTP(t, app, operator, db("15")), runmodel.Succeeded)
 	upgrade := waitForRunRow(t, app, requestRunHTTP(t, app, operator, db("16")), runmodel.PendingApproval)
-	form := url.Values{"_csrf": {app.CSRF(t, owner)}, idempotency.Field: {idempotency.NewKey()}, "confirm": {"DESTROY"}, "reason": {"the new engine is required"}}
-	for field, v := range runmodel.EvidenceOf(upgrade).Fields() {
-		form.Set(field, v)
-	}
-	resp := app.PostForm(t, owner, paths.RunApprove(upgrade.ID), form)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	approveHTTP(t, app, owner, upgrade)
 	waitForRunRow(t, app, upgrade.ID, runmodel.Succeeded)
 
 	b := startBrowser(t, chrome)

@@ -89,8 +89,11 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
-	for page, png := range map[string]string{"/approvals": "/tmp/gantry-approvals-1280.png", "/runs": "/tmp/gantry-runs-1280.png", "/policies": "/tmp/gantry-policies-1280.png"} {
+	for page, png := range map[string]string{"/approvals": "/tmp/gantry-approvals-1280.png", "/runs": "/tmp/gantry-runs-1280.png", "/policies": "/tmp/gantry-policies-1280.png",
+		"/environments": "/tmp/gantry-environments-1280.png", "/environments/" + staging + "/edit": "/tmp/gantry-environment-edit-1280.png",
+		"/catalog/postgres": "/tmp/gantry-template-1280.png", "/workspaces/" + r.WorkspaceID: "/tmp/gantry-workspace-1280.png"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		requireAccessible(t, b, page)
 		screenshotAt(t, b, png, 1280, 800, false)
 		b.do(t, "reset the viewport", chromedp.ResetViewport())
 	}

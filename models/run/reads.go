@@ -66,14 +66,6 @@ func (s *Service) ListForWorkspace(ctx context.Context, workspaceID string, limi
 	return s.list(ctx, listQuery{workspaceID: workspaceID, order: "number DESC", limit: limit})
 }
 
-// ListRecent returns the newest runs of the subject's organization.
-func (s *Service) ListRecent(ctx context.Context, limit int) ([]Run, error) {
-	if limit <= 0 || limit > 200 {
-		limit = 20
-	}
-	return s.list(ctx, listQuery{order: "created_at DESC", limit: limit})
-}
-
 // ListMine returns the newest runs the subject requested (a requester's landing page).
 func (s *Service) ListMine(ctx context.Context, limit int) ([]Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)

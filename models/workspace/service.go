@@ -16,8 +16,9 @@ import (
 type View struct {
 	Workspace
 	EnvironmentName string
-	// EnvironmentRank orders environments by tier: development 1, staging 2, production 3.
-	EnvironmentRank int
+	// EnvironmentOrder is its environment's place in the organization's promotion order
+	// (by tier unless an admin set it): the order environments are listed in.
+	EnvironmentOrder int
 }
 
 // Access says which environments a member may not see (environment.Service): the
@@ -36,11 +37,8 @@ type Service struct {
 // NewService returns the workspace service.
 func NewService(gdb *gorm.DB, access Access) *Service { return &Service{db: gdb, access: access} }
 
-// tierRank is the SQL of an environment's place by tier (e: environments).
-const tierRank = `CASE e.tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END`
-
 const (
-	viewColumns = `w.*, e.name AS environment_name, ` + tierRank + ` AS environment_rank`
+	viewColumns = `w.*, e.name AS environment_name, e.promotion_order AS environment_order`
 	viewJoin    = `JOIN environments e ON e.id = w.environment_id AND e.organization_id = w.organization_id`
 	viewQuery   = `SELECT ` + viewColumns + ` FROM workspaces w ` + viewJoin
 )
@@ -52,25 +50,6 @@ func (s *Service) hidden(ctx context.Context, subject authz.Subject) (string, []
 		return "", nil, err
 	}
 	return " AND w.environment_id NOT IN ?", []any{ids}, nil
-}
-
-// List returns the organization's workspaces by environment tier, then name.
-func (s *Service) List(ctx context.Context) ([]View, error) {
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil {
-		return nil, err
-	}
-	hide, args, err := s.hidden(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	var out []View
-	err = db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ?`+hide+`
-		ORDER BY CASE e.tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, w.name`, append([]any{subject.OrganizationID}, args...)...).Scan(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("listing workspaces: %w", err)
-	}
-	return out, nil
 }
 
 // Get returns workspace id of the subject's organization, if the subject may see it.
@@ -159,7 +138,7 @@ var Orders = []listing.Order[View]{
 		{SQL: "w.name", Value: func(v View) string { return v.Name }},
 		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},
 	{Key: SortEnvironment, Columns: []listing.Column[View]{
-		{SQL: tierRank, Kind: listing.Int, Value: func(v View) string { return strconv.Itoa(v.EnvironmentRank) }},
+		{SQL: "e.promotion_order", Kind: listing.Int, Value: func(v View) string { return strconv.Itoa(v.EnvironmentOrder) }},
 		{SQL: "e.name", Value: func(v View) string { return v.EnvironmentName }},
 		{SQL: "w.name", Value: func(v View) string { return v.Name }},
 		{SQL: "w.id", Value: func(v View) string { return v.ID }}}},

@@ -154,11 +154,18 @@ func (s *runStream) runChanged() error {
 	return s.syncLog()
 }
 
-// sendRun sends the run's live section as it is now.
+// sendRun sends the run's live section as it is now, unless the page shows that
+// version already (a notice can come without a change: the listener reconnected and
+// tells every page to look again): swapping identical HTML would only lose the reader's
+// focus and what they typed. Every change that notifies moves the run's UpdatedAt; an
+// executor's preparation moves without one, so its progress is compared too.
 func (s *runStream) sendRun() error {
 	r, err := s.h.Runs.Get(s.ctx, s.id)
 	if err != nil {
 		return err
+	}
+	if unchanged(s.shown, r, s.shownWait, s.h.waiting(r)) {
+		return nil
 	}
 	p, err := s.h.live(s.ctx, r)
 	if err != nil {
@@ -226,9 +233,20 @@ func parseLogID(id string) (run.JobKind, int, bool) {
 	if !ok || err != nil || seq < 1 {
 		return "", 0, false
 	}
-	switch k := run.JobKind(phase); k {
-	case run.JobPlan, run.JobApply, run.JobVerify:
+	if k := run.JobKind(phase); run.LivePhase(k) {
 		return k, seq, true
 	}
 	return "", 0, false
+}
+
+// unchanged reports whether run now is the version a page shows (shown, with the
+// executor's preparation at shownWait): nothing to send.
+func unchanged(shown, now run.Run, shownWait, nowWait *views.ExecutorWait) bool {
+	if shown.ID == "" || !now.UpdatedAt.Equal(shown.UpdatedAt) {
+		return false
+	}
+	if shownWait == nil || nowWait == nil {
+		return shownWait == nowWait
+	}
+	return *shownWait == *nowWait
 }

@@ -73,10 +73,9 @@ func waitForChange(ctx context.Context, w *echo.Response, changes <-chan struct{
 		case <-ctx.Done():
 			return false
 		case <-beat:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if write(w, ": keep-alive\n\n") != nil {
 				return false
 			}
-			w.Flush()
 		case <-changes:
 			return true
 		}

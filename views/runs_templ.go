@@ -1147,15 +1147,15 @@ func RunLive(p RunLiveProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = logBlock("Plan log", "plan-log", p.PlanLog).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = logBlock(liveLogTitles["plan"], "plan-log", p.PlanLog).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = logBlock("Apply log", "apply-log", p.ApplyLog).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = logBlock(liveLogTitles["apply"], "apply-log", p.ApplyLog).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = logBlock("Verification log", "verify-log", p.VerifyLog).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = logBlock(liveLogTitles["verify"], "verify-log", p.VerifyLog).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1302,7 +1302,7 @@ func runHistory(history []HistoryRow) templ.Component {
 	})
 }
 
-// liveLogTitles name each phase's log as its finished block does.
+// liveLogTitles name each phase's log, live and finished alike.
 var liveLogTitles = map[string]string{"plan": "Plan log", "apply": "Apply log", "verify": "Verification log"}
 
 // LiveLog is the live log section's content: the running phase's log as it streams

@@ -217,6 +217,9 @@ func TestEscalationActs(t *testing.T) {
 	}
 	wg.Wait()
 	require.EqualValues(t, 1, auditCount(t, app, r.ID, "run.escalated"), "recorded exactly once per run and row")
+	var escalated run.Run
+	require.NoError(t, app.DB.Where("id = ?", r.ID).Take(&escalated).Error)
+	require.True(t, escalated.UpdatedAt.After(r.UpdatedAt), "the escalation is a new version of the run: live pages show it")
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM run_escalations WHERE run_id = ?", r.ID))
 	var data string
 	require.NoError(t, app.DB.Raw("SELECT data::text FROM audit_events WHERE target_id = ? AND action = 'run.escalated'", r.ID).Scan(&data).Error)

@@ -56,6 +56,13 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 			Recipients: deciders}); err != nil {
 			return err
 		}
+		// Who may decide changed: that is a change of the run (its version moves, so live
+		// pages show it and pages that already do are left alone).
+		r.UpdatedAt = now
+		if err := s.store.touch(ctx, r); err != nil {
+			return err
+		}
+		out = r
 		return s.store.notify(ctx, r)
 	})
 	return out, err

@@ -25,6 +25,12 @@ const LogChannel = "gantry_run_log"
 // phaseState is the state a run is in while each of its phases runs.
 var phaseState = map[JobKind]State{JobPlan: Planning, JobApply: Running, JobVerify: Verifying}
 
+// LivePhase reports whether phase k has a live log (plan, apply, verify).
+func LivePhase(k JobKind) bool {
+	_, ok := phaseState[k]
+	return ok
+}
+
 // RunningPhase is the phase r is in the middle of (plan, apply or verify), if any: the
 // one whose log is live.
 func (r Run) RunningPhase() (JobKind, bool) {

@@ -161,6 +161,15 @@ func (st store) recordEscalation(ctx context.Context, r Run, escalation string, 
 	return res.RowsAffected == 1, nil
 }
 
+// touch writes r's UpdatedAt alone: a change of the run that is none of its columns
+// (an escalation: who may decide).
+func (st store) touch(ctx context.Context, r Run) error {
+	if err := st.conn(ctx).Model(&Run{}).Where("id = ?", r.ID).Update("updated_at", r.UpdatedAt).Error; err != nil {
+		return fmt.Errorf("touching run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
 // ChangesChannel is the LISTEN/NOTIFY channel of run changes.
 const ChangesChannel = "gantry_run_changes"
 

@@ -145,7 +145,11 @@ func (h Policies) page(c echo.Context, status int, in views.PolicyUpload, fieldE
 		return err
 	}
 	versionsPage.Sort = l.sortOf("versions_sort", []string{policy.SortName, policy.SortUploaded}, listing.Sort{Key: policy.SortName})
-	subject, _ := authz.SubjectFrom(ctx)
+	// Every member reads the policies; the bundle is read for the subject's organization.
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return err
+	}
 	b, err := h.Store.Bundle(ctx, subject.OrganizationID)
 	if err != nil {
 		return err

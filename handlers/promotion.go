@@ -73,10 +73,16 @@ func (h Promotions) page(c echo.Context, status int, submitted *run.PromotionReq
 		}
 		fixed[in.Name] = !run.MayDiverge(in.Divergence)
 	}
+	if submitted != nil {
+		p.EnvironmentID, p.TargetWorkspace = submitted.EnvironmentID, submitted.Workspace
+		for k, v := range submitted.Inputs {
+			p.Values["inputs."+k] = v
+		}
+	}
 	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
-		for _, in := range e.Template.Inputs {
-			f := views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
-				Enum: in.Enum, Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive}
+		p.Fields, p.Values = inputFields(e.Template, p.Values)
+		for i, in := range e.Template.Inputs {
+			f := &p.Fields[i]
 			f.Note = "May differ from " + ws.EnvironmentName + " (" + in.Divergence + ")."
 			if fixed[in.Name] {
 				f.Note = "Fixed: it stays as in " + ws.EnvironmentName + "; a promotion that changes it is refused."
@@ -84,13 +90,6 @@ func (h Promotions) page(c echo.Context, status int, submitted *run.PromotionReq
 			if in.Sensitive {
 				f.Note += " Sensitive: type it again (it is stored masked)."
 			}
-			p.Fields = append(p.Fields, f)
-		}
-	}
-	if submitted != nil {
-		p.EnvironmentID, p.TargetWorkspace = submitted.EnvironmentID, submitted.Workspace
-		for k, v := range submitted.Inputs {
-			p.Values["inputs."+k] = v
 		}
 	}
 	for _, d := range blocked {

@@ -245,6 +245,25 @@ func (h Requests) destroy(c echo.Context) error {
 	return render.Redirect(c, paths.Run(r.ID))
 }
 
+// inputFields are a template's inputs as form fields, and the values to draw in them:
+// never a sensitive one (a form that comes back with errors would write a secret just
+// typed into the page, beside what the page reflects; it is typed again).
+func inputFields(t catalog.Template, values map[string]string) ([]views.InputField, map[string]string) {
+	fields := make([]views.InputField, 0, len(t.Inputs))
+	shown := make(map[string]string, len(values))
+	for k, v := range values {
+		shown[k] = v
+	}
+	for _, in := range t.Inputs {
+		fields = append(fields, views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
+			Enum: in.Enum, Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
+		if in.Sensitive {
+			delete(shown, "inputs."+in.Name)
+		}
+	}
+	return fields, shown
+}
+
 // readRequest reads the form: inputs come as "inputs.<name>" fields; a checkbox sends
 // "true" next to its hidden "false".
 func readRequest(c echo.Context) (run.Request, map[string]string, error) {
@@ -367,9 +386,6 @@ func (h Requests) form(c echo.Context, status int, e catalog.Entry, req run.Requ
 	if p.Preview, err = h.previewOf(c.Request().Context(), shown); err != nil {
 		return err
 	}
-	for _, in := range e.Template.Inputs {
-		p.Fields = append(p.Fields, views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
-			Enum: in.Enum, Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
-	}
+	p.Fields, p.Values = inputFields(e.Template, values)
 	return render.Page(c, status, views.RequestForm(p))
 }

@@ -127,3 +127,32 @@ func postPromotion(t *testing.T, app *webtest.App, c *http.Client, workspaceID s
 	resp := app.PostForm(t, c, "/workspaces/"+workspaceID+"/promote", url.Values{"_csrf": {app.CSRF(t, c)}, "environment": {"env-x"}})
 	return resp.StatusCode, webtest.ReadBody(t, resp)
 }
+
+// TestRefusedFormsDoNotEchoSecrets: a request or a promotion refused for another field
+// comes back without the sensitive input just typed (the page reflects what was asked,
+// and a secret must not sit beside it): it is typed again.
+func TestRefusedFormsDoNotEchoSecrets(t *testing.T) {
+	t.Parallel()
+	app := webtest.StartWith(t, webtest.Options{CatalogFS: sensitiveBucketCatalog(t)})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	const secret = "wombat-quiet-9k3m"
+	req := url.Values{"_csrf": {app.CSRF(t, operator)}, "template": {"bucket"}, "environment": {dev}, "workspace": {"echo-bucket"},
+		"kind": {"apply"}, "inputs.name": {secret}, "inputs.retention_days": {"99999"}, "inputs.region": {"eu-west"}}
+	resp := app.PostForm(t, operator, "/requests", req)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, `data-testid="error-summary"`)
+	require.NotContains(t, body, secret, "the refused request writes the secret back")
+
+	req.Set("inputs.retention_days", "30")
+	source := waitForState(t, app, requestRun(t, app, operator, req), run.Succeeded)
+	promote := url.Values{"_csrf": {app.CSRF(t, operator)}, "template": {"bucket"}, "kind": {"apply"},
+		"environment": {app.OrgEnvironmentID(t, "acme", "staging")}, "workspace": {"echo-bucket"},
+		"inputs.name": {secret}, "inputs.retention_days": {"30"}, "inputs.region": {"us-east"}}
+	resp = app.PostForm(t, operator, "/workspaces/"+source.WorkspaceID+"/promote", promote)
+	body = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, `data-testid="difference-region"`)
+	require.NotContains(t, body, secret, "the refused promotion writes the secret back")
+}

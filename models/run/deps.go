@@ -66,8 +66,8 @@ type Workspaces interface {
 	// Names are the names of an environment's workspaces.
 	Names(ctx context.Context, orgID, envID string) ([]string, error)
 	// Matching lists, by name, the ids of at most limit workspaces whose name holds
-	// text (is text, when exact).
-	Matching(ctx context.Context, orgID, text string, exact bool, limit int) ([]string, error)
+	// text (is text, when exact), none of the hidden environments.
+	Matching(ctx context.Context, orgID, text string, exact bool, hidden []string, limit int) ([]string, error)
 	// Ensure returns the named workspace, created (and audited) on first use, locked
 	// until the transaction in ctx ends.
 	Ensure(ctx context.Context, orgID, envID, name, template string) (workspace.Workspace, error)

@@ -117,7 +117,11 @@ func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxP
 	}
 	var wsIDs []string
 	if q.Text != "" {
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, MaxSearchedWorkspaces); err != nil {
+		hidden, err := s.environments.HiddenFrom(ctx, subject)
+		if err != nil {
+			return InboxPage{}, err
+		}
+		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces); err != nil {
 			return InboxPage{}, err
 		}
 	}

@@ -95,11 +95,11 @@ func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error)
 	number := 0
 	if m := labelText.FindStringSubmatch(q.Text); m != nil {
 		number, _ = strconv.Atoi(m[2])
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, m[1], true, MaxSearchedWorkspaces+1); err != nil {
+		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, m[1], true, hidden, MaxSearchedWorkspaces+1); err != nil {
 			return SearchResult{}, err
 		}
 	} else if q.Text != "" {
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, MaxSearchedWorkspaces+1); err != nil {
+		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces+1); err != nil {
 			return SearchResult{}, err
 		}
 	}

@@ -70,9 +70,13 @@ func (s *Store) Names(ctx context.Context, orgID, envID string) ([]string, error
 }
 
 // Matching lists, by name, the ids of orgID's workspaces whose name holds text (is
-// text, when exact), at most limit of them: a search of the runs list.
-func (s *Store) Matching(ctx context.Context, orgID, text string, exact bool, limit int) ([]string, error) {
+// text, when exact), at most limit of them, leaving out those of the hidden
+// environments (the reader's): a search of the runs list and the inbox.
+func (s *Store) Matching(ctx context.Context, orgID, text string, exact bool, hidden []string, limit int) ([]string, error) {
 	q := db.Conn(ctx, s.db).Model(&Workspace{}).Where("organization_id = ?", orgID)
+	if len(hidden) > 0 {
+		q = q.Where("environment_id NOT IN ?", hidden)
+	}
 	if exact {
 		q = q.Where("name = ?", text)
 	} else {

@@ -58,6 +58,7 @@ func (h Runs) approvals(c echo.Context) error {
 	p := views.ApprovalsProps{Controls: l.controls("approvals", "Search waiting runs", "A workspace's name, a template or who requested it.", filters, nil),
 		ForYouHeaders: l.headers(inboxColumns("Your decision")), ForOthersHeaders: l.headers(inboxColumns("Who decides"))}
 	p.Controls.Noun, p.Controls.Nouns = "run waits for you", "runs wait for you"
+	p.Controls.MatchNoun, p.Controls.MatchNouns = "matching run waits for you", "matching runs wait for you"
 	if l.refused() {
 		return render.Page(c, http.StatusUnprocessableEntity, views.Approvals(p))
 	}

@@ -20,6 +20,8 @@ import (
 type RollbackRuns interface {
 	Get(ctx context.Context, id string) (run.Run, error)
 	RollBack(ctx context.Context, workspaceID, versionID string) (run.Run, error)
+	// RollbackCandidate says what a rollback would re-apply, or why it cannot.
+	RollbackCandidate(ctx context.Context, workspaceID, versionID string) (run.RollbackCandidate, error)
 }
 
 // Rollbacks serves "roll back to state version N": a page that restates what the
@@ -37,8 +39,8 @@ func (h Rollbacks) Register(g *echo.Group) {
 	g.POST(paths.RouteWorkspaceRollback, h.rollBack)
 }
 
-// rollbackVersions is how far back the page finds a version (the workspace page lists
-// the newest 20).
+// rollbackVersions is how many versions the page without a version offers to choose
+// from (the workspace page lists the newest 20; any version can be named).
 const rollbackVersions = 200
 
 func (h Rollbacks) confirm(c echo.Context) error {
@@ -47,40 +49,23 @@ func (h Rollbacks) confirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.States.OfWorkspace(ctx, ws.ID, rollbackVersions)
+	p := views.RollbackProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
+		VersionID: c.QueryParam("version")}
+	if p.VersionID == "" {
+		return h.choose(c, p)
+	}
+	cand, err := h.Runs.RollbackCandidate(ctx, ws.ID, p.VersionID)
 	if err != nil {
 		return err
 	}
-	p := views.RollbackProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
-		VersionID: c.QueryParam("version")}
-	var v *state.Version
-	for i := range st.Versions {
-		if st.Versions[i].ID == p.VersionID {
-			v = &st.Versions[i]
-			p.Current = i == 0
-		}
-	}
-	if p.VersionID == "" {
-		// No version named: the earlier versions runs wrote, to choose from.
-		for i, v := range st.Versions {
-			if i > 0 && v.RunID != nil {
-				p.Choices = append(p.Choices, views.StateVersionRow{Serial: v.Serial, At: v.CreatedAt, SHA256: v.SHA256,
-					RunID: *v.RunID, RollbackURL: paths.WorkspaceRollback(ws.ID, v.ID)})
-			}
-		}
-		return render.Page(c, http.StatusOK, views.ChooseRollback(p))
-	}
-	if v == nil {
-		return echo.NewHTTPError(http.StatusNotFound, "This workspace has no such state version (or not among its newest 200).")
-	}
-	p.Serial, p.At = int(v.Serial), v.CreatedAt
-	if v.RunID != nil {
-		src, err := h.Runs.Get(ctx, *v.RunID)
-		if err != nil {
-			return err
-		}
+	p.Serial, p.At, p.Refusal = cand.Version.Serial, cand.Version.CreatedAt, cand.Refusal
+	if src := cand.Source; src != nil {
 		p.SourceRunID, p.SourceLabel, p.TemplateVersion, p.Inputs = src.ID, ws.Name+" "+src.Label(), src.TemplateVersion, inputsKV(src.Inputs)
-		p.SourceKind = string(src.Kind)
+	}
+	// The boundary names what the workspace holds now.
+	st, err := h.States.OfWorkspace(ctx, ws.ID, 1)
+	if err != nil {
+		return err
 	}
 	var irreversible []string
 	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
@@ -88,6 +73,21 @@ func (h Rollbacks) confirm(c echo.Context) error {
 	}
 	p.Boundary = append(run.TemplateBoundary(irreversible), run.WorkspaceBoundary(irreversible, stateResources(st))...)
 	return render.Page(c, http.StatusOK, views.ConfirmRollback(p))
+}
+
+// choose lists the earlier versions runs wrote, to choose one from (no version named).
+func (h Rollbacks) choose(c echo.Context, p views.RollbackProps) error {
+	st, err := h.States.OfWorkspace(c.Request().Context(), p.WorkspaceID, rollbackVersions)
+	if err != nil {
+		return err
+	}
+	for i, v := range st.Versions {
+		if i > 0 && v.RunID != nil {
+			p.Choices = append(p.Choices, views.StateVersionRow{Serial: v.Serial, At: v.CreatedAt, SHA256: v.SHA256,
+				RunID: *v.RunID, RollbackURL: paths.WorkspaceRollback(p.WorkspaceID, v.ID)})
+		}
+	}
+	return render.Page(c, http.StatusOK, views.ChooseRollback(p))
 }
 
 // rollBack requests the rollback run; refusals (the current version, a destroy's empty

@@ -273,6 +273,7 @@ func TestInboxSearchFiltersSortsAndPages(t *testing.T) {
 	you, _, body = inbox(admin, "?q=prod")
 	require.Equal(t, []string{"run-" + produced.ID}, you)
 	require.Contains(t, body, `data-testid="approval-count">1<`)
+	require.Regexp(t, `data-testid="approvals-found">\s*1 matching run waits for you\s*<span>· 0 for others</span>`, body)
 	you, _, _ = inbox(admin, "?sort=-risk")
 	require.Equal(t, []string{"run-" + produced.ID, "run-" + staged.ID}, you, "riskiest first")
 	you, _, _ = inbox(admin, "?sort=risk")

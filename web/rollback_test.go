@@ -74,8 +74,11 @@ func TestRollbackToAnEarlierStateVersion(t *testing.T) {
 	require.Regexp(t, `(?s)data-testid="rollback-inputs".*engine_version</code></dt><dd>15</dd>`, confirm)
 	require.Contains(t, confirm, `id="confirm-rollback"`)
 	current := webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+first.WorkspaceID+"/rollback?version="+versions[1]))
-	require.Contains(t, current, "is the workspace's current state: there is nothing to roll back")
+	require.Contains(t, current, "State version 2 is the workspace&#39;s current state: there is nothing to roll back.")
 	require.NotContains(t, current, `id="confirm-rollback"`)
+	resp = app.Get(t, operator, "/workspaces/"+first.WorkspaceID+"/rollback?version=sv-nosuchversion")
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a version that does not exist")
 
 	// The rollback: a new run with version 1's inputs, through every gate.
 	token := app.CSRF(t, operator)

@@ -324,6 +324,15 @@ func Slice[T any](rows []T, orders []Order[T], p Page) (Result[T], error) {
 		}
 	}
 	out := Result[T]{Rows: sorted[start:end]}
+	if start == end && cursor != nil {
+		// Past either end (rows gone since the link was made): the way back, as Fetch.
+		if backwards {
+			out.Next = cursor
+		} else {
+			out.Prev = cursor
+		}
+		return out, nil
+	}
 	if start > 0 && end > start {
 		c := o.cursorOf(sorted[start])
 		out.Prev = &c

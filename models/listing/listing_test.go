@@ -185,6 +185,25 @@ func TestSlicePagesAsFetchDoes(t *testing.T) {
 	require.ErrorIs(t, err, errs.ErrBadRequest)
 }
 
+// TestPastTheEnd: a cursor beyond the last row (rows gone since the link was made)
+// gives an empty page with the way back, from a query and from memory alike.
+func TestPastTheEnd(t *testing.T) {
+	t.Parallel()
+	gdb := dbtest.New(t)
+	items := seed(t, gdb, 5)
+	beyond := &listing.Cursor{Values: []string{"zzz", "it-999"}}
+	for name, fetch := range map[string]func(listing.Page) (listing.Result[item], error){
+		"query":  func(p listing.Page) (listing.Result[item], error) { return listing.Fetch(gdb.Model(&item{}), orders, p) },
+		"memory": func(p listing.Page) (listing.Result[item], error) { return listing.Slice(items, orders, p) },
+	} {
+		res, err := fetch(listing.Page{Sort: listing.Sort{Key: "name"}, After: beyond})
+		require.NoError(t, err)
+		require.Empty(t, res.Rows, name)
+		require.Equal(t, beyond, res.Prev, "%s: the way back", name)
+		require.Nil(t, res.Next, name)
+	}
+}
+
 func orderBy(o listing.Order[item], desc bool) string {
 	dir := " ASC"
 	if desc {

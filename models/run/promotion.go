@@ -54,15 +54,19 @@ func (s *Service) PromotionOf(ctx context.Context, workspaceID string) (Promotab
 	if err := s.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
 		return Promotable{}, err
 	}
-	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, states: []State{Succeeded}, order: "number DESC", limit: 20})
+	// The workspace's newest applied change: an apply, or a destroy that emptied it.
+	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, states: []State{Succeeded}, kinds: []Kind{KindApply, KindDestroy},
+		order: "number DESC", limit: 1})
 	if err != nil {
 		return Promotable{}, err
 	}
-	i := slices.IndexFunc(runs, func(r Run) bool { return r.Kind == KindApply })
-	if i < 0 {
+	switch {
+	case len(runs) == 0:
 		return Promotable{}, errs.Explain(errs.ErrConflict, "Nothing has been applied to this workspace yet: there is nothing to promote.")
+	case runs[0].Kind == KindDestroy:
+		return Promotable{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s destroyed what this workspace held: there is nothing to promote.", runs[0].Label()))
 	}
-	src := runs[i]
+	src := runs[0]
 	out := Promotable{Source: src}
 	name := ws.Name
 	env, err := s.environments.Lookup(ctx, subject.OrganizationID, src.EnvironmentID)
@@ -188,7 +192,7 @@ func differences(source, asked []InputValue) []Difference {
 			continue
 		}
 		d := Difference{Name: a.Name, Label: a.Label, Divergence: a.Divergence, Source: shown(src), Requested: shown(a), Sensitive: a.Sensitive}
-		if d.Divergence == "" {
+		if d.Divergence == "" { // the manifest says "fixed" for none; a caller may not
 			d.Divergence = "fixed"
 		}
 		out = append(out, d)

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,64 +31,105 @@ func (s *Service) RollBack(ctx context.Context, workspaceID, versionID string) (
 	}
 	var out Run
 	err = s.inTx(ctx, func(ctx context.Context) error {
-		v, err := s.states.VersionInfo(ctx, subject.OrganizationID, versionID)
+		v, src, err := s.rollbackSource(ctx, subject, workspaceID, versionID)
 		if err != nil {
 			return err
-		}
-		if v.WorkspaceID != workspaceID {
-			return fmt.Errorf("state version %s of workspace %s: %w", versionID, workspaceID, errs.ErrNotFound)
-		}
-		if v.RunID == "" {
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d was not written by a run, so there are no inputs to re-apply.", v.Serial))
-		}
-		src, err := s.store.get(ctx, subject.OrganizationID, v.RunID)
-		if err != nil {
-			return err
-		}
-		// The workspace is the source run's: what the person may not see is not found.
-		if err := s.visible(ctx, subject, src); err != nil {
-			return err
-		}
-		current, err := s.states.Predecessor(ctx, subject.OrganizationID, workspaceID)
-		if err != nil {
-			return err
-		}
-		switch {
-		case current.VersionID == v.ID:
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d is the workspace's current state: there is nothing to roll back.", v.Serial))
-		case src.Kind == KindDestroy:
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d is what the destroy of run %s left: to destroy again, use Destroy.", v.Serial, src.Label()))
-		}
-		env, err := s.environments.Lookup(ctx, src.OrganizationID, src.EnvironmentID)
-		if err != nil {
-			return err
-		}
-		a, err := s.actorFor(ctx, subject, env)
-		if err != nil {
-			return err
-		}
-		chosen, offered := s.runners.pick(env.Executor)
-		if !offered || chosen.Name != src.Runner {
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Environment %s no longer runs jobs on the %s executor run %s was planned for, so its configuration cannot be planned again: request the change from the catalog.",
-				env.Name, src.Runner, src.Label()))
-		}
-		refusals := &errs.Validation{}
-		mayRequest(a, env, chosen, refusals)
-		if err := refusals.Err(); err != nil {
-			return err
-		}
-		// The stored bundle holds the module tree and lock file; the gates need the
-		// template's facts (irreversible types, prices) from the catalog.
-		if _, err := s.catalog.Facts(src.TemplateName); err != nil {
-			return errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers template %s, so a plan of run %s's configuration cannot be assessed.", src.TemplateName, src.Label()))
 		}
 		out, err = s.queue(ctx, subject, queued{workspaceID: src.WorkspaceID, environmentID: src.EnvironmentID, kind: KindApply,
 			template: src.TemplateName, version: src.TemplateVersion, moduleDigest: src.ModuleDigest, inputs: src.Inputs,
 			runner: RunnerInfo{Name: src.Runner, Simulated: src.Simulated}, configArtifactID: src.ConfigArtifactID,
-			configDigest: src.ConfigDigest, source: &src, rollback: &v})
+			configDigest: src.ConfigDigest, source: src, rollback: &v})
 		return err
 	})
 	return out, err
+}
+
+// RollbackCandidate is what rolling back to a version would start from: the version,
+// the run that wrote it (nil for none), and why it cannot be rolled back to ("" it can),
+// in the words RollBack refuses it with.
+type RollbackCandidate struct {
+	Version StateVersionInfo
+	Source  *Run
+	Refusal string
+}
+
+// RollbackCandidate says what rolling workspaceID back to versionID would re-apply, or
+// why it cannot (the page that asks before a rollback); another organization's or
+// another workspace's version is not found.
+func (s *Service) RollbackCandidate(ctx context.Context, workspaceID, versionID string) (RollbackCandidate, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return RollbackCandidate{}, err
+	}
+	var c RollbackCandidate
+	c.Version, c.Source, err = s.rollbackSource(ctx, subject, workspaceID, versionID)
+	var explained *errs.Explained
+	if v, ok := errs.AsValidation(err); ok {
+		c.Refusal = v.Fields["environment"] // mayRequest's: who may request runs there
+	} else if errors.As(err, &explained) && errors.Is(err, errs.ErrConflict) {
+		c.Refusal = explained.Message
+	} else if err != nil {
+		return RollbackCandidate{}, err
+	}
+	return c, nil
+}
+
+// rollbackSource is the version a rollback goes to and the run that wrote it, once
+// every check passed (the refusals in words; the version, and the run when there is
+// one, also with a refusal).
+func (s *Service) rollbackSource(ctx context.Context, subject authz.Subject, workspaceID, versionID string) (StateVersionInfo, *Run, error) {
+	v, err := s.states.VersionInfo(ctx, subject.OrganizationID, versionID)
+	if err != nil {
+		return StateVersionInfo{}, nil, err
+	}
+	if v.WorkspaceID != workspaceID {
+		return StateVersionInfo{}, nil, fmt.Errorf("state version %s of workspace %s: %w", versionID, workspaceID, errs.ErrNotFound)
+	}
+	if v.RunID == "" {
+		return v, nil, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d was not written by a run, so there are no inputs to re-apply.", v.Serial))
+	}
+	src, err := s.store.get(ctx, subject.OrganizationID, v.RunID)
+	if err != nil {
+		return StateVersionInfo{}, nil, err
+	}
+	// The workspace is the source run's: what the person may not see is not found.
+	if err := s.visible(ctx, subject, src); err != nil {
+		return StateVersionInfo{}, nil, err
+	}
+	current, err := s.states.Predecessor(ctx, subject.OrganizationID, workspaceID)
+	if err != nil {
+		return v, &src, err
+	}
+	switch {
+	case current.VersionID == v.ID:
+		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d is the workspace's current state: there is nothing to roll back.", v.Serial))
+	case src.Kind == KindDestroy:
+		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d is what the destroy of run %s left: to destroy again, use Destroy.", v.Serial, src.Label()))
+	}
+	env, err := s.environments.Lookup(ctx, src.OrganizationID, src.EnvironmentID)
+	if err != nil {
+		return v, &src, err
+	}
+	a, err := s.actorFor(ctx, subject, env)
+	if err != nil {
+		return v, &src, err
+	}
+	chosen, offered := s.runners.pick(env.Executor)
+	if !offered || chosen.Name != src.Runner {
+		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("Environment %s no longer runs jobs on the %s executor run %s was planned for, so its configuration cannot be planned again: request the change from the catalog.",
+			env.Name, src.Runner, src.Label()))
+	}
+	refusals := &errs.Validation{}
+	mayRequest(a, env, chosen, refusals)
+	if err := refusals.Err(); err != nil {
+		return v, &src, err
+	}
+	// The stored bundle holds the module tree and lock file; the gates need the
+	// template's facts (irreversible types, prices) from the catalog.
+	if _, err := s.catalog.Facts(src.TemplateName); err != nil {
+		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers template %s, so a plan of run %s's configuration cannot be assessed.", src.TemplateName, src.Label()))
+	}
+	return v, &src, nil
 }
 
 // RollbackReview is what a rollback's review says it cannot bring back: what its plan

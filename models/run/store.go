@@ -75,6 +75,7 @@ type listQuery struct {
 	workspaceID string
 	requestedBy string // a user id: the runs that user requested
 	states      []State
+	kinds       []Kind
 	// waiting: the runs waiting for a person's decision (PENDING_APPROVAL, or a soft
 	// policy block waiting for an override).
 	waiting bool
@@ -94,6 +95,9 @@ func (st store) list(ctx context.Context, q listQuery) ([]Run, error) {
 	}
 	if len(q.states) > 0 {
 		tx = tx.Where("state IN ?", q.states)
+	}
+	if len(q.kinds) > 0 {
+		tx = tx.Where("kind IN ?", q.kinds)
 	}
 	if q.waiting {
 		tx = tx.Where("(state = ? OR (state = ? AND policy_outcome <> 'hard_failed'))", PendingApproval, PolicyBlocked)

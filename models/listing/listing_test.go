@@ -193,7 +193,9 @@ func TestPastTheEnd(t *testing.T) {
 	items := seed(t, gdb, 5)
 	beyond := &listing.Cursor{Values: []string{"zzz", "it-999"}}
 	for name, fetch := range map[string]func(listing.Page) (listing.Result[item], error){
-		"query":  func(p listing.Page) (listing.Result[item], error) { return listing.Fetch(gdb.Model(&item{}), orders, p) },
+		"query": func(p listing.Page) (listing.Result[item], error) {
+			return listing.Fetch(gdb.Model(&item{}), orders, p)
+		},
 		"memory": func(p listing.Page) (listing.Result[item], error) { return listing.Slice(items, orders, p) },
 	} {
 		res, err := fetch(listing.Page{Sort: listing.Sort{Key: "name"}, After: beyond})

@@ -72,9 +72,9 @@ func (h Dashboard) show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Approvers: an operator may decide what the matrix gives operators; viewers and
-	// auditors never decide.
-	if subject.Role.AtLeast(authz.RoleOperator) {
+	// Approvers: who holds provisioning.apply (as the navigation's count asks); viewers
+	// and auditors never decide.
+	if subject.Can(authz.PermProvisioningApply) {
 		props.ShowWaiting = true
 		if props.WaitingCount, err = h.Runs.CountWaitingForYou(ctx); err != nil {
 			return err

@@ -212,8 +212,8 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		}
 	}
 	in.Owners, in.OwnerGroups = &owners, &groups
-	in.DecisionWindowHours = formHours(c.FormValue("decision_window_hours"))
-	in.PromotionOrder = formHours(c.FormValue("promotion_order"))
+	in.DecisionWindowHours = formWhole(c.FormValue("decision_window_hours"))
+	in.PromotionOrder = formWhole(c.FormValue("promotion_order"))
 	approval := "off"
 	values := form["requires_approval"]
 	switch {
@@ -229,13 +229,11 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 	return in, approval
 }
 
-// formHours reads the decision window field: empty is 0 (the default on create,
-// unchanged on edit). A typed 0, or anything that is not a whole number, is -1, which
-// the service refuses with the field's message alongside any other field's; only the
-// API's absent field means the default.
-// formHours reads a whole number of a form field ("" is 0, the default; anything that
-// is not a whole number, or 0, is -1, which the validation refuses).
-func formHours(s string) int {
+// formWhole reads a whole-number field (the decision window, the promotion order):
+// empty is 0 (the default on create, unchanged on edit). A typed 0, or anything that is
+// not a whole number, is -1, which the service refuses with the field's message
+// alongside any other field's; only the API's absent field means the default.
+func formWhole(s string) int {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0

@@ -134,7 +134,7 @@ func pager[T any](l listRequest, prefix string, res listing.Result[T], label str
 
 // controls is the list's search and filter form as asked.
 func (l listRequest) controls(id, label, hint string, filters []views.ListFilter, checks []views.ListCheck) views.ListControls {
-	c := views.ListControls{ID: id, Action: l.path, SearchLabel: label, SearchHint: hint, Search: l.query.Get("q"),
+	c := views.ListControls{ID: id, Action: l.path, SearchLabel: label, SearchHint: hint, Search: l.query.Get("q"), MaxSearch: listing.MaxSearch,
 		Filters: filters, Checks: checks, Errors: l.errors, Filtered: l.query.Get("q") != ""}
 	if l.query.Get("sort") != "" {
 		c.Keep = append(c.Keep, views.KV{Key: "sort", Value: l.page.Sort.String()})

@@ -97,7 +97,7 @@ const (
 )
 
 // modeRank orders enforcement modes by strength.
-var modeRank = map[string]int{"advisory": 1, "soft_mandatory": 2, "hard_mandatory": 3}
+var modeRank = map[string]int{string(policies.Advisory): 1, string(policies.SoftMandatory): 2, string(policies.HardMandatory): 3}
 
 // ruleOrders are the orders of the bundle's rules, paged in memory (the bundle is).
 var ruleOrders = []listing.Order[views.PolicyRuleRow]{
@@ -119,9 +119,9 @@ var (
 		{label: "Default mode", key: sortMode, descFirst: true}, {label: "Version", class: "hide-narrow"}}
 	versionColumns = []sortColumn{{label: "Name", key: policy.SortName}, {label: "Version"}, {label: "Title", class: "hide-narrow"},
 		{label: "Enforcement", class: "hide-narrow"}, {label: "Uploaded", key: policy.SortUploaded, descFirst: true, class: "hide-narrow"}, {label: "Status"}}
-	policyModes = []views.ListChoice{{Value: "advisory", Label: "advisory"}, {Value: "soft_mandatory", Label: "soft-mandatory"},
-		{Value: "hard_mandatory", Label: "hard-mandatory"}}
-	policyOrigins  = []views.ListChoice{{Value: "builtin", Label: "built in"}, {Value: "org", Label: "this organization"}}
+	policyModes = []views.ListChoice{{Value: string(policies.Advisory), Label: "advisory"}, {Value: string(policies.SoftMandatory), Label: "soft-mandatory"},
+		{Value: string(policies.HardMandatory), Label: "hard-mandatory"}}
+	policyOrigins  = []views.ListChoice{{Value: policies.OriginBuiltin, Label: "built in"}, {Value: policies.OriginOrg, Label: "this organization"}}
 	policyStatuses = []views.ListChoice{{Value: policy.StatusActive, Label: "active"}, {Value: policy.StatusInactive, Label: "inactive"},
 		{Value: policy.StatusSuperseded, Label: "superseded"}}
 )
@@ -193,7 +193,7 @@ func (h Policies) page(c echo.Context, status int, in views.PolicyUpload, fieldE
 	}
 	p.Rules, p.Controls.Total = shown.Rows, int64(len(rules))
 	p.RulesPager = pager(l, "rules_", shown, "Pages of rules")
-	if origin != "builtin" {
+	if origin != policies.OriginBuiltin {
 		versions, total, err := h.Store.Versions(ctx, policy.VersionQuery{Text: l.text, Enforcement: mode, Status: state, Page: versionsPage})
 		if err != nil {
 			return err

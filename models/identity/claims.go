@@ -23,21 +23,28 @@ const (
 	PhasePlan   Phase = "plan"
 	PhaseApply  Phase = "apply"
 	PhaseVerify Phase = "verify"
+	// PhaseBreakglass is a person's manual change through an approved break-glass
+	// window (DESIGN §9): write-scoped to the window's workspace, bound to the window,
+	// and never longer-lived than the window.
+	PhaseBreakglass Phase = "breakglass"
 )
 
-// Scopes a cloud enforces: plan and verify only read, apply writes (to the workspace
-// the subject names, nothing more).
+// Scopes a cloud enforces: plan and verify only read, apply and a break-glass window
+// write (to the workspace the subject names, nothing more).
 const (
 	ScopeRead  = "read"
 	ScopeWrite = "write"
 )
 
 // Valid reports whether p is a known phase.
-func (p Phase) Valid() bool { return p == PhasePlan || p == PhaseApply || p == PhaseVerify }
+func (p Phase) Valid() bool {
+	return p == PhasePlan || p == PhaseApply || p == PhaseVerify || p == PhaseBreakglass
+}
 
-// Scope is what a token for phase p may do: only apply writes.
+// Scope is what a token for phase p may do: only an apply and a break-glass window
+// write.
 func (p Phase) Scope() string {
-	if p == PhaseApply {
+	if p == PhaseApply || p == PhaseBreakglass {
 		return ScopeWrite
 	}
 	return ScopeRead
@@ -47,12 +54,14 @@ func (p Phase) Scope() string {
 var ErrInvalidClaims = errors.New("invalid workload claims")
 
 // Claims is what a workload token asserts: which job, of which run, in which
-// workspace, environment and organization.
+// workspace, environment and organization; or, for PhaseBreakglass, which break-glass
+// window (and no run).
 type Claims struct {
 	OrganizationID string
 	EnvironmentID  string
 	WorkspaceID    string
 	RunID          string
+	WindowID       string
 	Phase          Phase
 }
 
@@ -60,11 +69,21 @@ type Claims struct {
 // always parses one way: "ws:a:run:b" cannot be forged from a crafted id) and unknown
 // phases.
 func (c Claims) Validate() error {
+	// A token names a run's phase, or a break-glass window: never both, never neither.
+	job := struct{ name, value string }{"run", c.RunID}
+	if c.Phase == PhaseBreakglass {
+		job = struct{ name, value string }{"window", c.WindowID}
+		if c.RunID != "" {
+			return fmt.Errorf("a break-glass token names a window, not run %q: %w", c.RunID, ErrInvalidClaims)
+		}
+	} else if c.WindowID != "" {
+		return fmt.Errorf("only a break-glass token names a window: %w", ErrInvalidClaims)
+	}
 	for _, f := range []struct{ name, value string }{
 		{"organization", c.OrganizationID},
 		{"environment", c.EnvironmentID},
 		{"workspace", c.WorkspaceID},
-		{"run", c.RunID},
+		job,
 	} {
 		if f.value == "" {
 			return fmt.Errorf("%s id is empty: %w", f.name, ErrInvalidClaims)
@@ -74,7 +93,7 @@ func (c Claims) Validate() error {
 		}
 	}
 	if !c.Phase.Valid() {
-		return fmt.Errorf("phase %q is not plan, apply or verify: %w", c.Phase, ErrInvalidClaims)
+		return fmt.Errorf("phase %q is not plan, apply, verify or breakglass: %w", c.Phase, ErrInvalidClaims)
 	}
 	return nil
 }
@@ -82,8 +101,12 @@ func (c Claims) Validate() error {
 // Subject is the token's sub: every level of the job's place, so a cloud's trust
 // policy can match on a prefix (an environment) or the whole (one run's apply).
 func (c Claims) Subject() string {
+	job := ":run:" + c.RunID
+	if c.Phase == PhaseBreakglass {
+		job = ":window:" + c.WindowID
+	}
 	return "org:" + c.OrganizationID + ":env:" + c.EnvironmentID + ":ws:" + c.WorkspaceID +
-		":run:" + c.RunID + ":phase:" + string(c.Phase)
+		job + ":phase:" + string(c.Phase)
 }
 
 // LogValue logs the ids and phase; claims hold nothing secret, the token does and is
@@ -94,6 +117,7 @@ func (c Claims) LogValue() slog.Value {
 		slog.String("environment", c.EnvironmentID),
 		slog.String("workspace", c.WorkspaceID),
 		slog.String("run", c.RunID),
+		slog.String("window", c.WindowID),
 		slog.String("phase", string(c.Phase)),
 	)
 }

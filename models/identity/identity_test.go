@@ -245,12 +245,15 @@ func TestRefusals(t *testing.T) {
 
 	t.Run("bad claims", func(t *testing.T) {
 		for name, mutate := range map[string]func(*identity.Claims){
-			"empty org":     func(c *identity.Claims) { c.OrganizationID = "" },
-			"empty env":     func(c *identity.Claims) { c.EnvironmentID = "" },
-			"colon in ws":   func(c *identity.Claims) { c.WorkspaceID = "ws-c:run:x" },
-			"colon in run":  func(c *identity.Claims) { c.RunID = "run:d" },
-			"unknown phase": func(c *identity.Claims) { c.Phase = "destroy" },
-			"no phase":      func(c *identity.Claims) { c.Phase = "" },
+			"empty org":                  func(c *identity.Claims) { c.OrganizationID = "" },
+			"empty env":                  func(c *identity.Claims) { c.EnvironmentID = "" },
+			"colon in ws":                func(c *identity.Claims) { c.WorkspaceID = "ws-c:run:x" },
+			"colon in run":               func(c *identity.Claims) { c.RunID = "run:d" },
+			"unknown phase":              func(c *identity.Claims) { c.Phase = "destroy" },
+			"no phase":                   func(c *identity.Claims) { c.Phase = "" },
+			"run names a window":         func(c *identity.Claims) { c.WindowID = "bgw-1" },
+			"break-glass names a run":    func(c *identity.Claims) { c.Phase = identity.PhaseBreakglass; c.WindowID = "bgw-1" },
+			"break-glass without window": func(c *identity.Claims) { c.Phase = identity.PhaseBreakglass; c.RunID = "" },
 		} {
 			c := claimsFor(identity.PhaseApply)
 			mutate(&c)
@@ -416,4 +419,42 @@ func TestPrivateKeyNotInClear(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(b), `"d"`)
 	require.NotContains(t, string(b), base64.RawURLEncoding.EncodeToString(d))
+}
+
+// TestBreakglassTokens: a break-glass window's token is write-scoped, names the window
+// (not a run) in its subject and claims, and never outlives the window.
+func TestBreakglassTokens(t *testing.T) {
+	t.Parallel()
+	gdb := dbtest.New(t)
+	keys := newKeyring(t)
+	iss, issuerURL := serve(t, func(u string) *identity.Issuer { return identity.NewIssuer(gdb, keys, u, identity.Options{}) })
+	v := verifier(t, issuerURL, nil)
+	c := identity.Claims{OrganizationID: "org-a", EnvironmentID: "env-b", WorkspaceID: "ws-c", WindowID: "bgw-d", Phase: identity.PhaseBreakglass}
+
+	// A window ending in 5 minutes cuts the token's 15 minutes to 5.
+	end := time.Now().Add(5 * time.Minute)
+	token, expires, err := iss.MintUntil(t.Context(), c, end)
+	require.NoError(t, err)
+	require.False(t, expires.After(end))
+	require.WithinDuration(t, end, expires, 2*time.Second)
+	idt, err := v.Verify(t.Context(), token)
+	require.NoError(t, err)
+	require.Equal(t, "org:org-a:env:env-b:ws:ws-c:window:bgw-d:phase:breakglass", idt.Subject)
+	var got map[string]any
+	require.NoError(t, idt.Claims(&got))
+	require.Equal(t, "bgw-d", got["gantry_window"])
+	require.Equal(t, "write", got["scope"])
+	require.NotContains(t, got, "gantry_run")
+	back, err := iss.Verify(t.Context(), token)
+	require.NoError(t, err)
+	require.Equal(t, c, back)
+
+	// A window ending in an hour still gets at most MaxLifetime.
+	_, expires, err = iss.MintUntil(t.Context(), c, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(identity.MaxLifetime), expires, 2*time.Second)
+
+	// A window that has ended gets nothing.
+	_, _, err = iss.MintUntil(t.Context(), c, time.Now().Add(-time.Second))
+	require.ErrorIs(t, err, identity.ErrTooLate)
 }

@@ -92,7 +92,8 @@ type tokenClaims struct {
 	Organization string `json:"gantry_org"`
 	Environment  string `json:"gantry_env"`
 	Workspace    string `json:"gantry_ws"`
-	Run          string `json:"gantry_run"`
+	Run          string `json:"gantry_run,omitempty"`
+	Window       string `json:"gantry_window,omitempty"`
 	Phase        Phase  `json:"gantry_phase"`
 	Scope        string `json:"scope"`
 }
@@ -100,6 +101,16 @@ type tokenClaims struct {
 // Mint signs a token for c with the current key, rotating it first when due. The token
 // is a bearer credential: hand it to the job, never log or store it.
 func (i *Issuer) Mint(ctx context.Context, c Claims) (token string, expires time.Time, err error) {
+	return i.MintUntil(ctx, c, time.Time{})
+}
+
+// ErrTooLate means a token was asked for that would end before it begins: the window
+// it was bound to has closed.
+var ErrTooLate = errors.New("the token would already have expired")
+
+// MintUntil is Mint for a token that must not outlive notAfter (a break-glass window's
+// end; zero: no such bound): its lifetime is the issuer's, cut at notAfter.
+func (i *Issuer) MintUntil(ctx context.Context, c Claims, notAfter time.Time) (token string, expires time.Time, err error) {
 	if i.configErr != nil {
 		return "", time.Time{}, i.configErr
 	}
@@ -109,6 +120,12 @@ func (i *Issuer) Mint(ctx context.Context, c Claims) (token string, expires time
 	// JWT times are whole seconds; truncating keeps expires equal to the token's exp.
 	now := i.now().Truncate(time.Second)
 	expires = now.Add(i.lifetime)
+	if !notAfter.IsZero() && notAfter.Before(expires) {
+		expires = notAfter.Truncate(time.Second)
+	}
+	if !expires.After(now) {
+		return "", time.Time{}, ErrTooLate
+	}
 	k, err := i.signingKey(ctx, now)
 	if err != nil {
 		return "", time.Time{}, err
@@ -137,6 +154,7 @@ func (i *Issuer) Mint(ctx context.Context, c Claims) (token string, expires time
 		Environment:  c.EnvironmentID,
 		Workspace:    c.WorkspaceID,
 		Run:          c.RunID,
+		Window:       c.WindowID,
 		Phase:        c.Phase,
 		Scope:        c.Phase.Scope(),
 	}).Serialize()
@@ -178,7 +196,7 @@ func (i *Issuer) discoveryDoc() []byte {
 		SubjectTypes:  []string{"public"},
 		SigningAlgs:   []string{string(jose.ES256)},
 		ClaimsSupported: []string{"iss", "sub", "aud", "iat", "nbf", "exp", "jti",
-			"gantry_org", "gantry_env", "gantry_ws", "gantry_run", "gantry_phase", "scope"},
+			"gantry_org", "gantry_env", "gantry_ws", "gantry_run", "gantry_window", "gantry_phase", "scope"},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("encoding discovery document: %v", err)) // strings only: cannot fail
@@ -227,7 +245,8 @@ func (i *Issuer) Verify(ctx context.Context, token string) (Claims, error) {
 	if err := tc.ValidateWithLeeway(jwt.Expected{Issuer: i.issuer, AnyAudience: jwt.Audience{i.audience}, Time: now}, verifyLeeway); err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run, Phase: tc.Phase}
+	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run,
+		WindowID: tc.Window, Phase: tc.Phase}
 	if err := c.Validate(); err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}

@@ -92,6 +92,9 @@ func (s *Server) adminUpdate(w http.ResponseWriter, req *request) error {
 	if err := s.store.save(req.kind, obj); err != nil {
 		return err
 	}
+	if err := s.history.record(req.kind, obj, adminChange("update", body.Reason, obj.Generation, now), false); err != nil {
+		return err
+	}
 	s.log.Warn("sandbox cloud: out-of-band change through the admin API", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "attributes", fmt.Sprint(changed), "reason", body.Reason)
 	writeJSON(w, http.StatusOK, obj)
 	return nil
@@ -106,6 +109,9 @@ func (s *Server) adminDelete(w http.ResponseWriter, req *request) error {
 		return err
 	}
 	if err := s.store.remove(req.kind, obj.ID); err != nil {
+		return err
+	}
+	if err := s.history.record(req.kind, obj, adminChange("delete", req.r.URL.Query().Get("reason"), 0, time.Now().UTC()), true); err != nil {
 		return err
 	}
 	s.log.Warn("sandbox cloud: out-of-band delete through the admin API", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "reason", req.r.URL.Query().Get("reason"))
@@ -138,6 +144,9 @@ func (s *Server) adminWriteData(w http.ResponseWriter, req *request) error {
 	obj.UpdatedAt = now
 	obj.LastChange = api.Change{By: "admin", Action: "data", Reason: body.Reason, At: now}
 	if err := s.store.save(req.kind, obj); err != nil {
+		return err
+	}
+	if err := s.history.record(req.kind, obj, adminChange("data", body.Reason, obj.Generation, now), false); err != nil {
 		return err
 	}
 	s.log.Info("sandbox cloud: data written through the admin API", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String())

@@ -18,8 +18,12 @@ import (
 // Scopes a workload identity token can carry.
 const (
 	ScopeRead  = "read"  // plan and verify: GET only
-	ScopeWrite = "write" // apply: may change the workspace's objects and the org's policies
+	ScopeWrite = "write" // apply, break-glass: may change the workspace's objects and the org's policies
 )
+
+// PhaseBreakglass is the phase of a person's token for an approved break-glass window: it
+// writes, and names the window (gantry_window) instead of a run.
+const PhaseBreakglass = "breakglass"
 
 // Identity is a verified caller: the private claims of a Gantry job token, or a static API key
 // (KeyID set; Workspace is AnyWorkspace, no run or phase).
@@ -29,7 +33,8 @@ type Identity struct {
 	Env       string // gantry_env
 	Workspace string // gantry_ws
 	Run       string // gantry_run
-	Phase     string // gantry_phase: plan, apply, verify, ...
+	Window    string // gantry_window: the break-glass window of a breakglass token
+	Phase     string // gantry_phase: plan, apply, verify, breakglass
 	Scope     string // "read" or "write"
 	Expiry    time.Time
 	KeyID     string // the static API key's id; "" for a workload token
@@ -49,6 +54,7 @@ type claims struct {
 	Env       string `json:"gantry_env"`
 	Workspace string `json:"gantry_ws"`
 	Run       string `json:"gantry_run"`
+	Window    string `json:"gantry_window"`
 	Phase     string `json:"gantry_phase"`
 	Scope     string `json:"scope"`
 }
@@ -148,13 +154,18 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	if c.Scope != ScopeRead && c.Scope != ScopeWrite {
 		return Identity{}, &authError{fmt.Sprintf("invalid token: the scope claim must be %q or %q", ScopeRead, ScopeWrite)}
 	}
-	// Gantry only grants write to apply jobs; a write token of another phase was not minted by it.
-	if c.Scope == ScopeWrite && c.Phase != "apply" {
-		return Identity{}, &authError{fmt.Sprintf("invalid token: scope %q is only granted to the apply phase, not %q", ScopeWrite, c.Phase)}
+	// Gantry only grants write to apply jobs and break-glass windows; a write token of another
+	// phase was not minted by it. A break-glass token names its window, which every change it
+	// makes records.
+	if c.Scope == ScopeWrite && c.Phase != "apply" && c.Phase != PhaseBreakglass {
+		return Identity{}, &authError{fmt.Sprintf("invalid token: scope %q is only granted to the apply and breakglass phases, not %q", ScopeWrite, c.Phase)}
+	}
+	if (c.Phase == PhaseBreakglass) != (c.Window != "") || len(c.Window) > 200 {
+		return Identity{}, &authError{"invalid token: a breakglass token, and only one, names its window in gantry_window"}
 	}
 	return Identity{
 		Subject: tok.Subject, Org: c.Org, Env: c.Env, Workspace: c.Workspace,
-		Run: c.Run, Phase: c.Phase, Scope: c.Scope, Expiry: tok.Expiry,
+		Run: c.Run, Window: c.Window, Phase: c.Phase, Scope: c.Scope, Expiry: tok.Expiry,
 	}, nil
 }
 

@@ -59,6 +59,7 @@ type Server struct {
 	cfg         Config
 	log         *slog.Logger
 	store       *store
+	history     *historyStore
 	keys        *keyStore
 	mux         *http.ServeMux
 	bg          context.Context
@@ -97,11 +98,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	hs, err := newHistoryStore(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	ks, err := newKeyStore(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, keys: ks, bg: context.WithoutCancel(ctx)}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, history: hs, keys: ks, bg: context.WithoutCancel(ctx)}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
 		s.adminDigest = sum[:]
@@ -131,6 +136,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/{kind}", s.workload(s.listObjects))
 	m.HandleFunc("POST /v1/{kind}", s.workload(s.createObject))
 	m.HandleFunc("GET /v1/{kind}/{id}", s.workload(s.getObject))
+	m.HandleFunc("GET /v1/{kind}/{id}/changes", s.workload(s.getHistory))
 	m.HandleFunc("PUT /v1/{kind}/{id}", s.workload(s.updateObject))
 	m.HandleFunc("DELETE /v1/{kind}/{id}", s.workload(s.deleteObject))
 	m.HandleFunc("POST /admin/v1/keys", s.adminKeys(s.adminCreateKey))

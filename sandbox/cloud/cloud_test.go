@@ -616,7 +616,8 @@ func TestDurableAndTokenFree(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || files != 4 {
+	// Four objects and the change history of each.
+	if err != nil || files != 8 {
 		t.Fatalf("walked %d files: %v", files, err)
 	}
 }

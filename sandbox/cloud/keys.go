@@ -149,26 +149,10 @@ func (ks *keyStore) save(k storedKey) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(ks.dir, ".tmp-*")
-	if err != nil {
+	if err := writeAtomic(ks.dir, k.ID+".json", append(body, '\n')); err != nil {
 		return fmt.Errorf("saving key %s: %w", k.ID, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(body, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving key %s: %w", k.ID, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving key %s: %w", k.ID, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving key %s: %w", k.ID, err)
-	}
-	if err := os.Rename(tmp.Name(), ks.path(k.ID)); err != nil {
-		return fmt.Errorf("saving key %s: %w", k.ID, err)
-	}
-	return syncDir(ks.dir)
+	return nil
 }
 
 func (ks *keyStore) remove(id string) error {

@@ -160,8 +160,8 @@ func TestStaticKeyLifecycle(t *testing.T) {
 		}
 		return nil
 	}))
-	if files != 2 {
-		t.Errorf("%d files, want the key and the bucket", files)
+	if files != 3 {
+		t.Errorf("%d files, want the key, the bucket and its change history", files)
 	}
 
 	// Deleted through one server, refused by both at once.

@@ -119,7 +119,10 @@ func (s *Server) createObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.save(req.kind, obj); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: created", "type", req.kind.TypeName(), "id", id, "namespace", ns.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
+	if err := s.history.record(req.kind, obj, changeBy(req.who, "create", obj.Generation, now), false); err != nil {
+		return err
+	}
+	s.log.Info("sandbox cloud: created", "type", req.kind.TypeName(), "id", id, "namespace", ns.String(), "run", req.who.Run, "window", req.who.Window, "phase", req.who.Phase, "key", req.who.KeyID)
 	writeJSON(w, http.StatusCreated, obj)
 	return nil
 }
@@ -160,7 +163,10 @@ func (s *Server) updateObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.save(req.kind, obj); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: updated", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
+	if err := s.history.record(req.kind, obj, changeBy(req.who, "update", obj.Generation, now), false); err != nil {
+		return err
+	}
+	s.log.Info("sandbox cloud: updated", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "window", req.who.Window, "phase", req.who.Phase, "key", req.who.KeyID)
 	writeJSON(w, http.StatusOK, obj)
 	return nil
 }
@@ -180,16 +186,17 @@ func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
 	if err := s.store.remove(req.kind, obj.ID); err != nil {
 		return err
 	}
-	s.log.Info("sandbox cloud: deleted", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "phase", req.who.Phase, "key", req.who.KeyID)
+	if err := s.history.record(req.kind, obj, changeBy(req.who, "delete", 0, time.Now().UTC()), true); err != nil {
+		return err
+	}
+	s.log.Info("sandbox cloud: deleted", "type", req.kind.TypeName(), "id", obj.ID, "namespace", obj.Namespace.String(), "run", req.who.Run, "window", req.who.Window, "phase", req.who.Phase, "key", req.who.KeyID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func (s *Server) runChange(who Identity, action string, at time.Time) api.Change {
-	if who.Static() {
-		return api.Change{By: "key", Action: action, Subject: who.Subject, At: at}
-	}
-	return api.Change{By: "run", Action: action, Subject: who.Subject, Run: who.Run, Phase: who.Phase, At: at}
+	rec := changeBy(who, action, 0, at)
+	return api.Change{By: rec.By, Action: action, Subject: who.Subject, Run: rec.Run, Phase: rec.Phase, At: at}
 }
 
 // checkRefs checks that referenced objects exist in the namespace and fit together. On update,

@@ -98,26 +98,33 @@ func (s *store) save(k api.Kind, obj *api.Object) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s %s: %w", k.Name, obj.ID, err)
 	}
-	body = append(body, '\n')
-	dir := filepath.Join(s.dir, k.Name)
+	if err := writeAtomic(filepath.Join(s.dir, k.Name), obj.ID+".json", append(body, '\n')); err != nil {
+		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+	}
+	return nil
+}
+
+// writeAtomic writes dir/name as a whole or not at all: a temporary file, fsynced,
+// renamed into place, then the directory fsynced. Every file of the cloud is written so.
+func writeAtomic(dir, name string, body []byte) error {
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
-		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	if _, err := tmp.Write(body); err != nil {
 		tmp.Close()
-		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), s.path(k, obj.ID)); err != nil {
-		return fmt.Errorf("saving %s %s: %w", k.Name, obj.ID, err)
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
 	}
 	return syncDir(dir)
 }

@@ -82,8 +82,11 @@ func (i *Issuer) SetDown(down bool) { i.down.Store(down) }
 // "sandbox", Issuer the issuer's URL, Expiry in 10 minutes, Scope "read".
 type Claims struct {
 	Org, Env, Workspace, Run, Phase, Scope string
-	Subject, Audience, Issuer              string
-	Expiry                                 time.Time
+	// Window is a break-glass token's window (gantry_window); its subject then names it
+	// instead of a run.
+	Window                    string
+	Subject, Audience, Issuer string
+	Expiry                    time.Time
 	// Key signs the token instead of the issuer's key (to test a forged signature).
 	Key *ecdsa.PrivateKey
 }
@@ -92,7 +95,11 @@ type Claims struct {
 func (i *Issuer) Mint(t testing.TB, c Claims) string {
 	t.Helper()
 	if c.Subject == "" {
-		c.Subject = "org:" + c.Org + ":env:" + c.Env + ":ws:" + c.Workspace + ":run:" + c.Run + ":phase:" + c.Phase
+		job := ":run:" + c.Run
+		if c.Window != "" {
+			job = ":window:" + c.Window
+		}
+		c.Subject = "org:" + c.Org + ":env:" + c.Env + ":ws:" + c.Workspace + job + ":phase:" + c.Phase
 	}
 	if c.Audience == "" {
 		c.Audience = "sandbox"
@@ -120,7 +127,7 @@ func (i *Issuer) Mint(t testing.TB, c Claims) string {
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(c.Expiry),
 	}).Claims(map[string]any{
 		"gantry_org": c.Org, "gantry_env": c.Env, "gantry_ws": c.Workspace,
-		"gantry_run": c.Run, "gantry_phase": c.Phase, "scope": c.Scope,
+		"gantry_run": c.Run, "gantry_window": c.Window, "gantry_phase": c.Phase, "scope": c.Scope,
 	}).Serialize()
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,8 @@ type environmentJSON struct {
 	DecisionWindowHours int `json:"decision_window_hours"`
 	// PromotionOrder is its place in the organization's promotion order.
 	PromotionOrder int `json:"promotion_order"`
+	// DriftIntervalMinutes is how often its workspaces are checked for drift (0: never).
+	DriftIntervalMinutes int `json:"drift_interval_minutes"`
 	// Owners (user ids) and OwnerGroups are the environment's named owners.
 	Owners      []string  `json:"owners"`
 	OwnerGroups []string  `json:"owner_groups"`
@@ -52,6 +54,9 @@ type environmentRequest struct {
 	DecisionWindowHours int `json:"decision_window_hours"`
 	// PromotionOrder: absent or 0 is by tier on create, unchanged on edit.
 	PromotionOrder int `json:"promotion_order"`
+	// DriftIntervalMinutes: absent is the tier's default on create, unchanged on edit;
+	// 0 is off.
+	DriftIntervalMinutes *int `json:"drift_interval_minutes"`
 	// Owners and OwnerGroups: absent is none on create, unchanged on edit.
 	Owners      *[]string `json:"owners"`
 	OwnerGroups *[]string `json:"owner_groups"`
@@ -59,12 +64,14 @@ type environmentRequest struct {
 
 func (r environmentRequest) input() environment.Input {
 	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants,
-		DecisionWindowHours: r.DecisionWindowHours, PromotionOrder: r.PromotionOrder, Owners: r.Owners, OwnerGroups: r.OwnerGroups}
+		DecisionWindowHours: r.DecisionWindowHours, PromotionOrder: r.PromotionOrder, DriftIntervalMinutes: r.DriftIntervalMinutes,
+		Owners: r.Owners, OwnerGroups: r.OwnerGroups}
 }
 
 func toJSON(e environment.Environment) environmentJSON {
 	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
-		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
+		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder,
+		DriftIntervalMinutes: e.DriftIntervalMinutes, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 

@@ -252,6 +252,8 @@ func auditRows(ctx context.Context, lookup AuditNames, events []audit.Event, nam
 			}
 		case "export":
 			row.ObjectURL = paths.AuditExport(s.Object.ID)
+		case "breakglass":
+			row.ObjectURL = paths.BreakglassWindow(s.Object.ID)
 		}
 		rows = append(rows, row)
 	}

@@ -79,7 +79,8 @@ func (h Environments) list(c echo.Context) error {
 		_, hasStatic := static[e.ID]
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
-			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, StaticCredential: hasStatic})
+			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, DriftSchedule: driftSchedule(e.DriftIntervalMinutes),
+			StaticCredential: hasStatic})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -101,7 +102,7 @@ func (h Environments) create(c echo.Context) error {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
 			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
-			OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
 		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
@@ -124,7 +125,7 @@ func (h Environments) edit(c echo.Context) error {
 	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
 		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), PromotionOrder: strconv.Itoa(env.PromotionOrder),
-		OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
+		DriftInterval: strconv.Itoa(env.DriftIntervalMinutes), OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
 	}, grants, env.Owners)
 }
 
@@ -142,7 +143,7 @@ func (h Environments) update(c echo.Context) error {
 		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
 			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
 			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
-			OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
+			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
 		}, in.Grants, *in.Owners)
 	}
 	if err != nil {
@@ -214,6 +215,14 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 	in.Owners, in.OwnerGroups = &owners, &groups
 	in.DecisionWindowHours = formWhole(c.FormValue("decision_window_hours"))
 	in.PromotionOrder = formWhole(c.FormValue("promotion_order"))
+	// Absent or "default" is the tier's schedule on create and unchanged on edit; 0 is off.
+	if d := strings.TrimSpace(c.FormValue("drift_interval_minutes")); d != "" && d != "default" {
+		minutes, err := strconv.Atoi(d)
+		if err != nil {
+			minutes = -1 // refused with the field's message
+		}
+		in.DriftIntervalMinutes = &minutes
+	}
 	approval := "off"
 	values := form["requires_approval"]
 	switch {

@@ -36,7 +36,8 @@ func (h Governance) page(c echo.Context) error {
 		return err
 	}
 	p := views.GovernanceProps{GeneratedAt: rep.GeneratedAt, MatrixVersion: rep.MatrixVersion, Matrix: rep.Matrix, Floors: rep.Floors,
-		Rollback: rep.Rollback, ManualChange: rep.ManualChange, Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
+		Rollback: rep.Rollback, ManualChange: rep.ManualChange, ManualChangeRecord: rep.ManualChangeRecord, DriftDetection: rep.DriftDetection,
+		Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
 	for _, e := range rep.Environments {
 		ge := views.GovernanceEnvironment{Name: e.Name, Tier: e.Tier, ApplyIdentity: e.ApplyIdentity, Findings: e.Findings,
 			Applied: e.Applies.Applied, Unevidenced: e.Applies.Unevidenced}

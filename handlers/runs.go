@@ -134,6 +134,14 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
 	p.Decision = decisionProps(r, perms, nil)
+	p.Kind = string(r.Kind)
+	if r.BreakglassWindowID != nil {
+		p.WindowID = *r.BreakglassWindowID
+	}
+	if r.Kind == run.KindDrift && r.Drift != nil {
+		v := driftView(r)
+		p.Drift = &v
+	}
 	p.Risk = riskView(r, perms)
 	p.PolicyOutcome = r.PolicyOutcome
 	if r.Cost != nil {

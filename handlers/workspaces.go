@@ -5,10 +5,12 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/authz"
+	"gantry/models/breakglass"
 	"gantry/models/listing"
 	"gantry/models/run"
 	"gantry/models/state"
@@ -46,6 +48,14 @@ type Workspaces struct {
 	Names      ListNames
 	// Catalog gives the template's irreversible types (the rollback boundary).
 	Catalog CatalogReader
+	// Drift reads the workspace's newest drift check; Windows its break-glass windows.
+	Drift   DriftRuns
+	Windows WorkspaceWindows
+}
+
+// WorkspaceWindows lists a workspace's break-glass windows (breakglass.Service).
+type WorkspaceWindows interface {
+	OfWorkspace(ctx context.Context, workspaceID string, limit int) ([]breakglass.Window, error)
 }
 
 // WorkspaceStates reads what a workspace's state holds (state.Store).
@@ -180,5 +190,38 @@ func (h Workspaces) show(c echo.Context) error {
 		}
 		p.Outputs = append(p.Outputs, views.KV{Key: o.Name, Value: value})
 	}
+	if err := h.operations(ctx, ws, subject.Can(authz.PermProvisioningPlan) && len(st.Resources) > 0, &p); err != nil {
+		return err
+	}
 	return render.Page(c, http.StatusOK, views.WorkspacePage(p))
+}
+
+// operations fills the workspace page's drift section and break-glass windows; changes
+// (checking drift, correcting it, asking for a window) are offered to who may request
+// runs on a workspace that holds something.
+func (h Workspaces) operations(ctx context.Context, ws workspace.View, mayChange bool, p *views.WorkspaceProps) error {
+	latest, err := h.Drift.LatestDrift(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	p.Drift = views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes), CanCheck: mayChange}
+	if latest != nil {
+		v := driftView(*latest)
+		p.Drift.Latest = &v
+		p.Drift.CanCorrect = mayChange && (latest.DriftStatus == run.DriftExpected || latest.DriftStatus == run.DriftUnowned)
+	}
+	windows, err := h.Windows.OfWorkspace(ctx, ws.ID, 20)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, w := range windows {
+		row := windowRow(w, now)
+		p.Windows = append(p.Windows, row)
+		if p.Glass == nil && (w.State.Active() || w.State == breakglass.AwaitingCodification) {
+			p.Glass = &row
+		}
+	}
+	p.CanAskWindow = mayChange
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"gantry/models/breakglass"
 	"gantry/models/db"
 	"gantry/models/run"
 )
@@ -59,6 +60,34 @@ type EscalateArgs struct {
 }
 
 func (EscalateArgs) Kind() string { return "run.escalate" }
+
+// WindowDueArgs ends what a break-glass window's deadline ends (a request's decision
+// deadline, an approval's validity, an open window's clock), once per deadline.
+type WindowDueArgs struct {
+	WindowID string           `json:"window_id" river:"unique"`
+	State    breakglass.State `json:"state" river:"unique"`
+	At       time.Time        `json:"at" river:"unique"`
+}
+
+func (WindowDueArgs) Kind() string { return "breakglass.due" }
+
+// EnqueueWindow inserts break-glass window jobs inside the transaction in ctx
+// (breakglass.Enqueuer).
+func (e Enqueuer) EnqueueWindow(ctx context.Context, jobs ...breakglass.Job) error {
+	tx, ok := db.SQLTx(ctx)
+	if !ok {
+		return errors.New("enqueuing window jobs outside a transaction")
+	}
+	params := make([]river.InsertManyParams, 0, len(jobs))
+	for _, j := range jobs {
+		params = append(params, river.InsertManyParams{Args: WindowDueArgs{WindowID: j.WindowID, State: j.State, At: j.RunAt},
+			InsertOpts: insertOpts(j.RunAt)})
+	}
+	if _, err := e.Client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("inserting window jobs: %w", err)
+	}
+	return nil
+}
 
 func insertOpts(at time.Time) *river.InsertOpts {
 	return &river.InsertOpts{Queue: QueueRuns, ScheduledAt: at, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}}

@@ -31,6 +31,8 @@ type QueueConfig struct {
 	MaxWorkers int
 	// Credentials mints per-phase credentials for runners that are not simulated.
 	Credentials CredentialSource
+	// Changes reads the cloud's record of who changed a drifted resource (nil: none).
+	Changes ChangeLog
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
 	OnApplyStart func(runID string, pickedUp time.Time)
 }
@@ -49,6 +51,9 @@ type Queue struct {
 	fanout   *NotifyFanoutWorker
 	deliver  *WebhookDeliveryWorker
 	mail     *MailWorker
+	dispatch *DriftDispatchWorker
+	drift    *DriftCheckWorker
+	windows  *WindowDueWorker
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -69,7 +74,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		cfg.MaxWorkers = 10
 	}
 	q := &Queue{
-		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Plan},
+		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan},
 		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
 		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify},
 		expire:   &ExpireWorker{},
@@ -79,6 +84,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		fanout:   &NotifyFanoutWorker{},
 		deliver:  &WebhookDeliveryWorker{},
 		mail:     &MailWorker{},
+		dispatch: &DriftDispatchWorker{Logger: cfg.Logger},
+		drift:    &DriftCheckWorker{},
+		windows:  &WindowDueWorker{},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -111,6 +119,15 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, q.mail); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, q.dispatch); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.drift); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, q.windows); err != nil {
+		return nil, err
+	}
 	var driver *riverdatabasesql.Driver
 	if cfg.ListenPool != nil {
 		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
@@ -121,11 +138,16 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		Logger:  cfg.Logger.With("component", "river"),
 		Queues:  map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
 		Workers: workers,
-		// The chain checkpoint runs on the leader only, so replicas do not repeat it.
+		// Periodic jobs run on the leader only, so replicas do not repeat them: the
+		// chain checkpoint and the drift schedule's dispatch.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(CheckpointEvery),
 			func() (river.JobArgs, *river.InsertOpts) {
 				return AuditCheckpointArgs{}, &river.InsertOpts{Queue: QueueAudit, MaxAttempts: 1}
-			}, &river.PeriodicJobOpts{RunOnStart: true})},
+			}, &river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(DriftDispatchEvery),
+				func() (river.JobArgs, *river.InsertOpts) {
+					return DriftDispatchArgs{}, &river.InsertOpts{Queue: QueueRuns, MaxAttempts: 1}
+				}, &river.PeriodicJobOpts{RunOnStart: true})},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		// The default for workers without their own Timeout; River requires it to be
 		// at most the rescue window.
@@ -165,14 +187,21 @@ func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
 }
 
 // Bind gives the workers the run service they drive.
-func (q *Queue) Bind(runs Lifecycle) {
+func (q *Queue) Bind(runs interface {
+	Lifecycle
+	Drift
+}) {
 	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs, q.escalate.Runs = runs, runs, runs, runs, runs
+	q.dispatch.Drift, q.drift.Drift = runs, runs
 }
+
+// BindWindows gives the window deadline worker the break-glass service it drives.
+func (q *Queue) BindWindows(w Windows) { q.windows.Windows = w }
 
 // Start starts working jobs until ctx ends or Stop is called.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.plan.Runs == nil || q.export.Exports == nil || q.fanout.Notify == nil {
-		return fmt.Errorf("job queue started before Bind, BindAudit and BindNotify")
+	if q.plan.Runs == nil || q.export.Exports == nil || q.fanout.Notify == nil || q.windows.Windows == nil {
+		return fmt.Errorf("job queue started before Bind, BindAudit, BindNotify and BindWindows")
 	}
 	return q.Client.Start(ctx)
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+
+	"gantry/models/run"
 )
 
 // Kind is what a run intends.
@@ -16,6 +18,9 @@ const (
 	KindApply    Kind = "apply"     // plan, then (after any approval) apply
 	KindPlanOnly Kind = "plan_only" // a dry run: plan only, never gated, never applied
 	KindDestroy  Kind = "destroy"   // plan the destruction of everything in the workspace
+	// KindRefreshOnly compares the live resources with the state (tofu plan -refresh-only):
+	// a drift check, or a codification, whose apply accepts the world into state.
+	KindRefreshOnly Kind = "refresh_only"
 )
 
 // Credentials are the job-scoped secrets one phase runs with: minted for that phase
@@ -115,6 +120,13 @@ type Runner interface {
 	Plan(ctx context.Context, req PlanRequest) (PlanResult, error)
 	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
 	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
+}
+
+// ChangeLog reads a cloud's record of who changed a live resource (the sandbox cloud's
+// change history; a real cloud's audit trail), with a phase's own read-only token.
+type ChangeLog interface {
+	// Changes returns the recorded changes of the resource of type typ with cloud id id.
+	Changes(ctx context.Context, token, typ, id string) ([]run.CloudChange, error)
 }
 
 // LogTo is where a runner writes a phase's log besides its result: w, or nowhere.

@@ -141,9 +141,11 @@ func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
 // PlanWorker plans runs.
 type PlanWorker struct {
 	river.WorkerDefaults[PlanArgs]
-	Runs         Lifecycle
-	Runners      RunnerSet
-	Creds        CredentialSource
+	Runs    Lifecycle
+	Runners RunnerSet
+	Creds   CredentialSource
+	// Changes reads who changed a drifted resource (nil: drift is reported unattributed).
+	Changes      ChangeLog
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
 }
@@ -155,10 +157,13 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		return err
 	}
 	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID)
-	if skipped(err) {
+	switch {
+	case errors.Is(err, run.ErrWorkspaceBusy):
+		// A drift check waits for the apply in progress (it never overlaps one).
+		return river.JobSnooze(busyRetry)
+	case skipped(err):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	if work.Restarted {
@@ -175,7 +180,7 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	}
 	defer revoke()
 	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobPlan, work.Secrets, creds)
-	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: Kind(work.Run.Kind),
+	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
 		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
 	// The stored log is the runner's whole log, which holds what it printed in clear.
@@ -187,9 +192,47 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, res.Log, "plan failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	_, err = w.Runs.FinishPlan(ctx, work.Run.ID, run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile,
-		PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
+	out := run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges}
+	if work.Run.Kind == run.KindDrift && res.HasChanges {
+		if out.Drift, err = observe(ctx, w.Changes, creds.CloudToken, res.PlanJSON); err != nil {
+			_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, res.Log, "reading the drift: "+err.Error())
+			return ignoreSkip(ferr)
+		}
+	}
+	_, err = w.Runs.FinishPlan(ctx, work.Run.ID, out)
 	return ignoreSkip(err)
+}
+
+// kindOf is what the runner does for a run of kind k: a drift check and a codification
+// plan refresh-only.
+func kindOf(k run.Kind) Kind {
+	if k.RefreshOnly() {
+		return KindRefreshOnly
+	}
+	return Kind(k)
+}
+
+// observe reads the drifted resources of a refresh-only plan and, from the cloud's
+// change history (read with the phase's own read-only token), who changed each. A
+// history that cannot be read is said per resource; the drift is still reported.
+func observe(ctx context.Context, changes ChangeLog, token string, planJSON []byte) ([]run.Observed, error) {
+	obs, err := run.DriftOf(planJSON)
+	if err != nil {
+		return nil, err
+	}
+	for i := range obs {
+		switch {
+		case changes == nil:
+			obs[i].HistoryError = "this Gantry reads no cloud change history"
+		case obs[i].ID == "":
+			obs[i].HistoryError = "the refresh names no id for it"
+		default:
+			if obs[i].Changes, err = changes.Changes(ctx, token, obs[i].Type, obs[i].ID); err != nil {
+				obs[i].HistoryError = err.Error()
+			}
+		}
+	}
+	return obs, nil
 }
 
 func ignoreSkip(err error) error {

@@ -31,6 +31,7 @@ import (
 type liveApp struct {
 	*webtest.App
 	cloudDir  string
+	cloudURL  string
 	exec      tofurun.Executor
 	toolchain tofu.Toolchain
 }
@@ -66,8 +67,9 @@ func startLiveWith(t testing.TB, opts liveOptions) liveApp {
 	if opts.exec != nil {
 		exec = opts.exec(exec, cloudSrv.URL)
 	}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}), CatalogFS: opts.catalog})
-	return liveApp{App: app, cloudDir: cloudDir, exec: exec, toolchain: tc}
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
+		CatalogFS: opts.catalog, CloudEndpoint: cloudSrv.URL})
+	return liveApp{App: app, cloudDir: cloudDir, cloudURL: cloudSrv.URL, exec: exec, toolchain: tc}
 }
 
 // cloudObjects counts the live objects of a kind in the sandbox cloud's store.

@@ -52,6 +52,7 @@ type tenantObjects struct {
 	export     string // a finished audit export's id
 	webhook    string // a webhook's id
 	delivery   string // one of that webhook's deliveries
+	window     string // a break-glass window asked for on ws
 }
 
 type routeFixtures struct {
@@ -162,6 +163,16 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 	}
 	require.NotEmpty(t, fx.sections, "the review page has no sections: %s", review)
 
+	// A break-glass window each, asked for on the run's workspace. Written directly: the
+	// mock executor has no live cloud, so the service refuses to open a window on it.
+	for _, x := range []*tenantObjects{&fx.acme, &fx.hidden, &fx.globex} {
+		x.window = "bgw-routes" + strings.TrimPrefix(x.ws, "ws-")
+		require.NoError(t, app.DB.Exec(`INSERT INTO breakglass_windows (id, organization_id, environment_id, workspace_id, state, reason,
+			duration_minutes, terms_digest, requested_by, requested_by_name, decision_deadline)
+			VALUES (?, ?, ?, ?, 'REQUESTED', 'routes fixture window', 60, 'sha256:routes', ?, 'Routes', now() + interval '1 day')`,
+			x.window, x.org, x.env, x.ws, x.run.RequestedBy).Error)
+	}
+
 	orgs := org.NewService(app.DB, audit.New(app.DB))
 	require.NoError(t, orgs.Invite(t.Context(), fx.acme.org, fx.acme.invitation, authz.RoleOperator))
 	require.NoError(t, orgs.Invite(t.Context(), fx.globex.org, fx.globex.invitation, authz.RoleOperator))
@@ -181,14 +192,14 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, "routes-globex-hook", "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 
 // hiddenMarkers are strings only the restricted environment's objects carry: no page
 // of a member without a grant may hold one.
 func (fx *routeFixtures) hiddenMarkers() []string {
-	return []string{fx.hidden.run.ID, fx.hidden.ws, fx.hidden.wsName, fx.hidden.env, fx.hiddenEnvName}
+	return []string{fx.hidden.run.ID, fx.hidden.ws, fx.hidden.wsName, fx.hidden.env, fx.hiddenEnvName, fx.hidden.window}
 }
 
 // routeT is what the route checks need of a test: a *testing.T, or the stand-in that

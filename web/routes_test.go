@@ -16,6 +16,7 @@ import (
 
 	"gantry/models/run"
 	"gantry/static"
+	"gantry/web/paths"
 	"gantry/web/webtest"
 )
 
@@ -104,6 +105,7 @@ func (fx *routeFixtures) objectParams() []objectParam {
 			noHidden: "a webhook belongs to the organization; only admins and owners, who see restricted environments, manage one"},
 		{param: "id", prefix: "/settings/deliveries/", what: "webhook delivery", own: fx.acme.delivery, other: fx.globex.delivery, actor: fx.admin,
 			noHidden: "a delivery belongs to its organization's webhook; only admins and owners, who see restricted environments, manage one"},
+		{param: "id", prefix: "/breakglass/", what: "break-glass window", own: fx.acme.window, other: fx.globex.window, hidden: fx.hidden.window, actor: fx.admin},
 		{param: "workspace", prefix: "/state/", what: "workspace state", own: fx.acme.ws, other: fx.globex.ws, state: true,
 			noHidden: "the state backend is called by a job with its run's credential, never by a member: the grant rule is about people " +
 				"(the credential reaches its own workspace only)"},
@@ -122,6 +124,7 @@ func (fx *routeFixtures) enumParams() []enumParam {
 		{param: "action", prefix: "/runs/", values: actions},
 		{param: "section", prefix: "/runs/", values: func(string) []string { return fx.sections }},
 		{param: "action", prefix: "/settings/webhooks/", values: func(string) []string { return []string{"enable", "disable", "delete"} }},
+		{param: "action", prefix: "/breakglass/", values: func(string) []string { return paths.BreakglassActions }},
 		{param: "action", prefix: "/members/", values: func(method string) []string {
 			if method == http.MethodGet {
 				return []string{"remove"} // the confirmation page
@@ -410,6 +413,9 @@ func TestRouteTable(t *testing.T) {
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environments WHERE name LIKE 'routes-edit%' OR name LIKE 'routes-new%'"))
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environment_grants"), "no grant was given")
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environment_policy_modes"), "no policy mode was set")
+	require.EqualValues(t, 3, countRows(t, fx.app, "SELECT count(*) FROM breakglass_windows WHERE state = 'REQUESTED' AND id LIKE 'bgw-routes%'"),
+		"no window was decided on")
+	require.EqualValues(t, 3, countRows(t, fx.app, "SELECT count(*) FROM breakglass_windows"), "no window was asked for")
 }
 
 // who sends the case's bad-bytes and malformed-body checks: acme's admin (the state
@@ -540,6 +546,12 @@ func (fx *routeFixtures) payload(t routeT, c routeCase, id string) (form url.Val
 		form = url.Values{"name": {"routes-edit"}, "tier": {"staging"}, "requires_approval": {"on"}}
 	case "/policies/:name/active":
 		form.Set("active", "true")
+	case "/breakglass/:id/:action":
+		form.Set("terms", "sha256:routes")
+		form.Set("reason", "routes fixture reason")
+	case "/workspaces/:id/breakglass":
+		form.Set("reason", "routes fixture reason")
+		form.Set("duration", "60")
 	}
 	return form, "", ""
 }
@@ -611,7 +623,7 @@ func (fx *routeFixtures) checkRestricted(t routeT, c routeCase) {
 	// Run and workspace pages are read; the cancel, destroy, rollback and promotion
 	// forms ask for an action the auditor may not take (their 403 comes after the
 	// object was found).
-	asks := slices.ContainsFunc([]string{"/cancel", "/destroy", "/rollback", "/promote"}, func(s string) bool { return strings.HasSuffix(c.pattern, s) })
+	asks := slices.ContainsFunc([]string{"/cancel", "/destroy", "/rollback", "/promote", "/breakglass"}, func(s string) bool { return strings.HasSuffix(c.pattern, s) })
 	if c.method == http.MethodGet && (strings.HasPrefix(c.pattern, "/runs/") || strings.HasPrefix(c.pattern, "/workspaces/")) && !asks {
 		require.True(t, a.status >= 200 && a.status < 300, "the auditor reads the restricted %s: %d\n%s", o.what, a.status, a.body)
 	}
@@ -635,6 +647,9 @@ var listShows = map[string]func(fx *routeFixtures) map[*routeWho][]string{
 	},
 	"/requests/new?template=bucket": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.env, fx.hidden.env}, &fx.operator: {fx.acme.env}}
+	},
+	"/breakglass": func(fx *routeFixtures) map[*routeWho][]string {
+		return map[*routeWho][]string{&fx.admin: {fx.acme.window, fx.hidden.window}, &fx.auditor: {fx.hidden.window}, &fx.operator: {fx.acme.window}}
 	},
 	"/environments": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.env, fx.hidden.env}}

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"gantry/models/audit"
+	"gantry/models/breakglass"
 	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/identity"
@@ -116,6 +117,8 @@ type Services struct {
 	// says whether an SMTP server is set.
 	Notifications  handlers.NotificationService
 	MailConfigured bool
+	// Breakglass is the manual change path (DESIGN §9).
+	Breakglass *breakglass.Service
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
 }
@@ -140,8 +143,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Ready == nil {
-		return nil, errors.New("web: Sessions, Orgs, Audit, Runs and Ready are required")
+	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil {
+		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass and Ready are required")
 	}
 	s := &Server{
 		Echo:     echo.New(),
@@ -221,7 +224,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		runs.Executors = svc.Executors
 	}
 	runs.Register(app)
-	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State, Names: names, Catalog: svc.Catalog}.Register(app)
+	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State, Names: names, Catalog: svc.Catalog,
+		Drift: svc.Runs, Windows: svc.Breakglass}.Register(app)
+	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
+	handlers.Drift{Runs: svc.Runs, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
 	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)

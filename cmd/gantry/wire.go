@@ -210,7 +210,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
-		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks})
+		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint})
 	return sys, prepare, err
 }
 

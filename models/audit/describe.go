@@ -72,6 +72,17 @@ var Actions = []Action{
 	{"webhook.disabled", "Webhook turned off"},
 	{"webhook.deleted", "Webhook deleted"},
 	{"webhook.redelivered", "Webhook delivery sent again"},
+	{"breakglass.requested", "Break-glass window requested"},
+	{"breakglass.approved", "Break-glass window approved"},
+	{"breakglass.rejected", "Break-glass window rejected"},
+	{"breakglass.cancelled", "Break-glass window cancelled"},
+	{"breakglass.expired", "Break-glass window expired"},
+	{"breakglass.opened", "Break-glass window opened"},
+	{"breakglass.credentials_issued", "Break-glass credentials issued"},
+	{"breakglass.ended", "Break-glass window ended"},
+	{"breakglass.codification_requested", "Break-glass codification requested"},
+	{"breakglass.codified", "Break-glass change codified"},
+	{"breakglass.closed", "Break-glass window closed"},
 }
 
 // KnownAction reports whether code is in the vocabulary.
@@ -137,6 +148,9 @@ type eventData struct {
 	Format      string          `json:"format"`
 	Phase       string          `json:"phase"`
 	Simulated   bool            `json:"simulated"`
+	Minutes     int64           `json:"duration_minutes"`
+	CloseReason string          `json:"close_reason"`
+	Rejection   string          `json:"rejection_reason"`
 }
 
 // Describe turns an event into a sentence with names.
@@ -266,6 +280,30 @@ func Describe(e Event, n Names) Sentence {
 			s.Rest = "(" + d.Reason + ")"
 		}
 	default:
+		if step, ok := strings.CutPrefix(e.Action, "breakglass."); ok {
+			label := "break-glass window " + e.TargetID
+			if ws != "" {
+				label += " on " + ws
+			}
+			s.Object = Ref{Kind: "breakglass", ID: e.TargetID, Label: label}
+			s.Verb = map[string]string{"requested": "asked for", "approved": "approved", "rejected": "rejected", "cancelled": "cancelled",
+				"expired": "expired", "opened": "opened", "credentials_issued": "was given credentials for", "ended": "ended",
+				"codification_requested": "asked to codify", "codified": "codified", "closed": "closed"}[step]
+			switch step {
+			case "requested":
+				s.Rest = strings.TrimSpace(fmt.Sprintf("for %d minutes %s", d.Minutes, reason))
+			case "rejected":
+				s.Rest = "(" + d.Rejection + ")"
+			case "closed":
+				s.Rest = "without codification (" + d.CloseReason + ")"
+			case "expired", "ended", "codified":
+				s.Rest = reason
+			}
+			if s.Verb == "" {
+				s.Verb = "recorded " + e.Action + " on"
+			}
+			return s
+		}
 		s.Verb, s.Object = "recorded "+e.Action+" on", Ref{Label: e.TargetType + " " + e.TargetID}
 	}
 	return s

@@ -50,8 +50,11 @@ type Environment struct {
 	// promoted to the environments of the next order up (1 to 99; by tier unless an
 	// admin says otherwise).
 	PromotionOrder int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// DriftIntervalMinutes is how often each workspace's drift is checked (DESIGN §9):
+	// 0 is never (development's default), else 5 minutes to a week.
+	DriftIntervalMinutes int
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
 	// Owners (user ids) and OwnerGroups (ID token groups) are the environment's named
 	// owners: the deciders of a matrix row that names the environment's owners. Read by
 	// Lookup and Owners; stored in their own tables.
@@ -71,6 +74,37 @@ const (
 	MinDecisionWindowHours     = 1
 	MaxDecisionWindowHours     = 720
 )
+
+// DriftInterval is how often the environment's workspaces are checked for drift (0:
+// never).
+func (e Environment) DriftInterval() time.Duration {
+	return time.Duration(e.DriftIntervalMinutes) * time.Minute
+}
+
+// The drift schedule's bounds in minutes: 0 is off, else 5 minutes to a week.
+const (
+	MinDriftIntervalMinutes = 5
+	MaxDriftIntervalMinutes = 7 * 24 * 60
+)
+
+// DefaultDriftIntervalMinutes is a tier's drift schedule unless an admin says otherwise:
+// production hourly, staging every 4 hours, development never (DESIGN §9: off by
+// default in development).
+func (t Tier) DefaultDriftIntervalMinutes() int {
+	switch t {
+	case TierProduction:
+		return 60
+	case TierStaging:
+		return 240
+	}
+	return 0
+}
+
+// DriftSchedule is one environment's drift schedule, for the scheduler.
+type DriftSchedule struct {
+	OrganizationID, EnvironmentID string
+	Interval                      time.Duration
+}
 
 // MaxPromotionOrder bounds an environment's place in the promotion order.
 const MaxPromotionOrder = 99
@@ -118,6 +152,9 @@ type Input struct {
 	// PromotionOrder 0 (absent) means by tier (development 1, staging 2, production 3)
 	// on create and "unchanged" on edit.
 	PromotionOrder int
+	// DriftIntervalMinutes nil (absent) means the tier's default on create and
+	// "unchanged" on edit; 0 turns scheduled drift checks off.
+	DriftIntervalMinutes *int
 }
 
 // Executors are the values an environment's executor may take.
@@ -149,6 +186,9 @@ func (in Input) Validate() *errs.Validation {
 	}
 	if o := in.PromotionOrder; o != 0 && (o < 1 || o > MaxPromotionOrder) {
 		v.Add("promotion_order", fmt.Sprintf("A whole number from 1 to %d.", MaxPromotionOrder))
+	}
+	if d := in.DriftIntervalMinutes; d != nil && *d != 0 && (*d < MinDriftIntervalMinutes || *d > MaxDriftIntervalMinutes) {
+		v.Add("drift_interval_minutes", fmt.Sprintf("Off, or every %d minutes to %d days.", MinDriftIntervalMinutes, MaxDriftIntervalMinutes/(24*60)))
 	}
 	for _, g := range deref(in.OwnerGroups) {
 		if g = strings.TrimSpace(g); g != "" && !groupPattern.MatchString(g) {

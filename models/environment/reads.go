@@ -74,3 +74,17 @@ func (s *Service) NextInPromotion(ctx context.Context, orgID, id string) ([]Envi
 	}
 	return envs, nil
 }
+
+// DriftSchedules lists every environment, of every organization, whose workspaces are
+// checked for drift on a schedule: the scheduler's read (the system acts; no subject).
+func (s *Service) DriftSchedules(ctx context.Context) ([]DriftSchedule, error) {
+	var rows []Environment
+	if err := db.Conn(ctx, s.db).Where("drift_interval_minutes > 0").Order("organization_id, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("listing drift schedules: %w", err)
+	}
+	out := make([]DriftSchedule, len(rows))
+	for i, e := range rows {
+		out[i] = DriftSchedule{OrganizationID: e.OrganizationID, EnvironmentID: e.ID, Interval: e.DriftInterval()}
+	}
+	return out, nil
+}

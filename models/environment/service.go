@@ -137,6 +137,11 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 			// Written explicitly: gorm inserts a zero int as 0, not the column default.
 			DecisionWindowHours: windowOrDefault(in.DecisionWindowHours),
 			PromotionOrder:      cmp.Or(in.PromotionOrder, Tier(in.Tier).DefaultPromotionOrder()),
+			// Written explicitly: the column's default is off whatever the tier.
+			DriftIntervalMinutes: Tier(in.Tier).DefaultDriftIntervalMinutes(),
+		}
+		if in.DriftIntervalMinutes != nil {
+			env.DriftIntervalMinutes = *in.DriftIntervalMinutes
 		}
 		if in.RequiresApproval != nil {
 			env.RequiresApproval = *in.RequiresApproval
@@ -203,6 +208,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if in.PromotionOrder != 0 {
 			env.PromotionOrder = in.PromotionOrder
 		}
+		if in.DriftIntervalMinutes != nil {
+			env.DriftIntervalMinutes = *in.DriftIntervalMinutes
+		}
 		afterGrants := normaliseIDs(in.Grants)
 		if in.Owners != nil {
 			env.Owners = normaliseIDs(*in.Owners)
@@ -219,7 +227,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			Updates(map[string]any{
 				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 				"restricted": env.Restricted, "executor": env.Executor, "decision_window_hours": env.DecisionWindowHours,
-				"promotion_order": env.PromotionOrder, "updated_at": gorm.Expr("now()"),
+				"promotion_order": env.PromotionOrder, "drift_interval_minutes": env.DriftIntervalMinutes, "updated_at": gorm.Expr("now()"),
 			}).Error
 		if err != nil {
 			return s.nameConflict(err, in.Name)
@@ -248,6 +256,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 func sameSettings(a, b Environment) bool {
 	return a.Name == b.Name && a.Tier == b.Tier && a.RequiresApproval == b.RequiresApproval && a.Restricted == b.Restricted &&
 		a.Executor == b.Executor && a.DecisionWindowHours == b.DecisionWindowHours && a.PromotionOrder == b.PromotionOrder &&
+		a.DriftIntervalMinutes == b.DriftIntervalMinutes &&
 		slices.Equal(a.Owners, b.Owners) && slices.Equal(a.OwnerGroups, b.OwnerGroups)
 }
 
@@ -355,7 +364,7 @@ func snapshot(env Environment, grants []string) map[string]any {
 		"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
 		"decision_window_hours": env.DecisionWindowHours, "promotion_order": env.PromotionOrder,
-		"owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
+		"drift_interval_minutes": env.DriftIntervalMinutes, "owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
 	}
 }
 

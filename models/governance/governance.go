@@ -17,8 +17,10 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/authz"
+	"gantry/models/breakglass"
 	"gantry/models/environment"
 	"gantry/models/risk"
+	"gantry/models/run"
 	"gantry/policies"
 )
 
@@ -57,6 +59,19 @@ type Catalog interface {
 	Templates() []Template
 }
 
+// Windows summarizes the organization's break-glass windows (breakglass.Store).
+type Windows interface {
+	SummaryOf(ctx context.Context, orgID string, since time.Time, recent int) (breakglass.Summary, error)
+}
+
+// Drift counts the organization's finished drift checks by finding (run.Service).
+type Drift interface {
+	DriftCounts(ctx context.Context, orgID string, since time.Time) (map[run.DriftStatus]int, error)
+}
+
+// ManualChangeWindow is how far back the manual change path's record goes.
+const ManualChangeWindow = 90 * 24 * time.Hour
+
 // Applies counts, per environment, the applies that started with and without an
 // approval record (from the audit log).
 type Applies interface {
@@ -88,8 +103,13 @@ type Report struct {
 	Matrix        []string // one line per risk level: who decides
 	Floors        []string
 	Rollback      []string // one line per template
-	ManualChange  string
-	Handoff       []string
+	// ManualChange says in a sentence how the manual change path is enforced;
+	// ManualChangeRecord what it did (counts, each recent window) and DriftDetection
+	// each environment's drift schedule.
+	ManualChange       string
+	ManualChangeRecord []string
+	DriftDetection     []string
+	Handoff            []string
 }
 
 // Service builds the report.
@@ -103,6 +123,11 @@ type Service struct {
 	Floors risk.Floors
 	// IssuerURL is the workload identity issuer runners' tokens come from.
 	IssuerURL string
+	Windows   Windows
+	Drift     Drift
+	// ApprovalValidity is how long an approval stays good (run.ApprovalValidity): a
+	// window is opened within it.
+	ApprovalValidity time.Duration
 }
 
 // Report builds the subject's organization's report. Reading it needs audit.read.
@@ -128,8 +153,10 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{GeneratedAt: time.Now().UTC(), MatrixVersion: matrix.Version,
-		ManualChange: "not established: Gantry has no break-glass path yet; every change goes through a run (a manual change outside Gantry shows only as drift, and drift detection is not established either)."}
+	rep := Report{GeneratedAt: time.Now().UTC(), MatrixVersion: matrix.Version}
+	if err := s.manualChange(ctx, org, envs, &rep); err != nil {
+		return Report{}, err
+	}
 	for cond, class := range s.Floors.Classes {
 		rep.Floors = append(rep.Floors, fmt.Sprintf("%s: at least risk %d", cond, class))
 	}
@@ -180,10 +207,58 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 	rep.Handoff = []string{
 		"Apply identities: " + map[bool]string{true: fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing), false: "workload identity only; no standing credentials"}[standing > 0] + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",
-		"Manual change path: " + rep.ManualChange,
+		"Manual change path: break-glass windows, approved by another admin and codified through a gated run (see above); " + rep.ManualChangeRecord[0],
 		fmt.Sprintf("Rollback boundaries: %d templates, see above.", len(rep.Rollback)),
 	}
 	return rep, nil
+}
+
+// manualChange writes the manual change path's part from the windows and drift checks
+// on record and the environments' drift schedules.
+func (s Service) manualChange(ctx context.Context, org string, envs []environment.Environment, rep *Report) error {
+	since := rep.GeneratedAt.Add(-ManualChangeWindow)
+	sum, err := s.Windows.SummaryOf(ctx, org, since, 20)
+	if err != nil {
+		return err
+	}
+	drift, err := s.Drift.DriftCounts(ctx, org, since)
+	if err != nil {
+		return err
+	}
+	rep.ManualChange = fmt.Sprintf("%s: a break-glass window on one workspace is asked for with a reason (%d+ characters, %d minutes to %d hours) and approved by an admin or owner "+
+		"who is not the requester, bound to the window's terms digest; the requester opens it within %d minutes of the approval; while it is open no pipeline run of the "+
+		"workspace is approved or applied (waiting runs go STALE, approved ones EXPIRED); its credentials are breakglass-phase workload tokens from %s, write-scoped to "+
+		"the workspace, cut at the window's end, shown once and never stored; at its end a drift check runs by itself and the window awaits codification (a gated "+
+		"refresh-only run that writes the changed world into state, proven by a drift check finding nothing) or an owner's closing with a reason. Drift nobody on "+
+		"record made is flagged unowned and notified to admins and owners.",
+		Enforced, breakglass.MinReasonLength, int(breakglass.MinDuration.Minutes()), int(breakglass.MaxDuration.Hours()), int(s.ApprovalValidity.Minutes()), s.IssuerURL)
+	days := int(ManualChangeWindow.Hours() / 24)
+	rep.ManualChangeRecord = append(rep.ManualChangeRecord,
+		fmt.Sprintf("Last %d days: %d break-glass windows: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
+			days, sum.Total, sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
+		fmt.Sprintf("Last %d days: %d drift checks found unowned drift, %d found drift from a break-glass window, %d found none.",
+			days, drift[run.DriftUnowned], drift[run.DriftExpected], drift[run.DriftClean]))
+	for _, w := range sum.Recent {
+		line := fmt.Sprintf("%s (%s): asked for by %s for %d minutes (%s)", w.ID, w.State.Label(), w.RequestedByName, w.DurationMinutes, w.Reason)
+		if w.ApprovedByName != "" {
+			line += "; approved by " + w.ApprovedByName
+		}
+		if w.OpenedAt != nil {
+			line += fmt.Sprintf("; open %s to %s, %d credentials issued", w.OpenedAt.UTC().Format(time.RFC3339), w.EndsAt.UTC().Format(time.RFC3339), w.CredentialsIssued)
+		}
+		if w.State.Terminal() {
+			line += "; " + w.StateReason
+		}
+		rep.ManualChangeRecord = append(rep.ManualChangeRecord, line)
+	}
+	for _, env := range envs {
+		schedule := "off (no scheduled drift check: " + UnenforcedUnknown + " between runs)"
+		if env.DriftIntervalMinutes > 0 {
+			schedule = fmt.Sprintf("every %d minutes (a refresh-only plan of each workspace, run once across replicas)", env.DriftIntervalMinutes)
+		}
+		rep.DriftDetection = append(rep.DriftDetection, env.Name+": "+schedule)
+	}
+	return nil
 }
 
 // policyGate is the policy gate under an environment's modes: blocking when any rule
@@ -253,7 +328,15 @@ func (r Report) Markdown(org string) string {
 	for _, l := range r.Rollback {
 		fmt.Fprintf(&b, "- %s\n", l)
 	}
-	fmt.Fprintf(&b, "\n## Manual change path\n\n%s\n\n## Downstream handoff\n\n", r.ManualChange)
+	fmt.Fprintf(&b, "\n## Manual change path\n\n%s\n\n", r.ManualChange)
+	for _, l := range r.ManualChangeRecord {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	b.WriteString("\nDrift detection per environment:\n\n")
+	for _, l := range r.DriftDetection {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	b.WriteString("\n## Downstream handoff\n\n")
 	for _, l := range r.Handoff {
 		fmt.Fprintf(&b, "- %s\n", l)
 	}

@@ -36,10 +36,13 @@ const (
 	RunFailed Event = "run.failed"
 	// RunStale: the workspace's state moved after the plan; the run cannot apply.
 	RunStale Event = "run.stale"
+	// DriftUnowned: a drift check found live resources changed by nobody on record (no
+	// run, no break-glass window); sent to the organization's admins and owners.
+	DriftUnowned Event = "drift.unowned"
 )
 
 // Events lists every event, in the order pages show them.
-var Events = []Event{DecisionWaiting, DecisionEscalated, RunDecided, RunExpired, RunFailed, RunStale}
+var Events = []Event{DecisionWaiting, DecisionEscalated, RunDecided, RunExpired, RunFailed, RunStale, DriftUnowned}
 
 // Valid reports whether e is one of Events.
 func (e Event) Valid() bool { return slices.Contains(Events, e) }
@@ -59,6 +62,8 @@ func (e Event) Title() string {
 		return "A run failed or was blocked by policy"
 	case RunStale:
 		return "A run went stale"
+	case DriftUnowned:
+		return "A drift check found unowned drift"
 	}
 	return string(e)
 }
@@ -143,6 +148,8 @@ func Headline(n Notice, f Facts) string {
 		return fmt.Sprintf("%s in %s failed", label, f.Environment)
 	case RunStale:
 		return fmt.Sprintf("%s in %s went stale", label, f.Environment)
+	case DriftUnowned:
+		return fmt.Sprintf("Unowned drift in %s (%s): live resources were changed outside Gantry (drift check %s)", f.Workspace, f.Environment, label)
 	}
 	return fmt.Sprintf("%s: %s", label, n.Event)
 }

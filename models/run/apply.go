@@ -51,6 +51,10 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
 			return r.Expire("the approval expired before the apply started")
 		}
+		// A manual change is being made: the approval does not wait for it to end.
+		if why, err := s.windowRefusal(ctx, *r); err != nil || why != "" {
+			return errors.Join(err, r.Expire(why+"; the approval ended before the apply started: plan again after it"))
+		}
 		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
 		if err != nil {
 			return r.RefuseApply("the plan file could not be read: " + err.Error())
@@ -167,7 +171,7 @@ func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
 		rc.err = fmt.Errorf("the plan JSON could not be read: %w", err)
 		return rc
 	}
-	rc.assessment, rc.err = s.assess(ctx, r, planJSON)
+	rc.assessment, rc.err = s.assessPlan(ctx, r, planJSON)
 	return rc
 }
 

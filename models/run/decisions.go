@@ -47,6 +47,12 @@ func (s *Service) actorFor(ctx context.Context, subject authz.Subject, env envir
 	return a, nil
 }
 
+// Actor is the rules' view of subject in environment env (actorFor), for the rules of
+// other aggregates that decide like runs do (break-glass windows).
+func (s *Service) Actor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
+	return s.actorFor(ctx, subject, env)
+}
+
 // permissions is PermissionsOf for subject on run r, now.
 func (s *Service) permissions(ctx context.Context, subject authz.Subject, r Run, now time.Time) (Permissions, environment.Environment, error) {
 	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
@@ -72,7 +78,30 @@ func (s *Service) Permissions(ctx context.Context, r Run) (Permissions, error) {
 		return Permissions{}, err
 	}
 	p, _, err := s.permissions(ctx, subject, r, now)
-	return p, err
+	if err != nil {
+		return Permissions{}, err
+	}
+	// While a break-glass window is open nothing is approved: the page says why.
+	if p.Approve.Allowed() || p.Override.Allowed() {
+		v, err := s.windowVerdict(ctx, r)
+		if err != nil {
+			return Permissions{}, err
+		}
+		if !v.Allowed() {
+			p.Approve, p.Override = v, v
+		}
+	}
+	return p, nil
+}
+
+// windowVerdict refuses approving (or overriding) a run of a workspace a break-glass
+// window is open on (CONFLICT, with the window and its end).
+func (s *Service) windowVerdict(ctx context.Context, r Run) (Verdict, error) {
+	why, err := s.windowRefusal(ctx, r)
+	if err != nil || why == "" {
+		return allowed(), err
+	}
+	return refused(errs.Explain(errs.ErrConflict, capitalize(why)+". Plan again after it ends.")), nil
 }
 
 // Approval is a person's approval as submitted: the evidence the page showed and, for
@@ -105,6 +134,11 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 		}
 		v := map[Action]Verdict{ActionApprove: p.Approve, ActionReject: p.Reject, ActionOverride: p.Override,
 			ActionCancel: p.Cancel, ActionRecover: p.Recover}[act]
+		if v.Allowed() && (act == ActionApprove || act == ActionOverride) {
+			if v, err = s.windowVerdict(ctx, *r); err != nil {
+				return err
+			}
+		}
 		if !v.Allowed() {
 			if v.Code() == errs.CodeApprovalExpired && r.Waiting() {
 				// Judged at commit: the deadline passed before this decision could be

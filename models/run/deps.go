@@ -37,6 +37,9 @@ type Environments interface {
 	// NextInPromotion lists the environments a workspace in environment id is
 	// promoted to (the next order up of its organization's promotion order).
 	NextInPromotion(ctx context.Context, orgID, id string) ([]environment.Environment, error)
+	// DriftSchedules lists the environments (of every organization) with scheduled
+	// drift checks.
+	DriftSchedules(ctx context.Context) ([]environment.DriftSchedule, error)
 }
 
 // Member is what the rules need to know about a member of an organization.
@@ -115,6 +118,19 @@ type StateResource struct {
 	Address, Type, ID string
 }
 
+// Windows is what runs need of break-glass windows (breakglass.Store): the window open
+// on a workspace (nothing of it is approved or applied meanwhile), the windows a drift
+// is attributed to, and telling windows awaiting codification what a drift check found.
+type Windows interface {
+	// OpenOn is the window open on workspaceID now, by the database clock (nil: none).
+	OpenOn(ctx context.Context, orgID, workspaceID string) (*WindowInfo, error)
+	// Named are the windows of workspaceID among ids (others are left out).
+	Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]WindowInfo, error)
+	// DriftChecked tells workspace r.WorkspaceID's windows awaiting codification what
+	// drift check r found, in the transaction that records it.
+	DriftChecked(ctx context.Context, r Run) error
+}
+
 // Fencer releases a dead job's state lock and revokes its credentials (state.Store).
 type Fencer interface {
 	FenceAndRelease(ctx context.Context, workspaceID, runID, reason string) error
@@ -184,6 +200,7 @@ type Service struct {
 	attestor     Attestor
 	notifier     Notifier
 	keys         Sealer
+	windows      Windows
 }
 
 // Config is what a Service is built from; every field is required.
@@ -208,6 +225,8 @@ type Config struct {
 	Notifier     Notifier
 	// Keys seal the chunks of live logs (logs.go), as the artifact store seals artifacts.
 	Keys Sealer
+	// Windows are the break-glass windows (DESIGN §9).
+	Windows Windows
 }
 
 // AttestedState is one state version an apply wrote: an attestation's subject.
@@ -230,7 +249,7 @@ func NewService(c Config) (*Service, error) {
 	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
 		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
 		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies,
-		"Attestor": c.Attestor, "Notifier": c.Notifier, "Keys": c.Keys} {
+		"Attestor": c.Attestor, "Notifier": c.Notifier, "Keys": c.Keys, "Windows": c.Windows} {
 		if isNil(dep) {
 			missing = append(missing, name)
 		}
@@ -244,7 +263,7 @@ func NewService(c Config) (*Service, error) {
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
 		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier,
-		keys: c.Keys}, nil
+		keys: c.Keys, windows: c.Windows}, nil
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an

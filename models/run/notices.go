@@ -49,6 +49,10 @@ func noticesOf(r Run, m move) []notify.Event {
 		}
 	case Stale:
 		return []notify.Event{notify.RunStale}
+	case Planned:
+		if r.Kind == KindDrift && r.DriftStatus == DriftUnowned {
+			return []notify.Event{notify.DriftUnowned}
+		}
 	}
 	return nil
 }
@@ -61,7 +65,19 @@ func (s *Service) sendNotices(ctx context.Context, r Run, before []string, actor
 	for _, m := range r.moves {
 		for _, e := range noticesOf(r, m) {
 			var to []string
-			if e == notify.DecisionWaiting {
+			switch e {
+			case notify.DriftUnowned:
+				// Nobody requested the change: those who run the organization hear of it.
+				members, err := s.members.List(ctx, r.OrganizationID)
+				if err != nil {
+					return err
+				}
+				for _, m := range members {
+					if m.Role.AtLeast(authz.RoleAdmin) {
+						to = append(to, m.UserID)
+					}
+				}
+			case notify.DecisionWaiting:
 				if deciders == nil {
 					var err error
 					if deciders, err = s.store.deciderIDs(ctx, r.ID); err != nil {
@@ -69,7 +85,7 @@ func (s *Service) sendNotices(ctx context.Context, r Run, before []string, actor
 					}
 				}
 				to = deciders
-			} else {
+			default:
 				to = append([]string{r.RequestedBy}, before...)
 				if r.ApprovedBy != nil && r.ApprovalKind == "person" {
 					to = append(to, *r.ApprovedBy)

@@ -130,6 +130,10 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	if err != nil {
 		return ReviewData{}, err
 	}
+	// A codification's review shows what it accepts into state, as its gates judged it.
+	if planJSON, err = gatedPlan(r, planJSON); err != nil {
+		return ReviewData{}, err
+	}
 	var out ReviewData
 	facts, err := s.catalog.Facts(r.TemplateName)
 	if err != nil {

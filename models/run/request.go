@@ -168,6 +168,15 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	if req.Kind == KindDestroy && ws == nil {
 		v.Add("workspace", "There is nothing to destroy: the workspace does not exist.")
 	}
+	if ws != nil && req.Kind.Applies() {
+		w, err := s.windows.OpenOn(ctx, subject.OrganizationID, ws.ID)
+		if err != nil {
+			return Validated{}, nil, err
+		}
+		if w != nil {
+			v.Add("workspace", fmt.Sprintf("%s. Request it after the window ends; a dry run is possible meanwhile.", capitalize(openWindowReason(*w))))
+		}
+	}
 	return validated, ws, v.Err()
 }
 
@@ -259,6 +268,15 @@ type queued struct {
 	source                          *Run // planned again from (or rolled back to what it wrote)
 	rollback                        *StateVersionInfo
 	promotedFrom                    *promotion
+	// writer is the run that wrote the workspace's state (at serial writerSerial), whose
+	// configuration a drift check, a codification or a correction (correct) reuses.
+	writer       *Run
+	writerSerial int
+	correct      bool
+	// window is the break-glass window a codification codifies or a drift check checks;
+	// madeBy who made the window's change by hand (never a codification's decider).
+	window *string
+	madeBy string
 }
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
@@ -293,6 +311,22 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 		r.StateReason = "promoted from " + q.promotedFrom.label + ": same template version, configuration generated for this environment"
 		data["promoted_from"] = q.promotedFrom.from.ID
 	}
+	if w := q.writer; w != nil {
+		r.SourceRunID, r.BreakglassWindowID = &w.ID, q.window
+		data["state_written_by"], data["state_serial"] = w.ID, q.writerSerial
+		if q.window != nil {
+			data["breakglass_window_id"] = *q.window
+		}
+		switch q.kind {
+		case KindDrift:
+			r.StateReason = fmt.Sprintf("drift check: are the live resources still what state version %d (written by run %s) says?", q.writerSerial, w.Label())
+		case KindCodify:
+			r.StateReason = fmt.Sprintf("codifying break-glass window %s: accepting the live resources, as changed by hand, into state (the configuration of run %s)", *q.window, w.Label())
+			r.PriorRequesters = []string{q.madeBy}
+		default:
+			r.StateReason = fmt.Sprintf("correcting drift: bringing the live resources back to state version %d (the configuration of run %s), through every gate", q.writerSerial, w.Label())
+		}
+	}
 	if q.rollback != nil {
 		// A rollback is the person's own new intent: who requested the source run may
 		// decide it, as anyone but its requester may.
@@ -304,7 +338,8 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 	if err := s.store.create(ctx, r); err != nil {
 		return Run{}, err
 	}
-	if err := s.audit.Record(ctx, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data,
+	// As the subject given: a person, or the system queuing a drift check.
+	if err := s.audit.RecordAs(ctx, subject, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data,
 		EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}); err != nil {
 		return Run{}, err
 	}

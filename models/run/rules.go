@@ -52,6 +52,19 @@ var Floors = risk.Floors{
 	},
 }
 
+// codifyFloor: accepting changes made by hand into state (a codification) is always a
+// person's decision, never a self-service one, and four eyes always: whoever made the
+// changes (among the run's PriorRequesters) does not decide it.
+func codifyFloor(r *Run) {
+	if r.Kind != KindCodify {
+		return
+	}
+	if !risk.Approver(r.RequiredApprover).Person() {
+		r.RequiredApprover = string(risk.ApproverOperator)
+	}
+	r.FourEyes = true
+}
+
 // assessRisk classifies a plan's facts with the organization's matrix, raised to the
 // floors.
 func assessRisk(m risk.Matrix, f risk.Facts) risk.Assessment { return Floors.Raise(m).Assess(f) }
@@ -72,6 +85,10 @@ type Actor struct {
 // refusal carries its code (FORBIDDEN, NOT_FOUND, CONFLICT, STALE_EVIDENCE,
 // APPROVAL_EXPIRED) and the reason in words.
 type Verdict struct{ err error }
+
+// VerdictOf is the verdict err says: nil allows, anything else refuses with its code
+// (other aggregates' rules, break-glass windows', answer in the same terms).
+func VerdictOf(err error) Verdict { return Verdict{err: err} }
 
 func allowed() Verdict            { return Verdict{} }
 func refused(err error) Verdict   { return Verdict{err: err} }

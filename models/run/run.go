@@ -29,10 +29,27 @@ const (
 	KindApply    Kind = "apply"
 	KindPlanOnly Kind = "plan_only"
 	KindDestroy  Kind = "destroy"
+	// KindDrift is a drift check (DESIGN §9): a refresh-only plan of the configuration
+	// that wrote the workspace's state, asking whether the live resources still match
+	// it. Never gated, never applied; Gantry schedules it, or a person asks for one.
+	KindDrift Kind = "drift_check"
+	// KindCodify accepts what a break-glass window changed by hand into state: a
+	// refresh-only plan, gated like any change, whose apply writes a state version of
+	// the world as it is (nothing in the cloud changes).
+	KindCodify Kind = "codify"
 )
 
-// Valid reports whether k is a known kind.
+// Valid reports whether k is a kind a person requests through the request form (apply,
+// dry run, destroy); drift checks and codifications have their own ways in.
 func (k Kind) Valid() bool { return k == KindApply || k == KindPlanOnly || k == KindDestroy }
+
+// RefreshOnly reports whether runs of kind k plan with -refresh-only: they compare the
+// world with the state instead of the configuration with the world.
+func (k Kind) RefreshOnly() bool { return k == KindDrift || k == KindCodify }
+
+// Applies reports whether a run of kind k may apply (everything but a dry run and a
+// drift check): such runs take their turn in the workspace's queue.
+func (k Kind) Applies() bool { return k != KindPlanOnly && k != KindDrift }
 
 // Summary counts a plan's resource changes by action.
 type Summary struct {
@@ -132,7 +149,9 @@ type Run struct {
 	Outputs             json.RawMessage `gorm:"type:jsonb"`
 	VerifyLogArtifactID *string
 
-	// SourceRunID is the run this one was planned again from, if any; PriorRequesters
+	// SourceRunID is the run this one was planned again from, if any (for a drift check,
+	// a codification or a correction: the run that wrote the state, whose configuration
+	// it reuses); PriorRequesters
 	// are who requested the runs along that chain (none of them decides this one where
 	// the requester may not).
 	SourceRunID     *string
@@ -145,6 +164,13 @@ type Run struct {
 	// PromotedFromRunID is the applied run of another environment's workspace this run
 	// promotes (nil for any other run).
 	PromotedFromRunID *string
+	// BreakglassWindowID is the break-glass window a codification codifies, or whose
+	// end (or codification) a drift check checks (nil for any other run).
+	BreakglassWindowID *string
+	// Drift is what a finished drift check found, each drifted resource attributed to
+	// the window that changed it or to nobody; DriftStatus sums it up (drift.go).
+	Drift       *Drift      `gorm:"serializer:json;type:jsonb"`
+	DriftStatus DriftStatus `gorm:"default:''"`
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

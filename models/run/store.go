@@ -143,11 +143,11 @@ func (st store) approvedBy(ctx context.Context, orgID, userID string) ([]string,
 }
 
 // earlierInQueue counts the runs of r's workspace requested before r that are on their
-// way to apply (not dry runs): they apply first.
+// way to apply (not dry runs or drift checks): they apply first.
 func (st store) earlierInQueue(ctx context.Context, r Run) (int64, error) {
 	var n int64
-	err := st.conn(ctx).Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind <> ? AND state IN ?", r.WorkspaceID, r.Number, KindPlanOnly,
-		[]State{Queued, Planning, Approved}).Count(&n).Error
+	err := st.conn(ctx).Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind NOT IN ? AND state IN ?", r.WorkspaceID, r.Number,
+		[]Kind{KindPlanOnly, KindDrift}, []State{Queued, Planning, Approved}).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("checking queue order: %w", err)
 	}
@@ -198,4 +198,69 @@ func (st store) lockRuns(ctx context.Context, ids []string) error {
 		return fmt.Errorf("locking runs: %w", err)
 	}
 	return nil
+}
+
+// driftDueSQL picks, of the workspaces the filter names, those whose scheduled drift
+// check is due: the newest run that wrote their state (not a destroy) finished before
+// $before, no drift check started since, and none is queued or planning.
+const driftDueSQL = `SELECT w.workspace_id FROM (
+	SELECT DISTINCT ON (workspace_id) workspace_id, kind, COALESCE(finished_at, updated_at) AS at FROM runs
+	WHERE %s AND new_state_version_id IS NOT NULL
+	ORDER BY workspace_id, number DESC) w
+WHERE w.kind <> 'destroy' AND w.at < @before AND NOT EXISTS (
+	SELECT 1 FROM runs d WHERE d.workspace_id = w.workspace_id AND d.kind = 'drift_check'
+	AND (d.created_at >= @before OR d.state IN ('QUEUED', 'PLANNING')))
+ORDER BY w.workspace_id`
+
+// driftDueIn lists the workspaces of environment envID whose drift check is due.
+func (st store) driftDueIn(ctx context.Context, envID string, before time.Time) ([]string, error) {
+	var ids []string
+	err := st.conn(ctx).Raw(fmt.Sprintf(driftDueSQL, "environment_id = @id"), map[string]any{"id": envID, "before": before}).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("finding workspaces due for a drift check: %w", err)
+	}
+	return ids, nil
+}
+
+// driftDue reports whether workspaceID's drift check is due.
+func (st store) driftDue(ctx context.Context, workspaceID string, before time.Time) (bool, error) {
+	var ids []string
+	err := st.conn(ctx).Raw(fmt.Sprintf(driftDueSQL, "workspace_id = @id"), map[string]any{"id": workspaceID, "before": before}).Scan(&ids).Error
+	if err != nil {
+		return false, fmt.Errorf("checking whether a drift check is due: %w", err)
+	}
+	return len(ids) > 0, nil
+}
+
+// newestDrift reads each workspace's newest drift check of organization orgID (none of
+// the hidden environments), at most limit.
+func (st store) newestDrift(ctx context.Context, orgID string, hidden []string, limit int) ([]Run, error) {
+	q := st.conn(ctx).Model(&Run{}).Select("DISTINCT ON (workspace_id) *").Where("organization_id = ? AND kind = ?", orgID, KindDrift)
+	if len(hidden) > 0 {
+		q = q.Where("environment_id NOT IN ?", hidden)
+	}
+	var runs []Run
+	if err := q.Order("workspace_id, number DESC").Limit(limit).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("listing drift checks: %w", err)
+	}
+	return runs, nil
+}
+
+// driftCounts counts organization orgID's finished drift checks since since by finding.
+func (st store) driftCounts(ctx context.Context, orgID string, since time.Time) (map[DriftStatus]int, error) {
+	var rows []struct {
+		DriftStatus DriftStatus
+		N           int
+	}
+	err := st.conn(ctx).Model(&Run{}).Select("drift_status, count(*) AS n").
+		Where("organization_id = ? AND kind = ? AND drift_status <> '' AND created_at >= ?", orgID, KindDrift, since).
+		Group("drift_status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("counting drift checks: %w", err)
+	}
+	out := map[DriftStatus]int{}
+	for _, r := range rows {
+		out[r.DriftStatus] = r.N
+	}
+	return out, nil
 }

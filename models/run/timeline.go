@@ -150,6 +150,9 @@ func (t timeline) plan() Stage {
 				end = &t.moves[i].event
 			}
 		}
+		if r.Kind == KindDrift && r.Drift != nil {
+			return stageFrom(name, end, StageDone, fmt.Sprintf("refresh-only plan %s: %s", short(r.PlanDigest), DriftSummary(*r.Drift, r.DriftStatus)))
+		}
 		return stageFrom(name, end, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",
 			short(r.PlanDigest), r.PlanSummary.Create, r.PlanSummary.Update, r.PlanSummary.Replace, r.PlanSummary.Delete))
 	case r.State == Planning:
@@ -167,6 +170,9 @@ func (t timeline) policy(g Gates) Stage {
 	r := t.r
 	ev := g.Evaluation
 	if ev == nil {
+		if r.Kind == KindDrift {
+			return Stage{Name: name, Status: StageSkipped, Detail: "a drift check is not gated: what it finds is attributed instead"}
+		}
 		if t.planned() {
 			return Stage{Name: name, Status: StageSkipped, Detail: "no policy evaluation was recorded for this plan"}
 		}
@@ -237,6 +243,8 @@ func (t timeline) decision() Stage {
 	switch {
 	case r.Kind == KindPlanOnly:
 		return Stage{Name: name, Status: StageSkipped, Detail: "dry runs are never decided on"}
+	case r.Kind == KindDrift:
+		return Stage{Name: name, Status: StageSkipped, Detail: "drift checks are never decided on: they change nothing"}
 	case r.State == NoChanges:
 		return Stage{Name: name, Status: StageSkipped, Detail: "the plan changes nothing: nothing to decide"}
 	}
@@ -278,8 +286,8 @@ func (t timeline) decision() Stage {
 func (t timeline) apply() []Stage {
 	r := t.r
 	names := [3]string{"Apply in an isolated worker", "State persisted (encrypted)", "Verification"}
-	if r.Kind == KindPlanOnly || r.State == NoChanges {
-		why := "dry run"
+	if !r.Kind.Applies() || r.State == NoChanges {
+		why := map[Kind]string{KindPlanOnly: "dry run", KindDrift: "a drift check never applies"}[r.Kind]
 		if r.State == NoChanges {
 			why = "nothing to apply"
 		}

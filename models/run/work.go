@@ -71,10 +71,16 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 			return err
 		}
 		r.setPredecessor(prior)
+		if r.Kind.RefreshOnly() {
+			return s.beginRefreshOnly(ctx, r, prior)
+		}
 		return nil
 	})
 	if err != nil {
 		return PlanWork{}, err
+	}
+	if r.State != Planning {
+		return PlanWork{Run: r}, ErrSkip
 	}
 	work.Run = r
 	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
@@ -87,6 +93,29 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 		}
 	}
 	return work, nil
+}
+
+// beginRefreshOnly checks, as a drift check or codification starts planning, that the
+// state it compares the world with is still the one written by the run whose
+// configuration it carries (else it is STALE: a newer apply changed what is expected);
+// a drift check then holds the workspace's apply slot while it plans, so it never
+// overlaps an apply (ErrWorkspaceBusy: try again later).
+func (s *Service) beginRefreshOnly(ctx context.Context, r *Run, prior Predecessor) error {
+	writer := ""
+	if !prior.None() {
+		v, err := s.states.VersionInfo(ctx, r.OrganizationID, prior.VersionID)
+		if err != nil {
+			return err
+		}
+		writer = v.RunID
+	}
+	if r.SourceRunID == nil || writer != *r.SourceRunID {
+		return r.MarkStale(fmt.Sprintf("the workspace state moved to %s since this %s was asked for; ask again", prior, map[bool]string{true: "drift check", false: "codification"}[r.Kind == KindDrift]))
+	}
+	if r.Kind == KindDrift {
+		return s.takeSlot(ctx, *r)
+	}
+	return nil
 }
 
 // setPredecessor records the state version the plan is computed from.
@@ -105,6 +134,9 @@ type PlanOutcome struct {
 	PlanJSON   []byte
 	Log        []byte
 	HasChanges bool
+	// Drift is what a refresh-only plan found drifted, with the cloud's record of who
+	// changed each resource (drift checks; DriftOf reads it from PlanJSON).
+	Drift []Observed
 }
 
 // FinishPlan stores the plan's artifacts, runs the plan gates (risk, policy, cost) and
@@ -121,7 +153,11 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 	if current.State != Planning || current.PlanRevision != out.Revision {
 		return Run{}, ErrSkip
 	}
-	a, err := s.assess(ctx, current, out.PlanJSON)
+	// A drift check is never gated: what it found is attributed instead (finishDrift).
+	var a Assessment
+	if current.Kind != KindDrift {
+		a, err = s.assessPlan(ctx, current, out.PlanJSON)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Run{}, err // the job is stopping; a retry plans again
@@ -150,6 +186,9 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 				r.PlanDigest = a.SHA256
 			}
 		}
+		if r.Kind == KindDrift {
+			return s.finishDrift(ctx, r, out)
+		}
 		// The summary comes from the gates' classification: the plan is read once.
 		r.PlanSummary = summaryOf(a.Classification.Counts)
 		if err := s.record(ctx, r, a); err != nil {
@@ -157,7 +196,7 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 		}
 		// A state written while the run was planning (a state write marks only waiting
 		// runs) leaves this plan computed against an old target.
-		if r.Kind != KindPlanOnly && out.HasChanges {
+		if r.Kind.Applies() && out.HasChanges {
 			// Held until this commits: a write waits, then finds this run waiting and
 			// marks it STALE; or it came first, and the comparison below sees it.
 			if err := s.states.HoldSteady(ctx, r.OrganizationID, r.WorkspaceID); err != nil {
@@ -169,6 +208,9 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 			}
 			if mine := EvidenceOf(*r).Predecessor; current != mine {
 				return r.MarkStale(fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
+			}
+			if why, err := s.windowRefusal(ctx, *r); err != nil || why != "" {
+				return errors.Join(err, r.MarkStale(why+"; plan again after it"))
 			}
 		}
 		env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
@@ -193,11 +235,63 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 	})
 }
 
+// assessPlan runs the plan gates on the plan a run's gates judge (gatedPlan).
+func (s *Service) assessPlan(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
+	gated, err := gatedPlan(r, planJSON)
+	if err != nil {
+		return Assessment{}, err
+	}
+	return s.assess(ctx, r, gated)
+}
+
+// finishDrift records what drift check r found: each drifted resource attributed to
+// the break-glass window of the workspace that changed it (by the cloud's record of
+// who changed it after the state was written) or to nobody. Clean ends NO_CHANGES,
+// drift PLANNED; the workspace's windows awaiting codification hear of it.
+func (s *Service) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error {
+	d := Drift{Serial: r.PriorSerial}
+	status := DriftClean
+	if out.HasChanges && len(out.Drift) > 0 {
+		var since time.Time
+		if r.PriorStateVersionID != nil {
+			v, err := s.states.VersionInfo(ctx, r.OrganizationID, *r.PriorStateVersionID)
+			if err != nil {
+				return err
+			}
+			since = v.CreatedAt
+		}
+		var ids []string
+		for _, o := range out.Drift {
+			for _, c := range o.Changes {
+				if c.Window != "" {
+					ids = append(ids, c.Window)
+				}
+			}
+		}
+		windows, err := s.windows.Named(ctx, r.OrganizationID, r.WorkspaceID, ids)
+		if err != nil {
+			return err
+		}
+		d.Resources, status = attribute(out.Drift, since, windows)
+	}
+	r.Drift, r.DriftStatus = &d, status
+	to := Planned
+	if status == DriftClean {
+		to = NoChanges
+	}
+	if err := r.FinishPlanAs(to, DriftSummary(d, status)); err != nil {
+		return err
+	}
+	r.annotate(map[string]any{"drift_status": status, "drift": d})
+	return s.windows.DriftChecked(ctx, *r)
+}
+
 // route sends a planned run that passed its policies to the decision its risk needs:
 // the system's self-service approval, or a person's within its environment's decision
 // window (the window in force when the run starts waiting: a later edit of the window
 // does not move its deadline; the expiry job is scheduled from it, see jobsFor).
 func route(r *Run, env environment.Environment, now time.Time, reason string) error {
+	codifyFloor(r)
 	if risk.Approver(r.RequiredApprover) == risk.ApproverSystem {
 		return r.SelfServiceApprove(reason, now)
 	}
@@ -327,7 +421,16 @@ func (s *Service) FinishVerify(ctx context.Context, runID string, converged bool
 		if !converged {
 			return r.Fail("verification found drift between the live resources and the applied state")
 		}
-		return r.Succeed()
+		if err := r.Succeed(); err != nil {
+			return err
+		}
+		// A codification is proven by the drift check after it finding nothing.
+		if r.Kind == KindCodify && r.BreakglassWindowID != nil {
+			if _, err := s.DriftCheckFor(ctx, r.OrganizationID, r.WorkspaceID, *r.BreakglassWindowID); err != nil && !errors.Is(err, ErrSkip) {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -19,6 +19,8 @@ type View struct {
 	// EnvironmentOrder is its environment's place in the organization's promotion order
 	// (by tier unless an admin set it): the order environments are listed in.
 	EnvironmentOrder int
+	// EnvironmentDriftMinutes is how often its environment checks drift (0: never).
+	EnvironmentDriftMinutes int
 }
 
 // Access says which environments a member may not see (environment.Service): the
@@ -38,7 +40,7 @@ type Service struct {
 func NewService(gdb *gorm.DB, access Access) *Service { return &Service{db: gdb, access: access} }
 
 const (
-	viewColumns = `w.*, e.name AS environment_name, e.promotion_order AS environment_order`
+	viewColumns = `w.*, e.name AS environment_name, e.promotion_order AS environment_order, e.drift_interval_minutes AS environment_drift_minutes`
 	viewJoin    = `JOIN environments e ON e.id = w.environment_id AND e.organization_id = w.organization_id`
 	viewQuery   = `SELECT ` + viewColumns + ` FROM workspaces w ` + viewJoin
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/bundle"
+	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
 )
@@ -512,6 +513,22 @@ func TestPlanOnlyPlansLikeApply(t *testing.T) {
 	t.Parallel()
 	cfg := postgresBundle(t, nil)
 	require.Equal(t, plan(t, runner.KindApply, cfg, nil).PlanJSON, plan(t, runner.KindPlanOnly, cfg, nil).PlanJSON)
+}
+
+// TestRefreshOnlyFindsNoDrift: the mock has no live cloud, so a refresh-only plan (a
+// drift check, a codification) of an applied workspace, even of a configuration that
+// would change it, finds nothing and says why.
+func TestRefreshOnlyFindsNoDrift(t *testing.T) {
+	t.Parallel()
+	_, first := appliedPostgres(t)
+	changed := postgresBundle(t, func(in map[string]string) { in["size"] = `"large"` })
+	res := plan(t, runner.KindRefreshOnly, changed, first.State)
+	require.False(t, res.HasChanges)
+	require.Empty(t, decodePlan(t, res).actions())
+	require.Contains(t, string(res.Log), "never finds drift (SIMULATED)")
+	drift, err := run.DriftOf(res.PlanJSON)
+	require.NoError(t, err)
+	require.Empty(t, drift)
 }
 
 func TestStalePlanIsRefused(t *testing.T) {

@@ -96,6 +96,11 @@ func (p *plan) change(addr instanceAddr) *change {
 // makePlan compares the configuration with the prior state, as `tofu plan` does.
 func makePlan(cfg *config, prior *priorState, kind runner.Kind) (*plan, error) {
 	p := &plan{kind: kind, cfg: cfg, prior: prior}
+	if kind == runner.KindRefreshOnly {
+		// The mock has no live cloud: what it applied is what exists, so a refresh
+		// finds nothing that differs from the state (no drift, nothing to codify).
+		return p, nil
+	}
 	if kind == runner.KindDestroy {
 		if err := p.planDestroy(); err != nil {
 			return nil, err

@@ -73,6 +73,9 @@ func (p *plan) planLog() []byte {
 }
 
 func (p *plan) noChangesText() string {
+	if p.kind == runner.KindRefreshOnly {
+		return "No changes. Your infrastructure still matches the state.\n\nThe MockTofuRunner has no live cloud: what it applied is what exists, so a\nrefresh-only plan never finds drift (SIMULATED).\n"
+	}
 	if p.kind == runner.KindDestroy {
 		return "No changes. No objects need to be destroyed.\n\nEither you have not created any objects yet or the existing objects were\nalready deleted outside of OpenTofu.\n"
 	}

@@ -204,20 +204,23 @@ func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanR
 		return runner.PlanResult{}, err
 	}
 	defer j.close()
-	res, err := j.plan(ctx, req.Kind == runner.KindDestroy)
+	res, err := j.plan(ctx, req.Kind)
 	res.Log = j.log.Bytes()
 	return res, err
 }
 
-func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error) {
+func (j *job) plan(ctx context.Context, kind runner.Kind) (runner.PlanResult, error) {
 	if err := j.init(ctx); err != nil {
 		return runner.PlanResult{}, err
 	}
 	// Plans of one workspace may overlap (each locks the state briefly): wait for the
 	// lock rather than fail.
 	args := []string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-lock-timeout=" + lockTimeout, "-out=plan.bin"}
-	if destroy {
+	switch kind {
+	case runner.KindDestroy:
 		args = append(args, "-destroy")
+	case runner.KindRefreshOnly:
+		args = append(args, "-refresh-only")
 	}
 	code, err := j.tofu(ctx, []int{0, 2}, args...)
 	if err != nil {
@@ -231,7 +234,15 @@ func (j *job) plan(ctx context.Context, destroy bool) (runner.PlanResult, error)
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
-	return runner.PlanResult{PlanFile: planFile, PlanJSON: planJSON, HasChanges: code == 2}, nil
+	changes := code == 2
+	if changes && kind == runner.KindRefreshOnly {
+		// A refresh-only plan also reports changed outputs; only resources that differ
+		// from the state are drift (and something to codify).
+		if changes, err = resourcesDrifted(planJSON); err != nil {
+			return runner.PlanResult{}, err
+		}
+	}
+	return runner.PlanResult{PlanFile: planFile, PlanJSON: planJSON, HasChanges: changes}, nil
 }
 
 // Apply applies exactly the stored plan file: `tofu apply plan.bin`, never a new plan.

@@ -219,3 +219,36 @@ func PolicyActive(name string) string { return Policies() + "/" + url.PathEscape
 
 // EnvironmentPolicies is an environment's policy enforcement modes.
 func EnvironmentPolicies(id string) string { return Environment(id) + "/policies" }
+
+// Route patterns of the manual change path and drift detection (DESIGN §9).
+const (
+	// RouteWorkspaceBreakglass is the form asking for a break-glass window on a
+	// workspace, and where it posts.
+	RouteWorkspaceBreakglass = "/workspaces/:id/breakglass"
+	// RouteWorkspaceDrift checks a workspace's drift now (POST).
+	RouteWorkspaceDrift = "/workspaces/:id/drift"
+	// RouteWorkspaceCorrect plans to bring a drifted workspace back to its state (POST).
+	RouteWorkspaceCorrect = "/workspaces/:id/correct"
+	RouteBreakglass       = "/breakglass/:id"
+	RouteBreakglassAction = "/breakglass/:id/:action"
+)
+
+// BreakglassActions are what the window page posts: approve, reject, cancel, open,
+// credentials, end, codify and close.
+var BreakglassActions = []string{"approve", "reject", "cancel", "open", "credentials", "end", "codify", "close"}
+
+func WorkspaceBreakglass(id string) string { return Workspace(id) + "/breakglass" }
+func WorkspaceDrift(id string) string      { return Workspace(id) + "/drift" }
+func WorkspaceCorrect(id string) string    { return Workspace(id) + "/correct" }
+
+// BreakglassWindows is the organization's list of break-glass windows.
+func BreakglassWindows() string { return "/breakglass" }
+
+// BreakglassWindow is the page of window id; BreakglassAction where its forms post.
+func BreakglassWindow(id string) string { return BreakglassWindows() + "/" + url.PathEscape(id) }
+func BreakglassAction(id, action string) string {
+	return BreakglassWindow(id) + "/" + url.PathEscape(action)
+}
+
+// Drift is the organization's drift list: each workspace's newest drift check.
+func Drift() string { return "/drift" }

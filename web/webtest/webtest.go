@@ -70,6 +70,9 @@ type Options struct {
 	// Keys are the key-encryption keys (nil: a fresh key; RestartWith passes the
 	// earlier one's, as replicas share theirs).
 	Keys *keyring.Keyring
+	// CloudEndpoint is the sandbox cloud a live runner's jobs use: drift checks read
+	// its change history ("": none).
+	CloudEndpoint string
 }
 
 // App is one running Gantry with its provider and database.
@@ -164,7 +167,7 @@ func StartWith(t testing.TB, opts Options) *App {
 		require.NoError(t, err)
 	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
-		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks})
+		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, web.Config{
 		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail,

@@ -21,6 +21,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/attest"
 	"gantry/models/audit"
+	"gantry/models/breakglass"
 	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/governance"
@@ -37,6 +38,7 @@ import (
 	"gantry/models/workspace"
 	"gantry/runner"
 	"gantry/runner/mock"
+	"gantry/sandbox/cloud"
 	"gantry/web"
 	"gantry/web/paths"
 )
@@ -65,6 +67,10 @@ type Config struct {
 	// client's settings.
 	Mailer notify.Mailer
 	Hooks  notify.HookOptions
+	// CloudEndpoint is the sandbox cloud's API as Gantry reaches it: drift checks read
+	// its change history there, and break-glass credentials are shown with it ("":
+	// none; drift is then reported without who made it).
+	CloudEndpoint string
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.
@@ -94,6 +100,8 @@ type Portal struct {
 	Exports        *audit.Exports
 	Governance     governance.Service
 	Notify         *notify.Service
+	Windows        *breakglass.Store
+	Breakglass     *breakglass.Service
 
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
@@ -132,6 +140,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
 	p.StateStore = state.NewStore(gdb, p.Artifacts, p.Audit)
 	p.Workspaces = workspace.NewStore(gdb, p.Audit)
+	p.Windows = breakglass.NewStore(gdb, p.Audit)
 	if p.Catalog, err = catalog.Load(ctx, cfg.CatalogFS, catalog.DBPins{DB: gdb}); err != nil {
 		return nil, fmt.Errorf("loading catalog: %w", err)
 	}
@@ -167,8 +176,12 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	if p.ListenPool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
 		return nil, fmt.Errorf("opening listen pool: %w", err)
 	}
+	var changes runner.ChangeLog
+	if cfg.CloudEndpoint != "" {
+		changes = cloudChanges{cloud.HistoryClient{Endpoint: cfg.CloudEndpoint}}
+	}
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
-		Credentials:          runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials),
+		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		p.ListenPool.Close()
@@ -196,6 +209,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
 		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify, Keys: cfg.Keys,
+		Windows: p.Windows,
 	})
 	if err != nil {
 		p.ListenPool.Close()
@@ -211,8 +225,16 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Queue.BindNotify(p.Notify)
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
 	p.Queue.BindAudit(p.Exports, p.Audit)
+	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs,
+		Environments: p.Environments, Workspaces: p.Workspaces, Minter: p.Identity, Enqueuer: runner.Enqueuer{Client: p.Queue.Client},
+		CloudEndpoint: cfg.CloudEndpoint}); err != nil {
+		p.ListenPool.Close()
+		return nil, err
+	}
+	p.Queue.BindWindows(p.Breakglass)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
-		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload"}
+		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
+		Windows: p.Windows, Drift: p.Runs, ApprovalValidity: run.ApprovalValidity}
 	return p, nil
 }
 
@@ -242,7 +264,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
-		Notifications: p.Notify, MailConfigured: p.mail,
+		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
 }
@@ -278,3 +300,19 @@ func (a attestor) OfRun(ctx context.Context, orgID, runID string) ([]json.RawMes
 
 // Close releases the listen pool (stop the queue first).
 func (p *Portal) Close() { p.ListenPool.Close() }
+
+// cloudChanges reads the sandbox cloud's change history for drift checks (runner.ChangeLog).
+type cloudChanges struct{ client cloud.HistoryClient }
+
+func (c cloudChanges) Changes(ctx context.Context, token, typ, id string) ([]run.CloudChange, error) {
+	h, err := c.client.Changes(ctx, token, typ, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]run.CloudChange, len(h.Changes))
+	for i, ch := range h.Changes {
+		out[i] = run.CloudChange{By: ch.By, Action: ch.Action, Subject: ch.Subject, Run: ch.Run, Window: ch.Window, Phase: ch.Phase,
+			Reason: ch.Reason, At: ch.At}
+	}
+	return out, nil
+}

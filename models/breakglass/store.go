@@ -1,0 +1,230 @@
+package breakglass
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+	"gantry/models/db"
+	"gantry/models/run"
+)
+
+// Store is the breakglass_windows table and what the run lifecycle asks of it
+// (run.Windows): the window open on a workspace, the windows a drift is attributed to,
+// and what a drift check found, told to the windows awaiting codification in the
+// transaction that records the check. It checks no permission: the run service and
+// this package's Service authorize their own subjects.
+type Store struct {
+	db    *gorm.DB
+	audit *audit.Log
+}
+
+// NewStore returns the store.
+func NewStore(gdb *gorm.DB, log *audit.Log) *Store { return &Store{db: gdb, audit: log} }
+
+var _ run.Windows = (*Store)(nil)
+
+func (s *Store) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, s.db) }
+
+// clock is the database clock now (clock_timestamp(): judged when it commits).
+func (s *Store) clock(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := s.conn(ctx).Raw("SELECT clock_timestamp()").Scan(&t).Error; err != nil {
+		return time.Time{}, fmt.Errorf("reading database clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// get reads window id of organization orgID ("" is the system's lookup by id alone),
+// under a row lock when lock is set.
+func (s *Store) get(ctx context.Context, orgID, id string, lock bool) (Window, error) {
+	q := s.conn(ctx).Where("id = ?", id)
+	if orgID != "" {
+		q = q.Where("organization_id = ?", orgID)
+	}
+	if lock {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var w Window
+	if err := q.Take(&w).Error; err != nil {
+		return Window{}, fmt.Errorf("reading break-glass window %s: %w", id, db.Translate(err))
+	}
+	return w, nil
+}
+
+// list reads windows by a where clause, newest first.
+func (s *Store) list(ctx context.Context, limit int, where string, args ...any) ([]Window, error) {
+	var out []Window
+	q := s.conn(ctx).Where(where, args...).Order("created_at DESC, id DESC")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	if err := q.Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("listing break-glass windows: %w", err)
+	}
+	return out, nil
+}
+
+// save writes every column of a locked window, audits its moves as who, and tells live
+// pages, in the transaction carried by ctx.
+func (s *Store) save(ctx context.Context, w *Window, who authz.Subject, now time.Time) error {
+	if w.State.Terminal() && w.FinishedAt == nil {
+		w.FinishedAt = &now
+	}
+	w.UpdatedAt = now
+	if err := s.conn(ctx).Model(&Window{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(w).Error; err != nil {
+		return fmt.Errorf("saving break-glass window %s: %w", w.ID, db.Translate(err))
+	}
+	for _, m := range w.moves {
+		if err := s.audit.RecordAs(ctx, who, transitionEntry(*w, m)); err != nil {
+			return err
+		}
+	}
+	w.moves = nil
+	return nil
+}
+
+// transitionEntry is the audit event of one move of a window.
+func transitionEntry(w Window, m move) audit.Entry {
+	data := map[string]any{"from": m.from, "to": m.to, "reason": m.reason, "workspace_id": w.WorkspaceID,
+		"terms_digest": w.TermsDigest, "duration_minutes": w.DurationMinutes}
+	for k, v := range m.data {
+		data[k] = v
+	}
+	return audit.Entry{Action: "breakglass." + actionOf[m.to], TargetType: "breakglass_window", TargetID: w.ID, Data: data,
+		EnvironmentID: w.EnvironmentID, WorkspaceID: w.WorkspaceID}
+}
+
+// actionOf names the audit action of a move to a state.
+var actionOf = map[State]string{Approved: "approved", Rejected: "rejected", Cancelled: "cancelled", Expired: "expired",
+	Open: "opened", AwaitingCodification: "ended", Codified: "codified", Closed: "closed"}
+
+// info is a window as runs see it.
+func info(w Window) run.WindowInfo {
+	out := run.WindowInfo{ID: w.ID, WorkspaceID: w.WorkspaceID, RequestedByName: w.RequestedByName, Reason: w.Reason}
+	if w.State == Open {
+		out.EndsAt = w.EndsAt
+	}
+	return out
+}
+
+// OpenOn is the window open on workspaceID (nil: none). A window whose clock ran out
+// counts as open until its end is recorded (seconds later, by its job): nothing applies
+// on the strength of a clock alone.
+func (s *Store) OpenOn(ctx context.Context, orgID, workspaceID string) (*run.WindowInfo, error) {
+	ws, err := s.list(ctx, 1, "organization_id = ? AND workspace_id = ? AND state = ?", orgID, workspaceID, Open)
+	if err != nil || len(ws) == 0 {
+		return nil, err
+	}
+	i := info(ws[0])
+	return &i, nil
+}
+
+// Named are the windows of workspaceID among ids.
+func (s *Store) Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]run.WindowInfo, error) {
+	out := map[string]run.WindowInfo{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ws, err := s.list(ctx, 0, "organization_id = ? AND workspace_id = ? AND id IN ?", orgID, workspaceID, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		out[w.ID] = info(w)
+	}
+	return out, nil
+}
+
+// DriftChecked tells the windows of r's workspace awaiting codification what drift
+// check r found: nothing drifted and the state checked is the one a codification of the
+// window wrote, it is CODIFIED; nothing drifted otherwise, there is nothing left to
+// codify (CLOSED); drift, it keeps waiting, with the check on record.
+func (s *Store) DriftChecked(ctx context.Context, r run.Run) error {
+	if r.Kind != run.KindDrift || r.DriftStatus == "" {
+		return nil
+	}
+	waiting, err := s.list(ctx, 0, "workspace_id = ? AND state = ?", r.WorkspaceID, AwaitingCodification)
+	if err != nil || len(waiting) == 0 {
+		return err
+	}
+	now, err := s.clock(ctx)
+	if err != nil {
+		return err
+	}
+	for _, found := range waiting {
+		w, err := s.get(ctx, r.OrganizationID, found.ID, true)
+		if err != nil {
+			return err
+		}
+		if w.State != AwaitingCodification {
+			continue
+		}
+		w.DriftCheckRunID = &r.ID
+		codified := w.CodifyRunID != nil && r.SourceRunID != nil && *r.SourceRunID == *w.CodifyRunID
+		switch {
+		case r.DriftStatus != run.DriftClean:
+		case codified:
+			err = w.Codify("codified: codification run " + r.Label() + "'s state matches the world (drift check " + r.ID + " found nothing)")
+		default:
+			err = w.Close(nil, "nothing left to codify: drift check "+r.Label()+" found the live resources matching the state")
+		}
+		if err != nil {
+			return err
+		}
+		if len(w.moves) > 0 {
+			w.moves[len(w.moves)-1].data = map[string]any{"drift_check_run_id": r.ID, "codify_run_id": w.CodifyRunID}
+		}
+		if err := s.save(ctx, &w, authz.System(r.OrganizationID), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summary counts an organization's windows for the governance report.
+type Summary struct {
+	Total, Open, Awaiting, Codified, ClosedUncodified, Refused int
+	// Recent are the newest windows, newest first.
+	Recent []Window
+}
+
+// SummaryOf counts organization orgID's windows since since and lists the newest few.
+func (s *Store) SummaryOf(ctx context.Context, orgID string, since time.Time, recent int) (Summary, error) {
+	var rows []struct {
+		State State
+		N     int
+	}
+	if err := s.conn(ctx).Model(&Window{}).Select("state, count(*) AS n").Where("organization_id = ? AND created_at >= ?", orgID, since).
+		Group("state").Scan(&rows).Error; err != nil {
+		return Summary{}, fmt.Errorf("counting break-glass windows: %w", err)
+	}
+	var out Summary
+	for _, r := range rows {
+		out.Total += r.N
+		switch r.State {
+		case Open:
+			out.Open += r.N
+		case AwaitingCodification:
+			out.Awaiting += r.N
+		case Codified:
+			out.Codified += r.N
+		case Closed:
+			out.ClosedUncodified += r.N
+		case Rejected, Expired, Cancelled:
+			out.Refused += r.N
+		}
+	}
+	var err error
+	out.Recent, err = s.list(ctx, recent, "organization_id = ? AND created_at >= ?", orgID, since)
+	return out, err
+}
+
+// normalized is a reason as stored: trimmed.
+func normalized(reason string) string { return strings.TrimSpace(reason) }

@@ -1,0 +1,417 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+)
+
+// Drift checks, corrections and codifications: runs made from the configuration that
+// wrote a workspace's current state (its stored config bundle), so that what is
+// compared with the world is what was applied to it.
+
+// stateWriter is the run that wrote workspaceID's current state: what a drift check
+// compares the world with and a codification or correction starts from. A workspace
+// without state, with a version no run wrote or with only a destroy's empty state has
+// nothing to compare (a refusal in words).
+func (s *Service) stateWriter(ctx context.Context, orgID, workspaceID string) (Run, StateVersionInfo, error) {
+	name, err := s.workspaces.NameOf(ctx, orgID, workspaceID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	current, err := s.states.Predecessor(ctx, orgID, workspaceID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	if current.None() {
+		return Run{}, StateVersionInfo{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("Workspace %s has no state yet: there are no live resources to compare with it.", name))
+	}
+	v, err := s.states.VersionInfo(ctx, orgID, current.VersionID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	if v.RunID == "" {
+		return Run{}, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d of %s was not written by a run, so there is no configuration to compare the live resources with.", v.Serial, name))
+	}
+	w, err := s.store.get(ctx, orgID, v.RunID)
+	if err != nil {
+		return Run{}, v, err
+	}
+	if w.Kind == KindDestroy {
+		return w, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("Workspace %s was destroyed by run %s: nothing is left to compare.", name, w.Label()))
+	}
+	if _, offered := s.runners.pick(w.Runner); !offered {
+		return w, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("The state of %s was written on the %s executor, which this Gantry does not offer.", name, w.Runner))
+	}
+	return w, v, nil
+}
+
+// WorkspaceExecutor is the executor of the run that wrote workspaceID's state (what a
+// break-glass window needs: a live world to change by hand); a workspace with nothing
+// applied is a refusal in words.
+func (s *Service) WorkspaceExecutor(ctx context.Context, orgID, workspaceID string) (RunnerInfo, error) {
+	w, _, err := s.stateWriter(ctx, orgID, workspaceID)
+	if err != nil {
+		return RunnerInfo{}, err
+	}
+	return RunnerInfo{Name: w.Runner, Simulated: w.Simulated}, nil
+}
+
+// fromWriter is a run of kind k queued from the configuration of writer, the run that
+// wrote the workspace's current state.
+func fromWriter(k Kind, writer Run, v StateVersionInfo) queued {
+	return queued{workspaceID: writer.WorkspaceID, environmentID: writer.EnvironmentID, kind: k, template: writer.TemplateName,
+		version: writer.TemplateVersion, moduleDigest: writer.ModuleDigest, inputs: writer.Inputs,
+		runner: RunnerInfo{Name: writer.Runner, Simulated: writer.Simulated}, configArtifactID: writer.ConfigArtifactID,
+		configDigest: writer.ConfigDigest, writer: &writer, writerSerial: v.Serial}
+}
+
+// CheckDrift queues a drift check of workspaceID for the person asking: it needs what a
+// dry run needs (provisioning.plan, a grant in a restricted environment, cloud.live for
+// a live executor). A check already queued or planning is returned instead of a second.
+func (s *Service) CheckDrift(ctx context.Context, workspaceID string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
+		if err != nil {
+			return err
+		}
+		out, err = s.queueDriftCheck(ctx, subject, writer, v, nil)
+		return err
+	})
+	return out, err
+}
+
+// visibleWriter is stateWriter for a person: the workspace must be one they may see
+// (else not found), and they must be allowed to request runs in its environment.
+func (s *Service) visibleWriter(ctx context.Context, subject authz.Subject, workspaceID string) (Run, StateVersionInfo, error) {
+	ws, err := s.workspaces.Get(ctx, subject.OrganizationID, workspaceID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	if err := s.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
+		return Run{}, StateVersionInfo{}, fmt.Errorf("workspace %s: %w", workspaceID, errs.ErrNotFound)
+	}
+	writer, v, err := s.stateWriter(ctx, subject.OrganizationID, workspaceID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	env, err := s.environments.Lookup(ctx, subject.OrganizationID, ws.EnvironmentID)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	a, err := s.actorFor(ctx, subject, env)
+	if err != nil {
+		return Run{}, StateVersionInfo{}, err
+	}
+	refusals := &errs.Validation{}
+	mayRequest(a, env, RunnerInfo{Name: writer.Runner, Simulated: writer.Simulated}, refusals)
+	if msg, bad := refusals.Fields["environment"]; bad {
+		return Run{}, StateVersionInfo{}, errs.Explain(errs.ErrForbidden, msg)
+	}
+	return writer, v, nil
+}
+
+// queueDriftCheck queues a drift check of writer's workspace (for window, when a
+// break-glass window's end or codification asks for it), unless one of the same state
+// is already queued or planning: that one answers for both.
+func (s *Service) queueDriftCheck(ctx context.Context, subject authz.Subject, writer Run, v StateVersionInfo, window *string) (Run, error) {
+	inFlight, err := s.store.list(ctx, listQuery{orgID: writer.OrganizationID, workspaceID: writer.WorkspaceID, kinds: []Kind{KindDrift},
+		states: []State{Queued, Planning}, order: "number DESC", limit: 1})
+	if err != nil {
+		return Run{}, err
+	}
+	// One checking the same state answers for both; one of an older state goes STALE.
+	if len(inFlight) > 0 && inFlight[0].SourceRunID != nil && *inFlight[0].SourceRunID == writer.ID {
+		return inFlight[0], nil
+	}
+	q := fromWriter(KindDrift, writer, v)
+	q.window = window
+	return s.queue(ctx, subject, q)
+}
+
+// DriftCheckFor queues the drift check a break-glass window's end asks for (the system
+// acting; nothing to check is ErrSkip). It joins the caller's transaction.
+func (s *Service) DriftCheckFor(ctx context.Context, orgID, workspaceID, windowID string) (Run, error) {
+	var out Run
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		writer, v, err := s.stateWriter(ctx, orgID, workspaceID)
+		if err != nil {
+			if errs.CodeOf(err) == errs.CodeConflict {
+				return ErrSkip
+			}
+			return err
+		}
+		system := authz.System(orgID)
+		system.Name = "Gantry (end of break-glass window " + windowID + ")"
+		out, err = s.queueDriftCheck(ctx, system, writer, v, &windowID)
+		return err
+	})
+	return out, err
+}
+
+// ScheduledDriftCheck queues the scheduled drift check of workspaceID if it is still
+// due by the database clock (interval since its last check, or since its state was
+// written) and no break-glass window is open on it; ErrSkip otherwise. Replicas and a
+// second job for the same slot find it already done.
+func (s *Service) ScheduledDriftCheck(ctx context.Context, orgID, workspaceID string, interval time.Duration) (Run, error) {
+	var out Run
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		// One scheduler at a time per workspace: the lock orders two jobs for it.
+		if _, err := s.workspaces.LockSlot(ctx, workspaceID); err != nil {
+			return err
+		}
+		now, err := s.now(ctx)
+		if err != nil {
+			return err
+		}
+		due, err := s.store.driftDue(ctx, workspaceID, now.Add(-interval))
+		if err != nil || !due {
+			return errors.Join(err, ErrSkip)
+		}
+		if open, err := s.windows.OpenOn(ctx, orgID, workspaceID); err != nil || open != nil {
+			return errors.Join(err, ErrSkip) // the window's own check follows it
+		}
+		writer, v, err := s.stateWriter(ctx, orgID, workspaceID)
+		if errs.CodeOf(err) == errs.CodeConflict {
+			return ErrSkip
+		}
+		if err != nil {
+			return err
+		}
+		system := authz.System(orgID)
+		system.Name = "Gantry (drift schedule)"
+		out, err = s.queueDriftCheck(ctx, system, writer, v, nil)
+		return err
+	})
+	return out, err
+}
+
+// DueCheck is a workspace whose scheduled drift check is due, with its environment's
+// interval.
+type DueCheck struct {
+	OrganizationID, WorkspaceID string
+	Interval                    time.Duration
+}
+
+// DriftDue lists, across organizations, the workspaces whose scheduled drift check is
+// due by the database clock (their environment's interval since their last check and
+// since their state was written): the scheduler's read.
+func (s *Service) DriftDue(ctx context.Context) ([]DueCheck, error) {
+	schedules, err := s.environments.DriftSchedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []DueCheck
+	for _, sc := range schedules {
+		ids, err := s.store.driftDueIn(ctx, sc.EnvironmentID, now.Add(-sc.Interval))
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			out = append(out, DueCheck{OrganizationID: sc.OrganizationID, WorkspaceID: id, Interval: sc.Interval})
+		}
+	}
+	return out, nil
+}
+
+// PlanToCorrect queues a run that brings drifted resources back to what workspaceID's
+// state says: a normal run (planned with refresh, through every gate) of the
+// configuration that wrote that state. It is the person's own new intent.
+func (s *Service) PlanToCorrect(ctx context.Context, workspaceID string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
+		if err != nil {
+			return err
+		}
+		if err := s.catalogStillOffers(writer); err != nil {
+			return err
+		}
+		q := fromWriter(KindApply, writer, v)
+		q.correct = true
+		out, err = s.queue(ctx, subject, q)
+		return err
+	})
+	return out, err
+}
+
+// Codify queues the codification of break-glass window windowID on workspaceID for the
+// subject in ctx (the breakglass service checked the window awaits codification): a
+// refresh-only plan of the configuration that wrote the state, gated like any change,
+// decided by someone other than who made the change by hand (madeBy).
+func (s *Service) Codify(ctx context.Context, workspaceID, windowID, madeBy string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
+		if err != nil {
+			return err
+		}
+		if err := s.catalogStillOffers(writer); err != nil {
+			return err
+		}
+		q := fromWriter(KindCodify, writer, v)
+		q.window, q.madeBy = &windowID, madeBy
+		out, err = s.queue(ctx, subject, q)
+		return err
+	})
+	return out, err
+}
+
+// catalogStillOffers refuses a run from writer's configuration when the gates could not
+// judge its plan: the catalog no longer offers its template.
+func (s *Service) catalogStillOffers(writer Run) error {
+	if _, err := s.catalog.Facts(writer.TemplateName); err != nil {
+		return errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers template %s, so a plan of run %s's configuration cannot be assessed.", writer.TemplateName, writer.Label()))
+	}
+	return nil
+}
+
+// WindowOpened stops what a break-glass window opening on workspaceID stops (DESIGN
+// §9): runs waiting for a decision go STALE and approved runs not yet applying EXPIRED,
+// each saying why; while a run applies, the window cannot open (CONFLICT). It joins the
+// caller's transaction and locks the runs before the workspace (update's lock order).
+func (s *Service) WindowOpened(ctx context.Context, orgID, workspaceID, windowID string) error {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.store.waitingIn(ctx, workspaceID)
+		if err != nil {
+			return err
+		}
+		if err := s.store.lockRuns(ctx, ids); err != nil {
+			return err
+		}
+		holder, err := s.workspaces.LockSlot(ctx, workspaceID)
+		if err != nil {
+			return err
+		}
+		if holder != "" {
+			h, err := s.store.get(ctx, orgID, holder)
+			if err != nil {
+				return err
+			}
+			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s is %s on this workspace: the window opens once it has finished.", h.Label(), map[bool]string{true: "checking drift", false: "applying"}[h.Kind == KindDrift]))
+		}
+		why := "break-glass window " + windowID + " opened on this workspace"
+		for _, id := range ids {
+			_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+				switch {
+				case r.State == Approved:
+					return r.Expire(why + " before the apply started; no pipeline run applies while it is open: plan again after it")
+				case r.Waiting():
+					return r.MarkStale(why + "; no pipeline run is approved while it is open, and its plan may not match the world after the manual change: plan again after it")
+				}
+				return ErrSkip
+			})
+			if err != nil && !errors.Is(err, ErrSkip) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// windowRefusal is why a pipeline run of r's workspace may not be approved, applied or
+// routed to a decision now: the break-glass window open on it ("" when none is).
+func (s *Service) windowRefusal(ctx context.Context, r Run) (string, error) {
+	w, err := s.windows.OpenOn(ctx, r.OrganizationID, r.WorkspaceID)
+	if err != nil || w == nil {
+		return "", err
+	}
+	return openWindowReason(*w), nil
+}
+
+// openWindowReason says why nothing applies while window w is open.
+func openWindowReason(w WindowInfo) string {
+	until := ""
+	if w.EndsAt != nil {
+		until = " until " + w.EndsAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return fmt.Sprintf("break-glass window %s is open on this workspace%s: no pipeline run is approved or applied while it is", w.ID, until)
+}
+
+// capitalize is s with its first letter upper-case (s is ASCII at its start).
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// LatestDrift is workspaceID's newest drift check, finished or not (nil: never
+// checked), for a subject who may see the workspace.
+func (s *Service) LatestDrift(ctx context.Context, workspaceID string) (*Run, error) {
+	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, kinds: []Kind{KindDrift}, order: "number DESC", limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+// MaxDriftList bounds the organization's drift list.
+const MaxDriftList = 1000
+
+// DriftList is each workspace's newest drift check in the subject's organization (of
+// the environments they may see): unowned drift first, then drift from break-glass
+// windows, checks still running, failed ones, and clean ones, newest first within each.
+func (s *Service) DriftList(ctx context.Context) ([]Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := s.environments.HiddenFrom(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := s.store.newestDrift(ctx, subject.OrganizationID, hidden, MaxDriftList)
+	if err != nil {
+		return nil, err
+	}
+	rank := func(r Run) int {
+		switch {
+		case r.DriftStatus == DriftUnowned:
+			return 0
+		case r.DriftStatus == DriftExpected:
+			return 1
+		case r.DriftStatus == DriftClean:
+			return 4
+		case r.State == Failed:
+			return 3
+		}
+		return 2
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		if a, b := rank(runs[i]), rank(runs[j]); a != b {
+			return a < b
+		}
+		return runs[i].CreatedAt.After(runs[j].CreatedAt)
+	})
+	return runs, nil
+}
+
+// DriftCounts counts organization orgID's finished drift checks since since by what
+// they found (the governance report; its caller authorized the reader).
+func (s *Service) DriftCounts(ctx context.Context, orgID string, since time.Time) (map[DriftStatus]int, error) {
+	return s.store.driftCounts(ctx, orgID, since)
+}

@@ -1,0 +1,326 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gantry/bench"
+	"gantry/models/breakglass"
+	"gantry/models/run"
+	"gantry/sandbox/api"
+	"gantry/sandbox/client"
+	"gantry/web/webtest"
+)
+
+var windowPath = regexp.MustCompile(`^/breakglass/(bgw-[a-z0-9]+)$`)
+
+// askWindow asks for a break-glass window on workspace ws as c and returns its id.
+func askWindow(t *testing.T, app *webtest.App, c *http.Client, ws, reason string, minutes int) string {
+	t.Helper()
+	resp := app.PostForm(t, c, "/workspaces/"+ws+"/breakglass", url.Values{"_csrf": {app.CSRF(t, c)}, "reason": {reason},
+		"duration": {jsonInt(minutes)}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	m := windowPath.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m, resp.Header.Get("Location"))
+	return m[1]
+}
+
+func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// windowAct posts a window action as c with form (its CSRF token added).
+func windowAct(t *testing.T, app *webtest.App, c *http.Client, id, action string, form url.Values) (int, string) {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("_csrf", app.CSRF(t, c))
+	resp := app.PostForm(t, c, "/breakglass/"+id+"/"+action, form)
+	return resp.StatusCode, webtest.ReadBody(t, resp)
+}
+
+func windowOf(t testing.TB, app *webtest.App, id string) breakglass.Window {
+	t.Helper()
+	var w breakglass.Window
+	require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
+	return w
+}
+
+// waitForWindow waits until window id is in state want.
+func waitForWindow(t testing.TB, app *webtest.App, id string, want breakglass.State) breakglass.Window {
+	t.Helper()
+	var w breakglass.Window
+	assert.Eventually(t, func() bool {
+		w = windowOf(t, app, id)
+		return w.State == want
+	}, bench.Deadline(15*time.Second), 50*time.Millisecond)
+	require.Equal(t, want, w.State, "window %s: %s", id, w.StateReason)
+	return w
+}
+
+var tokenArea = regexp.MustCompile(`(?s)data-testid="window-token">([^<]+)</textarea>`)
+
+// TestBreakglassWindowLifecycle drives the manual change path end to end with live
+// OpenTofu and the sandbox cloud (DESIGN §9): a window is asked for, its requester's
+// own approval refused, an admin approves its terms, opening it makes the waiting run
+// STALE and refuses new applies, the person changes the database by hand with the
+// window's credentials, the window's clock runs out, the drift check that follows by
+// itself attributes the change to the window, a gated refresh-only codification (which
+// the maker of the change may not approve) writes the changed world into state and the
+// drift check after it finds nothing. Then an out-of-band change outside any window
+// reads "unowned drift" and is notified to admins and owners, "Plan to correct" starts
+// a normal run, and an owner closes a second window awaiting codification with a
+// reason. Every step is in the audit log and the governance report.
+func TestBreakglassWindowLifecycle(t *testing.T) {
+	t.Parallel()
+	app := startLive(t)
+	ctx := context.Background()
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	owner := app.LoggedIn(t, "owner@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	cloudAdmin, err := client.New(app.cloudURL, "admin-test-token")
+	require.NoError(t, err)
+
+	applied := waitForState(t, app.App, requestRun(t, app.App, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)
+	approve(t, app.App, admin, applied)
+	applied = waitForState(t, app.App, applied.ID, run.Succeeded)
+	ws := applied.WorkspaceID
+	// A change waits for its decision when the window opens.
+	waiting := waitForState(t, app.App, requestRun(t, app.App, operator, postgresRequest(staging, "orders-db", "medium", "7")), run.PendingApproval)
+
+	// Asked for, with field messages for a short reason and an overlong window.
+	resp := app.PostForm(t, operator, "/workspaces/"+ws+"/breakglass", url.Values{"_csrf": {app.CSRF(t, operator)}, "reason": {"urgent"}, "duration": {"600"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="error-reason"`)
+	require.Contains(t, body, `data-testid="error-duration"`)
+	id := askWindow(t, app.App, operator, ws, "INC-42: primary database out of memory, resize by hand", 60)
+	w := windowOf(t, app.App, id)
+	require.Equal(t, breakglass.Requested, w.State)
+	require.Equal(t, breakglass.TermsOf(w).Digest(), w.TermsDigest)
+	// One window at a time on a workspace.
+	resp = app.PostForm(t, admin, "/workspaces/"+ws+"/breakglass", url.Values{"_csrf": {app.CSRF(t, admin)}, "reason": {"a second window at once"}, "duration": {"30"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, webtest.ReadBody(t, resp))
+
+	// The requester never approves her own window (operators decide none); an admin
+	// approves the terms the page showed, and other terms are stale evidence.
+	status, body := windowAct(t, app.App, operator, id, "approve", url.Values{"terms": {w.TermsDigest}})
+	require.Equal(t, http.StatusForbidden, status, body)
+	status, body = windowAct(t, app.App, admin, id, "approve", url.Values{"terms": {"sha256:other-terms"}})
+	require.Equal(t, http.StatusConflict, status, body)
+	require.Contains(t, body, "The window&#39;s terms changed since the page was drawn")
+	status, body = windowAct(t, app.App, admin, id, "approve", url.Values{"terms": {w.TermsDigest}})
+	require.Equal(t, http.StatusSeeOther, status, body)
+	w = windowOf(t, app.App, id)
+	require.Equal(t, breakglass.Approved, w.State)
+	require.WithinDuration(t, w.ApprovedAt.Add(run.ApprovalValidity), *w.ApprovalExpiresAt, time.Second)
+	status, body = windowAct(t, app.App, admin, id, "open", nil)
+	require.Equal(t, http.StatusForbidden, status, "only the requester opens it: %s", body)
+
+	// Opened: the waiting run goes STALE; the credentials are shown once.
+	status, body = windowAct(t, app.App, operator, id, "open", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	m := tokenArea.FindStringSubmatch(body)
+	require.NotNil(t, m, "the page shows the window's credentials: %s", body)
+	token := strings.TrimSpace(m[1])
+	w = windowOf(t, app.App, id)
+	require.Equal(t, breakglass.Open, w.State)
+	require.Equal(t, 1, w.CredentialsIssued)
+	require.WithinDuration(t, w.OpenedAt.Add(time.Hour), *w.EndsAt, time.Second)
+	waiting = waitForState(t, app.App, waiting.ID, run.Stale)
+	require.Contains(t, waiting.StateReason, "break-glass window "+id+" opened")
+	page := webtest.ReadBody(t, app.Get(t, operator, "/breakglass/"+id))
+	require.NotContains(t, page, token, "the credentials are never shown twice")
+	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+ws)), `data-testid="workspace-window-clock"`, "the workspace shows the window and its clock")
+	require.Zero(t, countRows(t, app.App, "SELECT count(*) FROM audit_events WHERE data::text LIKE ?", "%"+token[len(token)-20:]+"%"), "no token in the audit log")
+	// While it is open no pipeline run of the workspace is requested to apply.
+	form := postgresRequest(staging, "orders-db", "large", "7")
+	form.Set("_csrf", app.CSRF(t, operator))
+	resp = app.PostForm(t, operator, "/requests", form)
+	body = webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
+	require.Contains(t, body, "Break-glass window "+id+" is open on this workspace")
+
+	// The manual change, through the window's token: resize the database.
+	glass, err := client.New(app.cloudURL, token)
+	require.NoError(t, err)
+	db := cloudObjectOf(t, ctx, cloudAdmin, "database", ws)
+	attrs := configurable(t, "database", db.Attributes)
+	attrs["size"] = "large"
+	changed, err := glass.Update(ctx, "database", db.ID, attrs)
+	require.NoError(t, err)
+	require.Equal(t, "breakglass", changed.LastChange.By)
+	// The token changes nothing of another workspace.
+	_, err = glass.Get(ctx, "database", "db-00000000")
+	require.Equal(t, http.StatusNotFound, client.StatusOf(err))
+
+	// Its clock runs out: the job scheduled at its end ends it (moved to now here), and
+	// the drift check that follows by itself attributes the change to the window.
+	var jobs int64
+	require.NoError(t, app.DB.Raw(`SELECT count(*) FROM river_job WHERE kind = 'breakglass.due' AND args->>'window_id' = ? AND args->>'state' = 'OPEN'
+		AND scheduled_at = ?`, id, w.EndsAt).Scan(&jobs).Error)
+	require.EqualValues(t, 1, jobs, "the window's end is scheduled")
+	require.NoError(t, app.DB.Exec("UPDATE breakglass_windows SET ends_at = now() - interval '1 second' WHERE id = ?", id).Error)
+	_, err = app.System.Breakglass.Due(ctx, id, breakglass.Open)
+	require.NoError(t, err)
+	w = windowOf(t, app.App, id)
+	require.Equal(t, breakglass.AwaitingCodification, w.State)
+	require.NotNil(t, w.DriftCheckRunID)
+	check := waitForState(t, app.App, *w.DriftCheckRunID, run.Planned)
+	require.Equal(t, run.KindDrift, check.Kind)
+	require.Equal(t, run.DriftExpected, check.DriftStatus, check.StateReason)
+	require.Len(t, check.Drift.Resources, 1)
+	require.Equal(t, id, check.Drift.Resources[0].WindowID)
+	require.Equal(t, []string{"size"}, check.Drift.Resources[0].Changed)
+	require.Contains(t, check.Drift.Resources[0].By, "through break-glass window "+id)
+	status, body = windowAct(t, app.App, operator, id, "credentials", nil)
+	require.Equal(t, http.StatusConflict, status, "no credentials once it ended: %s", body)
+
+	// Codified by a gated refresh-only apply: a person decides it, never who made the
+	// change; the drift check after it finds nothing.
+	status, body = windowAct(t, app.App, operator, id, "codify", nil)
+	require.Equal(t, http.StatusSeeOther, status, body)
+	w = windowOf(t, app.App, id)
+	require.NotNil(t, w.CodifyRunID)
+	codify := waitForState(t, app.App, *w.CodifyRunID, run.PendingApproval)
+	require.Equal(t, run.KindCodify, codify.Kind)
+	require.Equal(t, 1, codify.PlanSummary.Update, codify.StateReason)
+	require.True(t, codify.FourEyes)
+	resp = app.PostForm(t, operator, "/runs/"+codify.ID+"/approve", decisionForm(t, app.App, operator, codify))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, webtest.ReadBody(t, resp))
+	approve(t, app.App, admin, codify)
+	codify = waitForState(t, app.App, codify.ID, run.Succeeded)
+	require.NotNil(t, codify.NewStateVersionID)
+	w = waitForWindow(t, app.App, id, breakglass.Codified)
+	after := waitForState(t, app.App, *w.DriftCheckRunID, run.NoChanges)
+	require.Equal(t, run.DriftClean, after.DriftStatus)
+	require.Equal(t, codify.ID, *after.SourceRunID, "the check compared the world with the codified state")
+	st, err := app.System.StateStore.Content(ctx, app.Orgs["acme"], *codify.NewStateVersionID)
+	require.NoError(t, err)
+	require.Contains(t, string(st), `"size":"large"`, "the changed world is in state")
+
+	// Outside any window: an out-of-band change reads "unowned drift" and is told to
+	// admins and owners; "Plan to correct" starts a normal run that puts it back.
+	network := cloudObjectOf(t, ctx, cloudAdmin, "network", ws)
+	_, err = cloudAdmin.AdminUpdate(ctx, "network", network.ID, map[string]any{"labels": map[string]any{"managed_by": "someone"}}, "hotfix without a window")
+	require.NoError(t, err)
+	resp = app.PostForm(t, operator, "/workspaces/"+ws+"/drift", url.Values{"_csrf": {app.CSRF(t, operator)}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	unowned := waitForState(t, app.App, runIDOf(t, resp), run.Planned)
+	require.Equal(t, run.DriftUnowned, unowned.DriftStatus)
+	require.Contains(t, unowned.Drift.Resources[0].By, "the cloud's admin API, outside any run or window (reason given: hotfix without a window)")
+	var recipients []string
+	require.Eventually(t, func() bool {
+		var raw string
+		_ = app.DB.Raw(`SELECT args->'notice'->>'recipients' FROM river_job WHERE kind = 'notify.fanout' AND args->'notice'->>'event' = 'drift.unowned'
+			AND args->'notice'->>'run_id' = ?`, unowned.ID).Scan(&raw).Error
+		return raw != "" && json.Unmarshal([]byte(raw), &recipients) == nil
+	}, bench.Deadline(5*time.Second), 50*time.Millisecond, "unowned drift is notified")
+	require.ElementsMatch(t, []string{userIDOf(t, app.App, "admin@acme.test"), userIDOf(t, app.App, "owner@acme.test")}, recipients)
+	list := webtest.ReadBody(t, app.Get(t, operator, "/drift"))
+	require.Contains(t, list, "unowned drift")
+	resp = app.PostForm(t, operator, "/workspaces/"+ws+"/correct", url.Values{"_csrf": {app.CSRF(t, operator)}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	correct := waitForState(t, app.App, runIDOf(t, resp), run.PendingApproval)
+	require.Equal(t, run.KindApply, correct.Kind)
+	// The network's labels back, and the database to the size its inputs ask for: the
+	// codification accepted the larger size into state, not into the inputs.
+	require.Equal(t, 2, correct.PlanSummary.Update, correct.StateReason)
+
+	// A second window, whose change nobody codifies: an admin may not close it, an owner
+	// does, with a reason.
+	second := askWindow(t, app.App, operator, ws, "INC-43: raise the backup retention by hand", 30)
+	status, body = windowAct(t, app.App, admin, second, "approve", url.Values{"terms": {windowOf(t, app.App, second).TermsDigest}})
+	require.Equal(t, http.StatusSeeOther, status, body)
+	status, body = windowAct(t, app.App, operator, second, "open", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, waitForState(t, app.App, correct.ID, run.Stale).StateReason, "break-glass window "+second)
+	glass, err = client.New(app.cloudURL, strings.TrimSpace(tokenArea.FindStringSubmatch(body)[1]))
+	require.NoError(t, err)
+	db = cloudObjectOf(t, ctx, cloudAdmin, "database", ws)
+	attrs = configurable(t, "database", db.Attributes)
+	attrs["backup_retention_days"] = 14
+	_, err = glass.Update(ctx, "database", db.ID, attrs)
+	require.NoError(t, err)
+	status, body = windowAct(t, app.App, operator, second, "end", nil)
+	require.Equal(t, http.StatusSeeOther, status, body)
+	w2 := windowOf(t, app.App, second)
+	require.Equal(t, breakglass.AwaitingCodification, w2.State)
+	require.Equal(t, run.DriftUnowned, waitForState(t, app.App, *w2.DriftCheckRunID, run.Planned).DriftStatus,
+		"the network's unowned change is still there beside the window's")
+	require.Equal(t, breakglass.AwaitingCodification, windowOf(t, app.App, second).State, "drift keeps it awaiting codification")
+	status, body = windowAct(t, app.App, admin, second, "close", url.Values{"reason": {"corrected by a forward fix instead"}})
+	require.Equal(t, http.StatusForbidden, status, body)
+	status, body = windowAct(t, app.App, owner, second, "close", url.Values{"reason": {"short"}})
+	require.Equal(t, http.StatusUnprocessableEntity, status, body)
+	status, body = windowAct(t, app.App, owner, second, "close", url.Values{"reason": {"corrected by a forward fix instead"}})
+	require.Equal(t, http.StatusSeeOther, status, body)
+	w2 = windowOf(t, app.App, second)
+	require.Equal(t, breakglass.Closed, w2.State)
+	require.Contains(t, w2.StateReason, "corrected by a forward fix instead")
+
+	// Every step is on the record, and the governance report says what the path did.
+	for _, action := range []string{"breakglass.requested", "breakglass.approved", "breakglass.opened", "breakglass.credentials_issued",
+		"breakglass.ended", "breakglass.codification_requested", "breakglass.codified"} {
+		require.EqualValues(t, 1, countRows(t, app.App, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = ?", id, action), action)
+	}
+	require.EqualValues(t, 1, countRows(t, app.App, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'breakglass.closed'", second))
+	require.EqualValues(t, 1, countRows(t, app.App, "SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.stale'", waiting.ID))
+	history := webtest.ReadBody(t, app.Get(t, owner, "/audit"))
+	require.Contains(t, history, "codified")
+	report := webtest.ReadBody(t, app.Get(t, owner, "/governance"))
+	require.Contains(t, report, "2 break-glass windows: 1 codified, 1 closed without codification")
+	require.Contains(t, report, id+" (codified): asked for by ")
+	require.Contains(t, report, "2 drift checks found unowned drift, 1 found drift from a break-glass window, 1 found none")
+}
+
+var runRedirect = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
+
+func runIDOf(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	m := runRedirect.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m, resp.Header.Get("Location"))
+	return m[1]
+}
+
+func userIDOf(t *testing.T, app *webtest.App, email string) string {
+	t.Helper()
+	var id string
+	require.NoError(t, app.DB.Raw("SELECT id FROM users WHERE email = ?", email).Scan(&id).Error)
+	return id
+}
+
+// cloudObjectOf is the workspace's only live object of a kind.
+func cloudObjectOf(t *testing.T, ctx context.Context, admin *client.Client, kind, ws string) api.Object {
+	t.Helper()
+	all, err := admin.AdminList(ctx, kind)
+	require.NoError(t, err)
+	i := slices.IndexFunc(all, func(o api.Object) bool { return o.Namespace.Workspace == ws })
+	require.GreaterOrEqual(t, i, 0, "no %s of workspace %s", kind, ws)
+	return all[i]
+}
+
+// configurable is an object's attributes as a PUT takes them (the computed ones left out).
+func configurable(t *testing.T, kind string, attrs map[string]any) map[string]any {
+	t.Helper()
+	k, ok := api.Lookup(kind)
+	require.True(t, ok)
+	out := map[string]any{}
+	for name, v := range attrs {
+		if a, _ := k.Attr(name); !a.Computed {
+			out[name] = v
+		}
+	}
+	return out
+}

@@ -219,6 +219,11 @@ func (h Breakglass) page(c echo.Context, status int, id string, creds *breakglas
 			p.Notes = append(p.Notes, n.v.Reason())
 		}
 	}
+	if w.State == breakglass.Codified {
+		// Codifying accepted the world into state, not into the workspace's inputs.
+		p.Notes = append(p.Notes, "The change is in the workspace's state, not in its inputs: a change planned from the inputs as they are would undo it. "+
+			"To keep it, request a change of "+v.Workspace+" with the new values.")
+	}
 	if creds != nil {
 		p.Credentials = &views.WindowCredentials{Token: creds.Token, ExpiresAt: creds.ExpiresAt, Endpoint: creds.Endpoint}
 		// A page holding a secret is never cached, nor restored from history.

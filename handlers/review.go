@@ -118,6 +118,9 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 	if rb := data.Rollback; rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}
+	if r.Kind == run.KindCodify && r.BreakglassWindowID != nil {
+		p.Codifies = *r.BreakglassWindowID
+	}
 	c1 := data.Classification.Counts
 	p.Counts = []views.KV{{Key: "destroy", Value: strconv.Itoa(c1.Destroy)}, {Key: "replace", Value: strconv.Itoa(c1.Replace)},
 		{Key: "update in place", Value: strconv.Itoa(c1.Update)}, {Key: "create", Value: strconv.Itoa(c1.Create)},

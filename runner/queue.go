@@ -33,6 +33,9 @@ type QueueConfig struct {
 	Credentials CredentialSource
 	// Changes reads the cloud's record of who changed a drifted resource (nil: none).
 	Changes ChangeLog
+	// DriftDispatchEvery is how often the leader looks for due drift checks (zero:
+	// DriftDispatchEvery).
+	DriftDispatchEvery time.Duration
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
 	OnApplyStart func(runID string, pickedUp time.Time)
 }
@@ -72,6 +75,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	}
 	if cfg.MaxWorkers <= 0 {
 		cfg.MaxWorkers = 10
+	}
+	if cfg.DriftDispatchEvery <= 0 {
+		cfg.DriftDispatchEvery = DriftDispatchEvery
 	}
 	q := &Queue{
 		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan},
@@ -144,7 +150,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 			func() (river.JobArgs, *river.InsertOpts) {
 				return AuditCheckpointArgs{}, &river.InsertOpts{Queue: QueueAudit, MaxAttempts: 1}
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(DriftDispatchEvery),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.DriftDispatchEvery),
 				func() (river.JobArgs, *river.InsertOpts) {
 					return DriftDispatchArgs{}, &river.InsertOpts{Queue: QueueRuns, MaxAttempts: 1}
 				}, &river.PeriodicJobOpts{RunOnStart: true})},

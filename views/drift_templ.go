@@ -69,7 +69,7 @@ func driftResources(rows []DriftRow) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"table-wrap\"><table data-testid=\"drift-resources\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\">What</th><th scope=\"col\">Changed by</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"table-wrap\" tabindex=\"0\" role=\"region\" aria-label=\"Drifted resources\"><table data-testid=\"drift-resources\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\">What</th><th scope=\"col\">Changed by</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -555,7 +555,7 @@ func DriftList(p DriftListProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<div class=\"table-wrap\"><table data-testid=\"drift-list\"><thead><tr><th scope=\"col\">Workspace</th><th scope=\"col\">Finding</th><th scope=\"col\" class=\"hide-narrow\">Checked</th><th scope=\"col\">Check</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<div class=\"table-wrap\" tabindex=\"0\" role=\"region\" aria-label=\"Each workspace's newest drift check\"><table data-testid=\"drift-list\"><thead><tr><th scope=\"col\">Workspace</th><th scope=\"col\">Finding</th><th scope=\"col\" class=\"hide-narrow\">Checked</th><th scope=\"col\">Check</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

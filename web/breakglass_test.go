@@ -89,7 +89,7 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	owner := app.LoggedIn(t, "owner@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	cloudAdmin, err := client.New(app.cloudURL, "admin-test-token")
+	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
 	require.NoError(t, err)
 
 	applied := waitForState(t, app.App, requestRun(t, app.App, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)

@@ -34,7 +34,11 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Equal(t, "unenforced-unknown", approvalGate(page, "development"))
 	require.Equal(t, "enforced", approvalGate(page, "production"))
-	require.Contains(t, page, "not established")
+	// The manual change path from its configuration and record: no window yet, and each
+	// environment's drift schedule (off in development: nothing checks there).
+	require.Contains(t, page, "Last 90 days: 0 break-glass windows")
+	require.Contains(t, page, "development: off (no scheduled drift check: unenforced-unknown between runs)")
+	require.Contains(t, page, "production: every 60 minutes")
 	require.NotContains(t, page, `data-testid="findings"`)
 
 	staging := app.OrgEnvironmentID(t, "acme", "staging")

@@ -3,10 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,12 +19,11 @@ import (
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
-	"gantry/sandbox/cloud"
 	"gantry/web/webtest"
 )
 
 // liveApp is Gantry with the live OpenTofu runner (process executor) against a sandbox
-// cloud that trusts Gantry's workload identity issuer.
+// cloud that trusts Gantry's workload identity issuer (webtest.StartLive).
 type liveApp struct {
 	*webtest.App
 	cloudDir  string
@@ -36,47 +32,23 @@ type liveApp struct {
 	toolchain tofu.Toolchain
 }
 
-// liveOptions adjust startLive: a wrapper around the sandbox cloud's handler (to slow
-// it down) and around the executor (to kill a command).
-type liveOptions struct {
-	// catalog replaces the shipped catalog.
-	catalog fs.FS
-	cloud   func(http.Handler) http.Handler
-	// exec wraps the executor; it gets the cloud's URL for out-of-band changes.
-	exec func(e tofurun.Executor, cloudURL string) tofurun.Executor
-}
+// liveOptions adjust startLive (webtest.LiveOptions).
+type liveOptions = webtest.LiveOptions
 
 func startLive(t *testing.T) liveApp { return startLiveWith(t, liveOptions{}) }
 
 func startLiveWith(t testing.TB, opts liveOptions) liveApp {
 	t.Helper()
-	tc, err := tofu.PrepareToolchain(t.Context(), "..", t.TempDir(), testLogWriter{t})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cloudDir := t.TempDir()
-	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: "http://" + ln.Addr().String() + "/workload", AdminToken: "admin-test-token"})
-	require.NoError(t, err)
-	var handler http.Handler = sc
-	if opts.cloud != nil {
-		handler = opts.cloud(handler)
-	}
-	cloudSrv := httptest.NewServer(handler)
-	t.Cleanup(cloudSrv.Close)
-	var exec tofurun.Executor = &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}
-	if opts.exec != nil {
-		exec = opts.exec(exec, cloudSrv.URL)
-	}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
-		CatalogFS: opts.catalog, CloudEndpoint: cloudSrv.URL})
-	return liveApp{App: app, cloudDir: cloudDir, cloudURL: cloudSrv.URL, exec: exec, toolchain: tc}
+	l := webtest.StartLive(t, opts)
+	return liveApp{App: l.App, cloudDir: l.CloudDir, cloudURL: l.CloudURL, exec: l.Exec, toolchain: l.Toolchain}
 }
 
-// cloudObjects counts the live objects of a kind in the sandbox cloud's store.
+// cloudObjects counts the live objects of a kind in the sandbox cloud's store (its
+// objects directory; the change history keeps deleted ones).
 func (l liveApp) cloudObjects(t *testing.T, kind string) int {
 	t.Helper()
 	n := 0
-	require.NoError(t, filepath.WalkDir(l.cloudDir, func(path string, d os.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(filepath.Join(l.cloudDir, "objects"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") && strings.Contains(path, string(filepath.Separator)+kind+string(filepath.Separator)) {
 			n++
 		}
@@ -237,7 +209,7 @@ func TestLiveApplyKilled(t *testing.T) {
 	}
 	var kills atomic.Int32
 	kills.Store(1)
-	app := startLiveWith(t, liveOptions{cloud: slowDatabases, exec: func(e tofurun.Executor, _ string) tofurun.Executor {
+	app := startLiveWith(t, liveOptions{Cloud: slowDatabases, Exec: func(e tofurun.Executor, _ string) tofurun.Executor {
 		return killingExecutor{Executor: e, after: 2 * time.Second, kills: &kills}
 	}})
 	operator := app.LoggedIn(t, "operator@acme.test")
@@ -292,8 +264,8 @@ func (d driftingExecutor) Run(ctx context.Context, dir string, c tofurun.Command
 // verification fails the run's verification, with the drift recorded and shown.
 func TestLiveVerificationFindsDrift(t *testing.T) {
 	t.Parallel()
-	app := startLiveWith(t, liveOptions{exec: func(e tofurun.Executor, cloudURL string) tofurun.Executor {
-		admin, err := client.New(cloudURL, "admin-test-token")
+	app := startLiveWith(t, liveOptions{Exec: func(e tofurun.Executor, cloudURL string) tofurun.Executor {
+		admin, err := client.New(cloudURL, webtest.CloudAdminToken)
 		require.NoError(t, err)
 		return driftingExecutor{Executor: e, cloud: admin}
 	}})

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,15 +28,16 @@ import (
 	"gantry/web/devidp"
 )
 
-// startPortal runs this test binary as `gantry serve` (see TestMain) and returns it.
-func startPortal(t *testing.T, env []string, args ...string) (*exec.Cmd, *strings.Builder) {
+// startPortal runs this test binary as `gantry serve` (see TestMain) and returns it
+// with its output, which the test may read while it runs.
+func startPortal(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	encoded, err := json.Marshal(append([]string{"serve"}, args...))
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(encoded))...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
@@ -45,7 +45,7 @@ func startPortal(t *testing.T, env []string, args ...string) (*exec.Cmd, *string
 			_ = cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return cmd, out
 }
 
 // TestPortalKilledWhilePlanning: the portal dies (SIGKILL) while a run is PLANNING.

@@ -52,6 +52,8 @@ type systemFlags struct {
 	// Notifications: the mail server and the webhook client.
 	smtp  notify.SMTPConfig
 	hooks notify.HookOptions
+	// driftDispatch is how often the leader looks for workspaces due a drift check.
+	driftDispatch time.Duration
 }
 
 func (s *systemFlags) register(f flags) {
@@ -71,6 +73,7 @@ func (s *systemFlags) register(f flags) {
 	f.dur(&s.timeouts.Verify, "verify-timeout", "GANTRY_VERIFY_TIMEOUT", runner.VerifyTimeout, "a verification running longer is cancelled")
 	f.dur(&s.rescueAfter, "job-rescue-after", "GANTRY_JOB_RESCUE_AFTER", runner.ApplyTimeout+15*time.Minute, "a job whose process died is handed to another worker after this long (and after its phase timeout)")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
+	f.dur(&s.driftDispatch, "drift-dispatch-every", "GANTRY_DRIFT_DISPATCH_EVERY", runner.DriftDispatchEvery, "how often one replica (the leader) looks for workspaces due a scheduled drift check (each environment sets its interval)")
 	f.str(&s.smtp.Addr, "smtp-addr", "GANTRY_SMTP_ADDR", "", "host:port of the SMTP server notification mail goes through (default: none, no mail is sent; dev: its local catcher)")
 	f.str(&s.smtp.From, "smtp-from", "GANTRY_SMTP_FROM", "", "sender address of notification mail, e.g. \"Gantry <gantry@example.com>\"")
 	f.str(&s.smtp.Username, "smtp-username", "GANTRY_SMTP_USERNAME", "", "SMTP user name (PLAIN authentication)")
@@ -210,7 +213,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
-		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint})
+		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }
 

@@ -171,7 +171,7 @@ func (s *Store) DriftChecked(ctx context.Context, r run.Run) error {
 		switch {
 		case r.DriftStatus != run.DriftClean:
 		case codified:
-			err = w.Codify("codified: codification run " + r.Label() + "'s state matches the world (drift check " + r.ID + " found nothing)")
+			err = w.Codify("codified: the state its codification wrote matches the world (drift check " + r.Label() + " found nothing)")
 		default:
 			err = w.Close(nil, "nothing left to codify: drift check "+r.Label()+" found the live resources matching the state")
 		}

@@ -71,6 +71,9 @@ type Config struct {
 	// its change history there, and break-glass credentials are shown with it ("":
 	// none; drift is then reported without who made it).
 	CloudEndpoint string
+	// DriftDispatchEvery is how often the leader looks for due drift checks (zero:
+	// runner.DriftDispatchEvery).
+	DriftDispatchEvery time.Duration
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.
@@ -181,7 +184,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		changes = cloudChanges{cloud.HistoryClient{Endpoint: cfg.CloudEndpoint}}
 	}
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
-		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes,
+		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		p.ListenPool.Close()

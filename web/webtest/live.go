@@ -1,0 +1,75 @@
+package webtest
+
+import (
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/runner/tofu"
+	"gantry/runner/tofurun"
+	"gantry/sandbox/cloud"
+)
+
+// CloudAdminToken authenticates the live sandbox cloud's admin API in tests (the
+// out-of-band changes drift and break-glass tests make).
+const CloudAdminToken = "admin-test-token"
+
+// LiveOptions adjust StartLive.
+type LiveOptions struct {
+	// Catalog replaces the shipped catalog.
+	Catalog fs.FS
+	// Cloud wraps the sandbox cloud's handler (to slow it down).
+	Cloud func(http.Handler) http.Handler
+	// Exec wraps the executor; it gets the cloud's URL for out-of-band changes.
+	Exec func(e tofurun.Executor, cloudURL string) tofurun.Executor
+}
+
+// Live is Gantry with the live OpenTofu runner (the process executor) against a
+// sandbox cloud that trusts Gantry's workload identity issuer.
+type Live struct {
+	*App
+	CloudDir, CloudURL string
+	Exec               tofurun.Executor
+	Toolchain          tofu.Toolchain
+}
+
+// StartLive starts Gantry with live OpenTofu, built from the source tree around the
+// test (the Go build cache makes that seconds after the first time).
+func StartLive(t testing.TB, opts LiveOptions) Live {
+	t.Helper()
+	root, err := tofu.RepoRoot(".")
+	require.NoError(t, err)
+	tc, err := tofu.PrepareToolchain(t.Context(), root, t.TempDir(), logWriter{t})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cloudDir := t.TempDir()
+	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: "http://" + ln.Addr().String() + "/workload", AdminToken: CloudAdminToken})
+	require.NoError(t, err)
+	var handler http.Handler = sc
+	if opts.Cloud != nil {
+		handler = opts.Cloud(handler)
+	}
+	cloudSrv := httptest.NewServer(handler)
+	t.Cleanup(cloudSrv.Close)
+	var exec tofurun.Executor = &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}
+	if opts.Exec != nil {
+		exec = opts.Exec(exec, cloudSrv.URL)
+	}
+	app := StartWith(t, Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
+		CatalogFS: opts.Catalog, CloudEndpoint: cloudSrv.URL})
+	return Live{App: app, CloudDir: cloudDir, CloudURL: cloudSrv.URL, Exec: exec, Toolchain: tc}
+}
+
+// logWriter writes the toolchain build's output to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

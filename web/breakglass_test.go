@@ -270,6 +270,23 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	require.Equal(t, breakglass.Closed, w2.State)
 	require.Contains(t, w2.StateReason, "corrected by a forward fix instead")
 
+	// A request decided too late expires (and says so); an approval nobody uses in time
+	// expires by its job.
+	late := askWindow(t, app.App, operator, ws, "INC-44: rotate the database password by hand", 15)
+	require.NoError(t, app.DB.Exec("UPDATE breakglass_windows SET decision_deadline = now() - interval '1 second' WHERE id = ?", late).Error)
+	status, body = windowAct(t, app.App, admin, late, "approve", url.Values{"terms": {windowOf(t, app.App, late).TermsDigest}})
+	require.Equal(t, http.StatusConflict, status, body)
+	require.Equal(t, breakglass.Expired, windowOf(t, app.App, late).State)
+	unused := askWindow(t, app.App, operator, ws, "INC-45: flush the connection pool by hand", 15)
+	status, body = windowAct(t, app.App, admin, unused, "approve", url.Values{"terms": {windowOf(t, app.App, unused).TermsDigest}})
+	require.Equal(t, http.StatusSeeOther, status, body)
+	require.NoError(t, app.DB.Exec("UPDATE breakglass_windows SET approval_expires_at = now() - interval '1 second' WHERE id = ?", unused).Error)
+	_, err = app.System.Breakglass.Due(ctx, unused, breakglass.Approved)
+	require.NoError(t, err)
+	require.Equal(t, breakglass.Expired, windowOf(t, app.App, unused).State)
+	status, body = windowAct(t, app.App, operator, unused, "open", nil)
+	require.Equal(t, http.StatusConflict, status, "an expired approval opens nothing: %s", body)
+
 	// Every step is on the record, and the governance report says what the path did.
 	for _, action := range []string{"breakglass.requested", "breakglass.approved", "breakglass.opened", "breakglass.credentials_issued",
 		"breakglass.ended", "breakglass.codification_requested", "breakglass.codified"} {
@@ -280,7 +297,8 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	history := webtest.ReadBody(t, app.Get(t, owner, "/audit"))
 	require.Contains(t, history, "codified")
 	report := webtest.ReadBody(t, app.Get(t, owner, "/governance"))
-	require.Contains(t, report, "2 break-glass windows: 1 codified, 1 closed without codification")
+	require.Contains(t, report, "4 break-glass windows: 1 codified, 1 closed without codification")
+	require.Contains(t, report, "0 awaiting codification, 0 open, 2 rejected, cancelled or expired")
 	require.Contains(t, report, id+" (codified): asked for by ")
 	require.Contains(t, report, "2 drift checks found unowned drift, 1 found drift from a break-glass window, 1 found none")
 }

@@ -42,8 +42,9 @@ import (
 const canaryCloudAdmin = "admin-canary-token"
 
 // TestSecretsNeverLeak (DESIGN.md §6, "Apply identity"): a static cloud key set as
-// staging's credential, and every workload token and state password minted for the jobs
-// of a staging run (static key) and a development run (workload identity), appear in no
+// staging's credential, every workload token and state password minted for the jobs of a
+// staging run (static key), a development run (workload identity) and a drift check, and
+// the credentials of a break-glass window (shown once, used by hand), appear in no
 // generated file, plan file (unzipped), plan JSON, log, state version, page, database dump
 // or sandbox cloud file or log.
 func TestSecretsNeverLeak(t *testing.T) {
@@ -81,12 +82,34 @@ func TestSecretsNeverLeak(t *testing.T) {
 	approve(t, app.App, admin, stagingRun)
 	stagingRun = waitForState(t, app.App, stagingRun.ID, run.Succeeded)
 	devRun := waitForState(t, app.App, requestRun(t, app.App, operator, bucket(dev, "canary-dev")), run.Succeeded)
+	// A break-glass window on the development workspace: its credentials (two issues) change
+	// the bucket by hand, and the drift check at its end reads who did.
+	window := askWindow(t, app.App, operator, devRun.WorkspaceID, "TestSecretsNeverLeak: a change by hand", 15)
+	status, body := windowAct(t, app.App, admin, window, "approve", url.Values{"terms": {windowOf(t, app.App, window).TermsDigest}})
+	require.Equal(t, http.StatusSeeOther, status, body)
+	var glassTokens []string
+	for _, action := range []string{"open", "credentials"} {
+		status, body = windowAct(t, app.App, operator, window, action, nil)
+		require.Equal(t, http.StatusOK, status, body)
+		glassTokens = append(glassTokens, strings.TrimSpace(html.UnescapeString(tokenArea.FindStringSubmatch(body)[1])))
+	}
+	glass, err := client.New(app.cloudURL, glassTokens[1])
+	require.NoError(t, err)
+	bucketObj := cloudObjectOf(t, ctx, cloudAdmin, "bucket", devRun.WorkspaceID)
+	attrs := configurable(t, "bucket", bucketObj.Attributes)
+	attrs["retention_days"] = 7
+	_, err = glass.Update(ctx, "bucket", bucketObj.ID, attrs)
+	require.NoError(t, err)
+	status, body = windowAct(t, app.App, operator, window, "end", nil)
+	require.Equal(t, http.StatusSeeOther, status, body)
+	driftRun := waitForState(t, app.App, *windowOf(t, app.App, window).DriftCheckRunID, run.Planned)
+	require.Equal(t, run.DriftExpected, driftRun.DriftStatus)
 	runs := []run.Run{stagingRun, devRun}
 
 	// Each job got what its environment holds: the static key in staging, workload tokens
 	// (JWTs) in development; and the cloud saw the key act for staging.
 	canaries := app.exec.canaries(t, key.Secret)
-	app.exec.requireCredentialsPerRun(t, app.App, key.Secret, map[string]bool{stagingRun.ID: true, devRun.ID: false})
+	app.exec.requireCredentialsPerRun(t, app.App, key.Secret, map[string]bool{stagingRun.ID: true, devRun.ID: false, driftRun.ID: false})
 	objs, err := cloudAdmin.AdminList(ctx, "bucket")
 	require.NoError(t, err)
 	require.Len(t, objs, 2)
@@ -96,10 +119,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 			require.Equal(t, "key", o.LastChange.By)
 		} else {
 			require.Equal(t, devRun.WorkspaceID, o.Namespace.Workspace)
-			require.Equal(t, "run", o.LastChange.By)
+			require.Equal(t, "breakglass", o.LastChange.By, "last changed by hand, through the window")
 		}
 	}
 
+	for i, tok := range glassTokens {
+		canaries[tok] = fmt.Sprintf("break-glass token #%d", i+1)
+		canaries[tok[strings.LastIndex(tok, ".")+1:]] = fmt.Sprintf("break-glass token #%d's signature", i+1)
+	}
 	scan := &leakScanner{t: t, canaries: canaries, seen: map[string]int{}}
 
 	// Generated files: every file left in a job's working directory after each command.
@@ -113,8 +140,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// Every rendered page of the runs, as the admin and the operator, and what their live
 	// streams send.
 	scan.pages(app.App, admin, adminPages(runs, staging, dev))
-	scan.pages(app.App, operator, operatorPages(runs))
-	scan.streams(app.App, operator, runs)
+	scan.pages(app.App, operator, append(operatorPages(append(runs, driftRun)), "/breakglass/"+window, "/breakglass", "/drift"))
+	scan.streams(app.App, operator, append(runs, driftRun))
 	// The database, dumped in clear.
 	dump := pgDump(t, app.DSN)
 	require.Contains(t, string(dump), "environment.static_credential_set", "the dump holds the audit log")
@@ -159,7 +186,8 @@ func startCanary(t *testing.T) canaryApp {
 	t.Cleanup(cloudSrv.Close)
 	a.cloudURL = cloudSrv.URL
 	a.exec = &recordingExecutor{Executor: &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}}
-	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()})})
+	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
+		CloudEndpoint: cloudSrv.URL})
 	return a
 }
 

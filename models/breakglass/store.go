@@ -107,7 +107,8 @@ var actionOf = map[State]string{Approved: "approved", Rejected: "rejected", Canc
 
 // info is a window as runs see it.
 func info(w Window) run.WindowInfo {
-	out := run.WindowInfo{ID: w.ID, WorkspaceID: w.WorkspaceID, RequestedByName: w.RequestedByName, Reason: w.Reason}
+	out := run.WindowInfo{ID: w.ID, WorkspaceID: w.WorkspaceID, RequestedByName: w.RequestedByName, Reason: w.Reason,
+		OpenedAt: w.OpenedAt, EndedAt: w.EndedAt}
 	if w.State == Open {
 		out.EndsAt = w.EndsAt
 	}

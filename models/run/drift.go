@@ -157,6 +157,16 @@ type WindowInfo struct {
 	Reason          string
 	// EndsAt is when an open window closes (nil unless it is open).
 	EndsAt *time.Time
+	// OpenedAt and EndedAt bound when its credentials were meant to be used (nil: it
+	// never opened, or has not ended).
+	OpenedAt, EndedAt *time.Time
+}
+
+// covers reports whether a change at at falls while window w was open: a change made
+// with its credentials after it ended (a token lives up to 15 minutes and cannot be
+// revoked) is nobody's to own.
+func (w WindowInfo) covers(at time.Time) bool {
+	return w.OpenedAt != nil && !at.Before(*w.OpenedAt) && (w.EndedAt == nil || !at.After(*w.EndedAt))
 }
 
 // attribute says who made each drifted resource drift: the changes the cloud recorded
@@ -179,11 +189,14 @@ func attribute(obs []Observed, since time.Time, windows map[string]WindowInfo) (
 		window := ""
 		for _, c := range relevant {
 			w, known := windows[c.Window]
-			if c.By == "breakglass" && known {
+			switch {
+			case c.By == "breakglass" && known && w.covers(c.At):
 				window = w.ID
-				continue
+			case c.By == "breakglass" && known:
+				strangers = append(strangers, "break-glass window "+c.Window+"'s credentials, outside the window (at "+c.At.UTC().Format(time.RFC3339)+")")
+			default:
+				strangers = append(strangers, changedBy(c))
 			}
-			strangers = append(strangers, changedBy(c))
 		}
 		switch {
 		case o.HistoryError != "":

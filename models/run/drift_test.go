@@ -47,7 +47,8 @@ func TestAttribute(t *testing.T) {
 	t.Parallel()
 	written := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	before, after, later := written.Add(-time.Hour), written.Add(time.Minute), written.Add(2*time.Minute)
-	windows := map[string]WindowInfo{"bgw-1": {ID: "bgw-1", RequestedByName: "Olivia", Reason: "INC-42 failover"}}
+	opened, ended := written.Add(30*time.Second), written.Add(90*time.Second)
+	windows := map[string]WindowInfo{"bgw-1": {ID: "bgw-1", RequestedByName: "Olivia", Reason: "INC-42 failover", OpenedAt: &opened, EndedAt: &ended}}
 	created := CloudChange{By: "run", Action: "create", Run: "run-1", Phase: "apply", At: before}
 	glass := CloudChange{By: "breakglass", Action: "update", Window: "bgw-1", At: after}
 	obs := func(changes ...CloudChange) Observed {
@@ -67,6 +68,7 @@ func TestAttribute(t *testing.T) {
 		"static key":         {obs(CloudChange{By: "key", Subject: "key:key-1", At: after}), "a static API key (key:key-1), outside any run or window"},
 		"another window":     {obs(CloudChange{By: "breakglass", Window: "bgw-9", At: after}), "break-glass window bgw-9, which is not this workspace's"},
 		"a run, after state": {obs(CloudChange{By: "run", Run: "run-7", Phase: "apply", At: after}), "the apply of run run-7, after the state was written"},
+		"after the window":   {obs(CloudChange{By: "breakglass", Window: "bgw-1", At: later}), "break-glass window bgw-1's credentials, outside the window (at 2026-12-01T10:02:00Z)"},
 		"only older changes": {obs(created, CloudChange{By: "breakglass", Window: "bgw-1", At: before}), "nobody on record: the cloud recorded no change to it since the state was written"},
 		"history unreadable": {Observed{Address: "a.b", Type: "sandbox_database", ID: "db-1", Action: "update", HistoryError: "503"}, "nobody on record: the cloud's change history could not be read (503)"},
 	} {

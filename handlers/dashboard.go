@@ -11,6 +11,7 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/authz"
+	"gantry/models/breakglass"
 	"gantry/models/environment"
 	"gantry/models/run"
 	"gantry/views"
@@ -41,6 +42,13 @@ type Dashboard struct {
 	Names        AuditNames
 	Runs         DashboardRuns
 	Workspaces   WorkspaceReader
+	// Windows are the break-glass windows waiting for the admin's decision.
+	Windows DashboardWindows
+}
+
+// DashboardWindows lists the break-glass windows the person may decide.
+type DashboardWindows interface {
+	ToDecide(ctx context.Context, limit int) ([]breakglass.Window, error)
 }
 
 // Register adds the dashboard route to g.
@@ -71,6 +79,23 @@ func (h Dashboard) show(c echo.Context) error {
 	now, err := h.Runs.Clock(ctx)
 	if err != nil {
 		return err
+	}
+	windows, err := h.Windows.ToDecide(ctx, dashboardWaiting)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(windows))
+	for i, w := range windows {
+		ids[i] = w.WorkspaceID
+	}
+	names, err := h.Workspaces.Views(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, w := range windows {
+		row := windowRow(w, now)
+		row.Workspace, row.Environment = names[w.WorkspaceID].Name, names[w.WorkspaceID].EnvironmentName
+		props.Windows = append(props.Windows, row)
 	}
 	// Approvers: who holds provisioning.apply (as the navigation's count asks); viewers
 	// and auditors never decide.

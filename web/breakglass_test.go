@@ -113,6 +113,10 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	resp = app.PostForm(t, admin, "/workspaces/"+ws+"/breakglass", url.Values{"_csrf": {app.CSRF(t, admin)}, "reason": {"a second window at once"}, "duration": {"30"}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, webtest.ReadBody(t, resp))
 
+	// The admin's landing page shows it waiting for her; the requester's does not.
+	require.Contains(t, webtest.ReadBody(t, app.Get(t, admin, "/")), `data-window="`+id+`"`)
+	require.NotContains(t, webtest.ReadBody(t, app.Get(t, operator, "/")), `data-window="`+id+`"`)
+
 	// The requester never approves her own window (operators decide none); an admin
 	// approves the terms the page showed, and other terms are stale evidence.
 	status, body := windowAct(t, app.App, operator, id, "approve", url.Values{"terms": {w.TermsDigest}})

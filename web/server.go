@@ -210,7 +210,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	app := web.Group("", s.requireMember)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
-	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces}.Register(app)
+	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
+		Windows: svc.Breakglass}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)

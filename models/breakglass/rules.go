@@ -124,6 +124,8 @@ func personal(w Window, a run.Actor, in State, what string) run.Verdict {
 	switch {
 	case a.UserID != w.RequestedBy:
 		return forbid(fmt.Sprintf("Only %s, who asked for the window, may %s it.", w.RequestedByName, what))
+	case !a.Can(authz.PermProvisioningPlan):
+		return forbid(fmt.Sprintf("Your role (%s) no longer changes workspaces.", a.Role))
 	case !a.CloudLive:
 		return forbid("The window's credentials change a live cloud: that needs the cloud.live entitlement.")
 	case w.State != in:

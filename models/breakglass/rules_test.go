@@ -84,7 +84,10 @@ func TestApprovalBindsTheTerms(t *testing.T) {
 	require.Equal(t, errs.CodeForbidden, codeOf(PermissionsOf(w, actor("usr-admin", authz.RoleAdmin, true), env, t0).Open), "only the requester opens it")
 	require.Equal(t, errs.CodeApprovalExpired, codeOf(PermissionsOf(w, requester, env, t0.Add(run.ApprovalValidity)).Open))
 
+	demoted := actor("usr-op", authz.RoleViewer, true)
+	require.Equal(t, errs.CodeForbidden, codeOf(PermissionsOf(w, demoted, env, t0).Open), "a requester demoted since opens nothing")
 	require.NoError(t, w.OpenNow(Decider{UserID: "usr-op"}, t0.Add(time.Minute)))
+	require.Equal(t, errs.CodeForbidden, codeOf(PermissionsOf(w, demoted, env, t0.Add(2*time.Minute)).Credentials), "nor gets credentials")
 	require.Equal(t, t0.Add(time.Minute+time.Hour), *w.EndsAt)
 	p := PermissionsOf(w, requester, env, t0.Add(2*time.Minute))
 	require.True(t, p.Credentials.Allowed())

@@ -188,6 +188,29 @@ func (s *Service) Recent(ctx context.Context, limit int) ([]Window, error) {
 	return s.store.list(ctx, limit, "organization_id = ?", subject.OrganizationID)
 }
 
+// ToDecide lists the windows of the subject's organization waiting for an admin's
+// decision that the subject may take (an admin or owner, not the requester; none of the
+// environments hidden from them), oldest first, at most limit: the landing page shows them.
+func (s *Service) ToDecide(ctx context.Context, limit int) ([]Window, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil || !subject.Role.AtLeast(authz.RoleAdmin) {
+		return nil, err
+	}
+	hidden, err := s.environments.HiddenFrom(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	where, args := "organization_id = ? AND state = ? AND requested_by <> ?", []any{subject.OrganizationID, Requested, subject.UserID}
+	if len(hidden) > 0 {
+		where, args = where+" AND environment_id NOT IN ?", append(args, hidden)
+	}
+	var out []Window
+	if err := s.store.conn(ctx).Where(where, args...).Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("listing windows to decide: %w", err)
+	}
+	return out, nil
+}
+
 // Check says what asking for a window on workspaceID would be refused for (field
 // messages), without writing anything: the form shows it before anyone types.
 func (s *Service) Check(ctx context.Context, req Request) error {

@@ -128,24 +128,32 @@ func (h Breakglass) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rows, err := windowRows(ctx, h.Workspaces, windows, time.Now())
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.WindowList(views.WindowListProps{Windows: rows, Max: MaxWindowList}))
+}
+
+// windowRows are windows in a list with their workspaces' names, clocks judged at now.
+func windowRows(ctx context.Context, workspaces WorkspaceReader, windows []breakglass.Window, now time.Time) ([]views.WindowRow, error) {
 	ids := make([]string, len(windows))
 	for i, w := range windows {
 		ids[i] = w.WorkspaceID
 	}
-	names, err := h.Workspaces.Views(ctx, ids)
+	names, err := workspaces.Views(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	now := time.Now()
-	p := views.WindowListProps{Max: MaxWindowList}
+	rows := make([]views.WindowRow, 0, len(windows))
 	for _, w := range windows {
 		row := windowRow(w, now)
 		if v, ok := names[w.WorkspaceID]; ok {
 			row.Workspace, row.Environment = v.Name, v.EnvironmentName
 		}
-		p.Windows = append(p.Windows, row)
+		rows = append(rows, row)
 	}
-	return render.Page(c, http.StatusOK, views.WindowList(p))
+	return rows, nil
 }
 
 // windowRow is a window in a list, its clock judged at now.

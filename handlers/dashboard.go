@@ -84,18 +84,8 @@ func (h Dashboard) show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(windows))
-	for i, w := range windows {
-		ids[i] = w.WorkspaceID
-	}
-	names, err := h.Workspaces.Views(ctx, ids)
-	if err != nil {
+	if props.Windows, err = windowRows(ctx, h.Workspaces, windows, now); err != nil {
 		return err
-	}
-	for _, w := range windows {
-		row := windowRow(w, now)
-		row.Workspace, row.Environment = names[w.WorkspaceID].Name, names[w.WorkspaceID].EnvironmentName
-		props.Windows = append(props.Windows, row)
 	}
 	// Approvers: who holds provisioning.apply (as the navigation's count asks); viewers
 	// and auditors never decide.

@@ -233,25 +233,7 @@ func (s *Service) DriftDue(ctx context.Context) ([]DueCheck, error) {
 // state says: a normal run (planned with refresh, through every gate) of the
 // configuration that wrote that state. It is the person's own new intent.
 func (s *Service) PlanToCorrect(ctx context.Context, workspaceID string) (Run, error) {
-	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
-	if err != nil {
-		return Run{}, err
-	}
-	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
-		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
-		if err != nil {
-			return err
-		}
-		if err := s.catalogStillOffers(writer); err != nil {
-			return err
-		}
-		q := fromWriter(KindApply, writer, v)
-		q.correct = true
-		out, err = s.queue(ctx, subject, q)
-		return err
-	})
-	return out, err
+	return s.fromState(ctx, workspaceID, KindApply, func(q *queued) { q.correct = true })
 }
 
 // Codify queues the codification of break-glass window windowID on workspaceID for the
@@ -259,6 +241,13 @@ func (s *Service) PlanToCorrect(ctx context.Context, workspaceID string) (Run, e
 // refresh-only plan of the configuration that wrote the state, gated like any change,
 // decided by someone other than who made the change by hand (madeBy).
 func (s *Service) Codify(ctx context.Context, workspaceID, windowID, madeBy string) (Run, error) {
+	return s.fromState(ctx, workspaceID, KindCodify, func(q *queued) { q.window, q.madeBy = &windowID, madeBy })
+}
+
+// fromState queues, for the person in ctx, a run of kind k from the configuration that
+// wrote workspaceID's state (set by set), refused when the catalog can no longer judge
+// its plan.
+func (s *Service) fromState(ctx context.Context, workspaceID string, k Kind, set func(q *queued)) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Run{}, err
@@ -272,8 +261,8 @@ func (s *Service) Codify(ctx context.Context, workspaceID, windowID, madeBy stri
 		if err := s.catalogStillOffers(writer); err != nil {
 			return err
 		}
-		q := fromWriter(KindCodify, writer, v)
-		q.window, q.madeBy = &windowID, madeBy
+		q := fromWriter(k, writer, v)
+		set(&q)
 		out, err = s.queue(ctx, subject, q)
 		return err
 	})

@@ -1,0 +1,86 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/runner"
+	"gantry/runner/mock"
+	"gantry/web/webtest"
+)
+
+// openWindowOn writes an open break-glass window on workspace ws directly: these tests
+// are about what runs do while one is open, on the simulated executor, where the
+// service refuses to open one (there is no live cloud to change).
+func openWindowOn(t *testing.T, app *webtest.App, r run.Run) string {
+	t.Helper()
+	id := "bgw-rules" + r.ID[len("run-"):]
+	require.NoError(t, app.DB.Exec(`INSERT INTO breakglass_windows (id, organization_id, environment_id, workspace_id, state, reason,
+		duration_minutes, terms_digest, requested_by, requested_by_name, decision_deadline, opened_at, ends_at)
+		VALUES (?, ?, ?, ?, 'OPEN', 'window rules test', 60, 'sha256:rules', 'usr-nobody', 'Nobody', now(), now(), now() + interval '1 hour')`,
+		id, r.OrganizationID, r.EnvironmentID, r.WorkspaceID).Error)
+	return id
+}
+
+// TestNothingAppliesWhileAWindowIsOpen: while a break-glass window is open on a
+// workspace, approving a run of it is refused (CONFLICT, naming the window), a plan
+// finishing then goes STALE instead of waiting for a decision, and an approved run
+// reaching its apply EXPIRES, each saying why; opening a window (WindowOpened) turns a
+// waiting run STALE and an approved one EXPIRED, and is refused while a run applies.
+func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
+	t.Parallel()
+	app := webtest.StartWith(t, webtest.Options{Runner: runner.Delayed(mock.New(), 1500*time.Millisecond)})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	admin := app.LoggedIn(t, "admin@acme.test")
+	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	ctx := context.Background()
+
+	// Approving is refused while the window is open.
+	waiting := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	window := openWindowOn(t, app, waiting)
+	resp := app.PostForm(t, admin, "/runs/"+waiting.ID+"/approve", decisionForm(t, app, admin, waiting))
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+	require.Contains(t, body, "Break-glass window "+window+" is open on this workspace")
+	require.NotContains(t, webtest.ReadBody(t, app.Get(t, admin, "/runs/"+waiting.ID+"/review")), `id="approve"`, "no approve button meanwhile")
+	require.Equal(t, run.PendingApproval, waitForState(t, app, waiting.ID, run.PendingApproval).State)
+
+	// A plan that finishes while it is open goes STALE.
+	other := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "us-east")), run.Planning)
+	openWindowOn(t, app, other)
+	stale := waitForState(t, app, other.ID, run.Stale)
+	require.Contains(t, stale.StateReason, "is open on this workspace")
+
+	// An approved run reaching its apply expires, nothing applied; the window's opening
+	// itself turns approved runs EXPIRED and waiting ones STALE.
+	third := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-central")), run.PendingApproval)
+	// Its workspace busy (the slot taken by another run), so the approved run waits for
+	// its apply while the window opens; then free again.
+	require.NoError(t, app.DB.Exec("UPDATE workspaces SET active_run_id = ? WHERE id = ?", waiting.ID, third.WorkspaceID).Error)
+	approve(t, app, admin, third)
+	require.Equal(t, run.Approved, waitForState(t, app, third.ID, run.Approved).State)
+	window3 := openWindowOn(t, app, third)
+	require.NoError(t, app.DB.Exec("UPDATE workspaces SET active_run_id = NULL WHERE id = ?", third.WorkspaceID).Error)
+	expired := waitForState(t, app, third.ID, run.Expired)
+	require.Contains(t, expired.StateReason, "break-glass window "+window3)
+	require.Nil(t, expired.NewStateVersionID)
+
+	fourth := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")), run.PendingApproval)
+	require.NoError(t, app.System.Runs.WindowOpened(ctx, fourth.OrganizationID, fourth.WorkspaceID, "bgw-test"))
+	require.Contains(t, waitForState(t, app, fourth.ID, run.Stale).StateReason, "break-glass window bgw-test opened")
+
+	// A window does not open while a run applies.
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	applying := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "eu-west")), run.Running)
+	err := app.System.Runs.WindowOpened(ctx, applying.OrganizationID, applying.WorkspaceID, "bgw-test")
+	require.True(t, errors.Is(err, errs.ErrConflict), "%v", err)
+	require.Contains(t, err.Error(), "applying")
+	waitForState(t, app, applying.ID, run.Succeeded)
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/db/dbtest"
 	"gantry/web/webtest"
 )
@@ -35,17 +36,21 @@ const (
 	envName       = "qa-eu"
 	envTier       = "staging"
 
-	// overallTimeout bounds every browser step of the test together; stepTimeout
-	// bounds each wait, so a missing element fails fast with its own message.
-	overallTimeout = 60 * time.Second
-	stepTimeout    = 15 * time.Second
-	// browserLifetime is a hard stop for Chromium itself (its start included),
-	// a little longer than overallTimeout so a failure can still be captured.
-	browserLifetime = overallTimeout + 30*time.Second
-
 	// Artifacts for a human; not assertions.
 	wideScreenshot  = "/tmp/gantry-env-1280.png"
 	phoneScreenshot = "/tmp/gantry-env-390.png"
+)
+
+// The browser's deadlines, longer on a busy machine (bench.Deadline: 4 times the base
+// on an idle one): CI runs the live OpenTofu tests of other packages beside these.
+var (
+	// overallTimeout bounds every browser step of a tab together (60 s idle); stepTimeout
+	// bounds each wait (15 s idle), so a missing element fails fast with its own message.
+	overallTimeout = bench.Deadline(15 * time.Second)
+	stepTimeout    = bench.Deadline(15 * time.Second / 4)
+	// browserLifetime is a hard stop for Chromium itself (its start included), a little
+	// longer than overallTimeout so a failure can still be captured.
+	browserLifetime = overallTimeout + 30*time.Second
 )
 
 func TestEnvironmentsInBrowser(t *testing.T) {

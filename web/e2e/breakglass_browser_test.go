@@ -26,6 +26,9 @@ const (
 	breakglassCodifiedShot  = "/tmp/gantry-breakglass-codified-1280.png"
 	breakglassPhoneShot     = "/tmp/gantry-breakglass-open-390.png"
 	breakglassReviewShot    = "/tmp/gantry-breakglass-codify-review-1280.png"
+	breakglassDriftRunShot  = "/tmp/gantry-drift-check-1280.png"
+	breakglassListShot      = "/tmp/gantry-breakglass-list-1280.png"
+	driftListShot           = "/tmp/gantry-drift-list-1280.png"
 )
 
 // TestBreakglassInBrowser: the manual change path as people click it, with live
@@ -128,6 +131,12 @@ func TestBreakglassInBrowser(t *testing.T) {
 	require.Equal(t, "drift from a break-glass window", text(t, op, chromedp.CSS(`[data-testid="drift-status"]`)))
 	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="drift-resources"]`)), "through break-glass window "+id)
 	requireAccessible(t, op, "a workspace with drift")
+	op.do(t, "open the drift check", chromedp.Click(chromedp.CSS(`[data-testid="drift-run"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-drift"]`)))
+	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="run-window"]`)), "Checks the drift after break-glass window "+id)
+	requireAccessible(t, op, "a drift check's run page")
+	screenshotAt(t, op, breakglassDriftRunShot, 1280, 1200, false)
+	op.do(t, "reset the viewport", chromedp.ResetViewport())
 
 	// Codified: asked for by the requester, approved by the admin on the review page.
 	op.do(t, "ask for the codification", chromedp.Navigate(app.URL+paths.BreakglassWindow(id)), chromedp.WaitVisible(chromedp.ID("codify-window")),
@@ -162,6 +171,12 @@ func TestBreakglassInBrowser(t *testing.T) {
 	op.do(t, "open the drift list", chromedp.Navigate(app.URL+paths.Drift()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="drift-list"]`)))
 	require.True(t, slices.Contains([]string{"no drift"}, text(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`))))
 	requireAccessible(t, op, "the drift list")
+	screenshotAt(t, op, driftListShot, 1280, 700, false)
+	op.do(t, "open the list of windows", chromedp.Click(chromedp.ID("windows-link"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="windows"]`)))
+	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="windows"]`)), "codified")
+	requireAccessible(t, op, "the list of break-glass windows")
+	screenshotAt(t, op, breakglassListShot, 1280, 700, false)
 	requireNoCSPViolations(t, op)
 	requireNoCSPViolations(t, ad)
 }

@@ -162,7 +162,15 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		}
 		p.Timeline = append(p.Timeline, row)
 	}
-	if r.PlanDigest != "" {
+	switch {
+	case r.PlanDigest != "" && r.Kind == run.KindDrift:
+		// A refresh-only plan changes nothing: what it found is the drift above.
+		drifted := 0
+		if r.Drift != nil {
+			drifted = len(r.Drift.Resources)
+		}
+		p.Summary = []views.KV{{Key: "drifted resources", Value: fmt.Sprint(drifted)}, {Key: "to change", Value: "0 (refresh-only)"}}
+	case r.PlanDigest != "":
 		s := r.PlanSummary
 		p.Summary = []views.KV{{Key: "to add", Value: fmt.Sprint(s.Create)}, {Key: "to change in place", Value: fmt.Sprint(s.Update)},
 			{Key: "to replace", Value: fmt.Sprint(s.Replace)}, {Key: "to destroy", Value: fmt.Sprint(s.Delete)}, {Key: "unchanged", Value: fmt.Sprint(s.NoOp)}}

@@ -254,7 +254,11 @@ func DriftSummary(d Drift, status DriftStatus) string {
 			unowned++
 		}
 	}
-	s := fmt.Sprintf("%s: %s differ from state version %d", status.Label(), plural(len(d.Resources), "resource"), d.Serial)
+	verb := "differ"
+	if len(d.Resources) == 1 {
+		verb = "differs"
+	}
+	s := fmt.Sprintf("%s: %s %s from state version %d", status.Label(), plural(len(d.Resources), "resource"), verb, d.Serial)
 	switch {
 	case unowned > 0 && owned > 0:
 		s += fmt.Sprintf(" (%d changed by nobody on record, %d through a break-glass window)", unowned, owned)

@@ -242,12 +242,16 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	// codification accepted the larger size into state, not into the inputs.
 	require.Equal(t, 2, correct.PlanSummary.Update, correct.StateReason)
 
-	// A second window, whose change nobody codifies: an admin may not close it, an owner
-	// does, with a reason.
-	second := askWindow(t, app.App, operator, ws, "INC-43: raise the backup retention by hand", 30)
+	// A second window, asked for by an admin, whose change nobody codifies: she may not
+	// approve her own window (an owner does), an admin may not close it, an owner does,
+	// with a reason.
+	second := askWindow(t, app.App, admin, ws, "INC-43: raise the backup retention by hand", 30)
 	status, body = windowAct(t, app.App, admin, second, "approve", url.Values{"terms": {windowOf(t, app.App, second).TermsDigest}})
+	require.Equal(t, http.StatusForbidden, status, body)
+	require.Contains(t, body, "You asked for this window: four eyes means an admin other than you decides on it.")
+	status, body = windowAct(t, app.App, owner, second, "approve", url.Values{"terms": {windowOf(t, app.App, second).TermsDigest}})
 	require.Equal(t, http.StatusSeeOther, status, body)
-	status, body = windowAct(t, app.App, operator, second, "open", nil)
+	status, body = windowAct(t, app.App, admin, second, "open", nil)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, waitForState(t, app.App, correct.ID, run.Stale).StateReason, "break-glass window "+second)
 	glass, err = client.New(app.cloudURL, strings.TrimSpace(tokenArea.FindStringSubmatch(body)[1]))
@@ -257,7 +261,7 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	attrs["backup_retention_days"] = 14
 	_, err = glass.Update(ctx, "database", db.ID, attrs)
 	require.NoError(t, err)
-	status, body = windowAct(t, app.App, operator, second, "end", nil)
+	status, body = windowAct(t, app.App, admin, second, "end", nil)
 	require.Equal(t, http.StatusSeeOther, status, body)
 	w2 := windowOf(t, app.App, second)
 	require.Equal(t, breakglass.AwaitingCodification, w2.State)

@@ -10,7 +10,7 @@
 //
 // The package is split by role: the entity and its transitions (window.go), who may do
 // what (rules.go), the table and what runs ask of it (store.go), and the person-facing
-// service (service.go).
+// service: reads and requests (service.go), decisions, use and deadlines (actions.go).
 package breakglass
 
 import (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -50,17 +49,6 @@ func (s *Service) stateWriter(ctx context.Context, orgID, workspaceID string) (R
 		return w, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("The state of %s was written on the %s executor, which this Gantry does not offer.", name, w.Runner))
 	}
 	return w, v, nil
-}
-
-// WorkspaceExecutor is the executor of the run that wrote workspaceID's state (what a
-// break-glass window needs: a live world to change by hand); a workspace with nothing
-// applied is a refusal in words.
-func (s *Service) WorkspaceExecutor(ctx context.Context, orgID, workspaceID string) (RunnerInfo, error) {
-	w, _, err := s.stateWriter(ctx, orgID, workspaceID)
-	if err != nil {
-		return RunnerInfo{}, err
-	}
-	return RunnerInfo{Name: w.Runner, Simulated: w.Simulated}, nil
 }
 
 // fromWriter is a run of kind k queued from the configuration of writer, the run that
@@ -346,61 +334,4 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// LatestDrift is workspaceID's newest drift check, finished or not (nil: never
-// checked), for a subject who may see the workspace.
-func (s *Service) LatestDrift(ctx context.Context, workspaceID string) (*Run, error) {
-	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, kinds: []Kind{KindDrift}, order: "number DESC", limit: 1})
-	if err != nil || len(runs) == 0 {
-		return nil, err
-	}
-	return &runs[0], nil
-}
-
-// MaxDriftList bounds the organization's drift list.
-const MaxDriftList = 1000
-
-// DriftList is each workspace's newest drift check in the subject's organization (of
-// the environments they may see): unowned drift first, then drift from break-glass
-// windows, checks still running, failed ones, and clean ones, newest first within each.
-func (s *Service) DriftList(ctx context.Context) ([]Run, error) {
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil {
-		return nil, err
-	}
-	hidden, err := s.environments.HiddenFrom(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	runs, err := s.store.newestDrift(ctx, subject.OrganizationID, hidden, MaxDriftList)
-	if err != nil {
-		return nil, err
-	}
-	rank := func(r Run) int {
-		switch {
-		case r.DriftStatus == DriftUnowned:
-			return 0
-		case r.DriftStatus == DriftExpected:
-			return 1
-		case r.DriftStatus == DriftClean:
-			return 4
-		case r.State == Failed:
-			return 3
-		}
-		return 2
-	}
-	sort.SliceStable(runs, func(i, j int) bool {
-		if a, b := rank(runs[i]), rank(runs[j]); a != b {
-			return a < b
-		}
-		return runs[i].CreatedAt.After(runs[j].CreatedAt)
-	})
-	return runs, nil
-}
-
-// DriftCounts counts organization orgID's finished drift checks since since by what
-// they found (the governance report; its caller authorized the reader).
-func (s *Service) DriftCounts(ctx context.Context, orgID string, since time.Time) (map[DriftStatus]int, error) {
-	return s.store.driftCounts(ctx, orgID, since)
 }

@@ -7,8 +7,9 @@
 // evidence.go, state.go), every decision rule and constant (rules.go), the one locked
 // read-modify-write (update.go), the decisions people take (decisions.go), requests
 // (request.go), reads (reads.go), the worker-facing lifecycle (work.go, apply.go,
-// stale.go, escalate.go), the plan gates (assess.go), the runs table (store.go) and the small
-// interfaces it needs from other aggregates (deps.go).
+// stale.go, escalate.go), the plan gates (assess.go), drift checks, corrections and
+// codifications (drift.go, drift_checks.go, drift_reads.go), the runs table (store.go)
+// and the small interfaces it needs from other aggregates (deps.go).
 package run
 
 import (

@@ -87,7 +87,8 @@ func (h Breakglass) form(c echo.Context) error {
 		return err
 	}
 	p := views.BreakglassRequestProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName,
-		Minutes: int(breakglass.DefaultDuration / time.Minute), Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes())}
+		Minutes: int(breakglass.DefaultDuration / time.Minute), Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes()),
+		MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength}
 	err = h.Windows.Check(ctx, breakglass.Request{WorkspaceID: ws.ID, Reason: "a reason long enough", Duration: breakglass.DefaultDuration})
 	if v, ok := errs.AsValidation(err); ok {
 		p.Errors, p.Refused = v.Fields, true
@@ -110,7 +111,8 @@ func (h Breakglass) request(c echo.Context) error {
 	w, err := h.Windows.Request(ctx, req)
 	if v, ok := errs.AsValidation(err); ok {
 		p := views.BreakglassRequestProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Reason: req.Reason,
-			Minutes: minutes, Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes()), Errors: v.Fields}
+			Minutes: minutes, Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes()), Errors: v.Fields,
+			MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength}
 		_, p.Refused = v.Fields["workspace"]
 		return render.Page(c, http.StatusUnprocessableEntity, views.BreakglassRequest(p))
 	}
@@ -203,7 +205,7 @@ func (h Breakglass) page(c echo.Context, status int, id string, creds *breakglas
 		State: string(w.State), StateLabel: w.State.Label(), StateReason: w.StateReason, Reason: w.Reason,
 		Duration: durationLabel(w.Duration()), RequestedBy: w.RequestedByName, ApprovedBy: w.ApprovedByName, TermsDigest: w.TermsDigest,
 		CreatedAt: w.CreatedAt, Clock: windowClock(w, v.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
-		CredentialsIssued: w.CredentialsIssued, Errors: problems,
+		CredentialsIssued: w.CredentialsIssued, Errors: problems, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,
 		CanApprove: perms.Approve.Allowed(), CanReject: perms.Reject.Allowed(), CanCancel: perms.Cancel.Allowed(),
 		CanOpen: perms.Open.Allowed(), CanIssue: perms.Credentials.Allowed(), CanEnd: perms.End.Allowed(),
 		CanCodify: perms.Codify.Allowed(), CanClose: perms.Close.Allowed()}

@@ -34,7 +34,7 @@ var runColumns = []sortColumn{{label: "Run"}, {label: "State"}, {label: "Templat
 
 // runStates and runKinds are the runs list's state and kind filters.
 var runKinds = []views.ListChoice{{Value: string(run.KindApply), Label: "plan and apply"}, {Value: string(run.KindPlanOnly), Label: "dry run"},
-	{Value: string(run.KindDestroy), Label: "destroy"}}
+	{Value: string(run.KindDestroy), Label: "destroy"}, {Value: string(run.KindDrift), Label: "drift check"}, {Value: string(run.KindCodify), Label: "codification"}}
 
 func runStates() []views.ListChoice {
 	out := make([]views.ListChoice, len(run.States))

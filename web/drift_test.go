@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,13 @@ func TestDriftCheckOnASimulatedWorkspace(t *testing.T) {
 	require.Contains(t, page, `data-testid="drift-status">no drift<`)
 	require.NotContains(t, page, `id="plan-to-correct"`, "nothing to correct")
 	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/drift")), ws)
+	// The runs list finds drift checks by their kind; the workspace's run history leaves
+	// them to its drift section.
+	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/runs?kind=drift_check")), check.ID)
+	require.NotContains(t, webtest.ReadBody(t, app.Get(t, operator, "/runs?kind=apply")), check.ID)
+	history := regexp.MustCompile(`(?s)data-testid="workspace-runs".*?</table>`).FindString(page)
+	require.Contains(t, history, applied.ID)
+	require.NotContains(t, history, check.ID)
 
 	// Nothing applied: nothing to check, in words.
 	pending := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")), run.PendingApproval)

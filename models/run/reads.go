@@ -58,12 +58,14 @@ func (s *Service) list(ctx context.Context, q listQuery) ([]Run, error) {
 	return s.store.list(ctx, q)
 }
 
-// ListForWorkspace returns the runs of a workspace, newest first.
+// ListForWorkspace returns the runs of a workspace, newest first, drift checks aside.
 func (s *Service) ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]Run, error) {
 	if limit <= 0 || limit > 200 {
 		limit = 50
 	}
-	return s.list(ctx, listQuery{workspaceID: workspaceID, order: "number DESC", limit: limit})
+	// Drift checks come every hour in production: the workspace page shows its newest
+	// in its own section, the runs list has them all.
+	return s.list(ctx, listQuery{workspaceID: workspaceID, notKinds: []Kind{KindDrift}, order: "number DESC", limit: limit})
 }
 
 // ListMine returns the newest runs the subject requested (a requester's landing page).

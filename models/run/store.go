@@ -76,6 +76,7 @@ type listQuery struct {
 	requestedBy string // a user id: the runs that user requested
 	states      []State
 	kinds       []Kind
+	notKinds    []Kind
 	// waiting: the runs waiting for a person's decision (PENDING_APPROVAL, or a soft
 	// policy block waiting for an override).
 	waiting bool
@@ -98,6 +99,9 @@ func (st store) list(ctx context.Context, q listQuery) ([]Run, error) {
 	}
 	if len(q.kinds) > 0 {
 		tx = tx.Where("kind IN ?", q.kinds)
+	}
+	if len(q.notKinds) > 0 {
+		tx = tx.Where("kind NOT IN ?", q.notKinds)
 	}
 	if q.waiting {
 		tx = tx.Where("(state = ? OR (state = ? AND policy_outcome <> 'hard_failed'))", PendingApproval, PolicyBlocked)

@@ -25,6 +25,7 @@ type MemberAdmin interface {
 	SetRole(ctx context.Context, userID string, role authz.Role) error
 	SetCloudLive(ctx context.Context, userID string, on bool) error
 	Remove(ctx context.Context, userID string) error
+	AddServiceAccount(ctx context.Context, name string, role authz.Role) (org.User, error)
 }
 
 // MemberGrants is what the members page needs of environments: the restricted ones and
@@ -81,7 +82,7 @@ func (h Members) page(c echo.Context, status int, invite views.InviteForm) error
 	}
 	for _, m := range members {
 		p.Rows = append(p.Rows, views.MemberRow{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail, Role: string(m.Role),
-			CloudLive: m.CloudLive, Groups: m.Groups, Grants: grants[m.UserID], Self: m.UserID == subject.UserID,
+			CloudLive: m.CloudLive, Groups: m.Groups, Grants: grants[m.UserID], Self: m.UserID == subject.UserID, ServiceAccount: m.ServiceAccount,
 			Editable: m.Role != authz.RoleOwner || p.CanEntitle})
 	}
 	for _, inv := range invitations {

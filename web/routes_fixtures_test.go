@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/models/apitoken"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/idempotency"
@@ -53,6 +54,8 @@ type tenantObjects struct {
 	webhook    string // a webhook's id
 	delivery   string // one of that webhook's deliveries
 	window     string // a break-glass window asked for on ws
+	token      string // an API token of the organization's admin
+	account    string // a service account's user id
 }
 
 type routeFixtures struct {
@@ -181,6 +184,19 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 	fx.acme.export = requestExport(t, app, fx.auditor.client, fx.auditor.csrf, nil)
 	fx.globex.export = requestExport(t, app, globexAdmin.client, globexAdmin.csrf, nil)
 
+	// An API token of each organization's admin, and a service account each.
+	for _, x := range []struct {
+		dst   *tenantObjects
+		admin string
+	}{{&fx.acme, "admin@acme.test"}, {&fx.globex, "admin@globex.test"}} {
+		ctx := authz.WithSubject(t.Context(), authz.Subject{UserID: userID(x.admin), OrganizationID: x.dst.org, Role: authz.RoleAdmin})
+		sa, err := app.System.Members.AddServiceAccount(ctx, "routes-account", authz.RoleOperator)
+		require.NoError(t, err)
+		tok, err := app.System.Tokens.Issue(ctx, apitoken.Issue{Name: "routes-token", Scopes: []string{"read"}})
+		require.NoError(t, err)
+		x.dst.account, x.dst.token = sa.ID, tok.ID
+	}
+
 	var err error
 	fx.stateUser, fx.statePass, err = app.System.State.IssueCredentials(t.Context(), fx.acme.org, fx.acme.ws, fx.acme.run.ID, state.PhaseApply, time.Hour)
 	require.NoError(t, err)
@@ -192,7 +208,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, "routes-globex-hook", "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

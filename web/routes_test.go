@@ -105,6 +105,8 @@ func (fx *routeFixtures) objectParams() []objectParam {
 			noHidden: "a webhook belongs to the organization; only admins and owners, who see restricted environments, manage one"},
 		{param: "id", prefix: "/settings/deliveries/", what: "webhook delivery", own: fx.acme.delivery, other: fx.globex.delivery, actor: fx.admin,
 			noHidden: "a delivery belongs to its organization's webhook; only admins and owners, who see restricted environments, manage one"},
+		{param: "id", prefix: "/settings/tokens/", what: "API token", own: fx.acme.token, other: fx.globex.token, actor: fx.admin,
+			noHidden: "a token belongs to its holder in the organization, not to an environment"},
 		{param: "id", prefix: "/breakglass/", what: "break-glass window", own: fx.acme.window, other: fx.globex.window, hidden: fx.hidden.window, actor: fx.admin},
 		{param: "workspace", prefix: "/state/", what: "workspace state", own: fx.acme.ws, other: fx.globex.ws, state: true,
 			noHidden: "the state backend is called by a job with its run's credential, never by a member: the grant rule is about people " +
@@ -380,6 +382,7 @@ func TestRouteTable(t *testing.T) {
 			"POST /org/switch":             "moves the auditor's own session to another of their organizations",
 			"POST /audit/exports":          "exporting the log is the auditor's work",
 			"POST /settings/notifications": "the auditor's own notification preferences",
+			"POST /settings/tokens":        "the auditor's own API token (an audit pipeline's, with the audit scope)",
 		}
 		sent := 0
 		for _, c := range cases {
@@ -409,7 +412,8 @@ func TestRouteTable(t *testing.T) {
 	}
 	require.EqualValues(t, 1, countRows(t, fx.app, "SELECT count(*) FROM invitations WHERE organization_id = ? AND email = ?", fx.globex.org, fx.globex.invitation))
 	require.EqualValues(t, 1, countRows(t, fx.app, "SELECT count(*) FROM org_policies WHERE organization_id = ? AND name = ? AND active", fx.globex.org, fx.globex.policy))
-	require.EqualValues(t, 5, countRows(t, fx.app, "SELECT count(*) FROM memberships WHERE organization_id = ?", fx.globex.org))
+	require.EqualValues(t, 6, countRows(t, fx.app, "SELECT count(*) FROM memberships WHERE organization_id = ?", fx.globex.org),
+		"globex's demo members and its service account")
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environments WHERE name LIKE 'routes-edit%' OR name LIKE 'routes-new%'"))
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environment_grants"), "no grant was given")
 	require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM environment_policy_modes"), "no policy mode was set")
@@ -784,8 +788,19 @@ var routeChecks = map[string]routeCheck{
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},
-	"POST /settings/notifications":   {why: "the signed-in member's own notification preferences: event names, no object"},
-	"POST /settings/webhooks":        {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
+	"POST /settings/notifications":    {why: "the signed-in member's own notification preferences: event names, no object"},
+	"POST /settings/webhooks":         {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
+	"POST /settings/service-accounts": {why: "a service account added to the signed-in organization: a name and a role, no object"},
+	"POST /settings/tokens": {why: "holder names a service account", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
+		form := func(holder string) (url.Values, string) {
+			return url.Values{"name": {"routes-new-token"}, "scopes": {"read"}, "days": {"1"}, "holder": {holder}}, ""
+		}
+		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, c.pattern, form, fx.globex.account, "usr-routesmadeup")
+		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM api_tokens WHERE name = 'routes-new-token'"))
+		a := fx.send(t, call{who: fx.admin, method: http.MethodPost, path: c.pattern, form: url.Values{"name": {"routes-new-token"},
+			"scopes": {"read"}, "days": {"1"}, "holder": {fx.acme.account}}})
+		require.Equal(t, http.StatusCreated, a.status, "a token for acme's own service account: %s", a.body)
+	}},
 	"POST /settings/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
 	"POST /requests": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		form := func(env string) (url.Values, string) {

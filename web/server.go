@@ -21,6 +21,7 @@ import (
 	"gantry/handlers"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gantry/models/apitoken"
 	"gantry/models/audit"
 	"gantry/models/breakglass"
 	"gantry/models/catalog"
@@ -119,6 +120,8 @@ type Services struct {
 	MailConfigured bool
 	// Breakglass is the manual change path (DESIGN §9).
 	Breakglass *breakglass.Service
+	// Tokens authenticate the JSON API's bearer tokens and manage them.
+	Tokens *apitoken.Service
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
 }
@@ -135,6 +138,7 @@ type Server struct {
 	runs     *run.Service
 	audit    *audit.Log
 	auth     *authenticator
+	tokens   TokenAuthenticator
 }
 
 // New builds the server on svc. It discovers the OpenID Provider, so the provider must
@@ -155,6 +159,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		runs:     svc.Runs,
 		audit:    svc.Audit,
 		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
+	}
+	if svc.Tokens != nil {
+		s.tokens = svc.Tokens
 	}
 	auth, err := newAuthenticator(ctx, cfg)
 	if err != nil {
@@ -200,7 +207,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 
 	// Everything below has a session and CSRF protection.
-	web := e.Group("", s.loadSession, s.checkCSRF)
+	web := e.Group("", s.bearer, s.loadSession, s.checkCSRF)
 	web.GET(paths.Login(), s.login)
 	web.GET(paths.Callback(), s.callback)
 	web.POST(paths.Logout(), s.logout)
@@ -240,6 +247,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}
 	handlers.Notifications{Service: svc.Notifications, MailConfigured: svc.MailConfigured}.Register(app)
+	if svc.Tokens != nil {
+		handlers.Tokens{Tokens: svc.Tokens, Members: svc.Members}.Register(app)
+	}
 	if cfg.DevMail != nil {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}

@@ -66,6 +66,9 @@ func (s *Server) clearSessionCookie(c echo.Context) {
 // written so that it holds for every handler and error page of the session routes.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if viaToken(c) {
+			return next(c) // the token is the whole authentication: no session, no cookie
+		}
 		res := c.Response()
 		res.Before(func() { res.Header().Set(echo.HeaderCacheControl, "no-store") })
 		rs, err := s.findSession(c)
@@ -126,8 +129,7 @@ func (s *Server) setChrome(c echo.Context, edit func(*views.Chrome)) {
 // CSRF token, in the form field _csrf or the X-CSRF-Token header (htmx, API).
 func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		switch c.Request().Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if methodNeedsNoCSRF(c.Request().Method) || viaToken(c) {
 			return next(c)
 		}
 		rs := sessionOf(c)
@@ -146,6 +148,9 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 // belong to, and puts that subject into the request context for the services.
 func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if viaToken(c) {
+			return next(c) // the token's holder is a member: Authenticate checked it
+		}
 		ctx := c.Request().Context()
 		rs := sessionOf(c)
 		if !rs.found || !rs.sess.SignedIn() {

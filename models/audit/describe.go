@@ -72,6 +72,10 @@ var Actions = []Action{
 	{"webhook.disabled", "Webhook turned off"},
 	{"webhook.deleted", "Webhook deleted"},
 	{"webhook.redelivered", "Webhook delivery sent again"},
+	{"membership.service_account_added", "Service account added"},
+	{"api_token.issued", "API token made"},
+	{"api_token.revoked", "API token revoked"},
+	{"api_token.used", "API token used"},
 	{"breakglass.requested", "Break-glass window requested"},
 	{"breakglass.approved", "Break-glass window approved"},
 	{"breakglass.rejected", "Break-glass window rejected"},
@@ -248,6 +252,11 @@ func Describe(e Event, n Names) Sentence {
 		} else if d.Role != "" {
 			s.Rest = "to " + d.Role
 		}
+	case "membership.service_account_added":
+		s.Verb, s.Object, s.Rest = "added", Ref{Label: "service account " + firstOf(d.Name, e.TargetID)}, "as "+d.Role
+	case "api_token.issued", "api_token.revoked", "api_token.used":
+		s.Verb = map[string]string{"api_token.issued": "made", "api_token.revoked": "revoked", "api_token.used": "used"}[e.Action]
+		s.Object = Ref{Label: "API token " + firstOf(d.Name, e.TargetID) + " (" + e.TargetID + ")"}
 	case "membership.removed":
 		s.Verb, s.Object = "removed", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_granted":

@@ -67,6 +67,10 @@ const (
 	PermAuditExport       Permission = "audit.export"
 	PermProvisioningPlan  Permission = "provisioning.plan"
 	PermProvisioningApply Permission = "provisioning.apply"
+	// PermRunsApply: request runs that change infrastructure (apply, destroy, a
+	// break-glass window), not only dry runs. Every role that plans holds it; an API
+	// token only with scope apply.
+	PermRunsApply Permission = "runs.apply"
 	// PermPoliciesManage: set policy enforcement per environment, upload org
 	// policies and override soft-mandatory failures (admins and owners).
 	PermPoliciesManage Permission = "policies.manage"
@@ -93,7 +97,7 @@ func (r Role) allows(p Permission) bool {
 		return r.AtLeast(RoleOwner)
 	case PermAuditRead, PermAuditExport:
 		return r == RoleAuditor || r.AtLeast(RoleAdmin)
-	case PermProvisioningPlan, PermProvisioningApply:
+	case PermProvisioningPlan, PermProvisioningApply, PermRunsApply:
 		return r.AtLeast(RoleOperator)
 	}
 	return false
@@ -110,6 +114,10 @@ type Subject struct {
 	// AuthenticatedAt is when the person last signed in (zero for the system): an
 	// elevated decision needs a recent sign-in.
 	AuthenticatedAt time.Time
+	// TokenID is the API token the request came with ("" for a signed-in person): the
+	// subject may then do only what both its role and the token's Scopes allow.
+	TokenID string
+	Scopes  []Scope
 }
 
 // System returns the subject Gantry uses for its own actions in organization orgID.
@@ -117,8 +125,11 @@ func System(orgID string) Subject {
 	return Subject{UserID: "system", Name: "Gantry", OrganizationID: orgID, Role: RoleOwner, System: true}
 }
 
-// Can reports whether the subject holds permission p in its organization.
-func (s Subject) Can(p Permission) bool { return s.OrganizationID != "" && s.Role.allows(p) }
+// Can reports whether the subject holds permission p in its organization: its role
+// allows it and, for an API token, one of the token's scopes does too.
+func (s Subject) Can(p Permission) bool {
+	return s.OrganizationID != "" && s.Role.allows(p) && (s.TokenID == "" || anyGrants(s.Scopes, p))
+}
 
 // LogValue keeps log lines short and free of anything but ids.
 func (s Subject) LogValue() slog.Value {

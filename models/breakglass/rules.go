@@ -50,7 +50,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 	p.Approve = decide(w, a, now, true)
 	p.Reject = decide(w, a, now, false)
 	switch {
-	case !requester && !a.Role.AtLeast(authz.RoleAdmin):
+	case !a.Can(authz.PermProvisioningPlan) || (!requester && !a.Role.AtLeast(authz.RoleAdmin)):
 		p.Cancel = forbid("Only who asked for the window, or an admin, may cancel it.")
 	case w.State != Requested && w.State != Approved:
 		p.Cancel = conflict(fmt.Sprintf("A window that is %s cannot be cancelled.", w.State.Label()))
@@ -67,7 +67,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 		p.Credentials = conflict("The window's time is up: it is closing.")
 	}
 	switch {
-	case !requester && !a.Role.AtLeast(authz.RoleAdmin):
+	case !a.Can(authz.PermProvisioningPlan) || (!requester && !a.Role.AtLeast(authz.RoleAdmin)):
 		p.End = forbid("Only who opened the window, or an admin, may end it early.")
 	case w.State != Open:
 		p.End = conflict(fmt.Sprintf("A window that is %s cannot be ended.", w.State.Label()))
@@ -75,8 +75,8 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 		p.End = allowed
 	}
 	switch {
-	case !a.Can(authz.PermProvisioningPlan):
-		p.Codify = forbid(fmt.Sprintf("Your role (%s) does not request runs.", a.Role))
+	case !a.Can(authz.PermRunsApply):
+		p.Codify = forbid(fmt.Sprintf("Your role (%s) does not request runs that change a workspace.", a.Role))
 	case !a.CloudLive:
 		p.Codify = forbid("A codification runs on a live executor: it needs the cloud.live entitlement.")
 	case w.State != AwaitingCodification:
@@ -85,7 +85,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 		p.Codify = allowed
 	}
 	switch {
-	case !a.Role.AtLeast(authz.RoleOwner):
+	case !a.Role.AtLeast(authz.RoleOwner) || !a.Can(authz.PermProvisioningApply):
 		p.Close = forbid("Closing a window without codifying its change is an owner's decision.")
 	case w.State != AwaitingCodification:
 		p.Close = conflict(fmt.Sprintf("A window that is %s cannot be closed.", w.State.Label()))
@@ -124,7 +124,7 @@ func personal(w Window, a run.Actor, in State, what string) run.Verdict {
 	switch {
 	case a.UserID != w.RequestedBy:
 		return forbid(fmt.Sprintf("Only %s, who asked for the window, may %s it.", w.RequestedByName, what))
-	case !a.Can(authz.PermProvisioningPlan):
+	case !a.Can(authz.PermRunsApply):
 		return forbid(fmt.Sprintf("Your role (%s) no longer changes workspaces.", a.Role))
 	case !a.CloudLive:
 		return forbid("The window's credentials change a live cloud: that needs the cloud.live entitlement.")
@@ -164,7 +164,7 @@ func (r Request) check() *errs.Validation {
 // request runs there, with cloud.live (the window changes a live cloud).
 func mayRequest(a run.Actor, env environment.Environment, v *errs.Validation) {
 	switch {
-	case !a.Can(authz.PermProvisioningPlan):
+	case !a.Can(authz.PermRunsApply):
 		v.Add("workspace", fmt.Sprintf("Your role (%s) does not change workspaces.", a.Role))
 	case env.Restricted && environment.NeedsGrant(a.Role) && !a.Granted:
 		v.Add("workspace", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))

@@ -287,3 +287,41 @@ func (s *Members) Remove(ctx context.Context, userID string) error {
 			Data: map[string]any{"role": m.Role, "cloud_live": m.CloudLive}})
 	})
 }
+
+// ServiceAccountIssuer marks a service account's user row: no OpenID Provider has this
+// issuer, so nobody signs in as one.
+const ServiceAccountIssuer = "gantry:service-account"
+
+// AddServiceAccount adds a service account to the subject's organization (admins and
+// owners): a member with a role like anyone (never owner), that acts only through API
+// tokens its admins make for it. Bad input is *errs.Validation; nothing is written.
+func (s *Members) AddServiceAccount(ctx context.Context, name string, role authz.Role) (User, error) {
+	subject, err := authz.Require(ctx, authz.PermMembersManage)
+	if err != nil {
+		return User{}, err
+	}
+	name = strings.TrimSpace(name)
+	v := &errs.Validation{}
+	if name == "" || len([]rune(name)) > 100 || strings.ContainsRune(name, 0) {
+		v.Add("name", "Name it after what uses it, in 1 to 100 characters, e.g. deploy-pipeline.")
+	}
+	if !role.Valid() || role == authz.RoleOwner {
+		v.Add("role", "Choose viewer, operator, admin or auditor: a service account is never an owner.")
+	}
+	if err := v.Err(); err != nil {
+		return User{}, err
+	}
+	u := User{ID: db.NewID("usr"), Issuer: ServiceAccountIssuer, Name: name, ServiceAccount: true, Groups: []string{}}
+	u.Subject = u.ID
+	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
+		if err := db.Conn(ctx, s.db).Create(&u).Error; err != nil {
+			return fmt.Errorf("creating service account: %w", db.Translate(err))
+		}
+		if err := db.Conn(ctx, s.db).Create(&Membership{OrganizationID: subject.OrganizationID, UserID: u.ID, Role: role}).Error; err != nil {
+			return fmt.Errorf("adding service account: %w", db.Translate(err))
+		}
+		return s.audit.Record(ctx, audit.Entry{Action: "membership.service_account_added", TargetType: "user", TargetID: u.ID,
+			Data: map[string]any{"name": name, "role": role}})
+	})
+	return u, err
+}

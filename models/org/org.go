@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"gantry/models/apitoken"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db"
@@ -40,9 +41,11 @@ type User struct {
 	Name    string
 	// Groups is the ID token's groups claim at the last sign-in: a snapshot the rules
 	// (named environment owners), workers and notifications read.
-	Groups    []string `gorm:"serializer:json;type:jsonb"`
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Groups []string `gorm:"serializer:json;type:jsonb"`
+	// ServiceAccount: a member of no OpenID Provider, acting only through API tokens.
+	ServiceAccount bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // DisplayName is the name when the provider gave one, else the e-mail address.
@@ -78,6 +81,7 @@ type MembershipView struct {
 	Role             authz.Role
 	CloudLive        bool
 	Groups           []string `gorm:"serializer:json"`
+	ServiceAccount   bool
 }
 
 // Service manages organizations, users and memberships.
@@ -194,10 +198,24 @@ func memberOf(m MembershipView) run.Member {
 
 const memberQuery = `
 		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
-		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups, u.service_account
 		  FROM memberships m
 		  JOIN organizations o ON o.id = m.organization_id
 		  JOIN users u ON u.id = m.user_id`
+
+// Holder is member userID of organization orgID as API tokens see them
+// (errs.ErrNotFound when they are no member: their tokens stop working).
+func (s *Service) Holder(ctx context.Context, orgID, userID string) (apitoken.Holder, error) {
+	var rows []MembershipView
+	err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? AND m.user_id = ?`, orgID, userID).Scan(&rows).Error
+	if err != nil {
+		return apitoken.Holder{}, fmt.Errorf("reading membership: %w", db.Translate(err))
+	}
+	if len(rows) == 0 {
+		return apitoken.Holder{}, fmt.Errorf("member %s: %w", userID, errs.ErrNotFound)
+	}
+	return apitoken.Holder{Name: memberOf(rows[0]).Name, Role: rows[0].Role, ServiceAccount: rows[0].ServiceAccount}, nil
+}
 
 // User returns the user with id.
 func (s *Service) User(ctx context.Context, id string) (User, error) {

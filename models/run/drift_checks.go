@@ -236,7 +236,8 @@ func (s *Service) Codify(ctx context.Context, workspaceID, windowID, madeBy stri
 // wrote workspaceID's state (set by set), refused when the catalog can no longer judge
 // its plan.
 func (s *Service) fromState(ctx context.Context, workspaceID string, k Kind, set func(q *queued)) (Run, error) {
-	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	// Both change what is applied (a correction the world, a codification the state).
+	subject, err := authz.Require(ctx, authz.PermRunsApply)
 	if err != nil {
 		return Run{}, err
 	}

@@ -97,8 +97,11 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 		return Validated{}, nil, err
 	}
 	v := &errs.Validation{}
-	if !req.Kind.Valid() {
+	switch {
+	case !req.Kind.Valid():
 		v.Add("kind", "Choose apply, dry run or destroy.")
+	case req.Kind != KindPlanOnly && !subject.Can(authz.PermRunsApply):
+		v.Add("kind", "This API token may request dry runs only (scope plan): an apply or a destroy needs scope apply.")
 	}
 	env, envOK, err := s.requestEnvironment(ctx, subject, req.EnvironmentID, v)
 	if err != nil {

@@ -300,6 +300,8 @@ func decide(r Run, a Actor, env environment.Environment, now time.Time, act Acti
 		return forbid(fmt.Sprintf("Your role (%s) does not decide on runs: that needs provisioning.apply (operator or above).", a.Role))
 	case act == ActionOverride && !a.Can(authz.PermPoliciesManage):
 		return forbid("Overriding a policy failure needs an admin or owner.")
+	case a.TokenID != "" && d.Elevated:
+		return forbid("An API token never decides a change that destroys or loses data (risk 3): that needs a person's fresh sign-in.")
 	case !eligible(r, a, env, now):
 		return forbid(fmt.Sprintf("This run is decided by %s.", Deciders{Decision: d, EscalatesAt: escalatesAt(r)}.Summary()))
 	case act == ActionReject && r.RequestedByUser(a.UserID):

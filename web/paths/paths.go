@@ -252,3 +252,10 @@ func BreakglassAction(id, action string) string {
 
 // Drift is the organization's drift list: each workspace's newest drift check.
 func Drift() string { return "/drift" }
+
+// API tokens (DESIGN §10): the tokens page, revoking one, adding a service account.
+const RouteTokenRevoke = "/settings/tokens/:id/revoke"
+
+func Tokens() string               { return "/settings/tokens" }
+func TokenRevoke(id string) string { return Tokens() + "/" + url.PathEscape(id) + "/revoke" }
+func ServiceAccounts() string      { return "/settings/service-accounts" }

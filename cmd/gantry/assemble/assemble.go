@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gorm.io/gorm"
 
+	"gantry/models/apitoken"
 	"gantry/models/artifact"
 	"gantry/models/attest"
 	"gantry/models/audit"
@@ -105,6 +106,7 @@ type Portal struct {
 	Notify         *notify.Service
 	Windows        *breakglass.Store
 	Breakglass     *breakglass.Service
+	Tokens         *apitoken.Service
 
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
@@ -235,6 +237,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		return nil, err
 	}
 	p.Queue.BindWindows(p.Breakglass)
+	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
 		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
 		Windows: p.Windows, Drift: p.Runs, ApprovalValidity: run.ApprovalValidity}
@@ -267,7 +270,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
-		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass,
+		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
 }

@@ -284,6 +284,9 @@ func (h Breakglass) act(c echo.Context) error {
 		return err
 	}
 	if creds.Token != "" {
+		// The credentials are shown in this answer only: a repeat of the form (same
+		// idempotency key) is sent to the window's page, never shown them again.
+		render.ReplayTo(c, paths.BreakglassWindow(id))
 		return h.page(c, http.StatusOK, id, &creds, nil)
 	}
 	_ = render.Flash(c, "success", done)

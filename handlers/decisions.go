@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/errs"
-	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
@@ -19,36 +18,19 @@ import (
 // The decisions on a run: one POST route per action, each bound to an idempotency key
 // and, for approve, reject and override, to the evidence the review page showed.
 
-// IdempotencyKeys runs a keyed request once and replays its outcome to repeats
-// (models/idempotency.Store).
-type IdempotencyKeys interface {
-	Do(ctx context.Context, req idempotency.Request, fn func(ctx context.Context) (idempotency.Outcome, error)) (idempotency.Outcome, bool, error)
-}
-
 // decide handles the decisions on a run (approve, reject, override, cancel, recover,
 // plan again). A decision on a run that moved on, or on other evidence than the run
-// carries, is a 409 from the service. Each form carries an idempotency key: a repeat of
-// a decision that went through (a double click, a retry) gets the same redirect and
-// flash again without deciding twice; a failed decision records nothing, so its key
-// may be retried. A decision with field errors draws the review page again, the
-// messages at their fields and the typed reason kept.
+// carries, is a 409 from the service. Its idempotency key is the web layer's, as for
+// every mutating request: a repeat of a decision that went through (a double click, a
+// retry) gets the same redirect and flash again without deciding twice; a failed
+// decision records nothing, so its key may be retried. A decision with field errors
+// draws the review page again, the messages at their fields and the typed reason kept.
 func (h Runs) decide(c echo.Context) error {
 	action := run.Action(c.Param("action"))
 	if !slices.Contains(run.Actions, action) {
 		return errs.ErrNotFound
 	}
-	form, err := c.FormParams()
-	if err != nil {
-		return fmt.Errorf("reading the form: %v: %w", err, errs.ErrBadRequest)
-	}
-	req := idempotency.Request{Key: c.FormValue(idempotency.Field), Hash: idempotency.Fingerprint(c.Request().Method, c.Request().URL.Path, form)}
-	out, _, err := h.Keys.Do(c.Request().Context(), req, func(ctx context.Context) (idempotency.Outcome, error) {
-		msg, location, err := h.decideOnce(ctx, c, action)
-		if err != nil {
-			return idempotency.Outcome{}, err
-		}
-		return idempotency.Outcome{Status: http.StatusSeeOther, Location: location, Flash: msg}, nil
-	})
+	msg, location, err := h.decideOnce(c.Request().Context(), c, action)
 	if v, ok := errs.AsValidation(err); ok && onDecisionForm(action, v) && !render.WantsJSON(c) {
 		again := &retry{action: action, rule: c.FormValue("rule_id"), errors: v.Fields, reason: c.FormValue("reason")}
 		p, perr := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, again)
@@ -60,8 +42,8 @@ func (h Runs) decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_ = render.Flash(c, "success", out.Flash)
-	return render.Redirect(c, out.Location)
+	_ = render.Flash(c, "success", msg)
+	return render.Redirect(c, location)
 }
 
 // onDecisionForm reports whether v's messages belong at the fields of the review page's
@@ -182,7 +164,7 @@ func (h Runs) confirmCancel(c echo.Context) error {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: r.ID, Label: r.Label(),
-		WorkspaceName: ws.Name, State: string(r.State), Key: idempotency.NewKey()}))
+		WorkspaceName: ws.Name, State: string(r.State)}))
 }
 
 // said formats a message naming run r by its workspace-qualified label

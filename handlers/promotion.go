@@ -55,7 +55,10 @@ func (h Promotions) page(c echo.Context, status int, submitted *run.PromotionReq
 	if errors.As(err, &explained) && errors.Is(err, errs.ErrConflict) {
 		// The page is there; what it says is why there is nothing to promote.
 		p.Refusal = explained.Message
-		return render.Page(c, http.StatusOK, views.PromoteWorkspace(p))
+		if c.Request().Method == http.MethodPost {
+			status = http.StatusConflict // a refused promotion: nothing was done
+		}
+		return render.Page(c, status, views.PromoteWorkspace(p))
 	}
 	if err != nil {
 		return err

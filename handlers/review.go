@@ -12,7 +12,6 @@ import (
 
 	"gantry/models/classify"
 	"gantry/models/errs"
-	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/risk"
 	"gantry/models/run"
@@ -287,15 +286,7 @@ func decisionProps(r run.Run, perms run.Permissions, again *retry) views.Decisio
 	case run.Stale, run.Expired, run.Rejected:
 		d.StateNote = "This run is " + string(r.State) + ": " + r.StateReason + "."
 	}
-	// Each form gets its own fresh key (a rendered form is one intent).
-	if d.CanApprove && !d.NeedsReauth {
-		d.ApproveKey = idempotency.NewKey()
-	}
-	if d.CanReject {
-		d.RejectKey = idempotency.NewKey()
-	}
 	if d.CanPlanAgain {
-		d.PlanAgainKey = idempotency.NewKey()
 		// A rejected plan is usually changed before it is asked for again (a destroy
 		// is asked for again from its workspace).
 		if r.State == run.Rejected && r.Kind != run.KindDestroy {
@@ -325,7 +316,7 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
 		} else if !res.Passed && res.Enforcement == policies.SoftMandatory && mayOverride {
-			row.CanOverride, row.OverrideKey = true, idempotency.NewKey()
+			row.CanOverride = true
 		}
 		v.Rows = append(v.Rows, row)
 	}

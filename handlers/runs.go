@@ -14,7 +14,6 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/errs"
-	"gantry/models/idempotency"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/workspace"
@@ -73,7 +72,6 @@ type Runs struct {
 	// Names names what the inbox filters by.
 	Names   ListNames
 	Changes RunChanges
-	Keys    IdempotencyKeys
 	// Executors tells a run waiting for its executor's preparation how far it has come
 	// (nil: every executor is ready at once).
 	Executors ExecutorWaits
@@ -148,9 +146,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		p.CostDelta = review.SignedMoney(r.Cost.Delta)
 	}
 	p.CanCancel = perms.Cancel.Allowed()
-	if p.CanRecover = perms.Recover.Allowed(); p.CanRecover {
-		p.RecoverKey = idempotency.NewKey()
-	}
+	p.CanRecover = perms.Recover.Allowed()
 	gates, err := h.Runs.Gates(ctx, r)
 	if err != nil {
 		return views.RunLiveProps{}, err

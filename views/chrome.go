@@ -41,6 +41,9 @@ type Chrome struct {
 	CanApprove    bool
 	// CanManageWebhooks: the organization's webhooks are in the navigation.
 	CanManageWebhooks bool
+	// FormKey makes a fresh idempotency key for each form drawn (CSRFField puts it in
+	// the form): the web layer sets it, so views stay free of I/O. Nil: no keys.
+	FormKey func() string
 	// WaitingForYou is how many runs the person may decide now (the navigation's count).
 	WaitingForYou int64
 	// Stream is the page's one live stream, opened on the body ("": none). Browsers allow

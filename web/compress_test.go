@@ -77,6 +77,7 @@ var tokenAttr = regexp.MustCompile(`(name="_csrf" value="|X-CSRF-Token&#34;:&#34
 // the request id, which differ between two renders of one page.
 func stripTokens(page string) string {
 	page = tokenAttr.ReplaceAllString(page, "$1")
+	page = regexp.MustCompile(`name="idempotency_key" value="[^"]*"`).ReplaceAllString(page, `name="idempotency_key"`)
 	return regexp.MustCompile(`request [A-Za-z0-9]+</small>`).ReplaceAllString(page, "request</small>")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/audit"
+	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -25,6 +26,7 @@ func environmentJSON(t *testing.T, app *webtest.App, c *http.Client, method, pat
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-CSRF-Token", app.CSRF(t, c))
+	req.Header.Set(idempotency.Header, idempotency.NewKey())
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -32,6 +32,10 @@ type problem struct {
 // carry their meaning; anything unknown is a 500 whose details stay in the log.
 func classify(err error) problem {
 	p := classifyGeneric(err)
+	var ws *statusError
+	if errors.As(err, &ws) {
+		p.Status = ws.status
+	}
 	var ex *errs.Explained
 	if errors.As(err, &ex) && p.Status < 500 {
 		p.Detail = ex.Message
@@ -83,6 +87,18 @@ func classifyGeneric(err error) problem {
 	return problem{Status: http.StatusInternalServerError, Code: errs.CodeInternal, Title: "Something went wrong",
 		Detail: "Gantry could not finish this request. The request id below helps an admin find what happened."}
 }
+
+// statusError is an error answered with its own status, its code and message as
+// the error it wraps says (an API call without an Idempotency-Key: 400 INVALID_INPUT).
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+func withStatus(status int, err error) error { return &statusError{status: status, err: err} }
 
 // httpCode is the machine code of a plain HTTP error status.
 func httpCode(status int) errs.Code {

@@ -313,6 +313,9 @@ func (fx *routeFixtures) send(t routeT, c call) answer {
 	if c.who.csrf != "" && c.method != http.MethodGet {
 		req.Header.Set("X-CSRF-Token", c.who.csrf)
 	}
+	if strings.HasPrefix(c.path, "/api/") && c.method != http.MethodGet && c.method != http.MethodHead {
+		req.Header.Set(idempotency.Header, idempotency.NewKey()) // as every API client sends one
+	}
 	if c.basic != nil {
 		req.SetBasicAuth(c.basic[0], c.basic[1])
 	}

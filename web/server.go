@@ -106,10 +106,11 @@ type Services struct {
 	Runs        *run.Service
 	Previews    *run.Previewer
 	Catalog     *catalog.Catalog
-	Keys        handlers.IdempotencyKeys
-	State       *state.Service
-	Identity    *identity.Issuer
-	Executors   interface {
+	// Keys make every mutating request of a member take effect once (web/idempotency.go).
+	Keys      IdempotencyKeys
+	State     *state.Service
+	Identity  *identity.Issuer
+	Executors interface {
 		handlers.ExecutorHealth
 		handlers.ExecutorWaits
 	}
@@ -139,6 +140,7 @@ type Server struct {
 	audit    *audit.Log
 	auth     *authenticator
 	tokens   TokenAuthenticator
+	keys     IdempotencyKeys
 }
 
 // New builds the server on svc. It discovers the OpenID Provider, so the provider must
@@ -162,6 +164,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	if svc.Tokens != nil {
 		s.tokens = svc.Tokens
+	}
+	if svc.Keys != nil {
+		s.keys = svc.Keys
 	}
 	auth, err := newAuthenticator(ctx, cfg)
 	if err != nil {
@@ -214,7 +219,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	web.GET(paths.SignedOut(), s.signedOut)
 
 	// Everything below needs a signed-in member of an organization.
-	app := web.Group("", s.requireMember)
+	// Every mutating request of a member takes effect once (idempotency keys).
+	app := web.Group("", s.requireMember, s.idempotent)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
@@ -227,7 +233,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
 		States: svc.State}.Register(app)
-	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Keys: svc.Keys, Heartbeat: 20 * time.Second}
+	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {
 		runs.Executors = svc.Executors
 	}

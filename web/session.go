@@ -12,6 +12,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/errs"
+	"gantry/models/idempotency"
 	"gantry/models/org"
 	"gantry/models/session"
 	"gantry/views"
@@ -121,6 +122,7 @@ func (s *Server) setChrome(c echo.Context, edit func(*views.Chrome)) {
 	ch := views.ChromeFrom(req.Context())
 	ch.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 	ch.Path = req.URL.Path
+	ch.FormKey = idempotency.NewKey
 	edit(&ch)
 	c.SetRequest(req.WithContext(views.WithChrome(req.Context(), ch)))
 }

@@ -13,6 +13,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
+	"gantry/models/idempotency"
 	"gantry/models/org"
 	"gantry/web/webtest"
 )
@@ -158,6 +159,7 @@ func TestTenantIsolation(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPut, app.URL+"/api/v1/environments/"+foreign, strings.NewReader(`{"name":"taken-over","tier":"development"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-CSRF-Token", token)
+	req.Header.Set(idempotency.Header, idempotency.NewKey())
 	apiResp, err := c.Do(req)
 	require.NoError(t, err)
 	var problem map[string]any
@@ -287,6 +289,7 @@ func TestEnvironmentValidation(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, app.URL+"/api/v1/environments", strings.NewReader(`{"name":"staging","tier":"moon"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-CSRF-Token", token)
+	req.Header.Set(idempotency.Header, idempotency.NewKey())
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	var problem struct {

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -59,18 +60,49 @@ func Fingerprint(method, path string, form url.Values) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Request is one keyed request: the key its form carried and its Fingerprint.
+// Header is the API's request header that carries the key (forms use Field).
+const Header = "Idempotency-Key"
+
+// MaxBody bounds a recorded API answer: a larger one is answered but its key is not
+// kept, so a repeat runs again rather than replaying half an answer.
+const MaxBody = 1 << 20
+
+// FingerprintBody is the request hash of an API call: sha256 over the method, the path
+// with its query, the content type and the body.
+func FingerprintBody(method, target, contentType string, body []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s\n%s\n", method, target, contentType)
+	h.Write(body)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Request is one keyed request: the key its form (or API header) carried and its
+// Fingerprint.
 type Request struct {
 	Key  string
 	Hash string
+	// API: the key came in the Idempotency-Key header (messages name it), not a form.
+	API bool
 }
 
-// Outcome is the response a keyed request gave and a repeat gets again: a redirect to
-// Location with status Status and the flash message Flash.
+// field is what a refusal's message is attached to.
+func (r Request) field() string {
+	if r.API {
+		return Header
+	}
+	return Field
+}
+
+// Outcome is the response a keyed request gave and a repeat gets again: for a form a
+// redirect to Location with status Status and the flash message Flash (of FlashKind,
+// "success" when empty); for the API the status, Location, content type and body.
 type Outcome struct {
-	Status   int
-	Location string
-	Flash    string
+	Status      int
+	Location    string
+	Flash       string
+	FlashKind   string
+	ContentType string
+	Body        []byte
 }
 
 // record is one row of idempotency_keys.
@@ -82,6 +114,9 @@ type record struct {
 	Status         *int
 	Location       *string
 	Flash          *string
+	FlashKind      *string
+	ContentType    *string
+	Body           []byte
 	CreatedAt      time.Time
 }
 
@@ -115,7 +150,7 @@ func (s *Store) Do(ctx context.Context, req Request, fn func(ctx context.Context
 	if !ok || subject.OrganizationID == "" || subject.UserID == "" {
 		return Outcome{}, false, errs.ErrUnauthenticated
 	}
-	if err := checkKey(req.Key); err != nil {
+	if err := checkKey(req); err != nil {
 		return Outcome{}, false, err
 	}
 	if err := s.sweep(ctx, subject); err != nil {
@@ -144,7 +179,8 @@ func (s *Store) Do(ctx context.Context, req Request, fn func(ctx context.Context
 			return err // otherwise the rollback takes the reservation with it
 		}
 		res := conn.Model(&record{}).Where("organization_id = ? AND user_id = ? AND key = ?", subject.OrganizationID, subject.UserID, req.Key).
-			Updates(map[string]any{"status": out.Status, "location": out.Location, "flash": out.Flash})
+			Updates(map[string]any{"status": out.Status, "location": out.Location, "flash": out.Flash, "flash_kind": out.FlashKind,
+				"content_type": out.ContentType, "body": out.Body})
 		if res.Error != nil {
 			return fmt.Errorf("recording idempotency key: %w", res.Error)
 		}
@@ -156,13 +192,17 @@ func (s *Store) Do(ctx context.Context, req Request, fn func(ctx context.Context
 	return out, replayed, nil
 }
 
-func checkKey(key string) error {
+func checkKey(req Request) error {
 	v := &errs.Validation{}
 	switch {
-	case key == "":
+	case req.Key == "" && req.API:
+		v.Add(Header, "Every call that changes something carries an Idempotency-Key header: a fresh random value per intended change, sent again with a retry.")
+	case req.Key == "":
 		v.Add(Field, "This request carries no idempotency key. Every Gantry form sends one: reload the page and submit it again.")
-	case len(key) > MaxKeyLength:
-		v.Add(Field, fmt.Sprintf("The idempotency key is longer than %d characters.", MaxKeyLength))
+	case len(req.Key) > MaxKeyLength:
+		v.Add(req.field(), fmt.Sprintf("The idempotency key is longer than %d characters.", MaxKeyLength))
+	case strings.ContainsFunc(req.Key, func(r rune) bool { return r < 0x21 || r > 0x7e }):
+		v.Add(req.field(), "The idempotency key holds characters other than visible ASCII.")
 	}
 	return v.Err()
 }
@@ -214,7 +254,11 @@ func (s *Store) recorded(conn *gorm.DB, subject authz.Subject, req Request) (Out
 	}
 	if r.RequestHash != req.Hash {
 		v := &errs.Validation{}
-		v.Add(Field, "This form was already submitted with other values; reload the page.")
+		if req.API {
+			v.Add(Header, "This Idempotency-Key was already used for another request: use a fresh key for a new change.")
+		} else {
+			v.Add(Field, "This form was already submitted with other values; reload the page.")
+		}
 		return Outcome{}, v
 	}
 	if r.Status == nil || r.Location == nil {
@@ -226,5 +270,12 @@ func (s *Store) recorded(conn *gorm.DB, subject authz.Subject, req Request) (Out
 	if r.Flash != nil {
 		out.Flash = *r.Flash
 	}
+	if r.FlashKind != nil {
+		out.FlashKind = *r.FlashKind
+	}
+	if r.ContentType != nil {
+		out.ContentType = *r.ContentType
+	}
+	out.Body = r.Body
 	return out, nil
 }

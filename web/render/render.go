@@ -145,3 +145,36 @@ func AcceptsGzip(acceptEncoding string) bool {
 	}
 	return star
 }
+
+// OnFlash calls see with each flash message the request queues, as it queues it: the
+// web layer's idempotency keeps a form's flash to show it again to a repeat.
+func OnFlash(c echo.Context, see func(kind, message string)) {
+	f, ok := c.Get(flashKey).(Flasher)
+	if !ok {
+		return
+	}
+	c.Set(flashKey, Flasher(func(kind, message string) error {
+		see(kind, message)
+		return f(kind, message)
+	}))
+}
+
+const (
+	replayToKey = "gantry.replay_to"
+	notKeptKey  = "gantry.not_kept"
+)
+
+// ReplayTo says where a repeat of this form request (same idempotency key) is sent
+// when the handler answers with a page rather than a redirect: the page itself (a
+// secret shown once) is never kept.
+func ReplayTo(c echo.Context, location string) { c.Set(replayToKey, location) }
+
+// ReplayLocation is what ReplayTo set ("": nothing).
+func ReplayLocation(c echo.Context) string { s, _ := c.Get(replayToKey).(string); return s }
+
+// DoNotKeep says this API answer holds a secret: its idempotency key is kept, its body
+// is not, and a repeat is told the request was done.
+func DoNotKeep(c echo.Context) { c.Set(notKeptKey, true) }
+
+// NotKept reports whether DoNotKeep was said.
+func NotKept(c echo.Context) bool { v, _ := c.Get(notKeptKey).(bool); return v }

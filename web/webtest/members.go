@@ -14,6 +14,7 @@ import (
 	"gantry/models/apitoken"
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/idempotency"
 	"gantry/models/org"
 	"gantry/models/session"
 )
@@ -83,8 +84,18 @@ func (a *App) Token(t testing.TB, m Member, scopes ...string) string {
 }
 
 // API sends an API request with a bearer token (no cookie, no CSRF token) and a JSON
-// body ("" for none).
+// body ("" for none); a call that changes something gets a fresh Idempotency-Key.
 func (a *App) API(t testing.TB, token, method, path, body string) *http.Response {
+	t.Helper()
+	key := ""
+	if method != http.MethodGet && method != http.MethodHead {
+		key = idempotency.NewKey()
+	}
+	return a.APIKeyed(t, token, key, method, path, body)
+}
+
+// APIKeyed is API with the Idempotency-Key given ("": none).
+func (a *App) APIKeyed(t testing.TB, token, key, method, path, body string) *http.Response {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -97,6 +108,9 @@ func (a *App) API(t testing.TB, token, method, path, body string) *http.Response
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set(idempotency.Header, key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

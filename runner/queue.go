@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivertype"
 
 	"gantry/models/run"
+	"gantry/telemetry"
 )
 
 // QueueConfig configures the River client that runs inside the portal process.
@@ -38,6 +40,8 @@ type QueueConfig struct {
 	DriftDispatchEvery time.Duration
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
 	OnApplyStart func(runID string, pickedUp time.Time)
+	// Metrics receives the phases' durations and the jobs' queue latency (nil: none).
+	Metrics *telemetry.Metrics
 }
 
 // Queue is the River client and its workers. Build it, hand Enqueuer() to the run
@@ -79,6 +83,8 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if cfg.DriftDispatchEvery <= 0 {
 		cfg.DriftDispatchEvery = DriftDispatchEvery
 	}
+	// The workers' executors are timed for the metrics; cfg.Runners stays as given.
+	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
 	q := &Queue{
 		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan},
 		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
@@ -140,10 +146,15 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	} else {
 		driver = riverdatabasesql.New(cfg.SQLDB)
 	}
+	var middleware []rivertype.Middleware
+	if cfg.Metrics != nil {
+		middleware = append(middleware, &queueLatency{metrics: cfg.Metrics})
+	}
 	client, err := river.NewClient(driver, &river.Config{
-		Logger:  cfg.Logger.With("component", "river"),
-		Queues:  map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
-		Workers: workers,
+		Middleware: middleware,
+		Logger:     cfg.Logger.With("component", "river"),
+		Queues:     map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
+		Workers:    workers,
 		// Periodic jobs run on the leader only, so replicas do not repeat them: the
 		// chain checkpoint and the drift schedule's dispatch.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(CheckpointEvery),

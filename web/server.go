@@ -35,6 +35,7 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/static"
+	"gantry/telemetry"
 	"gantry/web/devmail"
 	"gantry/web/paths"
 )
@@ -123,6 +124,8 @@ type Services struct {
 	Breakglass *breakglass.Service
 	// Tokens authenticate the JSON API's bearer tokens and manage them.
 	Tokens *apitoken.Service
+	// Metrics receive each request's latency by route (nil: none).
+	Metrics *telemetry.Metrics
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
 }
@@ -141,6 +144,7 @@ type Server struct {
 	auth     *authenticator
 	tokens   TokenAuthenticator
 	keys     IdempotencyKeys
+	metrics  *telemetry.Metrics
 }
 
 // New builds the server on svc. It discovers the OpenID Provider, so the provider must
@@ -168,6 +172,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if svc.Keys != nil {
 		s.keys = svc.Keys
 	}
+	s.metrics = svc.Metrics
 	auth, err := newAuthenticator(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -178,6 +183,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestID())
+	e.Use(s.observe)
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(secureHeaders)
@@ -260,6 +266,24 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
 	return s, nil
+}
+
+// observe records each request's latency by method, route pattern and status (the
+// status the error handler will answer with, for an error).
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.metrics == nil {
+		return next
+	}
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		status := c.Response().Status
+		if err != nil && !c.Response().Committed {
+			status = classify(err).Status
+		}
+		s.metrics.ObserveHTTP(c.Request().Method, c.Path(), status, time.Since(start))
+		return err
+	}
 }
 
 // readyz answers 200 when the database answers.

@@ -34,7 +34,7 @@ func BenchmarkColdDevStart(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { os.RemoveAll(dataDir) })
 	port := freePort(b)
-	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", port),
+	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--metrics-addr", "127.0.0.1:0", "--addr", fmt.Sprintf("127.0.0.1:%d", port),
 		"--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
 	require.NoError(b, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")

@@ -66,13 +66,15 @@ func (f flags) parse(args []string) error {
 // webFlags are the settings serve and dev share.
 type webFlags struct {
 	addr            string
+	metricsAddr     string
 	baseURL         string
 	sessionIdle     time.Duration
 	sessionLifetime time.Duration
 }
 
-func (w *webFlags) register(f flags, defAddr, defBaseURL string) {
+func (w *webFlags) register(f flags, defAddr, defMetricsAddr, defBaseURL string) {
 	f.str(&w.addr, "addr", "GANTRY_ADDR", defAddr, "address to listen on")
+	f.str(&w.metricsAddr, "metrics-addr", "GANTRY_METRICS_ADDR", defMetricsAddr, "address serving Prometheus /metrics, apart from the portal (\"\": none)")
 	f.str(&w.baseURL, "base-url", "GANTRY_BASE_URL", defBaseURL, "public URL of Gantry; https makes cookies Secure")
 	f.dur(&w.sessionIdle, "session-idle", "GANTRY_SESSION_IDLE", 30*time.Minute, "a session unused this long ends")
 	f.dur(&w.sessionLifetime, "session-lifetime", "GANTRY_SESSION_LIFETIME", 12*time.Hour, "a session ends this long after sign-in")

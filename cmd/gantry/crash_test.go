@@ -35,7 +35,8 @@ func startPortal(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBu
 	encoded, err := json.Marshal(append([]string{"serve"}, args...))
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(encoded))...)
+	// Each portal's metrics on a free port of its own (the default one is shared).
+	cmd.Env = append(os.Environ(), append(append([]string{"GANTRY_METRICS_ADDR=127.0.0.1:0"}, env...), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(encoded))...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())

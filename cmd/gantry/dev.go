@@ -41,7 +41,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		sf               systemFlags
 	)
 	f := newFlags("dev", "Run Gantry with everything embedded: a private PostgreSQL cluster, a development\nOpenID Provider with demo users in two organizations, and demo data.", stdout)
-	w.register(f, "127.0.0.1:8080", "")
+	w.register(f, "127.0.0.1:8080", "127.0.0.1:9464", "")
 	f.str(&dataDir, "data-dir", "GANTRY_DATA_DIR", ".data", "directory for the private PostgreSQL cluster; reused on the next start")
 	f.str(&idpAddr, "idp-addr", "GANTRY_DEV_IDP_ADDR", "127.0.0.1:5556", "address of the development OpenID Provider")
 	f.str(&sandboxAddr, "sandbox-addr", "GANTRY_DEV_SANDBOX_ADDR", "127.0.0.1:8790", "address of the embedded sandbox cloud")
@@ -185,7 +185,12 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		sys.Close()
 		return err
 	}
-	g.Go(func() error { return servePortal(gctx, appLn, srv, sys, sf.stateSocket) })
+	metricsLn, err := listenMetrics(w.metricsAddr)
+	if err != nil {
+		sys.Close()
+		return err
+	}
+	g.Go(func() error { return servePortal(gctx, appLn, metricsLn, srv, sys, sf.stateSocket) })
 	building := ""
 	if prepare != nil {
 		g.Go(func() error { prepare(gctx); return nil })

@@ -29,7 +29,7 @@ var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 // to the process's environment.
 func startDev(t testing.TB, dataDir string, env ...string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
 	t.Helper()
-	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
+	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--metrics-addr", "127.0.0.1:0", "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
 	require.NoError(t, err)
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS="), env...)

@@ -51,6 +51,8 @@ type replica struct {
 	cmd *exec.Cmd
 	out *syncBuffer
 	URL string
+	// MetricsURL is where its /metrics are served (an address of their own).
+	MetricsURL string
 }
 
 // newReplicas prepares a fresh database with the demo data and an OpenID Provider.
@@ -89,11 +91,12 @@ func (r *replicas) start(args ...string) *replica {
 	require.Eventually(t, func() bool {
 		for _, line := range strings.Split(out.String(), "\n") {
 			var l struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
+				Msg         string `json:"msg"`
+				Addr        string `json:"addr"`
+				MetricsAddr string `json:"metrics_addr"`
 			}
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "gantry serving" {
-				p.URL = "http://" + l.Addr
+				p.URL, p.MetricsURL = "http://"+l.Addr, "http://"+l.MetricsAddr+"/metrics"
 				return true
 			}
 		}
@@ -189,6 +192,28 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 	dispatches := count("SELECT count(*) FROM river_job WHERE kind = 'drift.dispatch'") - dispatchesBefore
 	require.Positive(t, dispatches)
 	require.LessOrEqual(t, dispatches, int64(elapsed/every)+3, "dispatches in %s: the leader's alone", elapsed)
+
+	// Runs by state come from the database: every replica reports the same, whichever
+	// worked the run.
+	gauges := func(p *replica) []string {
+		resp, err := http.Get(p.MetricsURL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var lines []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "gantry_runs{") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	runs := gauges(first)
+	require.Contains(t, runs, `gantry_runs{environment="development",organization="acme",state="SUCCEEDED"} 1`)
+	require.Contains(t, runs, `gantry_runs{environment="development",organization="acme",state="NO_CHANGES"} 1`, "the drift check")
+	require.Equal(t, runs, gauges(second), "the same on both replicas")
 
 	first.stop(t)
 	second.stop(t)

@@ -22,7 +22,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 		migrate                                 bool
 	)
 	f := newFlags("serve", "Run the portal against any PostgreSQL database and any OpenID Provider.", stdout)
-	w.register(f, ":8080", "")
+	w.register(f, ":8080", ":9464", "")
 	f.str(&dsn, "database-url", "GANTRY_DATABASE_URL", "", "PostgreSQL URL, e.g. postgres://gantry@db/gantry")
 	f.str(&issuer, "oidc-issuer", "GANTRY_OIDC_ISSUER", "", "OpenID Provider issuer URL")
 	f.str(&clientID, "oidc-client-id", "GANTRY_OIDC_CLIENT_ID", "", "OAuth client id registered at the provider")
@@ -70,8 +70,17 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", w.addr, err)
 	}
-	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL, "runner", sf.runnerName)
-	return servePortal(ctx, ln, srv, sys, sf.stateSocket)
+	metricsLn, err := listenMetrics(w.metricsAddr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	metricsAt := "none"
+	if metricsLn != nil {
+		metricsAt = metricsLn.Addr().String()
+	}
+	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL, "runner", sf.runnerName, "metrics_addr", metricsAt)
+	return servePortal(ctx, ln, metricsLn, srv, sys, sf.stateSocket)
 }
 
 // serveUntilDone serves h on ln until ctx ends, then drains in-flight requests.

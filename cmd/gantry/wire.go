@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,7 +221,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 // servePortal runs the job queue, the live-change listener and the HTTP server until
 // ctx ends, then stops them: HTTP first, then the queue, letting running jobs finish
 // for a while before cancelling them.
-func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *assemble.Portal, stateSocket string) error {
+func servePortal(ctx context.Context, ln, metricsLn net.Listener, srv *web.Server, sys *assemble.Portal, stateSocket string) error {
 	if err := sys.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("starting job queue: %w", err)
 	}
@@ -235,6 +236,13 @@ func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *ass
 	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
+	if metricsLn != nil {
+		// Metrics are for the operators' scraper, on an address of their own: nothing of
+		// the portal is served there, and the portal does not serve them.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", sys.Metrics.Handler())
+		g.Go(func() error { return serveUntilDone(gctx, metricsLn, mux) })
+	}
 	err := g.Wait()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -243,6 +251,18 @@ func servePortal(ctx context.Context, ln net.Listener, srv *web.Server, sys *ass
 	}
 	sys.Close()
 	return err
+}
+
+// listenMetrics listens on the metrics address ("": none, a nil listener).
+func listenMetrics(addr string) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for metrics on %s (--metrics-addr, \"\" for none): %w", addr, err)
+	}
+	return ln, nil
 }
 
 // listenSocket listens on a unix socket that a job's unused uid can connect to: a stale

@@ -88,3 +88,17 @@ func (s *Service) DriftSchedules(ctx context.Context) ([]DriftSchedule, error) {
 	}
 	return out, nil
 }
+
+// AllNames maps every environment, of every organization, to its name: the operators'
+// metrics label their counts with it (the system reads; no subject).
+func (s *Service) AllNames(ctx context.Context) (map[string]string, error) {
+	var rows []struct{ ID, Name string }
+	if err := db.Conn(ctx, s.db).Table("environments").Select("id, name").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("listing environment names: %w", err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, nil
+}

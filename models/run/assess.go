@@ -80,7 +80,10 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 	// A policy that runs away on a large plan fails the gate instead of holding it.
 	evalCtx, cancel := context.WithTimeout(ctx, PolicyTimeout)
 	defer cancel()
-	if a.Policy, err = bundle.Evaluate(evalCtx, planJSON, input, modes); err != nil {
+	started := time.Now()
+	a.Policy, err = bundle.Evaluate(evalCtx, planJSON, input, modes)
+	s.observer.PolicyEvaluated(time.Since(started), err != nil)
+	if err != nil {
 		return Assessment{}, fmt.Errorf("evaluating policies: %w", err)
 	}
 	return a, nil

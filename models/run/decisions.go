@@ -127,7 +127,12 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 			return Run{}, err
 		}
 	}
-	return s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+	var waited time.Duration
+	outcome := string(act)
+	r, err := s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+		if r.WaitingSince != nil {
+			waited = now.Sub(*r.WaitingSince)
+		}
 		p, _, err := s.permissions(ctx, subject, *r, now)
 		if err != nil {
 			return err
@@ -148,12 +153,17 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 					return err
 				}
 				r.annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
+				outcome = "expired_late"
 				return db.CommitThen(v.Err())
 			}
 			return v.Err()
 		}
 		return apply(ctx, r, subject, now)
 	})
+	if err == nil || outcome == "expired_late" {
+		s.observer.Decided(outcome, waited)
+	}
+	return r, err
 }
 
 // complete refuses evidence with a field missing (422): a decision on half the

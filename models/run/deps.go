@@ -201,6 +201,32 @@ type Service struct {
 	notifier     Notifier
 	keys         Sealer
 	windows      Windows
+	observer     Observer
+}
+
+// Observer is told of decisions and policy evaluations, for the operators' metrics
+// (telemetry.Metrics). It only counts: it never changes what happens.
+type Observer interface {
+	// Decided: a decision on a run was recorded (approve, reject, override, cancel,
+	// recover; expired_late for one that came after the deadline and expired the run),
+	// wait being how long the run had waited for a person (zero when not waiting).
+	Decided(action string, wait time.Duration)
+	// PolicyEvaluated: a plan was evaluated against its policies in d.
+	PolicyEvaluated(d time.Duration, failed bool)
+}
+
+// noObserver counts nothing.
+type noObserver struct{}
+
+func (noObserver) Decided(string, time.Duration)       {}
+func (noObserver) PolicyEvaluated(time.Duration, bool) {}
+
+// ObserveWith sends the service's decisions and policy evaluations to o (the
+// composition root sets it once, before the service is used).
+func (s *Service) ObserveWith(o Observer) {
+	if o != nil {
+		s.observer = o
+	}
 }
 
 // Config is what a Service is built from; every field is required.
@@ -263,7 +289,7 @@ func NewService(c Config) (*Service, error) {
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
 		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier,
-		keys: c.Keys, windows: c.Windows}, nil
+		keys: c.Keys, windows: c.Windows, observer: noObserver{}}, nil
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an

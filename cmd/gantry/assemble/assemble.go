@@ -24,6 +24,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/breakglass"
 	"gantry/models/catalog"
+	"gantry/models/db"
 	"gantry/models/environment"
 	"gantry/models/governance"
 	"gantry/models/idempotency"
@@ -40,6 +41,7 @@ import (
 	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/sandbox/cloud"
+	"gantry/telemetry"
 	"gantry/web"
 	"gantry/web/paths"
 )
@@ -108,13 +110,16 @@ type Portal struct {
 	Breakglass     *breakglass.Service
 	Tokens         *apitoken.Service
 
+	// Metrics are the Prometheus metrics (served on their own address: Portal.Metrics.Handler).
+	Metrics *telemetry.Metrics
+
 	// The queue and the runners it drives.
 	Queue      *runner.Queue
 	ListenPool *pgxpool.Pool
 	Runners    runner.RunnerSet
 	Default    string
 
-	db     *gorm.DB // only for the session store, whose lifetimes come with the web config
+	db     *gorm.DB // the session store (its lifetimes come with the web config) and the queue depth metric
 	mail   bool     // an SMTP server is configured
 	sqlDB  *sql.DB
 	logger *slog.Logger
@@ -185,7 +190,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	if cfg.CloudEndpoint != "" {
 		changes = cloudChanges{cloud.HistoryClient{Endpoint: cfg.CloudEndpoint}}
 	}
-	p.Queue, err = runner.NewQueue(runner.QueueConfig{SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
+	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
+	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
 		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
@@ -238,6 +244,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	p.Queue.BindWindows(p.Breakglass)
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
+	p.Runs.ObserveWith(p.Metrics)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
 		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
 		Windows: p.Windows, Drift: p.Runs, ApprovalValidity: run.ApprovalValidity}
@@ -270,9 +277,48 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
-		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens,
+		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
 	})
+}
+
+// runCounts are the runs by organization, environment and state for the metrics,
+// labelled with the organization's slug and the environment's name.
+func (p *Portal) runCounts(ctx context.Context) ([]telemetry.RunCount, error) {
+	counts, err := p.Runs.StateCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orgs, err := p.Orgs.Organizations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slugs := make(map[string]string, len(orgs))
+	for _, o := range orgs {
+		slugs[o.ID] = o.Slug
+	}
+	envs, err := p.Environments.AllNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]telemetry.RunCount, len(counts))
+	for i, c := range counts {
+		out[i] = telemetry.RunCount{Organization: slugs[c.OrganizationID], Environment: envs[c.EnvironmentID], State: string(c.State), Count: c.Count}
+	}
+	return out, nil
+}
+
+// queueDepth is River's unfinished jobs by kind and state for the metrics.
+func (p *Portal) queueDepth(ctx context.Context) ([]telemetry.QueueCount, error) {
+	counts, err := db.QueueDepth(ctx, p.db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]telemetry.QueueCount, len(counts))
+	for i, c := range counts {
+		out[i] = telemetry.QueueCount(c)
+	}
+	return out, nil
 }
 
 // catalogTemplates is the catalog as the governance report reads it.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -71,4 +72,27 @@ func (q *queueLatency) Work(ctx context.Context, job *rivertype.JobRow, doInner 
 	}
 	q.metrics.ObserveQueueLatency(job.Kind, started.Sub(job.ScheduledAt))
 	return doInner(ctx)
+}
+
+// logContext is River worker middleware that makes every line a job's work logs (with
+// its context) carry the job's kind and id and, for a run's job, the run's id.
+type logContext struct {
+	river.WorkerMiddlewareDefaults
+}
+
+func (*logContext) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	args := []any{"job_kind", job.Kind, "job_id", job.ID}
+	var ids struct {
+		RunID       string `json:"run_id"`
+		WorkspaceID string `json:"workspace_id"`
+	}
+	if json.Unmarshal(job.EncodedArgs, &ids) == nil {
+		if ids.RunID != "" {
+			args = append(args, "run_id", ids.RunID)
+		}
+		if ids.WorkspaceID != "" {
+			args = append(args, "workspace_id", ids.WorkspaceID)
+		}
+	}
+	return doInner(telemetry.WithLog(ctx, args...))
 }

@@ -146,7 +146,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	} else {
 		driver = riverdatabasesql.New(cfg.SQLDB)
 	}
-	var middleware []rivertype.Middleware
+	middleware := []rivertype.Middleware{&logContext{}}
 	if cfg.Metrics != nil {
 		middleware = append(middleware, &queueLatency{metrics: cfg.Metrics})
 	}

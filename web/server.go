@@ -183,6 +183,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestID())
+	e.Use(logRequestID)
 	e.Use(s.observe)
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
@@ -266,6 +267,15 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
 	return s, nil
+}
+
+// logRequestID makes every line logged with the request's context carry its id.
+func logRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Response().Header().Get(echo.HeaderXRequestID)
+		c.SetRequest(c.Request().WithContext(telemetry.WithLog(c.Request().Context(), "request_id", id)))
+		return next(c)
+	}
 }
 
 // observe records each request's latency by method, route pattern and status (the

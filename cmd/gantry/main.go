@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"gantry/telemetry"
 )
 
 const usage = `Gantry: self-service provisioning for OpenTofu, where the reviewed plan is the applied plan.
@@ -89,5 +91,6 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	// Lines logged with a request's or a job's context carry its ids (telemetry.WithLog).
+	return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/environment"
+	"gantry/web/openapi"
 	"gantry/web/paths"
 )
 
@@ -17,12 +18,20 @@ type EnvironmentsAPI struct {
 	Service EnvironmentService
 }
 
-// Register adds the API routes to g.
-func (h EnvironmentsAPI) Register(g *echo.Group) {
-	g.GET(paths.APIEnvironments(), h.list)
-	g.POST(paths.APIEnvironments(), h.create)
-	g.GET(paths.RouteAPIEnvironment, h.get)
-	g.PUT(paths.RouteAPIEnvironment, h.update)
+// Register adds the API routes to g, documented in spec.
+func (h EnvironmentsAPI) Register(g *echo.Group, spec *openapi.Spec) {
+	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIEnvironments(), ID: "listEnvironments", Tag: "environments", Scope: "admin",
+		Summary: "The organization's environments", Response: environmentList{}}, h.list)
+	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.APIEnvironments(), ID: "createEnvironment", Tag: "environments", Scope: "admin",
+		Summary: "Create an environment", Body: environmentRequest{}, Status: http.StatusCreated, Response: environmentJSON{}}, h.create)
+	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIEnvironment, ID: "getEnvironment", Tag: "environments", Scope: "admin",
+		Summary: "One environment", Response: environmentJSON{}}, h.get)
+	spec.Route(g, openapi.Op{Method: http.MethodPut, Path: paths.RouteAPIEnvironment, ID: "updateEnvironment", Tag: "environments", Scope: "admin",
+		Summary: "Change an environment (absent fields stay as they are)", Body: environmentRequest{}, Response: environmentJSON{}}, h.update)
+}
+
+type environmentList struct {
+	Environments []environmentJSON `json:"environments"`
 }
 
 type environmentJSON struct {
@@ -47,19 +56,19 @@ type environmentJSON struct {
 type environmentRequest struct {
 	Name             string   `json:"name"`
 	Tier             string   `json:"tier"`
-	RequiresApproval *bool    `json:"requires_approval"`
-	Restricted       bool     `json:"restricted"`
-	Grants           []string `json:"grants"`
+	RequiresApproval *bool    `json:"requires_approval,omitempty"`
+	Restricted       bool     `json:"restricted,omitempty"`
+	Grants           []string `json:"grants,omitempty"`
 	// DecisionWindowHours: absent or 0 is the default (168) on create, unchanged on edit.
-	DecisionWindowHours int `json:"decision_window_hours"`
+	DecisionWindowHours int `json:"decision_window_hours,omitempty"`
 	// PromotionOrder: absent or 0 is by tier on create, unchanged on edit.
-	PromotionOrder int `json:"promotion_order"`
+	PromotionOrder int `json:"promotion_order,omitempty"`
 	// DriftIntervalMinutes: absent is the tier's default on create, unchanged on edit;
 	// 0 is off.
-	DriftIntervalMinutes *int `json:"drift_interval_minutes"`
+	DriftIntervalMinutes *int `json:"drift_interval_minutes,omitempty"`
 	// Owners and OwnerGroups: absent is none on create, unchanged on edit.
-	Owners      *[]string `json:"owners"`
-	OwnerGroups *[]string `json:"owner_groups"`
+	Owners      *[]string `json:"owners,omitempty"`
+	OwnerGroups *[]string `json:"owner_groups,omitempty"`
 }
 
 func (r environmentRequest) input() environment.Input {
@@ -91,7 +100,7 @@ func (h EnvironmentsAPI) list(c echo.Context) error {
 	for _, e := range envs {
 		out = append(out, toJSON(e))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"environments": out})
+	return c.JSON(http.StatusOK, environmentList{Environments: out})
 }
 
 func (h EnvironmentsAPI) get(c echo.Context) error {

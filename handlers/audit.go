@@ -59,15 +59,13 @@ type Audit struct {
 	Heartbeat time.Duration
 }
 
-// Register adds the audit routes to g.
+// Register adds the audit pages' routes to g (RegisterAPI adds the API's).
 func (h Audit) Register(g *echo.Group) {
 	g.GET(paths.Audit(), h.history)
-	g.GET(paths.APIAuditEvents(), h.historyJSON)
 	g.POST(paths.AuditExports(), h.requestExport)
 	g.GET(paths.RouteAuditExport, h.export)
 	g.GET(paths.RouteAuditExportProgress, h.progress)
 	g.GET(paths.RouteAuditExportDownload, h.download)
-	g.GET(paths.APIAuditKeys(), h.keys)
 }
 
 // queryFrom reads the history's filters from URL values (the page's form and the API

@@ -113,6 +113,11 @@ func (h Evidence) json(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return c.JSON(http.StatusOK, evidenceOf(rep))
+}
+
+// evidenceOf is report rep for machines (the page's JSON and the API's).
+func evidenceOf(rep run.Report) evidenceJSON {
 	r := rep.Run
 	var out evidenceJSON
 	out.Report = rep
@@ -124,7 +129,7 @@ func (h Evidence) json(c echo.Context) error {
 		o.Policy.EvaluationID = *r.PolicyEvaluationID
 	}
 	o.Policy.Outcome, o.Policy.BundleDigest, o.Policy.ResultDigest = r.PolicyOutcome, r.PolicyBundleDigest, r.PolicyResultDigest
-	return c.JSON(http.StatusOK, out)
+	return out
 }
 
 func evidenceProps(rep run.Report, standalone bool) views.EvidenceProps {

@@ -216,23 +216,9 @@ func (h Requests) destroy(c echo.Context) error {
 	if strings.TrimSpace(c.FormValue("confirm")) != ws.Name {
 		return h.destroyPage(c, http.StatusUnprocessableEntity, map[string]string{"confirm": "Type the workspace's name, " + ws.Name + ", to confirm."})
 	}
-	e, err := h.Catalog.Get(ws.TemplateName)
+	req, err := h.destroyRequest(ctx, ws, func(name string) string { return c.FormValue("inputs." + name) })
 	if err != nil {
 		return err
-	}
-	values, err := h.lastApplied(ctx, e.Template, ws.ID)
-	if err != nil {
-		return err
-	}
-	req := run.Request{EnvironmentID: ws.EnvironmentID, Workspace: ws.Name, Template: ws.TemplateName, Kind: run.KindDestroy,
-		Inputs: map[string]string{}}
-	for key, v := range values {
-		req.Inputs[strings.TrimPrefix(key, "inputs.")] = v
-	}
-	for _, in := range e.Template.Inputs {
-		if in.Sensitive {
-			req.Inputs[in.Name] = c.FormValue("inputs." + in.Name)
-		}
 	}
 	r, err := h.Runs.Request(ctx, req)
 	if v, ok := errs.AsValidation(err); ok {
@@ -243,6 +229,31 @@ func (h Requests) destroy(c echo.Context) error {
 	}
 	_ = render.Flash(c, "success", "Destroy of "+ws.Name+" requested: it waits for an owner's decision once planned.")
 	return render.Redirect(c, paths.Run(r.ID))
+}
+
+// destroyRequest is the request of a destroy run of workspace ws: the inputs of its last
+// applied run, its sensitive ones as sensitive gives them (they are never stored
+// readable, so the person types them again).
+func (h Requests) destroyRequest(ctx context.Context, ws workspace.View, sensitive func(name string) string) (run.Request, error) {
+	e, err := h.Catalog.Get(ws.TemplateName)
+	if err != nil {
+		return run.Request{}, err
+	}
+	values, err := h.lastApplied(ctx, e.Template, ws.ID)
+	if err != nil {
+		return run.Request{}, err
+	}
+	req := run.Request{EnvironmentID: ws.EnvironmentID, Workspace: ws.Name, Template: ws.TemplateName, Kind: run.KindDestroy,
+		Inputs: map[string]string{}}
+	for key, v := range values {
+		req.Inputs[strings.TrimPrefix(key, "inputs.")] = v
+	}
+	for _, in := range e.Template.Inputs {
+		if in.Sensitive {
+			req.Inputs[in.Name] = sensitive(in.Name)
+		}
+	}
+	return req, nil
 }
 
 // inputFields are a template's inputs as form fields, and the values to draw in them:

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/static"
 	"gantry/web/paths"
@@ -56,6 +57,7 @@ var routeExemptions = map[string]exemption{
 		fill: map[string]string{"*": static.Hashed(static.CSS)}},
 	"HEAD /static/*": {why: "the same files as GET /static/*, without their bodies",
 		fill: map[string]string{"*": static.Hashed(static.CSS)}},
+	"GET /api/v1/templates/:name": {why: "the shipped template catalog, as GET /catalog/:name", fill: map[string]string{"name": "bucket"}},
 	"GET /catalog/:name": {why: "the shipped template catalog is the same for every organization: :name names no tenant's object " +
 		"(an unknown name is a 404 from the catalog)", fill: map[string]string{"name": "bucket"}},
 	echo.RouteNotFound + " /": {why: "echo's own 404 handler of a middleware group, not a route anyone calls: the test sends it an " +
@@ -93,6 +95,10 @@ func (fx *routeFixtures) objectParams() []objectParam {
 		// a visible environment a 403 (cannot act), for the restricted one a 404 (cannot
 		// see wins): these routes are about the environment itself.
 		{param: "id", prefix: "/environments/", what: "environment", own: fx.acme.env, other: fx.globex.env, hidden: fx.hidden.env, actor: fx.admin},
+		{param: "id", prefix: "/api/v1/runs/", what: "run", own: fx.acme.run.ID, other: fx.globex.run.ID, hidden: fx.hidden.run.ID, actor: fx.admin},
+		{param: "id", prefix: "/api/v1/workspaces/", what: "workspace", own: fx.acme.ws, other: fx.globex.ws, hidden: fx.hidden.ws, actor: fx.admin},
+		{param: "id", prefix: "/api/v1/audit/exports/", what: "audit export", own: fx.acme.export, other: fx.globex.export, actor: fx.auditor,
+			noHidden: "an export is of the organization's whole log (as on its page)"},
 		{param: "id", prefix: "/api/v1/environments/", what: "environment", own: fx.acme.env, other: fx.globex.env, hidden: fx.hidden.env, actor: fx.admin},
 		{param: "id", prefix: "/members/", what: "member", own: fx.acme.member, other: fx.globex.member, actor: fx.owner,
 			noHidden: "a membership belongs to the organization, not to an environment"},
@@ -383,6 +389,7 @@ func TestRouteTable(t *testing.T) {
 			"POST /audit/exports":          "exporting the log is the auditor's work",
 			"POST /settings/notifications": "the auditor's own notification preferences",
 			"POST /settings/tokens":        "the auditor's own API token (an audit pipeline's, with the audit scope)",
+			"POST /api/v1/audit/exports":   "exporting the log is the auditor's work",
 		}
 		sent := 0
 		for _, c := range cases {
@@ -533,7 +540,7 @@ func (fx *routeFixtures) payload(t routeT, c routeCase, id string) (form url.Val
 		return nil, echo.MIMEApplicationJSON, `{"ID": "routes`
 	}
 	if strings.HasPrefix(c.pattern, "/api/") {
-		return nil, echo.MIMEApplicationJSON, jsonBody(t, map[string]any{"name": "routes-edit", "tier": "staging"})
+		return nil, echo.MIMEApplicationJSON, fx.apiPayload(t, c, id)
 	}
 	form = url.Values{}
 	switch c.pattern {
@@ -558,6 +565,47 @@ func (fx *routeFixtures) payload(t routeT, c routeCase, id string) (form url.Val
 		form.Set("duration", "60")
 	}
 	return form, "", ""
+}
+
+// apiPayload is a well-formed JSON body for API route c on object id, so that what
+// answers is the route's checks, not the body's shape.
+func (fx *routeFixtures) apiPayload(t routeT, c routeCase, id string) string {
+	evidence := func() map[string]any {
+		r, ok := fx.runs[id]
+		if !ok {
+			r = run.Run{ID: id}
+		}
+		ev := run.EvidenceOf(r)
+		return map[string]any{"run_id": ev.RunID, "plan_revision": ev.PlanRevision, "plan_digest": ev.PlanDigest, "config_digest": ev.ConfigDigest,
+			"prior_state_version_id": ev.Predecessor.VersionID, "prior_serial": ev.Predecessor.Serial, "prior_lineage": ev.Predecessor.Lineage,
+			"prior_state_digest": ev.Predecessor.Digest, "policy_evaluation_id": ev.PolicyEvaluationID,
+			"policy_result_digest": ev.PolicyResultDigest, "policy_bundle_digest": ev.PolicyBundleDigest}
+	}
+	var body any
+	switch c.pattern {
+	case "/api/v1/runs/:id/approve":
+		body = map[string]any{"evidence": evidence(), "confirm": run.ConfirmWord, "reason": "checked by the route table test"}
+	case "/api/v1/runs/:id/reject":
+		body = map[string]any{"evidence": evidence(), "reason": "checked by the route table test"}
+	case "/api/v1/runs/:id/override":
+		body = map[string]any{"evidence": evidence(), "rule_id": "org." + fx.acme.policy, "rule_version": "1", "reason": "checked by the route table test"}
+	case "/api/v1/runs/:id/cancel":
+		body = map[string]any{"reason": "checked by the route table test"}
+	case "/api/v1/runs/:id/plan-again":
+		return ""
+	case "/api/v1/workspaces/:id/destroy":
+		body = map[string]any{"confirm": "routes-confirm"}
+	case "/api/v1/requests":
+		body = map[string]any{"template": "bucket", "environment_id": fx.acme.env, "workspace": "routes-new",
+			"inputs": map[string]string{"name": "routes-new", "retention_days": "30", "region": "eu-west"}}
+	case "/api/v1/approval-matrix":
+		body = map[string]any{"base_version": 1, "matrix": risk.Default(), "comment": "routes"}
+	case "/api/v1/audit/exports":
+		body = map[string]any{"format": "ndjson"}
+	default:
+		body = map[string]any{"name": "routes-edit", "tier": "staging"}
+	}
+	return jsonBody(t, body)
 }
 
 // object sends the case to object id as who.
@@ -800,6 +848,17 @@ var routeChecks = map[string]routeCheck{
 		a := fx.send(t, call{who: fx.admin, method: http.MethodPost, path: c.pattern, form: url.Values{"name": {"routes-new-token"},
 			"scopes": {"read"}, "days": {"1"}, "holder": {fx.acme.account}}})
 		require.Equal(t, http.StatusCreated, a.status, "a token for acme's own service account: %s", a.body)
+	}},
+	"PUT /api/v1/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
+	"POST /api/v1/audit/exports": {why: "a time range and filters over the signed-in organization's own log, as POST /audit/exports"},
+	"POST /api/v1/requests": {why: "environment_id names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
+		body := func(env string) (url.Values, string) {
+			return nil, jsonBody(t, map[string]any{"template": "bucket", "environment_id": env, "workspace": "routes-new",
+				"inputs": map[string]string{"name": "routes-new", "retention_days": "30", "region": "eu-west"}})
+		}
+		fx.sameAsMadeUp(t, fx.admin, http.MethodPost, c.pattern, body, fx.globex.env, "env-routesmadeup")
+		fx.sameAsMadeUp(t, fx.operator, http.MethodPost, c.pattern, body, fx.hidden.env, "env-routesmadeup")
+		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"))
 	}},
 	"POST /settings/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
 	"POST /requests": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {

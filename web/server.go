@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,6 +38,7 @@ import (
 	"gantry/static"
 	"gantry/telemetry"
 	"gantry/web/devmail"
+	"gantry/web/openapi"
 	"gantry/web/paths"
 )
 
@@ -145,6 +147,11 @@ type Server struct {
 	tokens   TokenAuthenticator
 	keys     IdempotencyKeys
 	metrics  *telemetry.Metrics
+	// api collects the JSON API's operations: /api/v1/openapi.json describes them.
+	api        *openapi.Spec
+	apiDocOnce sync.Once
+	apiDoc     []byte
+	apiDocErr  error
 }
 
 // New builds the server on svc. It discovers the OpenID Provider, so the provider must
@@ -197,6 +204,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	e.Match([]string{http.MethodGet, http.MethodHead}, paths.RouteStatic, serveAssets(static.Embedded()))
 	e.GET(paths.Healthz(), func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET(paths.Readyz(), s.readyz)
+	// The API's description is public: it holds no data, only the shape of the calls.
+	s.api = &openapi.Spec{}
+	s.api.Route(e.Group(""), openapi.Op{Method: http.MethodGet, Path: paths.APIDocument(), ID: "getOpenAPI", Tag: "meta", Scope: "none",
+		Summary: "This description (OpenAPI 3.1)", ContentType: "application/json"}, s.openAPI)
 	if svc.State != nil {
 		// The OpenTofu http backend: job credentials (Basic auth), no session or CSRF.
 		handlers.State{Backend: svc.State}.Register(e.Group(""))
@@ -233,13 +244,14 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
 		Windows: svc.Breakglass}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
-	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app)
+	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
-	handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
-		States: svc.State}.Register(app)
+	requests := handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
+		States: svc.State}
+	requests.Register(app)
 	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {
 		runs.Executors = svc.Executors
@@ -254,8 +266,12 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: svc.Runs}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
-	handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second,
-		Names: names}.Register(app)
+	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
+	auditHandler.Register(app)
+	auditHandler.RegisterAPI(app, s.api)
+	handlers.API{Requests: requests, Runs: svc.Runs, Reviews: svc.Runs, Search: svc.Runs, Reports: svc.Runs, Workspaces: svc.Workspaces,
+		States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
+	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}
@@ -267,6 +283,16 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
 	return s, nil
+}
+
+// openAPI serves the API's description, built once from the registered operations.
+func (s *Server) openAPI(c echo.Context) error {
+	s.apiDocOnce.Do(func() { s.apiDoc, s.apiDocErr = s.api.Document("1") })
+	if s.apiDocErr != nil {
+		return s.apiDocErr
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=300")
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.apiDoc)
 }
 
 // logRequestID makes every line logged with the request's context carry its id.

@@ -259,3 +259,30 @@ const RouteTokenRevoke = "/settings/tokens/:id/revoke"
 func Tokens() string               { return "/settings/tokens" }
 func TokenRevoke(id string) string { return Tokens() + "/" + url.PathEscape(id) + "/revoke" }
 func ServiceAccounts() string      { return "/settings/service-accounts" }
+
+// The JSON API (handlers/api*.go): its routes and the links its answers carry.
+const (
+	RouteAPITemplate        = "/api/v1/templates/:name"
+	RouteAPIRun             = "/api/v1/runs/:id"
+	RouteAPIWorkspace       = "/api/v1/workspaces/:id"
+	RouteAPIAuditExport     = "/api/v1/audit/exports/:id"
+	RouteAPIEnvironmentMode = "/api/v1/environments/:id/policy-modes"
+)
+
+func APIDocument() string                     { return "/api/v1/openapi.json" }
+func APIReference() string                    { return "/api/reference" }
+func APITemplates() string                    { return "/api/v1/templates" }
+func APITemplate(name string) string          { return APITemplates() + "/" + url.PathEscape(name) }
+func APIRequests() string                     { return "/api/v1/requests" }
+func APIRuns() string                         { return "/api/v1/runs" }
+func APIRun(id string) string                 { return APIRuns() + "/" + url.PathEscape(id) }
+func APIRunEvents(id string) string           { return APIRun(id) + "/events" }
+func APIRunReview(id string) string           { return APIRun(id) + "/review" }
+func APIRunEvidence(id string) string         { return APIRun(id) + "/evidence" }
+func APIWorkspaces() string                   { return "/api/v1/workspaces" }
+func APIWorkspace(id string) string           { return APIWorkspaces() + "/" + url.PathEscape(id) }
+func APIPolicies() string                     { return "/api/v1/policies" }
+func APIMatrix() string                       { return "/api/v1/approval-matrix" }
+func APIAuditExports() string                 { return "/api/v1/audit/exports" }
+func APIAuditExport(id string) string         { return APIAuditExports() + "/" + url.PathEscape(id) }
+func APIAuditExportDownload(id string) string { return APIAuditExport(id) + "/download" }

@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/web/openapi"
+	"gantry/web/paths"
+)
+
+// API is the JSON API v1 (docs/api.md): every browser action of requests, runs,
+// decisions, workspaces, the catalog, policies, the approval matrix and the audit
+// log, through the same services as the pages and so the same checks. Every route is
+// registered through an openapi.Spec, which is what /api/v1/openapi.json describes.
+// Errors are the central error handler's RFC 9457 problem documents.
+type API struct {
+	// Requests is the request pages' handler: its services and its destroy and
+	// last-applied helpers are the API's too.
+	Requests Requests
+	Runs     RunService
+	Reviews  ReviewService
+	Search   RunSearcher
+	Reports  EvidenceReports
+	// Workspaces lists and reads workspaces; States reads what their state holds.
+	Workspaces WorkspaceLister
+	States     WorkspaceStates
+	Policies   PolicyStore
+	Matrix     MatrixStore
+	// Changes signals run moves for the run event stream.
+	Changes RunChanges
+	// Heartbeat is the interval of SSE comments on the run event stream.
+	Heartbeat time.Duration
+}
+
+// Register adds the API's routes to g, documented in spec.
+func (h API) Register(g *echo.Group, spec *openapi.Spec) {
+	h.registerCatalog(g, spec)
+	h.registerRuns(g, spec)
+	h.registerWorkspaces(g, spec)
+	h.registerGovernance(g, spec)
+}
+
+// bindJSON reads a JSON request body into dst: anything but one JSON object of dst's
+// shape (unknown fields included) is a 400 naming what is wrong.
+func bindJSON(c echo.Context, dst any) error {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if ct != "" && !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		return errs.Explain(errs.ErrBadRequest, "Send the body as JSON (Content-Type: application/json).")
+	}
+	dec := json.NewDecoder(io.LimitReader(c.Request().Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errs.Explain(errs.ErrBadRequest, "The body is empty: send a JSON object.")
+		}
+		return errs.Explain(errs.ErrBadRequest, "The body is not the JSON this call takes: "+err.Error()+".")
+	}
+	if dec.More() {
+		return errs.Explain(errs.ErrBadRequest, "The body holds more than one JSON value.")
+	}
+	return nil
+}
+
+// apiRun is a run as the API shows it.
+type apiRun struct {
+	ID            string `json:"id"`
+	Label         string `json:"label" doc:"the run's number in its workspace, as in billing-prod #3"`
+	Number        int    `json:"number"`
+	WorkspaceID   string `json:"workspace_id"`
+	EnvironmentID string `json:"environment_id"`
+	Kind          string `json:"kind" doc:"apply, plan_only, destroy, drift_check or codify"`
+	State         string `json:"state"`
+	StateReason   string `json:"state_reason"`
+	// Finished: nothing more will happen to the run (a terminal state or a hard policy
+	// block).
+	Finished        bool        `json:"finished"`
+	Template        string      `json:"template"`
+	TemplateVersion string      `json:"template_version"`
+	RequestedBy     string      `json:"requested_by"`
+	Runner          string      `json:"runner"`
+	Simulated       bool        `json:"simulated" doc:"planned and applied by the MockTofuRunner: nothing real changed"`
+	PlanRevision    int         `json:"plan_revision"`
+	PlanDigest      string      `json:"plan_digest"`
+	ConfigDigest    string      `json:"config_digest"`
+	Changes         run.Summary `json:"changes"`
+	RiskClass       *int        `json:"risk_class"`
+	RiskLevel       string      `json:"risk_level"`
+	RequiredDecider string      `json:"required_approver" doc:"none, system, a role, or environment_owners"`
+	FourEyes        bool        `json:"four_eyes"`
+	Elevated        bool        `json:"elevated"`
+	PolicyOutcome   string      `json:"policy_outcome"`
+	MonthlyCost     *apiCost    `json:"monthly_cost"`
+	// DecisionDeadline is when a waiting run expires.
+	DecisionDeadline   *time.Time  `json:"decision_deadline"`
+	ApprovedBy         string      `json:"approved_by"`
+	ApprovedPlanDigest string      `json:"approved_plan_digest"`
+	CreatedAt          time.Time   `json:"created_at"`
+	UpdatedAt          time.Time   `json:"updated_at"`
+	Links              apiRunLinks `json:"links"`
+}
+
+type apiCost struct {
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	Delta  float64 `json:"delta"`
+}
+
+// apiRunLinks are where to look next: the API's run (to poll), its event stream (SSE),
+// its review and evidence, and the pages a person opens.
+type apiRunLinks struct {
+	Self     string `json:"self"`
+	Events   string `json:"events"`
+	Review   string `json:"review"`
+	Evidence string `json:"evidence"`
+	Page     string `json:"page"`
+	Decide   string `json:"decide_page"`
+}
+
+func toAPIRun(r run.Run) apiRun {
+	out := apiRun{ID: r.ID, Label: r.Label(), Number: r.Number, WorkspaceID: r.WorkspaceID, EnvironmentID: r.EnvironmentID,
+		Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason, Finished: r.Finished(),
+		Template: r.TemplateName, TemplateVersion: r.TemplateVersion, RequestedBy: r.RequestedByName, Runner: r.Runner,
+		Simulated: r.Simulated, PlanRevision: r.PlanRevision, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest,
+		Changes: r.PlanSummary, RiskClass: r.RiskClass, RiskLevel: r.RiskLevel, RequiredDecider: r.RequiredApprover,
+		FourEyes: r.FourEyes, Elevated: r.Elevated, PolicyOutcome: r.PolicyOutcome, DecisionDeadline: utcPtr(r.DecisionDeadline),
+		ApprovedBy: r.ApprovedByName, ApprovedPlanDigest: r.ApprovedPlanDigest, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+		Links: apiRunLinks{Self: paths.APIRun(r.ID), Events: paths.APIRunEvents(r.ID), Review: paths.APIRunReview(r.ID),
+			Evidence: paths.APIRunEvidence(r.ID), Page: paths.Run(r.ID), Decide: paths.RunReview(r.ID)}}
+	if r.Cost != nil {
+		out.MonthlyCost = &apiCost{Before: r.Cost.Before, After: r.Cost.After, Delta: r.Cost.Delta}
+	}
+	return out
+}
+
+// invalid is a 422 with msg at field.
+func invalid(field, msg string) error {
+	v := &errs.Validation{}
+	v.Add(field, msg)
+	return v
+}
+
+// utc is t in UTC (the API answers in UTC); utcPtr keeps nil.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/catalog"
+	"gantry/models/run"
+	"gantry/web/openapi"
+	"gantry/web/paths"
+)
+
+func (h API) registerCatalog(g *echo.Group, spec *openapi.Spec) {
+	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APITemplates(), ID: "listTemplates", Tag: "catalog", Scope: "read",
+		Summary: "The catalog's templates", Response: apiTemplateList{}}, h.templates)
+	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPITemplate, ID: "getTemplate", Tag: "catalog", Scope: "read",
+		Summary: "One template with its inputs", Response: apiTemplate{}}, h.template)
+	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.APIRequests(), ID: "createRequest", Tag: "requests", Scope: "plan (dry run) or apply",
+		Summary: "Request a run: plan and apply, a dry run (plan_only) or a destroy of a workspace (destroy); the answer is the queued run with the URLs to poll and stream",
+		Body:    apiRequest{}, Status: http.StatusCreated, Response: apiRun{}}, h.request)
+	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIWorkspace + "/destroy", ID: "destroyWorkspace", Tag: "requests", Scope: "apply",
+		Summary: "Request a destroy run of a workspace, with the inputs of its last applied run (sensitive ones sent again)",
+		Body:    apiDestroy{}, Status: http.StatusCreated, Response: apiRun{}}, h.destroy)
+}
+
+type apiTemplateList struct {
+	Templates []apiTemplate `json:"templates"`
+}
+
+// apiTemplate is a catalog template: what it makes and what it asks for.
+type apiTemplate struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	Title        string `json:"title"`
+	Description  string `json:"description"`
+	Owner        string `json:"owner"`
+	ModuleDigest string `json:"module_digest"`
+	// Refused says why the catalog refused the template ("" when it may be used).
+	Refused      string             `json:"refused"`
+	Inputs       []apiInput         `json:"inputs"`
+	Prices       map[string]float64 `json:"monthly_prices"`
+	Irreversible []string           `json:"irreversible_types"`
+	Rollback     string             `json:"rollback"`
+}
+
+type apiInput struct {
+	Name      string   `json:"name"`
+	Label     string   `json:"label"`
+	Type      string   `json:"type"`
+	Integer   bool     `json:"integer"`
+	Required  bool     `json:"required"`
+	Default   any      `json:"default"`
+	Enum      []string `json:"enum"`
+	Min       *float64 `json:"min"`
+	Max       *float64 `json:"max"`
+	Pattern   string   `json:"pattern"`
+	Help      string   `json:"help"`
+	Sensitive bool     `json:"sensitive"`
+}
+
+func toAPITemplate(e catalog.Entry) apiTemplate {
+	t := e.Template
+	out := apiTemplate{Name: t.Name, Version: t.Version, Title: t.Title, Description: t.Description, Owner: t.Owner,
+		ModuleDigest: e.ModuleDigest, Refused: e.Refused, Inputs: []apiInput{}, Prices: t.Prices, Irreversible: nonNil(t.Irreversible),
+		Rollback: t.Rollback}
+	if out.Prices == nil {
+		out.Prices = map[string]float64{}
+	}
+	for _, in := range t.Inputs {
+		out.Inputs = append(out.Inputs, apiInput{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
+			Default: in.Default, Enum: nonNil(in.Enum), Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
+	}
+	return out
+}
+
+func (h API) templates(c echo.Context) error {
+	all := h.Requests.Catalog.All()
+	out := apiTemplateList{Templates: make([]apiTemplate, 0, len(all))}
+	for _, e := range all {
+		out.Templates = append(out.Templates, toAPITemplate(e))
+	}
+	sort.Slice(out.Templates, func(i, j int) bool { return out.Templates[i].Name < out.Templates[j].Name })
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h API) template(c echo.Context) error {
+	e, err := h.Requests.Catalog.Get(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toAPITemplate(e))
+}
+
+// apiRequest asks for a run, as the request form does.
+type apiRequest struct {
+	Template      string `json:"template"`
+	EnvironmentID string `json:"environment_id"`
+	Workspace     string `json:"workspace"`
+	// Kind: apply (plan, then apply once approved; the default) or plan_only (a dry run).
+	Kind   string            `json:"kind,omitempty" doc:"apply (the default) or plan_only"`
+	Inputs map[string]string `json:"inputs,omitempty" doc:"the template's inputs by name, as text (numbers and booleans too)"`
+	// NewWorkspace confirms a new workspace whose name is close to an existing one.
+	NewWorkspace bool `json:"new_workspace,omitempty"`
+}
+
+func (h API) request(c echo.Context) error {
+	var body apiRequest
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	kind := run.Kind(body.Kind)
+	switch {
+	case body.Kind == "":
+		kind = run.KindApply
+	case kind == run.KindDestroy:
+		return invalid("kind", "A destroy is asked for on its workspace: POST "+paths.APIWorkspace("{id}")+"/destroy.")
+	}
+	if body.Inputs == nil {
+		body.Inputs = map[string]string{}
+	}
+	r, err := h.Requests.Runs.Request(c.Request().Context(), run.Request{Template: body.Template, EnvironmentID: body.EnvironmentID,
+		Workspace: body.Workspace, Kind: kind, Inputs: body.Inputs, NewWorkspace: body.NewWorkspace})
+	if err != nil {
+		return err
+	}
+	return h.created(c, r.ID)
+}
+
+// apiDestroy confirms a destroy by the workspace's name.
+type apiDestroy struct {
+	Confirm string `json:"confirm" doc:"the workspace's name"`
+	// Inputs are the template's sensitive inputs (never stored readable, so sent again).
+	Inputs map[string]string `json:"inputs,omitempty"`
+}
+
+func (h API) destroy(c echo.Context) error {
+	ctx := c.Request().Context()
+	var body apiDestroy
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	ws, err := workspaceToChange(ctx, h.Requests.Workspaces, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(body.Confirm) != ws.Name {
+		return invalid("confirm", "Send the workspace's name, "+ws.Name+", to confirm.")
+	}
+	req, err := h.Requests.destroyRequest(ctx, ws, func(name string) string { return body.Inputs[name] })
+	if err != nil {
+		return err
+	}
+	r, err := h.Requests.Runs.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	return h.created(c, r.ID)
+}
+
+// created answers a new run: 201, its API URL in Location, the run as read back (with
+// what the database filled in).
+func (h API) created(c echo.Context, id string) error {
+	r, err := h.Runs.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, paths.APIRun(r.ID))
+	return c.JSON(http.StatusCreated, toAPIRun(r))
+}

@@ -1,0 +1,275 @@
+// Package openapi describes the JSON API as an OpenAPI 3.1 document built from the
+// operations the handlers register and the Go types they read and answer with, so the
+// description cannot drift from the code: a route is documented by being registered
+// through Route, and its schemas are reflected from the types its handler encodes.
+package openapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Param is a path or query parameter of an operation.
+type Param struct {
+	Name        string
+	In          string // "path" or "query"
+	Description string
+	Type        string // "string" (default), "integer" or "boolean"
+	Enum        []string
+}
+
+// Op is one operation of the API.
+type Op struct {
+	Method  string
+	Path    string // the echo route, with :name parameters
+	ID      string // operationId, unique
+	Tag     string
+	Summary string
+	// Scope is the token scope that reaches the operation (see docs/api.md).
+	Scope string
+	Query []Param
+	// Body is a value of the request body's type (nil: no body).
+	Body any
+	// Status is the success status (200 when zero) and Response a value of its JSON
+	// body's type; ContentType names another media type (a log's text, a plan's
+	// JSON as OpenTofu wrote it, an event stream), whose body is not described.
+	Status      int
+	Response    any
+	ContentType string
+	// Mutating operations need an Idempotency-Key header.
+	Mutating bool
+}
+
+// Spec collects the operations of the API.
+type Spec struct {
+	mu  sync.Mutex
+	ops []Op
+}
+
+// Route registers h for op on g and documents it.
+func (s *Spec) Route(g *echo.Group, op Op, h echo.HandlerFunc) {
+	if op.Method != http.MethodGet && op.Method != http.MethodHead {
+		op.Mutating = true
+	}
+	s.mu.Lock()
+	s.ops = append(s.ops, op)
+	s.mu.Unlock()
+	g.Add(op.Method, op.Path, h)
+}
+
+// Ops returns the registered operations.
+func (s *Spec) Ops() []Op {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Op(nil), s.ops...)
+}
+
+// Problem is the RFC 9457 problem document every error of the API is.
+type Problem struct {
+	Type   string            `json:"type"`
+	Status int               `json:"status"`
+	Title  string            `json:"title"`
+	Detail string            `json:"detail"`
+	Code   string            `json:"code" doc:"Gantry's stable machine code: FORBIDDEN, NOT_FOUND, UNAUTHENTICATED, INVALID_INPUT, CONFLICT, STALE_EVIDENCE, APPROVAL_EXPIRED, BAD_REQUEST, INTERNAL, …"`
+	Fields map[string]string `json:"fields,omitempty" doc:"a message per input field that needs correcting"`
+	// RequestID is set on server errors, to find the log lines.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+var echoParam = regexp.MustCompile(`:([a-zA-Z_]+)`)
+
+// OpenAPIPath turns an echo route into an OpenAPI path (":id" to "{id}").
+func OpenAPIPath(route string) string { return echoParam.ReplaceAllString(route, "{$1}") }
+
+// Document is the OpenAPI 3.1 description of the registered operations.
+func (s *Spec) Document(version string) ([]byte, error) {
+	schemas := map[string]any{}
+	r := reflector{schemas: schemas}
+	problemRef := r.schema(reflect.TypeOf(Problem{}))
+	problem := func(desc string) map[string]any {
+		return map[string]any{"description": desc, "content": map[string]any{"application/problem+json": map[string]any{"schema": problemRef}}}
+	}
+	pathItems := map[string]map[string]any{}
+	seen := map[string]bool{}
+	for _, op := range s.Ops() {
+		if seen[op.ID] {
+			return nil, fmt.Errorf("openapi: operation id %q twice", op.ID)
+		}
+		seen[op.ID] = true
+		p := OpenAPIPath(op.Path)
+		params := []any{}
+		for _, m := range echoParam.FindAllStringSubmatch(op.Path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range op.Query {
+			schema := map[string]any{"type": cmp(q.Type, "string")}
+			if len(q.Enum) > 0 {
+				schema["enum"] = q.Enum
+			}
+			params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description, "schema": schema})
+		}
+		if op.Mutating {
+			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": true,
+				"description": "A fresh random value per intended change, sent again unchanged with a retry (up to 128 visible ASCII characters).",
+				"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": 128}})
+		}
+		status := op.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		ok := map[string]any{"description": http.StatusText(status)}
+		switch {
+		case op.ContentType == "application/json":
+			ok["content"] = map[string]any{op.ContentType: map[string]any{"schema": map[string]any{"type": "object",
+				"description": "a document of its own format (see the summary)"}}}
+		case op.ContentType != "":
+			ok["content"] = map[string]any{op.ContentType: map[string]any{"schema": map[string]any{"type": "string"}}}
+		case op.Response != nil:
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": r.schema(reflect.TypeOf(op.Response))}}
+		}
+		responses := map[string]any{fmt.Sprint(status): ok,
+			"400": problem("The request could not be read (a broken body or cursor, a missing Idempotency-Key)."),
+			"401": problem("No valid token or session."),
+			"403": problem("The token's scope or its holder's role does not allow this."),
+			"404": problem("Not found, or another organization's."),
+			"422": problem("Some fields need correcting (see fields)."),
+			"500": problem("Gantry could not finish the request.")}
+		if op.Mutating {
+			responses["409"] = problem("A conflict: the evidence changed (STALE_EVIDENCE), the time to decide ran out (APPROVAL_EXPIRED), or a change made meanwhile.")
+		}
+		o := map[string]any{"operationId": op.ID, "summary": op.Summary, "tags": []string{op.Tag},
+			"parameters": params, "responses": responses, "x-gantry-scope": op.Scope}
+		if op.Body != nil {
+			o["requestBody"] = map[string]any{"required": true,
+				"content": map[string]any{"application/json": map[string]any{"schema": r.schema(reflect.TypeOf(op.Body))}}}
+		}
+		if pathItems[p] == nil {
+			pathItems[p] = map[string]any{}
+		}
+		pathItems[p][strings.ToLower(op.Method)] = o
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "Gantry API", "version": version,
+			"description": "Gantry's JSON API: the same services and checks as the pages. Errors are RFC 9457 problem documents with a stable code. See docs/api.md."},
+		"servers":    []any{map[string]any{"url": "/"}},
+		"security":   []any{map[string]any{"bearer": []string{}}},
+		"paths":      pathItems,
+		"components": map[string]any{"schemas": schemas, "securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "gantry_<id>.<secret>"}}},
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// reflector turns Go types into JSON Schema (2020-12, as OpenAPI 3.1 uses): named
+// structs become components referenced by $ref; a field is required unless its tag
+// says omitempty; a pointer may also be null.
+type reflector struct {
+	schemas map[string]any
+}
+
+var (
+	timeType = reflect.TypeOf(time.Time{})
+	rawType  = reflect.TypeOf(json.RawMessage{})
+)
+
+func (r reflector) schema(t reflect.Type) map[string]any {
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t == rawType:
+		return map[string]any{} // any JSON value
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		s := r.schema(t.Elem())
+		if ref, ok := s["$ref"]; ok {
+			return map[string]any{"anyOf": []any{map[string]any{"$ref": ref}, map[string]any{"type": "null"}}}
+		}
+		if typ, ok := s["type"].(string); ok {
+			s["type"] = []string{typ, "null"}
+		}
+		return s
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice, reflect.Array:
+		return map[string]any{"type": "array", "items": r.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": r.schema(t.Elem())}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Struct:
+		name := t.Name()
+		if name == "" {
+			return r.object(t)
+		}
+		if _, done := r.schemas[name]; !done {
+			r.schemas[name] = map[string]any{} // a placeholder while recursing
+			r.schemas[name] = r.object(t)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	panic(fmt.Sprintf("openapi: no schema for %s", t))
+}
+
+func (r reflector) object(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			inner := r.object(f.Type)
+			for k, v := range inner["properties"].(map[string]any) {
+				props[k] = v
+			}
+			required = append(required, inner["required"].([]string)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		s := r.schema(f.Type)
+		if doc := f.Tag.Get("doc"); doc != "" {
+			if _, isRef := s["$ref"]; isRef {
+				s = map[string]any{"allOf": []any{s}, "description": doc}
+			} else {
+				s["description"] = doc
+			}
+		}
+		props[name] = s
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			required = append(required, name)
+		}
+	}
+	sort.Strings(required)
+	return map[string]any{"type": "object", "properties": props, "required": required}
+}

@@ -55,7 +55,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("the description is not valid OpenAPI: %s: %s", p.Message, p.Reason)
 		for _, sv := range p.SchemaValidationErrors {
-			t.Errorf("  %s at %s", sv.Reason, sv.FieldPath + " " + sv.KeywordLocation)
+			t.Errorf("  %s at %s", sv.Reason, sv.FieldPath+" "+sv.KeywordLocation)
 		}
 	}
 	require.True(t, ok)

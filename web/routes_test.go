@@ -850,7 +850,7 @@ var routeChecks = map[string]routeCheck{
 		require.Equal(t, http.StatusCreated, a.status, "a token for acme's own service account: %s", a.body)
 	}},
 	"PUT /api/v1/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
-	"POST /api/v1/audit/exports": {why: "a time range and filters over the signed-in organization's own log, as POST /audit/exports"},
+	"POST /api/v1/audit/exports":  {why: "a time range and filters over the signed-in organization's own log, as POST /audit/exports"},
 	"POST /api/v1/requests": {why: "environment_id names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		body := func(env string) (url.Values, string) {
 			return nil, jsonBody(t, map[string]any{"template": "bucket", "environment_id": env, "workspace": "routes-new",

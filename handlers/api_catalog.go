@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -96,8 +97,10 @@ func (h API) template(c echo.Context) error {
 
 // apiRequest asks for a run, as the request form does.
 type apiRequest struct {
-	Template      string `json:"template"`
-	EnvironmentID string `json:"environment_id"`
+	Template string `json:"template"`
+	// EnvironmentID or Environment (its name) says where; one of them is needed.
+	EnvironmentID string `json:"environment_id,omitempty"`
+	Environment   string `json:"environment,omitempty" doc:"the environment's name, instead of environment_id"`
 	Workspace     string `json:"workspace"`
 	// Kind: apply (plan, then apply once approved; the default) or plan_only (a dry run).
 	Kind   string            `json:"kind,omitempty" doc:"apply (the default) or plan_only"`
@@ -121,12 +124,35 @@ func (h API) request(c echo.Context) error {
 	if body.Inputs == nil {
 		body.Inputs = map[string]string{}
 	}
+	if body.Environment != "" {
+		id, err := h.environmentNamed(c, body.Environment)
+		if err != nil {
+			return err
+		}
+		body.EnvironmentID = id
+	}
 	r, err := h.Requests.Runs.Request(c.Request().Context(), run.Request{Template: body.Template, EnvironmentID: body.EnvironmentID,
 		Workspace: body.Workspace, Kind: kind, Inputs: body.Inputs, NewWorkspace: body.NewWorkspace})
 	if err != nil {
 		return err
 	}
 	return h.created(c, r.ID)
+}
+
+// environmentNamed is the id of the environment named name among those the caller may
+// request runs in; any other name (another organization's, a restricted one without a
+// grant, none) is the same field message.
+func (h API) environmentNamed(c echo.Context, name string) (string, error) {
+	envs, err := h.Requests.Environments.Choices(c.Request().Context())
+	if err != nil {
+		return "", err
+	}
+	for _, e := range envs {
+		if e.Name == name {
+			return e.ID, nil
+		}
+	}
+	return "", invalid("environment", "There is no environment named "+strconv.Quote(name)+" you may request runs in.")
 }
 
 // apiDestroy confirms a destroy by the workspace's name.

@@ -156,9 +156,9 @@ func (h Audit) RegisterAPI(g *echo.Group, spec *openapi.Spec) {
 }
 
 type apiExportRequest struct {
-	Format      string `json:"format" doc:"ndjson or csv"`
-	From        string `json:"from,omitempty" doc:"RFC 3339; the log's start when absent"`
-	To          string `json:"to,omitempty" doc:"RFC 3339; now when absent"`
+	Format      string `json:"format" doc:"jsonl or csv"`
+	From        string `json:"from" doc:"RFC 3339"`
+	To          string `json:"to" doc:"RFC 3339"`
 	Actor       string `json:"actor,omitempty"`
 	Action      string `json:"action,omitempty"`
 	Run         string `json:"run,omitempty"`

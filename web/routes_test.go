@@ -601,7 +601,7 @@ func (fx *routeFixtures) apiPayload(t routeT, c routeCase, id string) string {
 	case "/api/v1/approval-matrix":
 		body = map[string]any{"base_version": 1, "matrix": risk.Default(), "comment": "routes"}
 	case "/api/v1/audit/exports":
-		body = map[string]any{"format": "ndjson"}
+		body = map[string]any{"format": "jsonl", "from": "2000-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
 	default:
 		body = map[string]any{"name": "routes-edit", "tier": "staging"}
 	}

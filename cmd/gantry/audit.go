@@ -23,10 +23,14 @@ var errVerdict = errors.New("verification failed")
 
 const auditUsage = `Usage:
   gantry audit verify FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]
-  gantry audit verify --attestation FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]`
+  gantry audit verify --attestation FILE [--key SHA256:FINGERPRINT ...] [--keys-url URL|FILE]
+  gantry audit export [--format ndjson|csv] [--from TIME] [--to TIME] [-o FILE]`
 
-// runAudit is "gantry audit verify".
+// runAudit is "gantry audit verify" and "gantry audit export".
 func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logger) error {
+	if len(args) > 0 && args[0] == "export" {
+		return runAuditExport(ctx, args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "verify" {
 		fmt.Fprintln(stdout, auditUsage)
 		if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {

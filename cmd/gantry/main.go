@@ -33,7 +33,14 @@ Commands:
   org       "gantry org invite": create an organization and invite its first owner by e-mail.
   keys      "gantry keys rotate": re-wrap every data key under the first key of --keys;
             "gantry keys list": the organizations' audit signing keys (public halves).
-  audit     "gantry audit verify FILE": check a signed audit export or attestation offline.
+  audit     "gantry audit verify FILE": check a signed audit export or attestation offline;
+            "gantry audit export": save a signed export over the API.
+  request   Request a run over the API and, with --wait, wait for its outcome (exit 0 applied,
+            2 still waiting after --timeout, 1 rejected, blocked, failed, expired or stale).
+  runs      List runs over the API.
+  approve   Approve the plan you reviewed over the API (--plan-digest; risk 2 at most).
+
+The API commands read GANTRY_URL (the portal's address) and GANTRY_TOKEN (an API token).
   help      Show this help, or "gantry help <command>" for a command's flags.
 
 Every flag can also be set by the environment variable shown in its help text.
@@ -51,6 +58,9 @@ var commands = map[string]func(ctx context.Context, args []string, stdout io.Wri
 	"org":     runOrg,
 	"keys":    runKeys,
 	"audit":   runAudit,
+	"request": runRequest,
+	"runs":    runRuns,
+	"approve": runApprove,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -77,7 +87,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
+		if err != errUsage {
+			fmt.Fprintf(stderr, "gantry %s: %v\n", args[0], err)
+		}
 		return 2
+	case errors.Is(err, errStillWaiting):
+		return 2
+	case errors.As(err, new(*apiProblem)):
+		// The portal refused: its words are the message, not a failure to log.
+		fmt.Fprintf(stderr, "gantry %s: refused: %v\n", args[0], err)
+		return 1
 	case errors.Is(err, errVerdict):
 		return 1
 	}

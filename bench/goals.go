@@ -129,6 +129,18 @@ var Goals = []Goal{
 		Why: "the rate achieved"},
 	{Package: "gantry/web", Benchmark: "BenchmarkWorkspaces10k", Metric: "filtered_p99_ms", Report: true,
 		Why: "a search, a sort by last activity and an environment filter in turn, same load, 99th percentile"},
+	// API clients listing runs with 10,000 runs in the organization, with a token, under
+	// the same open-loop load (issue 14).
+	{Package: "gantry/web", Benchmark: "BenchmarkAPIRuns10k", Metric: "p99_ms", Max: 50,
+		Why: "GET /api/v1/runs, the first page, 99th percentile, measured from each request's scheduled time"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAPIRuns10k", Metric: "errors", Max: 0,
+		Why: "answers that were not a full page with the total"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAPIRuns10k", Metric: "p50_ms", Report: true,
+		Why: "the first page, median"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAPIRuns10k", Metric: "req_per_s", Report: true,
+		Why: "the rate achieved"},
+	{Package: "gantry/web", Benchmark: "BenchmarkAPIRuns10k", Metric: "filtered_p99_ms", Report: true,
+		Why: "a state filter, a search and the second page by its cursor in turn, same load, 99th percentile"},
 	// What a browser downloads per page after the first, cache warm (issue 12).
 	{Package: "gantry/web/e2e", Benchmark: "BenchmarkBytesPerNavigation", Metric: "max_kb", Max: 20,
 		Why: "the largest of nine navigations (lists, run, review, workspace, dashboard), compressed on the wire, headers included"},

@@ -24,10 +24,10 @@ func (h API) registerGovernance(g *echo.Group, spec *openapi.Spec) {
 		Query: []openapi.Param{{Name: "sort", Description: "name or uploaded (of the versions); a leading - reverses"},
 			{Name: "after"}, {Name: "before"}, {Name: "limit", Type: "integer"}}, Response: apiPolicies{}}, h.policies)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIMatrix(), ID: "getApprovalMatrix", Tag: "matrix", Scope: "read",
-		Summary: "The approval matrix in force: risk rules and who decides each level", Response: apiMatrix{}}, h.matrix)
+		Summary: "The approval matrix in force: risk rules and who decides each level", Response: apiMatrixVersion{}}, h.matrix)
 	spec.Route(g, openapi.Op{Method: http.MethodPut, Path: paths.APIMatrix(), ID: "saveApprovalMatrix", Tag: "matrix", Scope: "admin (owners only)",
 		Summary: "Save a new version of the approval matrix onto base_version (409 when another version was saved meanwhile)",
-		Body:    apiMatrixSave{}, Response: apiMatrix{}}, h.saveMatrix)
+		Body:    apiMatrixSave{}, Response: apiMatrixVersion{}}, h.saveMatrix)
 }
 
 type apiPolicies struct {
@@ -94,7 +94,7 @@ func (h API) policies(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-type apiMatrix struct {
+type apiMatrixVersion struct {
 	Version   int         `json:"version"`
 	Matrix    risk.Matrix `json:"matrix"`
 	Comment   string      `json:"comment"`
@@ -109,8 +109,8 @@ type apiMatrixSave struct {
 	Comment     string      `json:"comment,omitempty"`
 }
 
-func toAPIMatrix(v risk.Version) apiMatrix {
-	return apiMatrix{Version: v.Version, Matrix: v.Matrix, Comment: v.Comment, SavedBy: v.CreatedByName, CreatedAt: v.CreatedAt.UTC()}
+func toAPIMatrix(v risk.Version) apiMatrixVersion {
+	return apiMatrixVersion{Version: v.Version, Matrix: v.Matrix, Comment: v.Comment, SavedBy: v.CreatedByName, CreatedAt: v.CreatedAt.UTC()}
 }
 
 func (h API) matrix(c echo.Context) error {

@@ -32,10 +32,10 @@ func (h APIReference) show(c echo.Context) error {
 			v.Status = http.StatusOK
 		}
 		if op.Body != nil {
-			v.Body = reflect.TypeOf(op.Body).Name()
+			v.Body = openapi.SchemaName(reflect.TypeOf(op.Body))
 		}
 		if op.Response != nil && v.Response == "" {
-			v.Response = reflect.TypeOf(op.Response).Name()
+			v.Response = openapi.SchemaName(reflect.TypeOf(op.Response))
 		}
 		for _, q := range op.Query {
 			v.Params = append(v.Params, q.Name)

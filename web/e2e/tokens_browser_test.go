@@ -12,7 +12,10 @@ import (
 )
 
 // Artifact for a human; not an assertion.
-const tokensScreenshot = "/tmp/gantry-tokens-1280.png"
+const (
+	tokensScreenshot       = "/tmp/gantry-tokens-1280.png"
+	apiReferenceScreenshot = "/tmp/gantry-api-reference-1280.png"
+)
 
 // TestAPITokensInBrowser: an admin opens API tokens from the account menu, is told what
 // is wrong with an empty form (nothing made), adds a service account, makes it a token
@@ -69,4 +72,18 @@ func TestAPITokensInBrowser(t *testing.T) {
 	resp = app.API(t, mine, http.MethodGet, "/api/v1/environments", "")
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	// The API reference, from the same operations /api/v1/openapi.json describes.
+	b.do(t, "open the API reference", chromedp.Click(chromedp.CSS(`[data-testid="api-reference-link"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="api-decisions"]`)))
+	decisions := liveText(t, b, "api-decisions")
+	require.Contains(t, decisions, "POST /api/v1/runs/{id}/approve")
+	require.Contains(t, decisions, "Idempotency-Key")
+	ops := run(t, b, "count the operations", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="api-op"]').length`))
+	require.Greater(t, ops, 30)
+	requireAccessible(t, b, "/api/reference")
+	screenshotAt(t, b, apiReferenceScreenshot, 1280, 900, false)
+	b.do(t, "open the description", chromedp.Click(chromedp.CSS(`[data-testid="openapi-link"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS("body")))
+	require.Contains(t, run(t, b, "read the description", chromedp.Evaluate[string](`document.body.innerText`)), `"openapi": "3.1.0"`)
 }

@@ -91,9 +91,16 @@ var echoParam = regexp.MustCompile(`:([a-zA-Z_]+)`)
 func OpenAPIPath(route string) string { return echoParam.ReplaceAllString(route, "{$1}") }
 
 // Document is the OpenAPI 3.1 description of the registered operations.
-func (s *Spec) Document(version string) ([]byte, error) {
+func (s *Spec) Document(version string) (_ []byte, err error) {
+	defer func() {
+		// The reflector panics on a type it cannot describe or a name two types share:
+		// a mistake in the code, returned as an error for the caller to report.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
 	schemas := map[string]any{}
-	r := reflector{schemas: schemas}
+	r := reflector{schemas: schemas, named: map[string]reflect.Type{}}
 	problemRef := r.schema(reflect.TypeOf(Problem{}))
 	problem := func(desc string) map[string]any {
 		return map[string]any{"description": desc, "content": map[string]any{"application/problem+json": map[string]any{"schema": problemRef}}}
@@ -181,6 +188,17 @@ func cmp(s, def string) string {
 // says omitempty; a pointer may also be null.
 type reflector struct {
 	schemas map[string]any
+	named   map[string]reflect.Type
+}
+
+// SchemaName is the component name of a named Go type: its name without the handlers'
+// "api" prefix, capitalized (apiRun: Run).
+func SchemaName(t reflect.Type) string {
+	name := strings.TrimPrefix(t.Name(), "api")
+	if name == "" {
+		return t.Name()
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
 }
 
 var (
@@ -220,10 +238,14 @@ func (r reflector) schema(t reflect.Type) map[string]any {
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
-		name := t.Name()
-		if name == "" {
+		if t.Name() == "" {
 			return r.object(t)
 		}
+		name := SchemaName(t)
+		if other, ok := r.named[name]; ok && other != t {
+			panic(fmt.Sprintf("openapi: %s and %s would both be schema %s", other, t, name))
+		}
+		r.named[name] = t
 		if _, done := r.schemas[name]; !done {
 			r.schemas[name] = map[string]any{} // a placeholder while recursing
 			r.schemas[name] = r.object(t)

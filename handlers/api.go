@@ -33,6 +33,8 @@ type API struct {
 	States     WorkspaceStates
 	Policies   PolicyStore
 	Matrix     MatrixStore
+	// WorkspaceRuns asks for drift checks, corrections and rollbacks.
+	WorkspaceRuns APIWorkspaceRuns
 	// Changes signals run moves for the run event stream.
 	Changes RunChanges
 	// Heartbeat is the interval of SSE comments on the run event stream.
@@ -45,6 +47,7 @@ func (h API) Register(g *echo.Group, spec *openapi.Spec) {
 	h.registerRuns(g, spec)
 	h.registerWorkspaces(g, spec)
 	h.registerGovernance(g, spec)
+	h.registerChanges(g, spec)
 }
 
 // bindJSON reads a JSON request body into dst: anything but one JSON object of dst's

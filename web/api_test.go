@@ -272,6 +272,19 @@ func TestWholeRunThroughTheAPI(t *testing.T) {
 	status, body = api.call(reqTok, http.MethodPost, "/api/v1/runs/"+destroy.ID+"/cancel", map[string]any{"reason": "not today"})
 	require.Equal(t, http.StatusOK, status, body)
 	require.Equal(t, string(run.Cancelled), decodeJSON[apiRunDoc](t, body).State)
+
+	// The workspace's other runs: a drift check changes nothing and needs no decision;
+	// a rollback to a version that is not the workspace's is refused.
+	status, body = api.call(reqTok, http.MethodPost, "/api/v1/workspaces/"+done.WorkspaceID+"/drift-check", nil)
+	require.Equal(t, http.StatusCreated, status, body)
+	require.Contains(t, body, `"kind":"drift_check"`)
+	status, body = api.call(reqTok, http.MethodPost, "/api/v1/workspaces/"+done.WorkspaceID+"/rollback", map[string]any{"version_id": "sv-not-here"})
+	require.True(t, status == http.StatusNotFound || status == http.StatusUnprocessableEntity, "%d %s", status, body)
+	// A policy whose tests fail is refused with its field, and an operator uploads none.
+	api.refused(ownerTok, http.MethodPost, "/api/v1/policies", map[string]any{"name": "api-broken", "rego": "package gantry.org.api_broken\ndeny contains", "tests": ""},
+		http.StatusUnprocessableEntity, "INVALID_INPUT", "Rego that does not parse")
+	api.refused(reqTok, http.MethodPost, "/api/v1/policies", map[string]any{"name": "api-broken", "rego": "package x", "tests": ""},
+		http.StatusForbidden, "FORBIDDEN", "an operator's token")
 }
 
 // firstEvent opens an SSE stream with a token and returns its first event.

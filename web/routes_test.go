@@ -99,6 +99,8 @@ func (fx *routeFixtures) objectParams() []objectParam {
 		{param: "id", prefix: "/api/v1/workspaces/", what: "workspace", own: fx.acme.ws, other: fx.globex.ws, hidden: fx.hidden.ws, actor: fx.admin},
 		{param: "id", prefix: "/api/v1/audit/exports/", what: "audit export", own: fx.acme.export, other: fx.globex.export, actor: fx.auditor,
 			noHidden: "an export is of the organization's whole log (as on its page)"},
+		{param: "name", prefix: "/api/v1/policies/", what: "organization policy", own: fx.acme.policy, other: fx.globex.policy, actor: fx.admin,
+			noHidden: "an organization policy applies to the whole organization, not to one environment"},
 		{param: "id", prefix: "/api/v1/environments/", what: "environment", own: fx.acme.env, other: fx.globex.env, hidden: fx.hidden.env, actor: fx.admin},
 		{param: "id", prefix: "/members/", what: "member", own: fx.acme.member, other: fx.globex.member, actor: fx.owner,
 			noHidden: "a membership belongs to the organization, not to an environment"},
@@ -600,6 +602,14 @@ func (fx *routeFixtures) apiPayload(t routeT, c routeCase, id string) string {
 			"inputs": map[string]string{"name": "routes-new", "retention_days": "30", "region": "eu-west"}}
 	case "/api/v1/approval-matrix":
 		body = map[string]any{"base_version": 1, "matrix": risk.Default(), "comment": "routes"}
+	case "/api/v1/workspaces/:id/rollback":
+		body = map[string]any{"version_id": "sv-routes-none"}
+	case "/api/v1/environments/:id/policy-modes":
+		body = map[string]any{"modes": map[string]string{}}
+	case "/api/v1/policies/:name/active":
+		body = map[string]any{"active": true}
+	case "/api/v1/policies":
+		body = map[string]any{"name": "routes-new", "rego": "package x", "tests": ""}
 	case "/api/v1/audit/exports":
 		body = map[string]any{"format": "jsonl", "from": "2000-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
 	default:
@@ -850,6 +860,7 @@ var routeChecks = map[string]routeCheck{
 		require.Equal(t, http.StatusCreated, a.status, "a token for acme's own service account: %s", a.body)
 	}},
 	"PUT /api/v1/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
+	"POST /api/v1/policies":       {why: "Rego uploaded into the signed-in organization, as POST /policies/upload"},
 	"POST /api/v1/audit/exports":  {why: "a time range and filters over the signed-in organization's own log, as POST /audit/exports"},
 	"POST /api/v1/requests": {why: "environment_id names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		body := func(env string) (url.Values, string) {

@@ -270,7 +270,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Runs: svc.Runs, Reviews: svc.Runs, Search: svc.Runs, Reports: svc.Runs, Workspaces: svc.Workspaces,
-		States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
+		States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, WorkspaceRuns: svc.Runs, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)

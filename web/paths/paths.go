@@ -267,6 +267,7 @@ const (
 	RouteAPIWorkspace       = "/api/v1/workspaces/:id"
 	RouteAPIAuditExport     = "/api/v1/audit/exports/:id"
 	RouteAPIEnvironmentMode = "/api/v1/environments/:id/policy-modes"
+	RouteAPIPolicyActive    = "/api/v1/policies/:name/active"
 )
 
 func APIDocument() string                     { return "/api/v1/openapi.json" }

@@ -314,16 +314,22 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (authz.Subject, 
 	return subject, s.used(ctx, t, subject, now)
 }
 
-// used records a use of t: last used now, and an audit event when the last one recorded
-// is older than UseRecorded.
+// used records a use of t: its last use, to the minute, and an audit event when the
+// last one recorded is older than UseRecorded. Within that minute a use writes nothing:
+// a pipeline's reads stay reads (no commit, no row lock shared by every request made
+// with the token), and of concurrent uses at the minute's turn the one whose update
+// matched records it.
 func (s *Service) used(ctx context.Context, t Token, subject authz.Subject, now time.Time) error {
+	if t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < UseRecorded {
+		return nil
+	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		var before []struct{ LastUsedAt *time.Time }
-		if err := s.conn(ctx).Raw("UPDATE api_tokens t SET last_used_at = ? FROM (SELECT id, last_used_at FROM api_tokens WHERE id = ? FOR UPDATE) old WHERE t.id = old.id RETURNING old.last_used_at AS last_used_at",
-			now, t.ID).Scan(&before).Error; err != nil {
-			return fmt.Errorf("recording the token's use: %w", err)
+		res := s.conn(ctx).Exec("UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)",
+			now, t.ID, now.Add(-UseRecorded))
+		if res.Error != nil {
+			return fmt.Errorf("recording the token's use: %w", res.Error)
 		}
-		if len(before) == 1 && before[0].LastUsedAt != nil && now.Sub(*before[0].LastUsedAt) < UseRecorded {
+		if res.RowsAffected == 0 {
 			return nil
 		}
 		return s.audit.RecordAs(ctx, subject, audit.Entry{Action: "api_token.used", TargetType: "api_token", TargetID: t.ID,

@@ -110,6 +110,14 @@ func TestTokenIsHashedShownOnceAndActsAsItsHolderNarrowed(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.NotNil(t, list[0].LastUsedAt, "last use is shown")
+	// A minute on, a use is recorded again: the last use moves and is audited.
+	require.NoError(t, f.gdb.Exec("UPDATE api_tokens SET last_used_at = last_used_at - interval '2 minutes' WHERE id = ?", issued.ID).Error)
+	_, err = f.tokens.Authenticate(context.Background(), issued.Secret)
+	require.NoError(t, err)
+	require.Equal(t, []string{"api_token.issued", "api_token.used", "api_token.used"}, auditActions(t, f.gdb, issued.ID))
+	again, err := f.tokens.List(as(f.op))
+	require.NoError(t, err)
+	require.True(t, again[0].LastUsedAt.After(*list[0].LastUsedAt), "the last use moved")
 
 	// A token makes no tokens.
 	_, err = f.tokens.Issue(as(subject), apitoken.Issue{Name: "child", Scopes: []string{"read"}})

@@ -152,7 +152,8 @@ func (h Audit) RegisterAPI(g *echo.Group, spec *openapi.Spec) {
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIAuditExport, ID: "getAuditExport", Tag: "audit", Scope: "audit",
 		Summary: "An export's progress", Response: apiExport{}}, h.apiExport)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIAuditExport + "/download", ID: "downloadAuditExport", Tag: "audit", Scope: "audit",
-		Summary: "A ready export's file (NDJSON or CSV with its signed manifest); gantry audit verify checks it", ContentType: "application/x-ndjson"}, h.apiDownload)
+		Summary: "A ready export's file (JSON lines or CSV with its signed manifest); gantry audit verify checks it", ContentType: "application/x-ndjson",
+		OtherContentTypes: []string{"text/csv; charset=utf-8"}}, h.apiDownload)
 }
 
 type apiExportRequest struct {

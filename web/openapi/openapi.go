@@ -45,6 +45,9 @@ type Op struct {
 	Status      int
 	Response    any
 	ContentType string
+	// OtherContentTypes are the other media types the answer may have (an export's
+	// CSV beside its JSON lines).
+	OtherContentTypes []string
 	// Mutating operations need an Idempotency-Key header.
 	Mutating bool
 }
@@ -139,7 +142,11 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 			ok["content"] = map[string]any{op.ContentType: map[string]any{"schema": map[string]any{"type": "object",
 				"description": "a document of its own format (see the summary)"}}}
 		case op.ContentType != "":
-			ok["content"] = map[string]any{op.ContentType: map[string]any{"schema": map[string]any{"type": "string"}}}
+			content := map[string]any{}
+			for _, ct := range append([]string{op.ContentType}, op.OtherContentTypes...) {
+				content[ct] = map[string]any{"schema": map[string]any{"type": "string"}}
+			}
+			ok["content"] = content
 		case op.Response != nil:
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": r.schema(reflect.TypeOf(op.Response))}}
 		}

@@ -160,8 +160,9 @@ func (h API) review(c echo.Context) error {
 // apiApproval approves the plan its evidence names.
 type apiApproval struct {
 	Evidence *apiEvidence `json:"evidence"`
-	// Confirm and Reason: an elevated decision needs confirm "APPROVE" and a reason.
-	Confirm string `json:"confirm,omitempty"`
+	// Confirm and Reason: an elevated decision needs confirm run.ConfirmWord and a reason
+	// of run.MinReasonLength characters or more.
+	Confirm string `json:"confirm,omitempty" doc:"DESTROY, to confirm an elevated decision"`
 	Reason  string `json:"reason,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -172,7 +173,7 @@ func (h API) logs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	phase := run.JobKind(cmpOr(c.QueryParam("phase"), string(run.JobPlan)))
+	phase := run.JobKind(cmp.Or(c.QueryParam("phase"), string(run.JobPlan)))
 	var stored *string
 	switch phase {
 	case run.JobPlan:
@@ -206,13 +207,6 @@ func (h API) logs(c echo.Context) error {
 		}
 	}
 	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, []byte(text.String()))
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 type apiTimeline struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	runs "gantry/models/run"
 )
 
 // runRequest is "gantry request": ask for a run and, with --wait, wait for its outcome.
@@ -204,7 +206,7 @@ func runApprove(ctx context.Context, args []string, stdout io.Writer, _ *slog.Lo
 	}
 	body := map[string]any{"evidence": evidence, "reason": reason}
 	if confirm {
-		body["confirm"] = "APPROVE"
+		body["confirm"] = runs.ConfirmWord
 	}
 	var r cliRun
 	if err := c.call(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/approve", body, &r); err != nil {

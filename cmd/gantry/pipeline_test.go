@@ -14,7 +14,7 @@ import (
 
 	"gantry/bench"
 	"gantry/models/authz"
-	runstate "gantry/models/run"
+	runs "gantry/models/run"
 	"gantry/web/webtest"
 )
 
@@ -43,8 +43,8 @@ func TestPipelineCommands(t *testing.T) {
 		return []string{"request", "--template", "bucket", "--env", env, "--workspace", workspace, "--var", "name=" + workspace,
 			"--var", "retention_days=30", "--var", "region=eu-west", "--wait", "--timeout", timeout, "--poll", "50ms"}
 	}
-	stateOf := func(id string) runstate.State {
-		var r runstate.Run
+	stateOf := func(id string) runs.State {
+		var r runs.Run
 		require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
 		return r.State
 	}
@@ -78,7 +78,7 @@ func TestPipelineCommands(t *testing.T) {
 	code, out = cli(approverToken, "approve", waiting, "--plan-digest", "sha256:not-the-reviewed-plan")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "not the plan you reviewed")
-	require.Equal(t, runstate.PendingApproval, stateOf(waiting))
+	require.Equal(t, runs.PendingApproval, stateOf(waiting))
 	resp := app.API(t, approverToken, http.MethodGet, "/api/v1/runs/"+waiting+"/review", "")
 	reviewJSON := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, reviewJSON)
@@ -96,7 +96,7 @@ func TestPipelineCommands(t *testing.T) {
 	code, out = cli(approverToken, "approve", waiting, "--plan-digest", review.Evidence.PlanDigest, "--evidence", saved)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "Approved run #1")
-	require.Eventually(t, func() bool { return stateOf(waiting) == runstate.Succeeded }, bench.Deadline(5*time.Second), 20*time.Millisecond)
+	require.Eventually(t, func() bool { return stateOf(waiting) == runs.Succeeded }, bench.Deadline(5*time.Second), 20*time.Millisecond)
 
 	// Rejected while the CLI waits: exit 1.
 	done := make(chan [2]any, 1)
@@ -106,9 +106,9 @@ func TestPipelineCommands(t *testing.T) {
 		code := run(bucket("staging", "cli-rejected", "2m"), &out, &errOut)
 		done <- [2]any{code, out.String() + errOut.String()}
 	}()
-	var rejected runstate.Run
+	var rejected runs.Run
 	require.Eventually(t, func() bool {
-		return app.DB.Where("template_name = 'bucket' AND state = ?", runstate.PendingApproval).Order("created_at DESC").Take(&rejected).Error == nil &&
+		return app.DB.Where("template_name = 'bucket' AND state = ?", runs.PendingApproval).Order("created_at DESC").Take(&rejected).Error == nil &&
 			rejected.ID != waiting
 	}, bench.Deadline(5*time.Second), 20*time.Millisecond)
 	resp = app.API(t, approverToken, http.MethodGet, "/api/v1/runs/"+rejected.ID+"/review", "")

@@ -5,6 +5,7 @@
 package openapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -121,7 +122,7 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
 		for _, q := range op.Query {
-			schema := map[string]any{"type": cmp(q.Type, "string")}
+			schema := map[string]any{"type": cmp.Or(q.Type, "string")}
 			if len(q.Enum) > 0 {
 				schema["enum"] = q.Enum
 			}
@@ -181,13 +182,6 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 		"components": map[string]any{"schemas": schemas, "securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "gantry_<id>.<secret>"}}},
 	}
 	return json.MarshalIndent(doc, "", "  ")
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // reflector turns Go types into JSON Schema (2020-12, as OpenAPI 3.1 uses): named

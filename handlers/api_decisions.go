@@ -162,7 +162,7 @@ type apiApproval struct {
 	Evidence *apiEvidence `json:"evidence"`
 	// Confirm and Reason: an elevated decision needs confirm run.ConfirmWord and a reason
 	// of run.MinReasonLength characters or more.
-	Confirm string `json:"confirm,omitempty" doc:"DESTROY, to confirm an elevated decision"`
+	Confirm string `json:"confirm,omitempty" doc:"the word an elevated decision is confirmed with (the review's deciders name it)"`
 	Reason  string `json:"reason,omitempty"`
 }
 

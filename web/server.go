@@ -295,33 +295,6 @@ func (s *Server) openAPI(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.apiDoc)
 }
 
-// logRequestID makes every line logged with the request's context carry its id.
-func logRequestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		id := c.Response().Header().Get(echo.HeaderXRequestID)
-		c.SetRequest(c.Request().WithContext(telemetry.WithLog(c.Request().Context(), "request_id", id)))
-		return next(c)
-	}
-}
-
-// observe records each request's latency by method, route pattern and status (the
-// status the error handler will answer with, for an error).
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	if s.metrics == nil {
-		return next
-	}
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		status := c.Response().Status
-		if err != nil && !c.Response().Committed {
-			status = classify(err).Status
-		}
-		s.metrics.ObserveHTTP(c.Request().Method, c.Path(), status, time.Since(start))
-		return err
-	}
-}
-
 // readyz answers 200 when the database answers.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
@@ -330,25 +303,6 @@ func (s *Server) readyz(c echo.Context) error {
 		return c.String(http.StatusServiceUnavailable, "database unavailable")
 	}
 	return c.String(http.StatusOK, "ready")
-}
-
-func (s *Server) accessLog() echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		// The path only: query strings can carry OAuth codes and state.
-		LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true, LogRequestID: true,
-		LogRemoteIP: true, LogResponseSize: true, LogRoutePath: true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			level := slog.LevelInfo
-			if v.Status >= 500 {
-				level = slog.LevelError
-			}
-			s.cfg.Logger.LogAttrs(c.Request().Context(), level, "request",
-				slog.String("request_id", v.RequestID), slog.String("method", v.Method),
-				slog.String("path", v.URIPath), slog.String("route", v.RoutePath), slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency), slog.Int64("bytes", v.ResponseSize), slog.String("remote_ip", v.RemoteIP))
-			return nil
-		},
-	})
 }
 
 // contentSecurityPolicy forbids inline script and style and anything not from Gantry

@@ -35,6 +35,7 @@ import (
 	"gantry/models/notify"
 	"gantry/runner"
 	"gantry/runner/mock"
+	"gantry/telemetry"
 	"gantry/web"
 	"gantry/web/devidp"
 	"gantry/web/devmail"
@@ -75,6 +76,9 @@ type Options struct {
 	// CloudEndpoint is the sandbox cloud a live runner's jobs use: drift checks read
 	// its change history ("": none).
 	CloudEndpoint string
+	// Log, when set, receives the portal's log as the gantry command writes it (JSON, with
+	// the ids a request's or a job's context carries); by default the log is discarded.
+	Log io.Writer
 }
 
 // App is one running Gantry with its provider and database.
@@ -150,6 +154,9 @@ func StartWith(t testing.TB, opts Options) *App {
 	t.Cleanup(idpSrv.Close)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Log != nil {
+		quiet = slog.New(telemetry.LogHandler(slog.NewJSONHandler(opts.Log, nil)))
+	}
 	keys := opts.Keys
 	if keys == nil {
 		keys, err = keyring.Parse(keyring.NewKeySpec("test-1"))

@@ -1,0 +1,41 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/authz"
+	"gantry/web/webtest"
+)
+
+// TestRequestLogLinesCarryTheRequestID: the access log line of a request carries its id
+// once, the one the answer's X-Request-Id names.
+func TestRequestLogLinesCarryTheRequestID(t *testing.T) {
+	t.Parallel()
+	var log lockedBuffer
+	app := webtest.StartWith(t, webtest.Options{Log: &log})
+	token := app.Token(t, app.NewMember(t, "acme", "Lou Log", authz.RoleViewer, false), "read")
+	resp := app.API(t, token, http.MethodGet, "/api/v1/templates", "")
+	webtest.ReadBody(t, resp)
+	id := resp.Header.Get("X-Request-Id")
+	require.NotEmpty(t, id)
+	var line map[string]any
+	require.Eventually(t, func() bool {
+		sc := bufio.NewScanner(strings.NewReader(log.String()))
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"msg":"request"`) && strings.Contains(sc.Text(), id) {
+				require.Equal(t, 1, strings.Count(sc.Text(), `"request_id"`), "the id once: %s", sc.Text())
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
+				return true
+			}
+		}
+		return false
+	}, 5e9, 2e7)
+	require.Equal(t, id, line["request_id"])
+	require.Equal(t, "/api/v1/templates", line["route"])
+}

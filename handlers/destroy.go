@@ -101,4 +101,3 @@ func (h Requests) destroyRequest(ctx context.Context, ws workspace.View, sensiti
 	}
 	return req, nil
 }
-

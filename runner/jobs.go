@@ -23,6 +23,8 @@ const QueueRuns = "runs"
 // PlanArgs asks for the plan of a run.
 type PlanArgs struct {
 	RunID string `json:"run_id" river:"unique"`
+	// Takeover is the token of the expired lease this job replaces (run.Job.Takeover).
+	Takeover int64 `json:"takeover,omitempty" river:"unique"`
 }
 
 func (PlanArgs) Kind() string { return "run.plan" }
@@ -38,7 +40,8 @@ func (ApplyArgs) Kind() string { return "run.apply" }
 
 // VerifyArgs asks for the verification of an applied run.
 type VerifyArgs struct {
-	RunID string `json:"run_id" river:"unique"`
+	RunID    string `json:"run_id" river:"unique"`
+	Takeover int64  `json:"takeover,omitempty" river:"unique"`
 }
 
 func (VerifyArgs) Kind() string { return "run.verify" }
@@ -111,11 +114,11 @@ func (e Enqueuer) Enqueue(ctx context.Context, jobs ...run.Job) error {
 		var args river.JobArgs
 		switch j.Kind {
 		case run.JobPlan:
-			args = PlanArgs{RunID: j.RunID}
+			args = PlanArgs{RunID: j.RunID, Takeover: j.Takeover}
 		case run.JobApply:
 			args = ApplyArgs{RunID: j.RunID, Since: j.Since}
 		case run.JobVerify:
-			args = VerifyArgs{RunID: j.RunID}
+			args = VerifyArgs{RunID: j.RunID, Takeover: j.Takeover}
 		case run.JobExpire:
 			args = ExpireArgs{RunID: j.RunID, State: j.State, Since: j.Since}
 		case run.JobEscalate:

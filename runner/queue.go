@@ -42,6 +42,9 @@ type QueueConfig struct {
 	OnApplyStart func(runID string, pickedUp time.Time)
 	// Metrics receives the phases' durations and the jobs' queue latency (nil: none).
 	Metrics *telemetry.Metrics
+	// Leases: the replica id the phase workers hold leases as, the heartbeat (also how
+	// often the leader sweeps expired leases) and the lease duration.
+	Leases LeaseConfig
 }
 
 // Queue is the River client and its workers. Build it, hand Enqueuer() to the run
@@ -61,6 +64,7 @@ type Queue struct {
 	dispatch *DriftDispatchWorker
 	drift    *DriftCheckWorker
 	windows  *WindowDueWorker
+	sweep    *LeaseSweepWorker
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -83,12 +87,13 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if cfg.DriftDispatchEvery <= 0 {
 		cfg.DriftDispatchEvery = DriftDispatchEvery
 	}
+	cfg.Leases = cfg.Leases.withDefaults()
 	// The workers' executors are timed for the metrics; cfg.Runners stays as given.
 	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
 	q := &Queue{
-		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan},
-		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply},
-		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify},
+		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan, Leases: cfg.Leases},
+		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply, Leases: cfg.Leases},
+		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify, Leases: cfg.Leases},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},
 		export:   &AuditExportWorker{},
@@ -99,6 +104,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		dispatch: &DriftDispatchWorker{Logger: cfg.Logger},
 		drift:    &DriftCheckWorker{},
 		windows:  &WindowDueWorker{},
+		sweep:    &LeaseSweepWorker{Logger: cfg.Logger},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -140,6 +146,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, q.windows); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, q.sweep); err != nil {
+		return nil, err
+	}
 	var driver *riverdatabasesql.Driver
 	if cfg.ListenPool != nil {
 		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
@@ -153,7 +162,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	client, err := river.NewClient(driver, &river.Config{
 		Middleware: middleware,
 		Logger:     cfg.Logger.With("component", "river"),
-		Queues:     map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
+		Queues:     map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}, QueueLeases: {MaxWorkers: 1}},
 		Workers:    workers,
 		// Periodic jobs run on the leader only, so replicas do not repeat them: the
 		// chain checkpoint and the drift schedule's dispatch.
@@ -164,6 +173,12 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.DriftDispatchEvery),
 				func() (river.JobArgs, *river.InsertOpts) {
 					return DriftDispatchArgs{}, &river.InsertOpts{Queue: QueueRuns, MaxAttempts: 1}
+				}, &river.PeriodicJobOpts{RunOnStart: true}),
+			// The lease sweep, every heartbeat: an expired lease is found at most one
+			// heartbeat after it expired (plus a leader election when the leader died).
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.Leases.Heartbeat),
+				func() (river.JobArgs, *river.InsertOpts) {
+					return LeaseSweepArgs{}, &river.InsertOpts{Queue: QueueLeases, MaxAttempts: 1}
 				}, &river.PeriodicJobOpts{RunOnStart: true})},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		// The default for workers without their own Timeout; River requires it to be
@@ -207,9 +222,11 @@ func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
 func (q *Queue) Bind(runs interface {
 	Lifecycle
 	Drift
+	Sweeper
 }) {
 	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs, q.escalate.Runs = runs, runs, runs, runs, runs
 	q.dispatch.Drift, q.drift.Drift = runs, runs
+	q.sweep.Runs = runs
 }
 
 // BindWindows gives the window deadline worker the break-glass service it drives.

@@ -288,7 +288,7 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	// Simulate the dead worker: it had moved the run to RUNNING and taken the slot.
 	require.NoError(t, h.db.Exec("UPDATE runs SET state = 'RUNNING' WHERE id = ?", r.ID).Error)
 	require.NoError(t, h.db.Exec("UPDATE workspaces SET active_run_id = ? WHERE id = ?", r.ID, r.WorkspaceID).Error)
-	_, err = h.sys.Runs.BeginApply(context.Background(), r.ID)
+	_, err = h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	r = h.waitFor(r.ID, run.ApplyInterrupted)
 	require.Zero(t, h.stateVersions(r.WorkspaceID))
@@ -318,11 +318,11 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 func (h *harness) planByHand(r run.Run) run.Run {
 	h.t.Helper()
 	ctx := context.Background()
-	work, err := h.sys.Runs.BeginPlan(ctx, r.ID)
+	work, err := h.sys.Runs.BeginPlan(ctx, r.ID, byHand)
 	require.NoError(h.t, err)
 	res, err := mock.New().Plan(ctx, runner.PlanRequest{RunID: r.ID, WorkspaceID: r.WorkspaceID, Kind: runner.Kind(r.Kind), Config: work.Config, PriorState: work.PriorState})
 	require.NoError(h.t, err)
-	out, err := h.sys.Runs.FinishPlan(ctx, r.ID, run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
+	out, err := h.sys.Runs.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
 	require.NoError(h.t, err)
 	return out
 }
@@ -335,7 +335,7 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	self := h.planByHand(h.requestBucket("development", "demoted", "demoted-bucket", run.KindApply))
 	require.Equal(t, run.Approved, self.State, self.StateReason)
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["operator"].UserID).Error)
-	_, err := h.sys.Runs.BeginApply(context.Background(), self.ID)
+	_, err := h.sys.Runs.BeginApply(context.Background(), self.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	self = h.waitFor(self.ID, run.Failed)
 	require.Contains(t, self.StateReason, "may no longer request runs")
@@ -346,7 +346,7 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	_, err = h.sys.Runs.Approve(h.as("admin"), gated.ID, run.Approval{Evidence: run.EvidenceOf(gated)})
 	require.NoError(t, err)
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["admin"].UserID).Error)
-	_, err = h.sys.Runs.BeginApply(context.Background(), gated.ID)
+	_, err = h.sys.Runs.BeginApply(context.Background(), gated.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	gated = h.waitFor(gated.ID, run.Failed)
 	require.Contains(t, gated.StateReason, "the approval is void")
@@ -390,7 +390,7 @@ func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
 		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 		require.NoError(t, err, "the demo admin holds cloud.live")
 		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = false WHERE user_id = ?", h.users[who].UserID).Error)
-		_, err = h.sys.Runs.BeginApply(context.Background(), r.ID)
+		_, err = h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
 		require.ErrorIs(t, err, run.ErrSkip)
 		r = h.waitFor(r.ID, run.Failed)
 		require.Contains(t, r.StateReason, "cloud.live")
@@ -399,3 +399,6 @@ func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
 		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = true WHERE user_id = ?", h.users[who].UserID).Error)
 	}
 }
+
+// byHand is the lease claim of a phase a test begins itself, outside the queue.
+var byHand = run.Claim{JobID: -1, Holder: "test"}

@@ -17,17 +17,18 @@ import (
 // Lifecycle is the part of the run service the workers drive.
 type Lifecycle interface {
 	ExecutorOf(ctx context.Context, runID string) (string, error)
-	BeginPlan(ctx context.Context, runID string) (run.PlanWork, error)
-	FinishPlan(ctx context.Context, runID string, out run.PlanOutcome) (run.Run, error)
-	FailPhase(ctx context.Context, runID string, phase run.JobKind, log []byte, reason string) (run.Run, error)
-	BeginApply(ctx context.Context, runID string) (run.ApplyWork, error)
-	FinishApply(ctx context.Context, runID string, out run.ApplyOutcome) (run.Run, error)
-	BeginVerify(ctx context.Context, runID string) (run.VerifyWork, error)
-	FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (run.Run, error)
+	BeginPlan(ctx context.Context, runID string, claim run.Claim) (run.PlanWork, error)
+	FinishPlan(ctx context.Context, out run.PlanOutcome) (run.Run, error)
+	FailPhase(ctx context.Context, l run.Lease, log []byte, reason string) (run.Run, error)
+	BeginApply(ctx context.Context, runID string, claim run.Claim) (run.ApplyWork, error)
+	FinishApply(ctx context.Context, out run.ApplyOutcome) (run.Run, error)
+	BeginVerify(ctx context.Context, runID string, claim run.Claim) (run.VerifyWork, error)
+	FinishVerify(ctx context.Context, l run.Lease, converged bool, log []byte) (run.Run, error)
 	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
 	EscalateIfDue(ctx context.Context, runID string) (run.Run, error)
-	// AppendLog stores the next chunk (masked) of the live log of a running phase.
-	AppendLog(ctx context.Context, r run.Run, phase run.JobKind, text []byte) error
+	// AppendLog stores the next chunk (masked) of the live log of a phase held under l.
+	AppendLog(ctx context.Context, r run.Run, l run.Lease, text []byte) error
+	Renewer
 }
 
 // Default phase timeouts: a job running longer is cancelled. A job whose process
@@ -126,17 +127,18 @@ func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.
 // liveLogFor is the live log of a phase of run r, stored through runs: it masks the run's
 // sensitive input values (secrets) and the phase's credentials (the state backend
 // password, the workload token).
-func liveLogFor(ctx context.Context, runs Lifecycle, logger *slog.Logger, r run.Run, phase run.JobKind, secrets []string, creds Credentials) *LiveLog {
+func liveLogFor(ctx context.Context, runs Lifecycle, logger *slog.Logger, r run.Run, l run.Lease, secrets []string, creds Credentials) *LiveLog {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	store := func(ctx context.Context, text []byte) error { return runs.AppendLog(ctx, r, phase, text) }
-	return NewLiveLog(ctx, store, logger.With("run", r.ID, "phase", string(phase)),
+	store := func(ctx context.Context, text []byte) error { return runs.AppendLog(ctx, r, l, text) }
+	return NewLiveLog(ctx, store, logger.With("run", r.ID, "phase", string(l.Phase)),
 		slices.Concat(secrets, []string{creds.StatePassword, creds.CloudToken})...)
 }
 
-// skipped treats "the run already moved past this phase" as a finished job.
-func skipped(err error) bool { return errors.Is(err, run.ErrSkip) }
+// skipped treats "the run already moved past this phase" as a finished job, and so a
+// lost lease: the sweeper already closed this job and moved the run on.
+func skipped(err error) bool { return errors.Is(err, run.ErrSkip) || errors.Is(err, run.ErrLeaseLost) }
 
 // PlanWorker plans runs.
 type PlanWorker struct {
@@ -148,6 +150,7 @@ type PlanWorker struct {
 	Changes      ChangeLog
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
+	Leases       LeaseConfig
 }
 
 func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return w.PhaseTimeout }
@@ -156,7 +159,7 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
-	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID)
+	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	switch {
 	case errors.Is(err, run.ErrWorkspaceBusy):
 		// A drift check waits for the apply in progress (it never overlaps one).
@@ -169,9 +172,11 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	if work.Restarted {
 		w.Logger.WarnContext(ctx, "planning again after an interrupted attempt", "run", job.Args.RunID, "attempt", job.Attempt)
 	}
+	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
+	defer release()
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, nil, err.Error())
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
 		return ignoreSkip(ferr)
 	}
 	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobPlan, w.PhaseTimeout)
@@ -179,27 +184,30 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		return err
 	}
 	defer revoke()
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobPlan, work.Secrets, creds)
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
 		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
 	// The stored log is the runner's whole log, which holds what it printed in clear.
 	res.Log = live.Mask(res.Log)
 	if err != nil {
+		if lost(ctx) {
+			return nil // the sweeper took the run over and queued a fresh plan
+		}
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
 		}
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, res.Log, "plan failed: "+err.Error())
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "plan failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	out := run.PlanOutcome{Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges}
+	out := run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges}
 	if work.Run.Kind == run.KindDrift && res.HasChanges {
 		if out.Drift, err = observe(ctx, w.Changes, creds.CloudToken, res.PlanJSON); err != nil {
-			_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobPlan, res.Log, "reading the drift: "+err.Error())
+			_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "reading the drift: "+err.Error())
 			return ignoreSkip(ferr)
 		}
 	}
-	_, err = w.Runs.FinishPlan(ctx, work.Run.ID, out)
+	_, err = w.Runs.FinishPlan(ctx, out)
 	return ignoreSkip(err)
 }
 
@@ -254,6 +262,7 @@ type ApplyWorker struct {
 	// queue's part from the checks' part with it).
 	OnStart      func(runID string, pickedUp time.Time)
 	PhaseTimeout time.Duration
+	Leases       LeaseConfig
 }
 
 func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return w.PhaseTimeout }
@@ -266,7 +275,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
-	work, err := w.Runs.BeginApply(ctx, job.Args.RunID)
+	work, err := w.Runs.BeginApply(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	switch {
 	case errors.Is(err, run.ErrWorkspaceBusy):
 		return river.JobSnooze(busyRetry)
@@ -278,20 +287,22 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.OnStart != nil {
 		w.OnStart(work.Run.ID, pickedUp)
 	}
+	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
+	defer release()
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, nil, err.Error()+"; nothing was applied")
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
 	}
 	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobApply, w.PhaseTimeout)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, nil, err.Error()+"; nothing was applied")
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
 	}
 	defer revoke()
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobApply, work.Secrets, creds)
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close()
@@ -299,16 +310,16 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if err != nil {
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
-		_, ferr := w.Runs.FailPhase(context.WithoutCancel(ctx), work.Run.ID, run.JobApply, res.Log, "apply failed: "+err.Error())
+		_, ferr := w.Runs.FailPhase(context.WithoutCancel(ctx), work.Lease, res.Log, "apply failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
 	if res.State != nil { // else tofu wrote the state through the backend
 		if _, _, err = stateHeader(res.State); err != nil {
-			_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobApply, res.Log, "the apply produced an unreadable state: "+err.Error())
+			_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "the apply produced an unreadable state: "+err.Error())
 			return ignoreSkip(ferr)
 		}
 	}
-	_, err = w.Runs.FinishApply(ctx, work.Run.ID, run.ApplyOutcome{State: res.State, Outputs: res.Outputs, Log: res.Log})
+	_, err = w.Runs.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
 	return ignoreSkip(err)
 }
 
@@ -335,6 +346,7 @@ type VerifyWorker struct {
 	Creds        CredentialSource
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
+	Leases       LeaseConfig
 }
 
 func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return w.PhaseTimeout }
@@ -343,16 +355,18 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
-	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID)
+	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	if skipped(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
+	defer release()
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobVerify, nil, err.Error())
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
 		return ignoreSkip(ferr)
 	}
 	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobVerify, w.PhaseTimeout)
@@ -360,19 +374,22 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		return err
 	}
 	defer revoke()
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, run.JobVerify, work.Secrets, creds)
+	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
 		State: work.State, Credentials: creds, Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
 	if err != nil {
+		if lost(ctx) {
+			return nil // the sweeper took the run over and queued a fresh verification
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		_, ferr := w.Runs.FailPhase(ctx, work.Run.ID, run.JobVerify, res.Log, "verification failed: "+err.Error())
+		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "verification failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	_, err = w.Runs.FinishVerify(ctx, work.Run.ID, res.Converged, append(res.Log, res.DriftJSON...))
+	_, err = w.Runs.FinishVerify(ctx, work.Lease, res.Converged, append(res.Log, res.DriftJSON...))
 	return ignoreSkip(err)
 }
 

@@ -306,7 +306,7 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 	defer cancel()
 	require.NoError(t, app.System.Queue.Stop(stopCtx))
 	planning := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
-	work, err := app.System.Runs.BeginPlan(ctx, planning.ID)
+	work, err := app.System.Runs.BeginPlan(ctx, planning.ID, byHand)
 	require.NoError(t, err)
 	require.Nil(t, work.Run.PriorStateVersionID, "planned against no state yet")
 
@@ -324,7 +324,7 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 		require.NoError(t, err)
 		return data
 	}
-	finished, err := app.System.Runs.FinishPlan(ctx, planning.ID, run.PlanOutcome{Revision: work.Run.PlanRevision,
+	finished, err := app.System.Runs.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision,
 		PlanFile: artifact(writer.PlanArtifactID), PlanJSON: artifact(writer.PlanJSONArtifactID), Log: []byte("planned\n"), HasChanges: true})
 	require.NoError(t, err)
 	require.Equal(t, run.Stale, finished.State)
@@ -334,3 +334,6 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+planning.ID))
 	require.Contains(t, page, `id="plan-again"`)
 }
+
+// byHand is the lease claim of a phase a test begins itself, outside the queue.
+var byHand = run.Claim{JobID: -1, Holder: "test"}

@@ -81,7 +81,7 @@ func TestApprovalGivenAgainAfterAVoidApplies(t *testing.T) {
 	require.NoError(t, app.System.Members.SetRole(authz.WithSubject(context.Background(), owner.Subject(time.Now())), first.UserID, authz.RoleViewer))
 	r = waitForState(t, app, r.ID, run.PendingApproval)
 	// The first approval's apply job ran meanwhile: it found the run waiting and finished.
-	_, err := app.System.Runs.BeginApply(context.Background(), r.ID)
+	_, err := app.System.Runs.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	require.NoError(t, app.DB.Exec("UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'run.apply' AND args->>'run_id' = ?", r.ID).Error)
 	approvedBy(t, app, r, second)

@@ -269,7 +269,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 	approve(t, app, admin, r)
 	// The window closes between the approval and the apply.
 	require.NoError(t, app.DB.Exec("UPDATE policy_overrides SET expires_at = now() - interval '1 second' WHERE run_id = ?", r.ID).Error)
-	_, err := app.System.Runs.BeginApply(context.Background(), r.ID)
+	_, err := app.System.Runs.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	r = waitForState(t, app, r.ID, run.Failed)
 	require.Contains(t, r.StateReason, "the override of database_protection expired")

@@ -22,6 +22,7 @@ import (
 	"gantry/cmd/gantry/assemble"
 	"gantry/models/keyring"
 	"gantry/models/notify"
+	runs "gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
 	"gantry/web"
@@ -55,6 +56,10 @@ type systemFlags struct {
 	hooks notify.HookOptions
 	// driftDispatch is how often the leader looks for workspaces due a drift check.
 	driftDispatch time.Duration
+	// leases: the replica id, the heartbeat and the lease duration (DESIGN §6).
+	leases runner.LeaseConfig
+	// mockLedger: the file the mock executor records its applies in ("" none).
+	mockLedger string
 }
 
 func (s *systemFlags) register(f flags) {
@@ -73,6 +78,10 @@ func (s *systemFlags) register(f flags) {
 	f.dur(&s.timeouts.Apply, "apply-timeout", "GANTRY_APPLY_TIMEOUT", runner.ApplyTimeout, "an apply running longer is cancelled")
 	f.dur(&s.timeouts.Verify, "verify-timeout", "GANTRY_VERIFY_TIMEOUT", runner.VerifyTimeout, "a verification running longer is cancelled")
 	f.dur(&s.rescueAfter, "job-rescue-after", "GANTRY_JOB_RESCUE_AFTER", runner.ApplyTimeout+15*time.Minute, "a job whose process died is handed to another worker after this long (and after its phase timeout)")
+	f.str(&s.leases.Holder, "replica-id", "GANTRY_REPLICA_ID", defaultReplicaID(), "this portal's name among the replicas sharing the database: its run leases and its runc containers and scratch directories carry it, and a restarted portal removes the orphans that carry it (give each replica on one host its own; default: the host name)")
+	f.dur(&s.leases.Heartbeat, "heartbeat", "GANTRY_HEARTBEAT", runs.DefaultHeartbeat, "how often a worker renews the lease on the run whose phase it runs (and how often the leader sweeps expired leases)")
+	f.dur(&s.leases.TTL, "lease", "GANTRY_LEASE", runs.DefaultLeaseTTL, "a run whose worker has not renewed its lease for this long is taken over: a plan or verification runs again, an apply becomes APPLY_INTERRUPTED")
+	f.str(&s.mockLedger, "mock-ledger", "GANTRY_MOCK_LEDGER", "", "tests and chaos runs: the file the mock executor appends each simulated apply to (plan digest and run), so applies per plan digest can be counted")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
 	f.dur(&s.driftDispatch, "drift-dispatch-every", "GANTRY_DRIFT_DISPATCH_EVERY", runner.DriftDispatchEvery, "how often one replica (the leader) looks for workspaces due a scheduled drift check (each environment sets its interval)")
 	f.str(&s.smtp.Addr, "smtp-addr", "GANTRY_SMTP_ADDR", "", "host:port of the SMTP server notification mail goes through (default: none, no mail is sent; dev: its local catcher)")
@@ -112,7 +121,11 @@ func (s systemFlags) catalogFS() (fs.FS, error) {
 // binaries given) or can be built (dev: from the source tree, in the background: then
 // prepare, when not nil, builds it and makes the deferred runners ready).
 func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (def runner.Runner, extra []runner.Runner, prepare func(context.Context), err error) {
-	offered := map[string]runner.Runner{"mock": mock.New()}
+	sim := mock.New()
+	if s.mockLedger != "" {
+		sim = sim.WithLedger(mock.NewLedger(s.mockLedger))
+	}
+	offered := map[string]runner.Runner{"mock": sim}
 	wrap := func(r runner.Runner) runner.Runner {
 		if s.runnerDelay > 0 {
 			return runner.Delayed(r, s.runnerDelay)
@@ -213,7 +226,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 		return nil, nil, err
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts,
+		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases,
 		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }
@@ -286,4 +299,12 @@ func listenSocket(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// defaultReplicaID is the host name ("gantry" when it cannot be read).
+func defaultReplicaID() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "gantry"
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -46,9 +48,13 @@ func (s systemFlags) readyRunners(ctx context.Context, logger *slog.Logger, wrap
 	if err != nil {
 		return nil, err
 	}
+	dirs := s.replicaDirs(workDir)
+	if err := dirs.sweepScratch(logger); err != nil {
+		return nil, err
+	}
 	plugins := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(workDir, "plugins")}
 	process := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
-	runners := []runner.Runner{wrap(tofurun.New(process, filepath.Join(workDir, "jobs"), plugins))}
+	runners := []runner.Runner{wrap(tofurun.New(process, dirs.Jobs, plugins))}
 	if err := s.ociPossible(); err != nil {
 		logger.Warn("isolated (runc) jobs are not available", "error", err)
 		return runners, nil
@@ -151,9 +157,14 @@ func (s systemFlags) deferredRunners(logger *slog.Logger, wrap func(runner.Runne
 			fail(err)
 			return
 		}
+		dirs := s.replicaDirs(workDir)
+		if err := dirs.sweepScratch(logger); err != nil {
+			fail(err)
+			return
+		}
 		plugins := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(workDir, "plugins")}
 		p := &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: s.cloudEndpoint}
-		if err := process.Resolve(wrap(tofurun.New(p, filepath.Join(workDir, "jobs"), plugins))); err != nil {
+		if err := process.Resolve(wrap(tofurun.New(p, dirs.Jobs, plugins))); err != nil {
 			fail(err)
 			return
 		}
@@ -219,11 +230,10 @@ func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, fwd strin
 		return nil, err
 	}
 	// Containers a crashed portal left behind are ended before new jobs start. The runc
-	// roots and cgroup name belong to this work directory, so two portals (or a test
-	// run next to `gantry dev`) never sweep each other's jobs.
-	sum := sha256.Sum256([]byte(workDir))
-	ex := &oci.Executor{StateRoot: filepath.Join(workDir, "runc"), BundleRoot: filepath.Join(workDir, "bundles"),
-		CgroupRoot: "gantry-" + hex.EncodeToString(sum[:4])}
+	// roots and cgroup name belong to this replica in this work directory, so two
+	// replicas on one node (or a test run next to `gantry dev`) never sweep each other's.
+	dirs := s.replicaDirs(workDir)
+	ex := &oci.Executor{StateRoot: dirs.Runc, BundleRoot: dirs.Bundles, CgroupRoot: dirs.Cgroup}
 	if err := ex.Sweep(ctx); err != nil {
 		return nil, fmt.Errorf("cleaning up after an earlier run: %w", err)
 	}
@@ -235,5 +245,47 @@ func (s systemFlags) ociRunner(ctx context.Context, tc tofu.Toolchain, fwd strin
 	if err != nil {
 		return nil, err
 	}
-	return tofurun.New(o, filepath.Join(workDir, "jobs"), plugins), nil
+	return tofurun.New(o, dirs.Jobs, plugins), nil
+}
+
+// replicaDirs are where this replica's jobs leave things on its node: scratch
+// directories, runc state and bundles, and a cgroup. Each carries the replica id, so a
+// restarted portal removes what its own dead jobs left (sweepScratch, oci.Sweep) and
+// never what another replica's live jobs use.
+type replicaDirs struct {
+	Jobs, Runc, Bundles, Cgroup string
+}
+
+// replicaTagRe is what a replica id may keep in a path and a runc id.
+var replicaTagRe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func (s systemFlags) replicaDirs(workDir string) replicaDirs {
+	tag := replicaTagRe.ReplaceAllString(s.leases.Holder, "_")
+	if tag == "" || tag == "." || tag == ".." {
+		tag = "_"
+	}
+	sum := sha256.Sum256([]byte(workDir + "\x00" + tag))
+	return replicaDirs{Jobs: filepath.Join(workDir, "jobs", tag), Runc: filepath.Join(workDir, "replicas", tag, "runc"),
+		Bundles: filepath.Join(workDir, "replicas", tag, "bundles"), Cgroup: "gantry-" + hex.EncodeToString(sum[:4])}
+}
+
+// sweepScratch removes the scratch directories this replica's jobs left behind when
+// its process died (a job removes its own when it ends). Called before any job starts.
+func (d replicaDirs) sweepScratch(logger *slog.Logger) error {
+	ents, err := os.ReadDir(d.Jobs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", d.Jobs, err)
+	}
+	for _, ent := range ents {
+		if err := os.RemoveAll(filepath.Join(d.Jobs, ent.Name())); err != nil {
+			return fmt.Errorf("removing an orphaned job directory: %w", err)
+		}
+	}
+	if len(ents) > 0 {
+		logger.Warn("removed the scratch directories of jobs this replica's last process left behind", "count", len(ents), "dir", d.Jobs)
+	}
+	return nil
 }

@@ -36,6 +36,7 @@ var Actions = []Action{
 	{"run.expired", "Run expired"},
 	{"run.stale", "Run went stale"},
 	{"run.apply_interrupted", "Apply interrupted"},
+	{"run.lease_expired", "Worker lost: phase taken over"},
 	{"policy.overridden", "Policy overridden"},
 	{"state.version_created", "State version written"},
 	{"state.credentials_issued", "State credential issued"},

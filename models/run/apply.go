@@ -20,6 +20,7 @@ import (
 
 // ApplyWork is what an apply job needs.
 type ApplyWork struct {
+	Lease      Lease // as PlanWork.Lease
 	Run        Run
 	Config     []byte
 	PlanFile   []byte
@@ -31,14 +32,22 @@ type ApplyWork struct {
 // (DESIGN §3): the approval is still valid, the stored plan file still has the approved
 // digest, the approver still may approve, the workspace state is still the one the
 // plan was computed from. Then it takes the workspace's apply slot and moves the run to
-// RUNNING. A run found RUNNING was being applied by a worker that died: it becomes
-// APPLY_INTERRUPTED and is never applied again blindly.
-func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, error) {
+// RUNNING under a lease for claim. A run found RUNNING without a live lease of another
+// job was being applied by a worker that died: it becomes APPLY_INTERRUPTED and is
+// never applied again blindly.
+func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (ApplyWork, error) {
 	var work ApplyWork
 	rc := s.prepareRecheck(ctx, runID)
 	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		switch r.State {
 		case Running:
+			old, err := s.store.lease(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if old != nil && old.JobID != claim.JobID {
+				return ErrSkip // another worker applies it, or the sweeper will interrupt it
+			}
 			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
 				return err
 			}
@@ -80,7 +89,11 @@ func (s *Service) BeginApply(ctx context.Context, runID string) (ApplyWork, erro
 			return err
 		}
 		work.PlanFile = plan
-		return r.StartApply()
+		if err := r.StartApply(); err != nil {
+			return err
+		}
+		work.Lease, _, err = s.leaseFor(ctx, *r, JobApply, claim)
+		return err
 	})
 	if err != nil {
 		return ApplyWork{}, err
@@ -267,6 +280,7 @@ func (s *Service) takeSlot(ctx context.Context, r Run) error {
 
 // ApplyOutcome is what the runner's apply produced.
 type ApplyOutcome struct {
+	Lease   Lease // the apply's lease: nothing is recorded once it is lost
 	State   []byte
 	Outputs []byte
 	Log     []byte
@@ -278,10 +292,13 @@ type ApplyOutcome struct {
 // http backend returns none, and the version the backend stored for this run is the one
 // recorded. Either way the runs still waiting on the old state go STALE in the same
 // transaction.
-func (s *Service) FinishApply(ctx context.Context, runID string, out ApplyOutcome) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+func (s *Service) FinishApply(ctx context.Context, out ApplyOutcome) (Run, error) {
+	return s.update(ctx, "", out.Lease.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Running {
 			return ErrSkip
+		}
+		if err := s.store.holds(ctx, out.Lease); err != nil {
+			return err
 		}
 		var versionID string
 		var err error

@@ -29,12 +29,18 @@ type Job struct {
 	// again), and each entry needs its own apply, expiry and escalation job (the queue
 	// keeps jobs unique by their arguments, finished ones included).
 	Since time.Time
+	// Takeover is the token of the expired lease a plan or verify job replaces (the
+	// sweeper's retry is a job of its own, never a duplicate of the dead one).
+	Takeover int64
 }
 
 // Enqueuer puts jobs on the queue inside the transaction carried by ctx, so a job
 // exists only if the state change that asked for it committed.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, jobs ...Job) error
+	// Abandon closes the job jobID of a worker whose lease was taken over, so the queue
+	// never hands it to another worker (which would run its phase a second time).
+	Abandon(ctx context.Context, jobID int64, reason string) error
 }
 
 // jobsFor is the one place that says which work follows which state.

@@ -65,11 +65,16 @@ func logAAD(orgID, runID string, phase JobKind, seq int) []byte {
 
 // AppendLog stores text, a masked chunk of the live log of run r's phase, as its next
 // chunk and announces it. The worker running the phase calls it, as the system.
-func (s *Service) AppendLog(ctx context.Context, r Run, phase JobKind, text []byte) error {
+func (s *Service) AppendLog(ctx context.Context, r Run, l Lease, text []byte) error {
+	phase := l.Phase
 	if _, ok := phaseState[phase]; !ok {
 		return fmt.Errorf("a %s job has no live log", phase)
 	}
 	return s.inTx(ctx, func(ctx context.Context) error {
+		// A worker whose lease was taken over writes nothing more, its log included.
+		if err := s.store.holds(ctx, l); err != nil {
+			return err
+		}
 		seq, err := s.store.nextLogSeq(ctx, r, phase)
 		if err != nil {
 			return err

@@ -42,6 +42,13 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 			}
 			answer = err
 		}
+		// A lease lives only while the run is in its phase's state: leaving it (a
+		// finish, a cancel) ends the lease, and its worker's next heartbeat stops.
+		if r.State != before {
+			if err := s.store.endLeasesBut(ctx, r.ID, phaseOf(r.State)); err != nil {
+				return err
+			}
+		}
 		if r.Finished() && r.FinishedAt == nil {
 			r.FinishedAt = &now
 		}

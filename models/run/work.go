@@ -29,6 +29,9 @@ type PlanWork struct {
 	Config     []byte
 	PriorState []byte // nil when the workspace has no state yet
 	Restarted  bool   // an earlier attempt died while planning; planning again is safe
+	// Lease is the worker's hold on the run while it plans: renew it, and name it in
+	// FinishPlan or FailPhase.
+	Lease Lease
 	// Secrets are the values of the run's sensitive inputs: its live log masks them.
 	Secrets []string
 }
@@ -44,10 +47,11 @@ func (s *Service) ExecutorOf(ctx context.Context, runID string) (string, error) 
 	return r.Runner, nil
 }
 
-// BeginPlan moves a queued run into PLANNING and returns its config and the state it
-// is planned against. A run found in PLANNING was left there by a worker that died:
-// planning has no side effects, so it is planned again.
-func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error) {
+// BeginPlan moves a queued run into PLANNING under a lease for claim and returns its
+// config and the state it is planned against. A run found in PLANNING without a live
+// lease of another job was left there by a worker that died: planning has no side
+// effects, so it is planned again.
+func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (PlanWork, error) {
 	var work PlanWork
 	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		switch r.State {
@@ -55,7 +59,17 @@ func (s *Service) BeginPlan(ctx context.Context, runID string) (PlanWork, error)
 			if err := r.StartPlanning(); err != nil {
 				return err
 			}
+			l, _, err := s.leaseFor(ctx, *r, JobPlan, claim)
+			if err != nil {
+				return err
+			}
+			work.Lease = l
 		case Planning:
+			l, _, err := s.leaseFor(ctx, *r, JobPlan, claim)
+			if err != nil {
+				return err
+			}
+			work.Lease = l
 			// The earlier attempt's job may have died holding the state lock: fence it
 			// (release the lock, revoke its credentials) before planning again.
 			if err := s.fence(ctx, *r, "the worker planning this run stopped; planning again"); err != nil {
@@ -129,6 +143,7 @@ func (r *Run) setPredecessor(p Predecessor) {
 
 // PlanOutcome is what the runner produced.
 type PlanOutcome struct {
+	Lease      Lease // the plan's lease: nothing is recorded once it is lost
 	Revision   int
 	PlanFile   []byte
 	PlanJSON   []byte
@@ -145,7 +160,8 @@ type PlanOutcome struct {
 // policy failure blocks the run for good and a soft-mandatory one until an admin
 // overrides it; otherwise the approval matrix decides between a self-service approval
 // and a person's. Only the attempt that still owns the plan revision records anything.
-func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome) (Run, error) {
+func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) {
+	runID := out.Lease.RunID
 	current, err := s.store.get(ctx, "", runID)
 	if err != nil {
 		return Run{}, err
@@ -165,11 +181,14 @@ func (s *Service) FinishPlan(ctx context.Context, runID string, out PlanOutcome)
 		// The gates fail the same way on every retry (a template gone from the catalog,
 		// an org bundle that does not compile, a policy that runs out of time): end the
 		// run with the reason instead of leaving it in PLANNING.
-		return s.FailPhase(ctx, runID, JobPlan, out.Log, "the plan gates could not run: "+err.Error())
+		return s.FailPhase(ctx, out.Lease, out.Log, "the plan gates could not run: "+err.Error())
 	}
 	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != Planning || r.PlanRevision != out.Revision {
 			return ErrSkip
+		}
+		if err := s.store.holds(ctx, out.Lease); err != nil {
+			return err
 		}
 		files := []struct {
 			kind artifact.Kind
@@ -316,11 +335,16 @@ func policyNote(a Assessment) string {
 	return ""
 }
 
-// FailPhase ends a run whose phase failed, keeping the runner's log as evidence.
-func (s *Service) FailPhase(ctx context.Context, runID string, phase JobKind, log []byte, reason string) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+// FailPhase ends a run whose phase (held under lease l) failed, keeping the runner's
+// log as evidence.
+func (s *Service) FailPhase(ctx context.Context, l Lease, log []byte, reason string) (Run, error) {
+	phase := l.Phase
+	return s.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if want, ok := phaseState[phase]; !ok || r.State != want {
 			return ErrSkip
+		}
+		if err := s.store.holds(ctx, l); err != nil {
+			return err
 		}
 		// A failed phase may have left its state lock behind (tofu killed mid-run):
 		// fence it, so that job can never write again and the next run can lock.
@@ -367,33 +391,41 @@ func (s *Service) fence(ctx context.Context, r Run, reason string) error {
 
 // VerifyWork is what a verify job needs.
 type VerifyWork struct {
+	Lease   Lease // as PlanWork.Lease
 	Run     Run
 	Config  []byte
 	State   []byte
 	Secrets []string // as PlanWork.Secrets
 }
 
-// BeginVerify returns the applied state to verify, or ErrSkip.
-func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, error) {
-	r, err := s.store.get(ctx, "", runID)
-	if err != nil {
-		return VerifyWork{}, err
-	}
-	if r.State != Verifying || r.NewStateVersionID == nil {
-		return VerifyWork{}, ErrSkip
-	}
-	// The apply has released its lock; a lock this run still holds is a verify attempt
-	// that died mid-way: fence it so the retry can lock.
-	if s.fencer != nil && !r.Simulated {
-		held, err := s.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
-		if err != nil {
-			return VerifyWork{}, err
+// BeginVerify takes a lease for claim on a run being verified and returns the
+// applied state to verify, or ErrSkip.
+func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (VerifyWork, error) {
+	var lease Lease
+	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+		if r.State != Verifying || r.NewStateVersionID == nil {
+			return ErrSkip
 		}
-		if held {
-			if err := s.fence(ctx, r, "the worker verifying this run stopped; verifying again"); err != nil {
-				return VerifyWork{}, err
+		l, _, err := s.leaseFor(ctx, *r, JobVerify, claim)
+		if err != nil {
+			return err
+		}
+		lease = l
+		// The apply has released its lock; a lock this run still holds is a verify
+		// attempt that died mid-way: fence it so the retry can lock.
+		if s.fencer != nil && !r.Simulated {
+			held, err := s.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
+			if err != nil {
+				return err
+			}
+			if held {
+				return s.fence(ctx, *r, "the worker verifying this run stopped; verifying again")
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return VerifyWork{}, err
 	}
 	cfg, _, err := s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID)
 	if err != nil {
@@ -403,15 +435,18 @@ func (s *Service) BeginVerify(ctx context.Context, runID string) (VerifyWork, er
 	if err != nil {
 		return VerifyWork{}, err
 	}
-	return VerifyWork{Run: r, Config: cfg, State: st, Secrets: s.catalog.Secrets(r.TemplateName, cfg)}, nil
+	return VerifyWork{Lease: lease, Run: r, Config: cfg, State: st, Secrets: s.catalog.Secrets(r.TemplateName, cfg)}, nil
 }
 
-// FinishVerify ends the run: SUCCEEDED when the live resources match the applied
-// state, FAILED with the residual drift otherwise.
-func (s *Service) FinishVerify(ctx context.Context, runID string, converged bool, log []byte) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+// FinishVerify ends the run verified under lease l: SUCCEEDED when the live resources
+// match the applied state, FAILED with the residual drift otherwise.
+func (s *Service) FinishVerify(ctx context.Context, l Lease, converged bool, log []byte) (Run, error) {
+	return s.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Verifying {
 			return ErrSkip
+		}
+		if err := s.store.holds(ctx, l); err != nil {
+			return err
 		}
 		a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.VerifyLog, log)
 		if err != nil {

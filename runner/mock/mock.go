@@ -17,7 +17,9 @@ import (
 )
 
 // Runner is the MockTofuRunner.
-type Runner struct{}
+type Runner struct {
+	ledger *Ledger // nil: applies are not recorded
+}
 
 var _ runner.Runner = (*Runner)(nil)
 
@@ -65,7 +67,7 @@ func (*Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanRes
 // stale"), and plans again to check the changes are the ones planned. The new
 // state's serial is the prior's plus one; its lineage is the prior's, or for a
 // first state one derived from the workspace id.
-func (*Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
+func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
 	if err := ctx.Err(); err != nil {
 		return runner.ApplyResult{}, err
 	}
@@ -101,6 +103,10 @@ func (*Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.Apply
 	}
 	outputs, err := outputsJSON(a.outputs)
 	if err != nil {
+		return runner.ApplyResult{}, err
+	}
+	// The simulated side effect happens here: on record before anything returns.
+	if err := r.ledger.record(req.PlanFile, req.RunID); err != nil {
 		return runner.ApplyResult{}, err
 	}
 	return runner.ApplyResult{State: state, Outputs: outputs, Log: writeLines(req.Log, p.applyLog(a))}, nil

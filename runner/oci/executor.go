@@ -306,8 +306,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res Result, err error) {
 	c.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	c.Dir = bundle
 	c.Stdout, c.Stderr = s.Stdout, s.Stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // no terminal signals from our process group
-	c.WaitDelay = 2 * time.Second                       // don't hang on a pipe some stray process keeps open
+	// No terminal signals from our process group; runc dies with the portal (the
+	// container it leaves is removed by the restarted portal's Sweep).
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.WaitDelay = 2 * time.Second // don't hang on a pipe some stray process keeps open
 
 	if err := ctx.Err(); err != nil {
 		return res, err

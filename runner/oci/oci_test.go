@@ -626,14 +626,43 @@ func TestOverhead(t *testing.T) {
 }
 
 // TestSweep simulates what a crashed executor leaves (a running detached container, its
-// bundle and cgroups) and checks that Sweep removes it all.
+// bundle and cgroups) and checks that Sweep removes it all, and only it: the container
+// of another replica on the node (its own roots) is left running.
 func TestSweep(t *testing.T) {
 	e := setup(t)
+	other := &Executor{StateRoot: filepath.Join(e.dir, "other-state"), BundleRoot: filepath.Join(e.dir, "other-bundles"),
+		CgroupRoot: e.ex.CgroupRoot + "-other"}
+	mine := e.startDetached(t, e.ex)
+	theirs := e.startDetached(t, other)
+	if err := e.ex.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.assertClean(t, mine)
+	if out, _ := exec.Command("runc", "--root", other.StateRoot, "list", "-q").Output(); strings.TrimSpace(string(out)) != theirs {
+		t.Fatalf("another replica's container was swept: runc list %q", out)
+	}
+	if err := other.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("runc", "--root", other.StateRoot, "list", "-q").Output(); strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("runc list after its own sweep: %q", out)
+	}
+	if cg, err := detectCgroups(); err == nil {
+		for _, mnt := range cg.mounts {
+			_ = syscall.Rmdir(filepath.Join(mnt, other.CgroupRoot))
+		}
+	}
+}
+
+// startDetached starts a container of ex as a crashed executor leaves it: running
+// detached, with its bundle and cgroups; it returns its id.
+func (e *env) startDetached(t *testing.T, ex *Executor) string {
+	t.Helper()
 	s := e.spec(t, "/bin/workload", "sleep", "30s")
 	if err := s.normalize(); err != nil {
 		t.Fatal(err)
 	}
-	bundle := filepath.Join(e.ex.BundleRoot, s.ID)
+	bundle := filepath.Join(ex.BundleRoot, s.ID)
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +670,7 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := cg.create("/"+e.ex.CgroupRoot+"/"+s.ID, s.Limits)
+	job, err := cg.create("/"+ex.CgroupRoot+"/"+s.ID, s.Limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,15 +683,12 @@ func TestSweep(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(bundle, "config.json"), cfg, 0o600)
 	// Detached, with /dev/null as stdio (the container inherits it, a pipe would keep us waiting).
-	cmd := exec.Command("runc", "--root", e.ex.StateRoot, "run", "-d", "--bundle", bundle, s.ID)
+	cmd := exec.Command("runc", "--root", ex.StateRoot, "run", "-d", "--bundle", bundle, s.ID)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("runc run -d: %v", err)
 	}
-	if out, _ := exec.Command("runc", "--root", e.ex.StateRoot, "list", "-q").Output(); strings.TrimSpace(string(out)) != s.ID {
+	if out, _ := exec.Command("runc", "--root", ex.StateRoot, "list", "-q").Output(); strings.TrimSpace(string(out)) != s.ID {
 		t.Fatalf("runc list: %q", out)
 	}
-	if err := e.ex.Sweep(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	e.assertClean(t, s.ID)
+	return s.ID
 }

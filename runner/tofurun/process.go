@@ -55,8 +55,9 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
-	// Its own process group, so a cancelled job takes the provider plugins with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so a cancelled job takes the provider plugins with it; and
+	// killed with the portal (Linux), so a dead portal leaves no tofu applying on alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	err := cmd.Run()
 	var exit *exec.ExitError

@@ -61,6 +61,8 @@ type Config struct {
 	Logger               *slog.Logger
 	RescueStuckJobsAfter time.Duration
 	Timeouts             runner.Timeouts
+	// Leases: the replica id, heartbeat and lease duration of the phase workers.
+	Leases runner.LeaseConfig
 	// ContainerStatePort is the loopback port jobs in containers (tofu/oci) reach the
 	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
 	ContainerStatePort int
@@ -193,7 +195,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
 		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		p.ListenPool.Close()
 		return nil, err

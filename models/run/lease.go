@@ -1,0 +1,257 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gantry/models/audit"
+	"gantry/models/authz"
+)
+
+// Leases (DESIGN §6): the worker running a phase of a run holds a lease on it, renewed
+// by a heartbeat in the database and fenced by a token. A portal that dies stops
+// renewing; the leader's sweeper (SweepLeases) finds the expired lease within seconds
+// and moves the run on: a plan or verification is planned or verified again by a fresh
+// job, an apply becomes APPLY_INTERRUPTED and is never applied again. The dead worker's
+// River job is closed in the same transaction, so River's own rescue (hours later)
+// never runs the phase a second time.
+//
+// Every side effect of a phase names its lease (FinishPlan, FinishApply, FinishVerify,
+// FailPhase, AppendLog) and is refused with ErrLeaseLost once the lease is gone: a
+// worker that was only slow, not dead, changes nothing after a takeover. A lease lives
+// only while its run is in the phase's state: a transition out of it (a cancel, a
+// finish) ends the lease in the same transaction, and the worker's next heartbeat
+// stops the phase.
+
+// Defaults of the lease flags: renewed every 5 s, taken over 15 s after the last renewal.
+const (
+	DefaultHeartbeat = 5 * time.Second
+	DefaultLeaseTTL  = 15 * time.Second
+)
+
+// ErrLeaseLost means the lease named was taken over or ended: the phase must stop and
+// may change nothing more.
+var ErrLeaseLost = errors.New("this worker's lease on the run was taken over or ended: it may change nothing more")
+
+// Lease is a worker's hold on one phase of a run. Token is the fencing token: it grows
+// with every lease granted, and only the current one is honoured.
+type Lease struct {
+	RunID string
+	Phase JobKind
+	Token int64
+}
+
+// Claim is what a worker asks for a lease with: the River job it works (closed by the
+// sweeper on a takeover), the replica it runs in, and how long a renewal lasts.
+type Claim struct {
+	JobID  int64
+	Holder string
+	TTL    time.Duration
+}
+
+func (c Claim) ttl() time.Duration {
+	if c.TTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return c.TTL
+}
+
+// leaseRow is a row of run_leases.
+type leaseRow struct {
+	RunID          string
+	OrganizationID string
+	Phase          JobKind
+	Token          int64
+	JobID          int64
+	Holder         string
+	AcquiredAt     time.Time
+	RenewedAt      time.Time
+	ExpiresAt      time.Time
+}
+
+func (leaseRow) TableName() string { return "run_leases" }
+
+// lease reads run r's lease under a row lock (nil: none).
+func (st store) lease(ctx context.Context, runID string) (*leaseRow, error) {
+	var rows []leaseRow
+	if err := st.conn(ctx).Raw("SELECT * FROM run_leases WHERE run_id = ? FOR UPDATE", runID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reading the lease of run %s: %w", runID, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &rows[0], nil
+}
+
+// grantLease gives claim a fresh lease on phase of r, replacing any earlier one (the
+// caller decided it may): a new token, so whoever held the old one is fenced.
+func (st store) grantLease(ctx context.Context, r Run, phase JobKind, c Claim) (Lease, error) {
+	var token int64
+	err := st.conn(ctx).Raw(`INSERT INTO run_leases (run_id, organization_id, phase, token, job_id, holder, expires_at)
+		VALUES (?, ?, ?, nextval('run_lease_tokens'), ?, ?, clock_timestamp() + make_interval(secs => ?))
+		ON CONFLICT (run_id) DO UPDATE SET phase = EXCLUDED.phase, token = EXCLUDED.token, job_id = EXCLUDED.job_id,
+			holder = EXCLUDED.holder, acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+		RETURNING token`, r.ID, r.OrganizationID, string(phase), c.JobID, c.Holder, c.ttl().Seconds()).Scan(&token).Error
+	if err != nil {
+		return Lease{}, fmt.Errorf("granting a %s lease on run %s: %w", phase, r.ID, err)
+	}
+	return Lease{RunID: r.ID, Phase: phase, Token: token}, nil
+}
+
+// holds checks, under a row lock held to the commit, that l is still the run's lease:
+// the fence every side effect of a phase passes.
+func (st store) holds(ctx context.Context, l Lease) error {
+	var n int64
+	if err := st.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM run_leases WHERE run_id = ? AND token = ? AND phase = ? FOR UPDATE) held",
+		l.RunID, l.Token, string(l.Phase)).Scan(&n).Error; err != nil {
+		return fmt.Errorf("checking the lease of run %s: %w", l.RunID, err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// endLeasesBut deletes run runID's lease unless it is for phase keep (the phase of the
+// state the run is now in; "" ends any).
+func (st store) endLeasesBut(ctx context.Context, runID string, keep JobKind) error {
+	return st.conn(ctx).Exec("DELETE FROM run_leases WHERE run_id = ? AND phase <> ?", runID, string(keep)).Error
+}
+
+// phaseOf is the phase a run in state st is in the middle of ("" for none).
+func phaseOf(st State) JobKind {
+	for phase, s := range phaseState {
+		if s == st {
+			return phase
+		}
+	}
+	return ""
+}
+
+// leaseFor decides, as a phase begins on run r, whether claim may take the lease: no
+// lease, or one left by an earlier attempt of the same job (a graceful restart hands
+// the job to another attempt), is taken; a live lease of another job means another
+// worker runs the phase (ErrSkip); an expired one of another job is left for the
+// sweeper, which closes that job and queues a fresh one (ErrSkip here). taken reports
+// whether an earlier attempt's lease was replaced (it may hold the state lock).
+func (s *Service) leaseFor(ctx context.Context, r Run, phase JobKind, c Claim) (l Lease, taken bool, err error) {
+	old, err := s.store.lease(ctx, r.ID)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	if old != nil && old.JobID != c.JobID {
+		return Lease{}, false, ErrSkip
+	}
+	l, err = s.store.grantLease(ctx, r, phase, c)
+	return l, old != nil, err
+}
+
+// RenewLease is the heartbeat: it extends l by ttl from the database clock, or answers
+// ErrLeaseLost when l is no longer the run's lease (taken over, or the run left the
+// phase). An expired lease the sweeper has not yet taken is renewed: its worker lives.
+func (s *Service) RenewLease(ctx context.Context, l Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	res := s.store.conn(ctx).Exec(`UPDATE run_leases SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => ?)
+		WHERE run_id = ? AND token = ?`, ttl.Seconds(), l.RunID, l.Token)
+	if res.Error != nil {
+		return fmt.Errorf("renewing the lease of run %s: %w", l.RunID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Takeover is one expired lease the sweeper acted on.
+type Takeover struct {
+	RunID  string
+	Phase  JobKind
+	Holder string
+	// RenewedAt is the dead worker's last heartbeat, ExpiresAt when its lease ran
+	// out and DetectedAt when the sweeper took it over (all by the database clock).
+	RenewedAt, ExpiresAt, DetectedAt time.Time
+	// Outcome says what happened to the run: "planning again", "verifying again",
+	// "apply interrupted".
+	Outcome string
+}
+
+// sweepBatch bounds the leases one pass takes over; the rest wait for the next pass.
+const sweepBatch = 100
+
+// SweepLeases takes over every expired lease (the leader runs it every heartbeat):
+// each in its own transaction with the run locked, so a worker renewing meanwhile
+// either renews first (and keeps its lease) or finds it gone.
+func (s *Service) SweepLeases(ctx context.Context) ([]Takeover, error) {
+	var ids []string
+	if err := s.store.conn(ctx).Raw("SELECT run_id FROM run_leases WHERE expires_at < clock_timestamp() ORDER BY expires_at LIMIT ?", sweepBatch).
+		Scan(&ids).Error; err != nil {
+		return nil, fmt.Errorf("finding expired leases: %w", err)
+	}
+	var done []Takeover
+	for _, id := range ids {
+		t, err := s.takeOver(ctx, id)
+		switch {
+		case errors.Is(err, ErrSkip):
+		case err != nil:
+			return done, err
+		default:
+			done = append(done, t)
+		}
+	}
+	return done, nil
+}
+
+// takeOver moves on the run of one expired lease: fence its state lock and
+// credentials, close the dead worker's job, and plan or verify again, or interrupt the
+// apply. ErrSkip when the lease was renewed or ended meanwhile.
+func (s *Service) takeOver(ctx context.Context, runID string) (Takeover, error) {
+	var t Takeover
+	_, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+		old, err := s.store.lease(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if old == nil || now.Before(old.ExpiresAt) {
+			return ErrSkip
+		}
+		t = Takeover{RunID: r.ID, Phase: old.Phase, Holder: old.Holder, RenewedAt: old.RenewedAt.UTC(), ExpiresAt: old.ExpiresAt.UTC(), DetectedAt: now}
+		why := fmt.Sprintf("the worker running the %s phase (replica %s) stopped renewing its lease at %s", old.Phase, old.Holder, t.RenewedAt.Format(time.RFC3339))
+		if err := s.enqueuer.Abandon(ctx, old.JobID, why); err != nil {
+			return err
+		}
+		if err := s.store.endLeasesBut(ctx, r.ID, ""); err != nil {
+			return err
+		}
+		if phaseOf(r.State) != old.Phase {
+			return nil // the run already left the phase; its lease only lingered
+		}
+		if err := s.fence(ctx, *r, why); err != nil {
+			return err
+		}
+		data := map[string]any{"phase": old.Phase, "holder": old.Holder, "token": old.Token, "renewed_at": t.RenewedAt,
+			"expired_at": t.ExpiresAt, "detected_at": t.DetectedAt}
+		if old.Phase == JobApply {
+			t.Outcome = "apply interrupted"
+			if err := r.Interrupt(why + "; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
+				return err
+			}
+			r.annotate(map[string]any{"lease": data})
+			return nil
+		}
+		t.Outcome = map[JobKind]string{JobPlan: "planning again", JobVerify: "verifying again"}[old.Phase]
+		data["outcome"] = t.Outcome
+		if err := s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.lease_expired", TargetType: "run", TargetID: r.ID,
+			Data: data, EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}); err != nil {
+			return err
+		}
+		return s.enqueuer.Enqueue(ctx, Job{Kind: old.Phase, RunID: r.ID, Takeover: old.Token})
+	})
+	if err != nil {
+		return Takeover{}, err
+	}
+	return t, nil
+}

@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"gantry/models/db"
+	"gantry/models/run"
+)
+
+// Leases (run/lease.go): each phase worker renews its run's lease every heartbeat while
+// the phase runs, and stops the phase the moment a renewal says the lease is gone (the
+// sweeper took it over, or the run was cancelled). The sweeper is a periodic job, so
+// only the leader schedules it; it runs every heartbeat in a queue of its own, so busy
+// run workers never delay it.
+
+// LeaseConfig is how this portal holds leases: the flags --heartbeat and --lease, and
+// the replica id its leases (and its containers) are tagged with.
+type LeaseConfig struct {
+	Holder    string
+	Heartbeat time.Duration
+	TTL       time.Duration
+}
+
+func (c LeaseConfig) withDefaults() LeaseConfig {
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = run.DefaultHeartbeat
+	}
+	if c.TTL <= 0 {
+		c.TTL = run.DefaultLeaseTTL
+	}
+	if c.Holder == "" {
+		c.Holder = "gantry"
+	}
+	return c
+}
+
+// claim is the lease request of job jobID.
+func (c LeaseConfig) claim(jobID int64) run.Claim {
+	return run.Claim{JobID: jobID, Holder: c.Holder, TTL: c.TTL}
+}
+
+// Renewer is what holding a lease needs of the run service.
+type Renewer interface {
+	RenewLease(ctx context.Context, l run.Lease, ttl time.Duration) error
+}
+
+// errLeaseLost is the cause of a phase context ended because its lease is gone.
+var errLeaseLost = run.ErrLeaseLost
+
+// hold renews lease l every heartbeat until stop is called, and cancels the returned
+// context (cause run.ErrLeaseLost) when a renewal finds the lease gone. A renewal that
+// fails for another reason (the database restarting) is retried at the next beat: if
+// the lease expires meanwhile, the sweeper takes it and the next renewal says so.
+func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logger *slog.Logger) (context.Context, func()) {
+	phaseCtx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(cfg.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-phaseCtx.Done():
+				return
+			case <-tick.C:
+			}
+			err := runs.RenewLease(context.WithoutCancel(phaseCtx), l, cfg.TTL)
+			switch {
+			case errors.Is(err, run.ErrLeaseLost):
+				logger.WarnContext(ctx, "lease lost: stopping the phase", "run", l.RunID, "phase", string(l.Phase), "token", l.Token)
+				cancel(errLeaseLost)
+				return
+			case err != nil:
+				logger.WarnContext(ctx, "renewing the lease failed; trying again at the next heartbeat", "run", l.RunID, "error", err)
+			}
+		}
+	}()
+	return phaseCtx, func() {
+		cancel(context.Canceled)
+		<-done
+	}
+}
+
+// lost reports whether phase context ctx ended because its lease is gone.
+func lost(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
+
+// LeaseSweepArgs is the periodic search for expired leases.
+type LeaseSweepArgs struct{}
+
+func (LeaseSweepArgs) Kind() string { return "run.lease_sweep" }
+
+// QueueLeases is the sweeper's own queue.
+const QueueLeases = "leases"
+
+// Sweeper is what the sweep needs of the run service.
+type Sweeper interface {
+	SweepLeases(ctx context.Context) ([]run.Takeover, error)
+}
+
+// LeaseSweepWorker takes over expired leases.
+type LeaseSweepWorker struct {
+	river.WorkerDefaults[LeaseSweepArgs]
+	Runs   Sweeper
+	Logger *slog.Logger
+	// OnTakeover, if set, hears of each takeover (the metrics count them).
+	OnTakeover func(run.Takeover)
+}
+
+func (w *LeaseSweepWorker) Timeout(*river.Job[LeaseSweepArgs]) time.Duration { return time.Minute }
+
+func (w *LeaseSweepWorker) Work(ctx context.Context, _ *river.Job[LeaseSweepArgs]) error {
+	taken, err := w.Runs.SweepLeases(ctx)
+	for _, t := range taken {
+		w.Logger.WarnContext(ctx, "took over an expired lease", "run", t.RunID, "phase", string(t.Phase), "holder", t.Holder,
+			"renewed_at", t.RenewedAt, "expired_at", t.ExpiresAt, "detected_after", t.DetectedAt.Sub(t.ExpiresAt).Round(time.Millisecond).String(), "outcome", t.Outcome)
+		if w.OnTakeover != nil {
+			w.OnTakeover(t)
+		}
+	}
+	return err
+}
+
+// Abandon closes the running job jobID of a worker whose lease was taken over, inside
+// the transaction in ctx (run.Enqueuer): cancelled, with the reason as its error, so
+// River neither rescues nor retries it. A job no longer running is left as it is.
+func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error {
+	tx, ok := db.SQLTx(ctx)
+	if !ok {
+		return errors.New("abandoning a job outside a transaction")
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+		errors = array_append(errors, jsonb_build_object('at', now(), 'attempt', attempt, 'error', $2::text, 'trace', ''))
+		WHERE id = $1 AND state = 'running'`, jobID, "lease taken over: "+reason)
+	if err != nil {
+		return fmt.Errorf("closing job %d: %w", jobID, err)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,10 +104,13 @@ type Sweeper interface {
 	SweepLeases(ctx context.Context) ([]run.Takeover, error)
 }
 
-// LeaseSweepWorker takes over expired leases.
+// LeaseSweepWorker takes over expired leases, and hands back to the queue the jobs a
+// dead portal had fetched but not yet begun (see rescueUnleased).
 type LeaseSweepWorker struct {
 	river.WorkerDefaults[LeaseSweepArgs]
 	Runs   Sweeper
+	DB     *sql.DB
+	TTL    time.Duration
 	Logger *slog.Logger
 	// OnTakeover, if set, hears of each takeover (the metrics count them).
 	OnTakeover func(run.Takeover)
@@ -116,6 +120,11 @@ func (w *LeaseSweepWorker) Timeout(*river.Job[LeaseSweepArgs]) time.Duration { r
 
 func (w *LeaseSweepWorker) Work(ctx context.Context, _ *river.Job[LeaseSweepArgs]) error {
 	taken, err := w.Runs.SweepLeases(ctx)
+	if n, rerr := rescueUnleased(ctx, w.DB, w.TTL); rerr != nil {
+		err = errors.Join(err, rerr)
+	} else if n > 0 {
+		w.Logger.WarnContext(ctx, "handed back to the queue jobs a dead portal had fetched before they began", "jobs", n)
+	}
 	for _, t := range taken {
 		w.Logger.WarnContext(ctx, "took over an expired lease", "run", t.RunID, "phase", string(t.Phase), "holder", t.Holder,
 			"renewed_at", t.RenewedAt, "expired_at", t.ExpiresAt, "detected_after", t.DetectedAt.Sub(t.ExpiresAt).Round(time.Millisecond).String(), "outcome", t.Outcome)
@@ -141,4 +150,34 @@ func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error
 		return fmt.Errorf("closing job %d: %w", jobID, err)
 	}
 	return nil
+}
+
+// Jobs a portal fetched (River marks them running) and died with before their phase
+// took a lease have no lease to expire: without this, they would wait for River's
+// rescue window (hours) while their run sits QUEUED or APPROVED. A phase job running
+// for longer than a lease without one, and a short job (expiry, escalation, a window's
+// deadline, a drift check; one minute at most) running for more than two, is handed
+// back to the queue. Running one twice is harmless: each begins in a locked
+// transaction that skips a run already past its phase or leased by a live worker.
+const (
+	rescuePhaseKinds = "'run.plan', 'run.apply', 'run.verify'"
+	rescueShortKinds = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check'"
+	shortJobRescue   = 2 * time.Minute
+)
+
+func rescueUnleased(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int64, error) {
+	if sqlDB == nil {
+		return 0, nil
+	}
+	res, err := sqlDB.ExecContext(ctx, `UPDATE river_job j SET state = 'available', scheduled_at = now(),
+		errors = array_append(errors, jsonb_build_object('at', now(), 'attempt', attempt, 'error', 'its portal stopped before the job began', 'trace', ''))
+		WHERE state = 'running' AND (
+			(kind IN (`+rescuePhaseKinds+`) AND attempted_at < now() - make_interval(secs => $1)
+				AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.job_id = j.id))
+			OR (kind IN (`+rescueShortKinds+`) AND attempted_at < now() - make_interval(secs => $2)))`,
+		ttl.Seconds(), shortJobRescue.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("handing back unbegun jobs: %w", err)
+	}
+	return res.RowsAffected()
 }

@@ -104,7 +104,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		dispatch: &DriftDispatchWorker{Logger: cfg.Logger},
 		drift:    &DriftCheckWorker{},
 		windows:  &WindowDueWorker{},
-		sweep:    &LeaseSweepWorker{Logger: cfg.Logger},
+		sweep:    &LeaseSweepWorker{Logger: cfg.Logger, DB: cfg.SQLDB, TTL: cfg.Leases.TTL},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {

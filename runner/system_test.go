@@ -46,6 +46,7 @@ type harnessOpts struct {
 	runner       runner.Runner
 	onApplyStart func(string, time.Time)
 	rescueAfter  time.Duration
+	leases       runner.LeaseConfig
 }
 
 func newHarness(t testing.TB, opts harnessOpts) *harness {
@@ -83,7 +84,7 @@ func newHarness(t testing.TB, opts harnessOpts) *harness {
 	require.NoError(t, err)
 	h.sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
 		Runner: opts.runner, BaseURL: "http://gantry.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnApplyStart: opts.onApplyStart, RescueStuckJobsAfter: opts.rescueAfter})
+		OnApplyStart: opts.onApplyStart, RescueStuckJobsAfter: opts.rescueAfter, Leases: opts.leases})
 	require.NoError(t, err)
 	t.Cleanup(h.stop)
 	return h

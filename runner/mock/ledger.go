@@ -13,7 +13,7 @@ import (
 )
 
 // The applies ledger: the mock's side effect, made countable. Each simulated apply
-// appends one line "<plan digest> <run id>" to a file (O_APPEND, synced), before its
+// appends one line "sha256:<plan digest> <run id>" (the digest as runs record it) to a file (O_APPEND, synced), before its
 // result is returned, so an apply that happened is on record even if the portal dies
 // the next instant. The chaos suite reads it: no plan digest may appear twice.
 
@@ -44,7 +44,7 @@ func (l *Ledger) record(planFile []byte, runID string) error {
 	if err != nil {
 		return fmt.Errorf("opening the applies ledger: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%s %s\n", hex.EncodeToString(sum[:]), runID)
+	_, err = fmt.Fprintf(f, "sha256:%s %s\n", hex.EncodeToString(sum[:]), runID)
 	return errors.Join(err, f.Sync(), f.Close())
 }
 

@@ -1,0 +1,82 @@
+package runner_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
+	"gantry/runner"
+	"gantry/runner/mock"
+)
+
+// TestSweepHandsBackJobsADeadPortalNeverBegan: a plan job River marked running for a
+// portal that died before the phase took its lease has no lease to expire; the sweep
+// hands it back to the queue once it has run longer than a lease, and the run plans.
+// A job holding a lease is left alone.
+func TestSweepHandsBackJobsADeadPortalNeverBegan(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	r := h.requestBucket("development", "orphan-job", "orphan-job", run.KindPlanOnly)
+	// The dead portal: it fetched the job 20 s ago and began nothing.
+	require.NoError(t, h.db.Exec("UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '20 seconds' WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Error)
+	sqlDB, err := h.db.DB()
+	require.NoError(t, err)
+	sweep := func() {
+		w := &runner.LeaseSweepWorker{Runs: h.sys.Runs, DB: sqlDB, TTL: 15 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		require.NoError(t, w.Work(context.Background(), nil))
+	}
+	// A job holding a lease (a live worker) is not handed back.
+	var jobID int64
+	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
+	require.NoError(t, h.db.Exec(`INSERT INTO run_leases (run_id, organization_id, phase, token, job_id, holder, expires_at)
+		VALUES (?, ?, 'plan', nextval('run_lease_tokens'), ?, 'alive', now() + interval '1 minute')`, r.ID, r.OrganizationID, jobID).Error)
+	sweep()
+	require.Equal(t, "running", jobState(t, sqlDB, jobID), "a leased job is its worker's")
+	require.NoError(t, h.db.Exec("DELETE FROM run_leases WHERE run_id = ?", r.ID).Error)
+
+	sweep()
+	require.Equal(t, "available", jobState(t, sqlDB, jobID), "an unleased job older than a lease is handed back")
+	h.start()
+	h.waitFor(r.ID, run.Planned)
+}
+
+// TestCancellingAPlanningRunStopsItsWorker: the cancel ends the plan's lease in its
+// transaction; the worker's next heartbeat finds it gone and stops the phase, which
+// records nothing.
+func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{runner: runner.Delayed(mock.New(), time.Minute), leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond}})
+	h.start()
+	r := h.requestBucket("development", "cancelled", "cancelled", run.KindPlanOnly)
+	h.waitFor(r.ID, run.Planning)
+	require.Eventually(t, func() bool {
+		var n int64
+		require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&n).Error)
+		return n == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err := h.sys.Runs.Cancel(h.as("operator"), r.ID, "changed my mind")
+	require.NoError(t, err)
+	var jobID int64
+	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
+	sqlDB, err := h.db.DB()
+	require.NoError(t, err)
+	// The worker would sleep a minute; the lost lease stops it at the next heartbeat.
+	require.Eventually(t, func() bool { return jobState(t, sqlDB, jobID) == "completed" }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, run.Cancelled, h.waitFor(r.ID, run.Cancelled).State)
+	var artifacts int64
+	require.NoError(t, h.db.Raw("SELECT count(*) FROM artifacts WHERE workspace_id = ? AND kind = 'plan_file'", r.WorkspaceID).Scan(&artifacts).Error)
+	require.Zero(t, artifacts, "the stopped phase recorded nothing")
+}
+
+func jobState(t *testing.T, sqlDB *sql.DB, id int64) string {
+	t.Helper()
+	var s string
+	require.NoError(t, sqlDB.QueryRow("SELECT state FROM river_job WHERE id = $1", id).Scan(&s))
+	return s
+}

@@ -207,8 +207,10 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 			return ignoreSkip(ferr)
 		}
 	}
-	_, err = w.Runs.FinishPlan(ctx, out)
-	return ignoreSkip(err)
+	return persist(ctx, w.Logger, out.Lease, func(ctx context.Context) error {
+		_, err := w.Runs.FinishPlan(ctx, out)
+		return err
+	})
 }
 
 // kindOf is what the runner does for a run of kind k: a drift check and a codification
@@ -241,6 +243,34 @@ func observe(ctx context.Context, changes ChangeLog, token string, planJSON []by
 		}
 	}
 	return obs, nil
+}
+
+// persistFor bounds how long a phase's outcome is offered to a database that is away.
+const persistFor = 2 * time.Minute
+
+// persist records a phase's outcome with record, trying again every half second while
+// the database is away (a restart takes seconds, and until it is stored the outcome
+// exists only in this process), for up to persistFor or until ctx ends. A lost lease or
+// a run already past the phase ends it: someone else moved the run on.
+func persist(ctx context.Context, logger *slog.Logger, l run.Lease, record func(context.Context) error) error {
+	deadline := time.Now().Add(persistFor)
+	for attempt := 1; ; attempt++ {
+		err := record(ctx)
+		if err == nil || skipped(err) {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		if attempt == 1 {
+			logger.WarnContext(ctx, "recording the phase's outcome failed; trying again", "run", l.RunID, "phase", string(l.Phase), "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func ignoreSkip(err error) error {
@@ -310,8 +340,10 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if err != nil {
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
-		_, ferr := w.Runs.FailPhase(context.WithoutCancel(ctx), work.Lease, res.Log, "apply failed: "+err.Error())
-		return ignoreSkip(ferr)
+		return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
+			_, err := w.Runs.FailPhase(ctx, work.Lease, res.Log, "apply failed: "+err.Error())
+			return err
+		})
 	}
 	if res.State != nil { // else tofu wrote the state through the backend
 		if _, _, err = stateHeader(res.State); err != nil {
@@ -319,8 +351,11 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 			return ignoreSkip(ferr)
 		}
 	}
-	_, err = w.Runs.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
-	return ignoreSkip(err)
+	// The apply happened: its outcome is recorded even if the job's context ended.
+	return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
+		_, err := w.Runs.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
+		return err
+	})
 }
 
 // stateHeader reads serial and lineage from a state file.
@@ -389,8 +424,10 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "verification failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
-	_, err = w.Runs.FinishVerify(ctx, work.Lease, res.Converged, append(res.Log, res.DriftJSON...))
-	return ignoreSkip(err)
+	return persist(ctx, w.Logger, work.Lease, func(ctx context.Context) error {
+		_, err := w.Runs.FinishVerify(ctx, work.Lease, res.Converged, append(res.Log, res.DriftJSON...))
+		return err
+	})
 }
 
 // ExpireWorker ends runs whose decision window or approval validity ran out.

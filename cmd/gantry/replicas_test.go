@@ -56,10 +56,13 @@ type replica struct {
 }
 
 // newReplicas prepares a fresh database with the demo data and an OpenID Provider.
-func newReplicas(t *testing.T) *replicas {
+func newReplicas(t *testing.T) *replicas { return newReplicasAt(t, dbtest.NewURL(t)) }
+
+// newReplicasAt is newReplicas on the (empty) database at dsn.
+func newReplicasAt(t *testing.T, dsn string) *replicas {
 	t.Helper()
 	ctx := context.Background()
-	r := &replicas{t: t, DSN: dbtest.NewURL(t), KeySpec: keyring.NewKeySpec("replicas-1")}
+	r := &replicas{t: t, DSN: dsn, KeySpec: keyring.NewKeySpec("replicas-1")}
 	var err error
 	r.DB, err = db.Open(ctx, r.DSN)
 	require.NoError(t, err)

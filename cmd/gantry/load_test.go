@@ -103,7 +103,9 @@ func TestLoadConcurrentRequests(t *testing.T) {
 
 	lat := slices.Clone(api.Latencies)
 	slices.Sort(lat)
-	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond) }
+	p := func(q float64) time.Duration {
+		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
+	}
 	report := fmt.Sprintf("load: %d concurrent requests (mock executor, 2 portals): all answered 201 in %s (%.1f requests/s; latency p50 %s p99 %s, %d retried); all settled in %s (%.1f runs/s)",
 		n, submittedIn.Round(time.Millisecond), float64(n)/submittedIn.Seconds(), p(0.5), p(0.99), api.Retries, settledIn.Round(time.Millisecond), float64(n)/settledIn.Seconds())
 	t.Log(report)

@@ -105,10 +105,16 @@ func (r *replicas) start(args ...string) *replica {
 		}
 		return false
 	}, 60*time.Second, 50*time.Millisecond, "portal never served:\n%s", out)
-	resp, err := http.Get(p.URL + "/readyz")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// Ready once its database answers within the probe's time (a busy machine may take
+	// a moment).
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(p.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond, "portal never ready:\n%s", out)
 	r.Portals = append(r.Portals, p)
 	return p
 }

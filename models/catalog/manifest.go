@@ -128,6 +128,8 @@ func (t *Template) check(dir string) []string {
 		add("name is required")
 	case t.Name != dir:
 		add("name %q does not match its directory %q", t.Name, dir)
+	case !templateNameRe.MatchString(t.Name):
+		add("name %q must match %s", t.Name, templateNameRe)
 	}
 	if !versionRe.MatchString(t.Version) {
 		add("version %q is not a semantic version like 1.2.3", t.Version)
@@ -174,7 +176,9 @@ func (t *Template) check(dir string) []string {
 		if !resourceTypeRe.MatchString(rt) {
 			add("prices: %q is not a resource type", rt)
 		}
-		if price < 0 {
+		if math.IsNaN(price) || math.IsInf(price, 0) {
+			add("prices: %s costs %v, not a finite number", rt, price)
+		} else if price < 0 {
 			add("prices: %s costs %v, less than zero", rt, price)
 		}
 	}
@@ -204,6 +208,9 @@ func (in *Input) check() []string {
 			add("pattern applies only to string inputs")
 		} else if _, err := regexp.Compile(in.Pattern); err != nil {
 			add("pattern does not compile: %v", err)
+		} else if _, err := compilePattern(in.Pattern); err != nil {
+			// The form anchors the pattern (compilePattern): `a\Q` compiles alone, not anchored.
+			add("pattern cannot be anchored: %v", err)
 		}
 	}
 	if len(in.Label) > MaxLabel || strings.ContainsAny(in.Label, "\r\n") {
@@ -218,6 +225,12 @@ func (in *Input) check() []string {
 				add("min and max of an integer input must be whole numbers")
 				break
 			}
+		}
+	}
+	for _, b := range []*float64{in.Min, in.Max} {
+		if b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0)) {
+			add("min and max must be finite numbers")
+			break
 		}
 	}
 	if (in.Min != nil || in.Max != nil) && in.Type != TypeNumber {
@@ -246,6 +259,12 @@ func (in *Input) check() []string {
 	def, err := normalizeDefault(in.Type, in.Default)
 	if err != nil {
 		add("default %v: %v", in.Default, err)
+		return problems
+	}
+	if f, ok := def.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		// NaN passes every range check below and panics in Generate (big.Float); an
+		// infinity is no number a person can type (ValidateInputs reads decimals only).
+		add("default %v is not a finite number", def)
 		return problems
 	}
 	in.Default = def

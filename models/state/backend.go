@@ -1,11 +1,13 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -137,6 +139,9 @@ func parseState(data []byte) (stateHeader, error) {
 		return h, fmt.Errorf("state serial must be between 1 and %d: %w", math.MaxInt32, ErrMalformed)
 	case h.Lineage == "":
 		return h, fmt.Errorf("state has no lineage: %w", ErrMalformed)
+	case strings.ContainsRune(h.Lineage, 0):
+		// PostgreSQL keeps no NUL in text: refused here as bad input, not a 500 later.
+		return h, fmt.Errorf("state lineage holds a NUL character: %w", ErrMalformed)
 	}
 	return h, nil
 }
@@ -311,6 +316,10 @@ func parseLockInfo(info []byte) (LockInfo, error) {
 	}
 	if li.ID == "" {
 		return li, fmt.Errorf("lock info has no ID: %w", ErrMalformed)
+	}
+	// The document is kept as jsonb, which holds no NUL character in any string.
+	if bytes.Contains(info, []byte(`\u0000`)) {
+		return li, fmt.Errorf("lock info holds a NUL character: %w", ErrMalformed)
 	}
 	return li, nil
 }

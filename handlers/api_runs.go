@@ -50,11 +50,12 @@ func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {
 		Summary: "The run's evidence report: bound evidence, decisions, apply, state version, verification, attestations", Response: evidenceJSON{}}, h.evidence)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/approve", ID: "approveRun", Tag: "decisions", Scope: "decide",
 		Summary: "Approve the plan the evidence names (never whatever the run carries now); a token never approves a risk-3 run",
-		Body:    apiApproval{}, Response: apiRun{}}, h.approve)
+		Body:    apiApproval{}, Response: apiRun{}, RateLimited: true}, h.approve)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/reject", ID: "rejectRun", Tag: "decisions", Scope: "decide",
-		Summary: "Reject the plan the evidence names", Body: apiRejection{}, Response: apiRun{}}, h.reject)
+		Summary: "Reject the plan the evidence names", Body: apiRejection{}, Response: apiRun{}, RateLimited: true}, h.reject)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/override", ID: "overrideRule", Tag: "decisions", Scope: "admin",
-		Summary: "Override a soft-mandatory policy failure of the plan the evidence names", Body: apiOverride{}, Response: apiRun{}}, h.override)
+		Summary: "Override a soft-mandatory policy failure of the plan the evidence names", Body: apiOverride{}, Response: apiRun{},
+		RateLimited: true}, h.override)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/cancel", ID: "cancelRun", Tag: "runs", Scope: "plan",
 		Summary: "Cancel a run that has not started applying", Body: apiReason{}, Response: apiRun{}}, h.cancel)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/plan-again", ID: "planRunAgain", Tag: "runs", Scope: "plan or apply",

@@ -68,6 +68,10 @@ func classifyGeneric(err error) problem {
 	case errs.CodeBadRequest:
 		return problem{Status: http.StatusBadRequest, Code: code, Title: "Bad request",
 			Detail: "The request could not be read. Go back, check what you entered and send it again."}
+	case errs.CodeRateLimited:
+		// The limit's own message says when to try again (web/ratelimit.go).
+		return problem{Status: http.StatusTooManyRequests, Code: code, Title: "Too many requests",
+			Detail: "Too many requests of this kind came from you in a short time, so this one was not carried out. Wait a little and try again."}
 	case errs.CodeInvalidInput:
 		v, _ := errs.AsValidation(err)
 		return problem{Status: http.StatusUnprocessableEntity, Code: code, Title: "Invalid input",
@@ -113,6 +117,8 @@ func httpCode(status int) errs.Code {
 		return errs.CodeConflict
 	case status == http.StatusRequestEntityTooLarge:
 		return "PAYLOAD_TOO_LARGE"
+	case status == http.StatusTooManyRequests:
+		return errs.CodeRateLimited
 	case status >= 400 && status < 500:
 		return errs.CodeBadRequest
 	}
@@ -147,7 +153,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 			if back := s.backTo(c); back != "" {
 				props.ActionHref, props.ActionLabel = back, "Go back"
 			}
-		case p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest:
+		case p.Status == http.StatusUnauthorized || p.Status == http.StatusBadRequest || p.Status == http.StatusTooManyRequests:
+			// Signed out, a 429 is a sign-in refused for a while: the way on is signing in again.
 			props.ActionHref, props.ActionLabel = paths.Login(), "Sign in"
 		}
 		werr = render.Page(c, p.Status, views.ErrorPage(props))

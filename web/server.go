@@ -40,6 +40,7 @@ import (
 	"gantry/web/devmail"
 	"gantry/web/openapi"
 	"gantry/web/paths"
+	"gantry/web/ratelimit"
 )
 
 // Config is everything the web layer is told from outside.
@@ -59,6 +60,13 @@ type Config struct {
 	Logger          *slog.Logger
 	// DevMail is gantry dev's SMTP catcher, whose mail /dev/mail shows (nil in serve).
 	DevMail *devmail.Catcher
+
+	// RateLimits bound signing in and deciding (ratelimit.go).
+	RateLimits RateLimits
+	// TrustedProxies are the networks (CIDR) of the proxies whose X-Forwarded-For names
+	// the client, for per-IP limits and the access log. Empty: loopback, link-local and
+	// private networks, where a reverse proxy or ingress usually stands; "none": none.
+	TrustedProxies []string
 }
 
 // WithDefaults returns c with its defaults filled in, or why it cannot serve.
@@ -87,7 +95,9 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return nil
+	c.RateLimits = c.RateLimits.withDefaults()
+	_, err := ipExtractor(c.TrustedProxies)
+	return err
 }
 
 // Services are everything the pages drive, built by the composition root
@@ -147,6 +157,9 @@ type Server struct {
 	tokens   TokenAuthenticator
 	keys     IdempotencyKeys
 	metrics  *telemetry.Metrics
+	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes.
+	limiter    *ratelimit.Limiter
+	limitedOps map[string]bool
 	// api collects the JSON API's operations: /api/v1/openapi.json describes them.
 	api        *openapi.Spec
 	apiDocOnce sync.Once
@@ -172,6 +185,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		runs:     svc.Runs,
 		audit:    svc.Audit,
 		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
+		limiter:  ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
 	}
 	if svc.Tokens != nil {
 		s.tokens = svc.Tokens
@@ -188,6 +202,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 
 	e := s.Echo
 	e.HideBanner, e.HidePort = true, true
+	// The client's address: what a trusted proxy forwarded, never any header (ratelimit.go).
+	if e.IPExtractor, err = ipExtractor(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestID())
 	e.Use(logRequestID)
@@ -231,14 +249,14 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 
 	// Everything below has a session and CSRF protection.
 	web := e.Group("", s.bearer, s.loadSession, s.checkCSRF)
-	web.GET(paths.Login(), s.login)
-	web.GET(paths.Callback(), s.callback)
+	web.GET(paths.Login(), s.login, s.limitSignIn)
+	web.GET(paths.Callback(), s.callback, s.limitSignIn)
 	web.POST(paths.Logout(), s.logout)
 	web.GET(paths.SignedOut(), s.signedOut)
 
-	// Everything below needs a signed-in member of an organization.
-	// Every mutating request of a member takes effect once (idempotency keys).
-	app := web.Group("", s.requireMember, s.idempotent)
+	// Everything below needs a signed-in member of an organization. Decisions are rate
+	// limited first; every mutating request takes effect once (idempotency keys).
+	app := web.Group("", s.requireMember, s.limitDecisions, s.idempotent)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
@@ -282,6 +300,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if cfg.DevMail != nil {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
+	s.limitedOps = rateLimitedRoutes(s.api.Ops())
 	return s, nil
 }
 

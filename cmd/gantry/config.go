@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,18 @@ type webFlags struct {
 	baseURL         string
 	sessionIdle     time.Duration
 	sessionLifetime time.Duration
+	trustedProxies  string
+}
+
+// proxies is --trusted-proxies as the web layer takes it (nil: its default).
+func (w webFlags) proxies() []string {
+	var out []string
+	for _, p := range strings.Split(w.trustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (w *webFlags) register(f flags, defAddr, defMetricsAddr, defBaseURL string) {
@@ -78,4 +91,5 @@ func (w *webFlags) register(f flags, defAddr, defMetricsAddr, defBaseURL string)
 	f.str(&w.baseURL, "base-url", "GANTRY_BASE_URL", defBaseURL, "public URL of Gantry; https makes cookies Secure")
 	f.dur(&w.sessionIdle, "session-idle", "GANTRY_SESSION_IDLE", 30*time.Minute, "a session unused this long ends")
 	f.dur(&w.sessionLifetime, "session-lifetime", "GANTRY_SESSION_LIFETIME", 12*time.Hour, "a session ends this long after sign-in")
+	f.str(&w.trustedProxies, "trusted-proxies", "GANTRY_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies whose X-Forwarded-For names the client, for the per-IP rate limits and the access log; \"none\" trusts none (default: loopback, link-local and private networks)")
 }

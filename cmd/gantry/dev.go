@@ -179,7 +179,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	}
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
-		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger, DevMail: catcher,
+		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, TrustedProxies: w.proxies(), Logger: logger, DevMail: catcher,
 	})
 	if err != nil {
 		sys.Close()

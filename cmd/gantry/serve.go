@@ -60,7 +60,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	}
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: clientID, ClientSecret: secret, RedirectURL: redirect,
-		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, Logger: logger,
+		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, TrustedProxies: w.proxies(), Logger: logger,
 	})
 	if err != nil {
 		sys.Close()

@@ -1,5 +1,6 @@
 // Package errs holds the domain errors every service returns and the web layer maps to
-// HTTP statuses in one place: not found 404, forbidden 403, conflict 409, invalid 422.
+// HTTP statuses in one place: not found 404, forbidden 403, conflict 409, invalid 422,
+// rate limited 429.
 package errs
 
 import (
@@ -28,6 +29,9 @@ var (
 	ErrApprovalExpired = fmt.Errorf("approval expired: %w", ErrConflict)
 	// ErrBadRequest means the request itself is malformed (bad bytes, a broken body): 400.
 	ErrBadRequest = errors.New("bad request")
+	// ErrRateLimited means the client sent more requests of a kind than its limit allows
+	// (web/ratelimit.go); nothing was done, and it may try again later: 429.
+	ErrRateLimited = errors.New("rate limited")
 )
 
 // Code is an error's stable machine code, carried by JSON problem documents so scripts
@@ -43,6 +47,7 @@ const (
 	CodeApprovalExpired Code = "APPROVAL_EXPIRED"
 	CodeInvalidInput    Code = "INVALID_INPUT"
 	CodeBadRequest      Code = "BAD_REQUEST"
+	CodeRateLimited     Code = "RATE_LIMITED"
 	CodeInternal        Code = "INTERNAL"
 )
 
@@ -65,6 +70,8 @@ func CodeOf(err error) Code {
 		return CodeConflict
 	case errors.Is(err, ErrBadRequest):
 		return CodeBadRequest
+	case errors.Is(err, ErrRateLimited):
+		return CodeRateLimited
 	case transientConflict(err):
 		return CodeConflict
 	}

@@ -28,6 +28,7 @@ func TestCodeOf(t *testing.T) {
 		errs.CodeUnauthenticated: errs.ErrUnauthenticated,
 		errs.CodeConflict:        fmt.Errorf("x: %w", errs.ErrConflict),
 		errs.CodeBadRequest:      errs.ErrBadRequest,
+		errs.CodeRateLimited:     errs.Explain(errs.ErrRateLimited, "try again in 7 seconds"),
 		errs.CodeInvalidInput:    fmt.Errorf("validating: %w", v),
 		errs.CodeInternal:        errors.New("disk on fire"),
 	}

@@ -51,6 +51,10 @@ type Op struct {
 	OtherContentTypes []string
 	// Mutating operations need an Idempotency-Key header.
 	Mutating bool
+	// RateLimited operations are counted per caller and per client address, and answer
+	// 429 RATE_LIMITED with Retry-After over the limit; the web layer limits exactly the
+	// operations registered with it (web/ratelimit.go).
+	RateLimited bool
 }
 
 // Spec collects the operations of the API.
@@ -83,7 +87,7 @@ type Problem struct {
 	Status int               `json:"status"`
 	Title  string            `json:"title"`
 	Detail string            `json:"detail"`
-	Code   string            `json:"code" doc:"Gantry's stable machine code: FORBIDDEN, NOT_FOUND, UNAUTHENTICATED, INVALID_INPUT, CONFLICT, STALE_EVIDENCE, APPROVAL_EXPIRED, BAD_REQUEST, INTERNAL, …"`
+	Code   string            `json:"code" doc:"Gantry's stable machine code: FORBIDDEN, NOT_FOUND, UNAUTHENTICATED, INVALID_INPUT, CONFLICT, STALE_EVIDENCE, APPROVAL_EXPIRED, BAD_REQUEST, RATE_LIMITED, INTERNAL, …"`
 	Fields map[string]string `json:"fields,omitempty" doc:"a message per input field that needs correcting"`
 	// RequestID is set on server errors, to find the log lines.
 	RequestID string `json:"request_id,omitempty"`
@@ -158,6 +162,12 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 			"404": problem("Not found, or another organization's."),
 			"422": problem("Some fields need correcting (see fields)."),
 			"500": problem("Gantry could not finish the request.")}
+		if op.RateLimited {
+			limited := problem("Too many of these calls from this caller (token or session) or this address in a short time (RATE_LIMITED): nothing was done; try again after Retry-After.")
+			limited["headers"] = map[string]any{"Retry-After": map[string]any{"description": "Seconds to wait before trying again.",
+				"required": true, "schema": map[string]any{"type": "integer", "minimum": 1}}}
+			responses["429"] = limited
+		}
 		if op.Mutating {
 			responses["409"] = problem("A conflict: the evidence changed (STALE_EVIDENCE), the time to decide ran out (APPROVAL_EXPIRED), or a change made meanwhile.")
 		}

@@ -48,6 +48,29 @@ func TestSchemasFromTypes(t *testing.T) {
 	require.Equal(t, []any{"integer", "null"}, thing.Properties["maybe"]["type"])
 	require.Equal(t, "#/components/schemas/Part", thing.Properties["inner"]["$ref"])
 
+	// A rate-limited operation documents its 429 and the Retry-After that comes with it;
+	// another does not.
+	s.Route(g, Op{Method: http.MethodPost, Path: "/api/v1/things/:id/decide", ID: "decideThing", Tag: "things", Body: apiPart{}, RateLimited: true},
+		func(echo.Context) error { return nil })
+	raw, err = s.Document("1")
+	require.NoError(t, err)
+	var limited struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]struct {
+					Required bool
+					Schema   map[string]any
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &limited))
+	require.NotContains(t, limited.Paths["/api/v1/things/{id}"]["post"].Responses, "429")
+	tooMany, ok := limited.Paths["/api/v1/things/{id}/decide"]["post"].Responses["429"]
+	require.True(t, ok, "the 429 is described")
+	require.True(t, tooMany.Headers["Retry-After"].Required)
+	require.Equal(t, "integer", tooMany.Headers["Retry-After"].Schema["type"])
+
 	s.Route(g, Op{Method: http.MethodGet, Path: "/api/v1/other", ID: "other", Tag: "things", Response: Thing{}},
 		func(echo.Context) error { return nil })
 	_, err = s.Document("1")

@@ -78,7 +78,8 @@ type Options struct {
 	CloudEndpoint string
 	// Log, when set, receives the portal's log as the gantry command writes it (JSON, with
 	// the ids a request's or a job's context carries); by default the log is discarded.
-	Log io.Writer
+	Log        io.Writer
+	RateLimits *web.RateLimits // the portal's rate limits and their clock; nil: none (limits.go)
 }
 
 // App is one running Gantry with its provider and database.
@@ -178,9 +179,8 @@ func StartWith(t testing.TB, opts Options) *App {
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint})
 	require.NoError(t, err)
-	app.Server, err = app.System.Web(ctx, web.Config{
-		BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail,
-	})
+	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
+		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	require.NoError(t, app.System.Queue.Start(runCtx))

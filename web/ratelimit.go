@@ -1,0 +1,205 @@
+package web
+
+// Rate limits on what is worth flooding: signing in (each start writes a session row and
+// sweeps old ones, each return from the provider exchanges a code with it) and deciding
+// (approve, reject, override: a script gone wrong, or a stolen session, rubber-stamping
+// runs). Over a limit the request is refused before any of its work, with 429
+// RATE_LIMITED and Retry-After: a page saying when to try again, or a problem document on
+// the API. The buckets are in memory (web/ratelimit), per process.
+
+import (
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gantry/models/authz"
+	"gantry/models/errs"
+	"gantry/models/run"
+	"gantry/web/openapi"
+	"gantry/web/paths"
+	"gantry/web/ratelimit"
+)
+
+// The default limits.
+var (
+	// A person signs in a few times a day (sessions last hours); 5 at once and 10 a minute
+	// from one address still let an office behind one NAT sign in on a Monday morning, a
+	// few at a time, while a loop creating sessions or replaying callbacks stalls.
+	defaultSignInLimit = ratelimit.Rate{PerMinute: 10, Burst: 5}
+	// A person reads a review before deciding: 10 decisions at once (an inbox cleared in
+	// a row) and then one every 2 s is beyond any reviewer, and slows a script or a stolen
+	// session approving everything in sight to a pace someone can notice.
+	defaultDecisionLimit = ratelimit.Rate{PerMinute: 30, Burst: 10}
+	// Per address, twice one session's: two busy people behind one NAT, or a pipeline with
+	// a few tokens, still decide at full speed; many sessions from one host do not.
+	defaultDecisionLimitPerIP = ratelimit.Rate{PerMinute: 60, Burst: 20}
+)
+
+// maxRateLimitKeys bounds the buckets held (under 200 bytes each, so about 10 MB at
+// most): far above the clients seen within a bucket's refill time (under a minute) on an
+// honest day; a flood from more addresses than that makes the least recently seen start
+// afresh, not memory grow.
+const maxRateLimitKeys = 50_000
+
+// RateLimits are the limits a Server applies. A zero field of a Rate takes its default
+// (above), a negative PerMinute is no limit.
+type RateLimits struct {
+	// SignIn counts, per client address, the starts of a sign-in and the returns from
+	// the provider, each apart (one sign-in spends one of each).
+	SignIn ratelimit.Rate
+	// Decision counts the decisions (approve, reject, override; pages and API alike) of
+	// one session or API token; DecisionPerIP those from one client address, over every
+	// session and token behind it.
+	Decision, DecisionPerIP ratelimit.Rate
+	// Now is the limits' clock (nil: time.Now); tests move it by hand.
+	Now func() time.Time
+}
+
+func (l RateLimits) withDefaults() RateLimits {
+	l.SignIn = orDefault(l.SignIn, defaultSignInLimit)
+	l.Decision = orDefault(l.Decision, defaultDecisionLimit)
+	l.DecisionPerIP = orDefault(l.DecisionPerIP, defaultDecisionLimitPerIP)
+	return l
+}
+
+// orDefault fills r's zero fields from def.
+func orDefault(r, def ratelimit.Rate) ratelimit.Rate {
+	if r.PerMinute == 0 {
+		r.PerMinute = def.PerMinute
+	}
+	if r.Burst == 0 {
+		r.Burst = def.Burst
+	}
+	return r
+}
+
+// rateLimitedRoutes are the API operations registered as rate limited (openapi.Op), by
+// method and route: the decisions' calls, which limitDecisions counts.
+func rateLimitedRoutes(ops []openapi.Op) map[string]bool {
+	routes := map[string]bool{}
+	for _, op := range ops {
+		if op.RateLimited {
+			routes[op.Method+" "+op.Path] = true
+		}
+	}
+	return routes
+}
+
+// ipExtractor reads the client's address believing X-Forwarded-For only from trusted
+// proxies (Config.TrustedProxies), never from anyone: echo's fallback without an
+// extractor believes any X-Forwarded-For, so a client could name a new address with each
+// request and never meet a per-IP limit (or write any address into the access log).
+func ipExtractor(trusted []string) (echo.IPExtractor, error) {
+	switch {
+	case len(trusted) == 0:
+		return echo.ExtractIPFromXFFHeader(), nil // trusts loopback, link-local and private peers
+	case len(trusted) == 1 && trusted[0] == "none":
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, cidr := range trusted {
+		_, network, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxies: %q is not a network in CIDR notation (or the one word none)", cidr)
+		}
+		opts = append(opts, echo.TrustIPRange(network))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
+
+// clientAddress is whom a per-IP limit counts: the client's address, an IPv6 one by its
+// /64 (a host is usually given the whole /64, and counting single addresses would let it
+// step around the limit).
+func clientAddress(c echo.Context) string {
+	addr, err := netip.ParseAddr(c.RealIP())
+	if err != nil {
+		return c.RealIP()
+	}
+	if addr = addr.Unmap(); addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+// limitSignIn limits, per client address, the route it guards (the sign-in's start, the
+// provider's callback): there is no session to count by yet, and a client would drop its
+// cookie to get a fresh count anyway.
+func (s *Server) limitSignIn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ip := clientAddress(c)
+		if wait := s.limiter.Allow(ratelimit.Key{Rate: s.cfg.RateLimits.SignIn, Name: "sign-in " + c.Path() + " " + ip}); wait > 0 {
+			return s.rateLimited(c, wait, "sign-in", ip,
+				"Too many sign-ins came from your network in a short time, so this one was refused.")
+		}
+		return next(c)
+	}
+}
+
+// limitDecisions limits the decisions on runs, per session or API token and per client
+// address, both at once (a request refused by one spends nothing of the other). It runs
+// after requireMember, so only members' decisions are counted, and before idempotent,
+// so a refused decision opens no transaction and keeps no key.
+func (s *Server) limitDecisions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !s.isDecision(c) {
+			return next(c)
+		}
+		ip := clientAddress(c)
+		wait := s.limiter.Allow(ratelimit.Key{Rate: s.cfg.RateLimits.Decision, Name: "decide " + caller(c)},
+			ratelimit.Key{Rate: s.cfg.RateLimits.DecisionPerIP, Name: "decide-ip " + ip})
+		if wait > 0 {
+			return s.rateLimited(c, wait, "decisions", ip,
+				"Too many decisions came from this session or your network in a short time, so this one was not recorded.")
+		}
+		return next(c)
+	}
+}
+
+// isDecision reports whether c approves, rejects or overrides: a review page's form
+// (one route for every action on a run) or an API operation registered as rate limited.
+func (s *Server) isDecision(c echo.Context) bool {
+	if c.Request().Method != http.MethodPost {
+		return false
+	}
+	if c.Path() == paths.RouteRunAction {
+		switch run.Action(c.Param("action")) {
+		case run.ActionApprove, run.ActionReject, run.ActionOverride:
+			return true
+		}
+		return false
+	}
+	return s.limitedOps[c.Request().Method+" "+c.Path()]
+}
+
+// caller names who makes a request for per-session limits: the API token, else the
+// session (by the hash of its cookie, which is what the store keeps).
+func caller(c echo.Context) string {
+	if viaToken(c) {
+		subject, _ := authz.SubjectFrom(c.Request().Context())
+		return "token " + subject.TokenID
+	}
+	return "session " + hex.EncodeToString(sessionOf(c).sess.IDHash)
+}
+
+// rateLimited refuses the request: Retry-After in whole seconds, a log line (its request
+// id from the context; the address, never a cookie or token) and the 429 the central
+// error handler draws with why and when to try again.
+func (s *Server) rateLimited(c echo.Context, wait time.Duration, limit, ip, why string) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	c.Response().Header().Set("Retry-After", fmt.Sprint(secs))
+	s.cfg.Logger.WarnContext(c.Request().Context(), "rate limited", slog.String("limit", limit), slog.String("route", c.Path()),
+		slog.String("remote_ip", ip), slog.Int("retry_after_seconds", secs))
+	when := "1 second"
+	if secs != 1 {
+		when = fmt.Sprintf("%d seconds", secs)
+	}
+	return errs.Explain(errs.ErrRateLimited, why+" Try again in "+when+".")
+}

@@ -45,6 +45,8 @@ type QueueConfig struct {
 	// Leases: the replica id the phase workers hold leases as, the heartbeat (also how
 	// often the leader sweeps expired leases) and the lease duration.
 	Leases LeaseConfig
+	// StateLocks reserves a workspace's state lock for an apply before tofu runs.
+	StateLocks StateReserver
 }
 
 // Queue is the River client and its workers. Build it, hand Enqueuer() to the run
@@ -92,7 +94,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
 	q := &Queue{
 		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan, Leases: cfg.Leases},
-		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply, Leases: cfg.Leases},
+		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply, Leases: cfg.Leases, Locks: cfg.StateLocks},
 		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify, Leases: cfg.Leases},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},

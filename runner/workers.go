@@ -293,6 +293,14 @@ type ApplyWorker struct {
 	OnStart      func(runID string, pickedUp time.Time)
 	PhaseTimeout time.Duration
 	Leases       LeaseConfig
+	// Locks reserves the workspace's state lock before tofu runs (nil: not reserved).
+	Locks StateReserver
+}
+
+// StateReserver takes a workspace's state lock for a run's apply before tofu runs,
+// held by the apply's state credential, and returns its fencing token (state.Store).
+type StateReserver interface {
+	Reserve(ctx context.Context, orgID, workspaceID, runID, credentialID string) (int64, error)
 }
 
 func (w *ApplyWorker) Timeout(*river.Job[ApplyArgs]) time.Duration { return w.PhaseTimeout }
@@ -330,6 +338,16 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		return ignoreSkip(ferr)
 	}
 	defer revoke()
+	// The state lock is the apply's before tofu runs (DESIGN §3): a plan of another run,
+	// or anything else, cannot lock or write the state between the checks and the apply.
+	if w.Locks != nil && creds.StateUsername != "" {
+		fence, err := w.Locks.Reserve(ctx, work.Run.OrganizationID, work.Run.WorkspaceID, work.Run.ID, creds.StateUsername)
+		if err != nil {
+			_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, "the workspace state lock could not be reserved for the apply: "+err.Error()+"; nothing was applied")
+			return ignoreSkip(ferr)
+		}
+		w.Logger.InfoContext(ctx, "state lock reserved for the apply", "run", work.Run.ID, "fence", fence)
+	}
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
 	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)

@@ -194,7 +194,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
-		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
+		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
 	if err != nil {
 		p.ListenPool.Close()

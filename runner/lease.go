@@ -8,20 +8,18 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"gantry/models/db"
 	"gantry/models/run"
 )
 
 // Leases (run/lease.go): each phase worker renews its run's lease every heartbeat while
 // the phase runs, and stops the phase the moment a renewal says the lease is gone (the
-// sweeper took it over, or the run was cancelled). The sweeper is a periodic job, so
-// only the leader schedules it; it runs every heartbeat in a queue of its own, so busy
-// run workers never delay it.
+// sweeper took it over, or the run was cancelled). The sweeper (LeaseSweeper) runs
+// beside the queue, outside it, so busy run workers never delay it.
 
 // LeaseConfig is how this portal holds leases: the flags --heartbeat and --lease, and
-// the replica id its leases (and its containers) are tagged with.
+// the replica id its leases (and its containers) are tagged with; the sweeper passes
+// every heartbeat.
 type LeaseConfig struct {
 	Holder    string
 	Heartbeat time.Duration
@@ -91,43 +89,73 @@ func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logge
 // lost reports whether phase context ctx ended because its lease is gone.
 func lost(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
 
-// LeaseSweepArgs is the periodic search for expired leases.
-type LeaseSweepArgs struct{}
-
-func (LeaseSweepArgs) Kind() string { return "run.lease_sweep" }
-
-// QueueLeases is the sweeper's own queue.
-const QueueLeases = "leases"
-
 // Sweeper is what the sweep needs of the run service.
 type Sweeper interface {
-	SweepLeases(ctx context.Context) ([]run.Takeover, error)
+	SweepLeases(ctx context.Context, replica string) ([]run.Takeover, error)
 }
 
-// LeaseSweepWorker takes over expired leases, and hands back to the queue the jobs a
-// dead portal had fetched but not yet begun (see rescueUnleased).
-type LeaseSweepWorker struct {
-	river.WorkerDefaults[LeaseSweepArgs]
+// sweepLockKey is the advisory lock a replica holds while it sweeps ("gantry-lease-sweep").
+const sweepLockKey = 0x67616e7472795357
+
+// LeaseSweeper sweeps expired leases every heartbeat on whichever replica holds the
+// sweeper's advisory lock at that moment: the leader of that pass. A replica that dies
+// holding it releases it with its connection, so nobody waits for an election (River's
+// leader is re-elected only after its term runs out, up to 20 s) before the next pass.
+// Each pass also hands back to the queue the jobs a dead portal had fetched but not
+// yet begun (rescueUnleased).
+type LeaseSweeper struct {
 	Runs   Sweeper
 	DB     *sql.DB
-	TTL    time.Duration
+	Leases LeaseConfig
 	Logger *slog.Logger
-	// OnTakeover, if set, hears of each takeover (the metrics count them).
+	// OnTakeover, if set, hears of each takeover.
 	OnTakeover func(run.Takeover)
 }
 
-func (w *LeaseSweepWorker) Timeout(*river.Job[LeaseSweepArgs]) time.Duration { return time.Minute }
+// Run makes a pass every heartbeat until ctx ends.
+func (w *LeaseSweeper) Run(ctx context.Context) {
+	cfg := w.Leases.withDefaults()
+	tick := time.NewTicker(cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		if err := w.Pass(ctx); err != nil && ctx.Err() == nil {
+			w.Logger.WarnContext(ctx, "lease sweep failed; trying again at the next heartbeat", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
 
-func (w *LeaseSweepWorker) Work(ctx context.Context, _ *river.Job[LeaseSweepArgs]) error {
-	taken, err := w.Runs.SweepLeases(ctx)
-	if n, rerr := rescueUnleased(ctx, w.DB, w.TTL); rerr != nil {
+// Pass makes one sweep if this replica gets the sweeper's lock (another replica
+// sweeping right now makes this one skip).
+func (w *LeaseSweeper) Pass(ctx context.Context) error {
+	cfg := w.Leases.withDefaults()
+	conn, err := w.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var mine bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(sweepLockKey)).Scan(&mine); err != nil {
+		return fmt.Errorf("taking the sweeper's lock: %w", err)
+	}
+	if !mine {
+		return nil
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(sweepLockKey))
+	taken, err := w.Runs.SweepLeases(ctx, cfg.Holder)
+	if n, rerr := rescueUnleased(ctx, w.DB, cfg.TTL); rerr != nil {
 		err = errors.Join(err, rerr)
 	} else if n > 0 {
 		w.Logger.WarnContext(ctx, "handed back to the queue jobs a dead portal had fetched before they began", "jobs", n)
 	}
 	for _, t := range taken {
 		w.Logger.WarnContext(ctx, "took over an expired lease", "run", t.RunID, "phase", string(t.Phase), "holder", t.Holder,
-			"renewed_at", t.RenewedAt, "expired_at", t.ExpiresAt, "detected_after", t.DetectedAt.Sub(t.ExpiresAt).Round(time.Millisecond).String(), "outcome", t.Outcome)
+			"renewed_at", t.RenewedAt, "expired_at", t.ExpiresAt, "detected_after", t.DetectedAt.Sub(t.ExpiresAt).Round(time.Millisecond).String(),
+			"pass", t.Pass, "outcome", t.Outcome)
 		if w.OnTakeover != nil {
 			w.OnTakeover(t)
 		}

@@ -28,8 +28,9 @@ func TestSweepHandsBackJobsADeadPortalNeverBegan(t *testing.T) {
 	sqlDB, err := h.db.DB()
 	require.NoError(t, err)
 	sweep := func() {
-		w := &runner.LeaseSweepWorker{Runs: h.sys.Runs, DB: sqlDB, TTL: 15 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		require.NoError(t, w.Work(context.Background(), nil))
+		w := &runner.LeaseSweeper{Runs: h.sys.Runs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		require.NoError(t, w.Pass(context.Background()))
 	}
 	// A job holding a lease (a live worker) is not handed back.
 	var jobID int64

@@ -66,7 +66,9 @@ type Queue struct {
 	dispatch *DriftDispatchWorker
 	drift    *DriftCheckWorker
 	windows  *WindowDueWorker
-	sweep    *LeaseSweepWorker
+	sweep    *LeaseSweeper
+	// stopSweep ends the sweeper started by Start.
+	stopSweep func()
 }
 
 // NewQueue builds the River client with the run workers registered.
@@ -106,7 +108,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		dispatch: &DriftDispatchWorker{Logger: cfg.Logger},
 		drift:    &DriftCheckWorker{},
 		windows:  &WindowDueWorker{},
-		sweep:    &LeaseSweepWorker{Logger: cfg.Logger, DB: cfg.SQLDB, TTL: cfg.Leases.TTL},
+		sweep:    &LeaseSweeper{Logger: cfg.Logger, DB: cfg.SQLDB, Leases: cfg.Leases},
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -148,9 +150,6 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, q.windows); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(workers, q.sweep); err != nil {
-		return nil, err
-	}
 	var driver *riverdatabasesql.Driver
 	if cfg.ListenPool != nil {
 		driver = riverdatabasesql.NewWithPgxListener(cfg.SQLDB, cfg.ListenPool)
@@ -164,7 +163,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	client, err := river.NewClient(driver, &river.Config{
 		Middleware: middleware,
 		Logger:     cfg.Logger.With("component", "river"),
-		Queues:     map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}, QueueLeases: {MaxWorkers: 1}},
+		Queues:     map[string]river.QueueConfig{QueueRuns: {MaxWorkers: cfg.MaxWorkers}, QueueAudit: {MaxWorkers: 2}, QueueNotify: {MaxWorkers: 5}},
 		Workers:    workers,
 		// Periodic jobs run on the leader only, so replicas do not repeat them: the
 		// chain checkpoint and the drift schedule's dispatch.
@@ -175,12 +174,6 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.DriftDispatchEvery),
 				func() (river.JobArgs, *river.InsertOpts) {
 					return DriftDispatchArgs{}, &river.InsertOpts{Queue: QueueRuns, MaxAttempts: 1}
-				}, &river.PeriodicJobOpts{RunOnStart: true}),
-			// The lease sweep, every heartbeat: an expired lease is found at most one
-			// heartbeat after it expired (plus a leader election when the leader died).
-			river.NewPeriodicJob(river.PeriodicInterval(cfg.Leases.Heartbeat),
-				func() (river.JobArgs, *river.InsertOpts) {
-					return LeaseSweepArgs{}, &river.InsertOpts{Queue: QueueLeases, MaxAttempts: 1}
 				}, &river.PeriodicJobOpts{RunOnStart: true})},
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		// The default for workers without their own Timeout; River requires it to be
@@ -239,11 +232,33 @@ func (q *Queue) Start(ctx context.Context) error {
 	if q.plan.Runs == nil || q.export.Exports == nil || q.fanout.Notify == nil || q.windows.Windows == nil {
 		return fmt.Errorf("job queue started before Bind, BindAudit, BindNotify and BindWindows")
 	}
-	return q.Client.Start(ctx)
+	if err := q.Client.Start(ctx); err != nil {
+		return err
+	}
+	sweepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.sweep.Run(sweepCtx)
+	}()
+	stopped := ctx.Done()
+	go func() {
+		select {
+		case <-stopped:
+			cancel()
+		case <-done:
+		}
+	}()
+	q.stopSweep = func() { cancel(); <-done }
+	return nil
 }
 
 // Stop waits for running jobs to finish, up to ctx's deadline, then cancels them.
 func (q *Queue) Stop(ctx context.Context) error {
+	if q.stopSweep != nil {
+		q.stopSweep()
+		q.stopSweep = nil
+	}
 	if err := q.Client.Stop(ctx); err != nil {
 		return q.Client.StopAndCancel(context.Background())
 	}

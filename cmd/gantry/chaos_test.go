@@ -417,6 +417,7 @@ func (c *chaos) report(lanes []*lane, took time.Duration) {
 		}
 		require.False(t, killedAt.IsZero(), "a takeover without a kill of its holder: %+v", ev.takeover)
 		require.LessOrEqual(t, ev.DetectedAt.Sub(ev.RenewedAt), 30*time.Second, "taken over within 30 s of the last renewal: %+v", ev.takeover)
+		require.True(t, ev.PreviousPassAt != nil && ev.PreviousPassAt.Before(ev.ExpiredAt), "taken over at the first sweeper pass after it expired: %+v", ev.takeover)
 		recoveries = append(recoveries, ev.DetectedAt.Sub(killedAt))
 	}
 	slices.Sort(recoveries)

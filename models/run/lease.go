@@ -12,8 +12,9 @@ import (
 
 // Leases (DESIGN §6): the worker running a phase of a run holds a lease on it, renewed
 // by a heartbeat in the database and fenced by a token. A portal that dies stops
-// renewing; the leader's sweeper (SweepLeases) finds the expired lease within seconds
-// and moves the run on: a plan or verification is planned or verified again by a fresh
+// renewing; the sweeper (SweepLeases: every heartbeat, on whichever replica holds its
+// lock, so no replica waits for an election) takes the expired lease over at its first
+// pass after the lease expired and moves the run on: a plan or verification is planned or verified again by a fresh
 // job, an apply becomes APPLY_INTERRUPTED and is never applied again. The dead worker's
 // River job is closed in the same transaction, so River's own rescue (hours later)
 // never runs the phase a second time.
@@ -171,6 +172,10 @@ type Takeover struct {
 	RunID  string
 	Phase  JobKind
 	Holder string
+	// Pass is the sweeper pass that took it over, PreviousPassAt when the pass before it
+	// ran (before ExpiresAt: the first pass after the lease expired took it).
+	Pass           int64
+	PreviousPassAt *time.Time
 	// RenewedAt is the dead worker's last heartbeat, ExpiresAt when its lease ran
 	// out and DetectedAt when the sweeper took it over (all by the database clock).
 	RenewedAt, ExpiresAt, DetectedAt time.Time
@@ -182,10 +187,33 @@ type Takeover struct {
 // sweepBatch bounds the leases one pass takes over; the rest wait for the next pass.
 const sweepBatch = 100
 
-// SweepLeases takes over every expired lease (the leader runs it every heartbeat):
-// each in its own transaction with the run locked, so a worker renewing meanwhile
-// either renews first (and keeps its lease) or finds it gone.
-func (s *Service) SweepLeases(ctx context.Context) ([]Takeover, error) {
+// sweepPass is one pass of the sweeper, as recorded in lease_sweeps.
+type sweepPass struct {
+	Number     int64
+	PreviousAt *time.Time
+}
+
+// countPass records a sweeper pass made by replica and returns it with the time of the
+// pass before.
+func (st store) countPass(ctx context.Context, replica string) (sweepPass, error) {
+	var p sweepPass
+	err := st.conn(ctx).Raw(`UPDATE lease_sweeps SET passes = passes + 1, last_pass_at = clock_timestamp(), replica = ?
+		FROM (SELECT last_pass_at AS prev FROM lease_sweeps) p RETURNING passes AS number, p.prev AS previous_at`, replica).Scan(&p).Error
+	if err != nil {
+		return sweepPass{}, fmt.Errorf("counting a sweeper pass: %w", err)
+	}
+	return p, nil
+}
+
+// SweepLeases is one pass of the sweeper, made by replica (the one holding the
+// sweeper's lock): it takes over every expired lease, each in its own transaction with
+// the run locked, so a worker renewing meanwhile either renews first (and keeps its
+// lease) or finds it gone.
+func (s *Service) SweepLeases(ctx context.Context, replica string) ([]Takeover, error) {
+	pass, err := s.store.countPass(ctx, replica)
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
 	if err := s.store.conn(ctx).Raw("SELECT run_id FROM run_leases WHERE expires_at < clock_timestamp() ORDER BY expires_at LIMIT ?", sweepBatch).
 		Scan(&ids).Error; err != nil {
@@ -193,7 +221,7 @@ func (s *Service) SweepLeases(ctx context.Context) ([]Takeover, error) {
 	}
 	var done []Takeover
 	for _, id := range ids {
-		t, err := s.takeOver(ctx, id)
+		t, err := s.takeOver(ctx, id, pass)
 		switch {
 		case errors.Is(err, ErrSkip):
 		case err != nil:
@@ -208,7 +236,7 @@ func (s *Service) SweepLeases(ctx context.Context) ([]Takeover, error) {
 // takeOver moves on the run of one expired lease: fence its state lock and
 // credentials, close the dead worker's job, and plan or verify again, or interrupt the
 // apply. ErrSkip when the lease was renewed or ended meanwhile.
-func (s *Service) takeOver(ctx context.Context, runID string) (Takeover, error) {
+func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (Takeover, error) {
 	var t Takeover
 	_, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		old, err := s.store.lease(ctx, r.ID)
@@ -218,7 +246,8 @@ func (s *Service) takeOver(ctx context.Context, runID string) (Takeover, error) 
 		if old == nil || now.Before(old.ExpiresAt) {
 			return ErrSkip
 		}
-		t = Takeover{RunID: r.ID, Phase: old.Phase, Holder: old.Holder, RenewedAt: old.RenewedAt.UTC(), ExpiresAt: old.ExpiresAt.UTC(), DetectedAt: now}
+		t = Takeover{RunID: r.ID, Phase: old.Phase, Holder: old.Holder, RenewedAt: old.RenewedAt.UTC(), ExpiresAt: old.ExpiresAt.UTC(), DetectedAt: now,
+			Pass: pass.Number, PreviousPassAt: pass.PreviousAt}
 		why := fmt.Sprintf("the worker running the %s phase (replica %s) stopped renewing its lease at %s", old.Phase, old.Holder, t.RenewedAt.Format(time.RFC3339))
 		if err := s.enqueuer.Abandon(ctx, old.JobID, why); err != nil {
 			return err
@@ -233,7 +262,10 @@ func (s *Service) takeOver(ctx context.Context, runID string) (Takeover, error) 
 			return err
 		}
 		data := map[string]any{"phase": old.Phase, "holder": old.Holder, "token": old.Token, "renewed_at": t.RenewedAt,
-			"expired_at": t.ExpiresAt, "detected_at": t.DetectedAt}
+			"expired_at": t.ExpiresAt, "detected_at": t.DetectedAt, "sweep_pass": pass.Number}
+		if pass.PreviousAt != nil {
+			data["previous_pass_at"] = pass.PreviousAt.UTC()
+		}
 		if old.Phase == JobApply {
 			t.Outcome = "apply interrupted"
 			if err := r.Interrupt(why + "; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {

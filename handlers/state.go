@@ -163,7 +163,8 @@ func (h State) body(c echo.Context) ([]byte, error) {
 // stateError answers with the status tofu's http backend client understands: a held
 // lock is a 423 with the holder's LockInfo (tofu prints it), a refused state a 409, a
 // malformed body a 400, a bad credential a 401 with a challenge, a credential that
-// may not do this a 403. Anything else goes to the central error handler.
+// may not do this a 403, a database that is away a 503 (tofu retries it). Anything else
+// goes to the central error handler.
 func stateError(c echo.Context, err error) error {
 	var locked *state.LockedError
 	switch {
@@ -180,6 +181,11 @@ func stateError(c echo.Context, err error) error {
 		return echo.NewHTTPError(http.StatusNotFound, "no such workspace").SetInternal(err)
 	case errors.Is(err, errs.ErrConflict):
 		return echo.NewHTTPError(http.StatusConflict, err.Error()).SetInternal(err)
+	case state.Unavailable(err):
+		// The database is away (restarting): tofu's http backend retries a 5xx
+		// (TF_HTTP_RETRY_MAX, TF_HTTP_RETRY_WAIT_MAX: the runner raises both).
+		c.Response().Header().Set("Retry-After", "2")
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the state backend's database is unavailable; try again").SetInternal(err)
 	}
 	return err
 }

@@ -6,9 +6,12 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -106,6 +109,31 @@ func CommitThen(err error) error { return commitThen{err: err} }
 func MustCommit(err error) bool {
 	var ct commitThen
 	return errors.As(err, &ct)
+}
+
+// Unavailable reports whether err says the database could not be reached or went
+// away (restarting, shutting down, a connection refused or cut): nothing was done, and
+// asking again once it is back is the right answer (the state backend says 503).
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: admin or crash shutdown, cannot
+		// connect now (starting up or recovering).
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	// A connection cut mid-query surfaces as an unexpected EOF or a closed connection.
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "conn closed")
 }
 
 // Translate maps database errors onto domain errors: a missing row is ErrNotFound, a

@@ -1,10 +1,15 @@
 package db_test
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
@@ -40,4 +45,23 @@ func TestTranslateEncodingErrors(t *testing.T) {
 	err := gdb.Raw("SELECT ?::int", "x").Scan(&n).Error
 	require.Error(t, err)
 	require.Equal(t, errs.CodeInternal, errs.CodeOf(db.Translate(err)))
+}
+
+// TestUnavailable: a database that cannot be reached, or that is shutting down, is
+// "unavailable" (try again later); a refused change or a missing row is not.
+func TestUnavailable(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	_, err = db.Open(ctx, "postgres://gantry@"+addr+"/gantry?sslmode=disable&connect_timeout=2")
+	require.Error(t, err)
+	require.True(t, db.Unavailable(err), "connection refused: %v", err)
+	require.True(t, db.Unavailable(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"})))
+	require.True(t, db.Unavailable(&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}))
+	require.True(t, db.Unavailable(&pgconn.PgError{Code: "08006"}))
+	require.False(t, db.Unavailable(&pgconn.PgError{Code: "23505"}), "a unique violation is an answer")
+	require.False(t, db.Unavailable(gorm.ErrRecordNotFound))
+	require.False(t, db.Unavailable(nil))
 }

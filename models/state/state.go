@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gantry/models/db"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -162,3 +163,8 @@ type Service struct {
 
 // NewService returns the backend over st, telling runs about every write.
 func NewService(st *Store, runs run.StateWatcher) *Service { return &Service{Store: st, runs: runs} }
+
+// Unavailable reports whether err means the backend's database is away (restarting,
+// shutting down, unreachable): nothing was done, and the same request succeeds once it
+// is back, so the backend answers 503 and tofu retries.
+func Unavailable(err error) bool { return db.Unavailable(err) }

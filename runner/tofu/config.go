@@ -59,5 +59,11 @@ func Env(cliConfig, home string) []string {
 		"TF_IN_AUTOMATION=1",
 		"TF_INPUT=0",
 		"CHECKPOINT_DISABLE=1",
+		// The http state backend retries a 5xx or a refused connection this often, waiting
+		// up to 5 s between tries (about 40 s in all): a portal whose database restarts
+		// answers 503 meanwhile, and the apply's state reaches it once it is back
+		// (OpenTofu's defaults, 2 tries, give up within seconds and leave errored.tfstate).
+		"TF_HTTP_RETRY_MAX=10",
+		"TF_HTTP_RETRY_WAIT_MAX=5",
 	}
 }

@@ -184,13 +184,16 @@ func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error
 // took a lease have no lease to expire: without this, they would wait for River's
 // rescue window (hours) while their run sits QUEUED or APPROVED. A phase job running
 // for longer than a lease without one, and a short job (expiry, escalation, a window's
-// deadline, a drift check; one minute at most) running for more than two, is handed
+// deadline, a drift check, a notice's fan-out or mail: River ends them at one minute)
+// running for more than 75 s, is handed
 // back to the queue. Running one twice is harmless: each begins in a locked
-// transaction that skips a run already past its phase or leased by a live worker.
+// transaction that skips a run already past its phase or leased by a live worker (a
+// notice may go out twice: notifications are at-least-once). Webhook deliveries (their
+// timeout is configurable) and the audit jobs (minutes long) are left to River's rescue.
 const (
 	rescuePhaseKinds = "'run.plan', 'run.apply', 'run.verify'"
-	rescueShortKinds = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check'"
-	shortJobRescue   = 2 * time.Minute
+	rescueShortKinds = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check', 'notify.fanout', 'notify.mail'"
+	shortJobRescue   = 75 * time.Second
 )
 
 func rescueUnleased(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int64, error) {

@@ -414,10 +414,11 @@ func (c *chaos) report(lanes []*lane, took time.Duration) {
 		if ev.DetectedAt.IsZero() {
 			continue
 		}
-		// The kill that interrupted it: the holder's last kill before the takeover.
+		// The kill that interrupted it: the holder's first kill after the lease's last
+		// renewal (a later kill of the restarted replica did not hold this lease).
 		var killedAt time.Time
 		for _, k := range c.kills {
-			if k.Replica == ev.Holder && k.At.Before(ev.DetectedAt) {
+			if k.Replica == ev.Holder && !k.At.Before(ev.RenewedAt) && (killedAt.IsZero() || k.At.Before(killedAt)) {
 				killedAt = k.At
 			}
 		}

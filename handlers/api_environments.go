@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,6 +18,9 @@ import (
 // the central error handler.
 type EnvironmentsAPI struct {
 	Service EnvironmentService
+	// Credentials is optional: without it the API neither shows nor takes the static
+	// cloud credentials.
+	Credentials EnvironmentCredentials
 }
 
 // Register adds the API routes to g, documented in spec.
@@ -47,10 +52,14 @@ type environmentJSON struct {
 	// DriftIntervalMinutes is how often its workspaces are checked for drift (0: never).
 	DriftIntervalMinutes int `json:"drift_interval_minutes"`
 	// Owners (user ids) and OwnerGroups are the environment's named owners.
-	Owners      []string  `json:"owners"`
-	OwnerGroups []string  `json:"owner_groups"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Owners      []string `json:"owners"`
+	OwnerGroups []string `json:"owner_groups"`
+	// The static cloud credentials are write-only: the read model says since when each
+	// is set (null: that phase uses workload identity), never what it is.
+	CloudCredentialSetAt     *time.Time `json:"cloud_credential_set_at" doc:"when the static write credential (used by applies only) was set; null: applies use workload identity tokens. The credential is never returned."`
+	CloudReadCredentialSetAt *time.Time `json:"cloud_read_credential_set_at" doc:"when the static read credential (used by plans and verifications) was set; null: they use read-scoped workload identity tokens. They never get the write credential. The credential is never returned."`
+	CreatedAt                time.Time  `json:"created_at"`
+	UpdatedAt                time.Time  `json:"updated_at"`
 }
 
 type environmentRequest struct {
@@ -69,6 +78,19 @@ type environmentRequest struct {
 	// Owners and OwnerGroups: absent is none on create, unchanged on edit.
 	Owners      *[]string `json:"owners,omitempty"`
 	OwnerGroups *[]string `json:"owner_groups,omitempty"`
+	// The static cloud credentials, write-only: a new secret sets or replaces one, a
+	// remove flag removes it, absent leaves it as it is.
+	CloudCredential           string `json:"cloud_credential,omitempty" doc:"write-only: sets or replaces the static write credential (an API key), which only applies get; never returned. Prefer workload identity (a standing-credential finding)."`
+	CloudCredentialRemove     bool   `json:"cloud_credential_remove,omitempty" doc:"removes the static write credential: applies use workload identity tokens again"`
+	CloudReadCredential       string `json:"cloud_read_credential,omitempty" doc:"write-only: sets or replaces the static read credential (a read-only API key), which plans and verifications get instead of the write credential; must not be the write credential; never returned"`
+	CloudReadCredentialRemove bool   `json:"cloud_read_credential_remove,omitempty" doc:"removes the static read credential: plans and verifications use read-scoped workload identity tokens again"`
+}
+
+func (r environmentRequest) credentials() environment.CredentialChanges {
+	return environment.CredentialChanges{
+		Write: environment.CredentialChange{Secret: strings.TrimSpace(r.CloudCredential), Remove: r.CloudCredentialRemove},
+		Read:  environment.CredentialChange{Secret: strings.TrimSpace(r.CloudReadCredential), Remove: r.CloudReadCredentialRemove},
+	}
 }
 
 func (r environmentRequest) input() environment.Input {
@@ -77,11 +99,28 @@ func (r environmentRequest) input() environment.Input {
 		Owners: r.Owners, OwnerGroups: r.OwnerGroups}
 }
 
-func toJSON(e environment.Environment) environmentJSON {
+func toJSON(e environment.Environment, st environment.Standing) environmentJSON {
 	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
 		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder,
 		DriftIntervalMinutes: e.DriftIntervalMinutes, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
-		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		CloudCredentialSetAt: st.WriteSetAt, CloudReadCredentialSetAt: st.ReadSetAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+}
+
+// standing is what static credentials environment id holds (none without a store).
+func (h EnvironmentsAPI) standing(c echo.Context, id string) (environment.Standing, error) {
+	if h.Credentials == nil {
+		return environment.Standing{}, nil
+	}
+	return h.Credentials.StaticCredentialStatus(c.Request().Context(), id)
+}
+
+// reply answers with env as it now stands.
+func (h EnvironmentsAPI) reply(c echo.Context, status int, env environment.Environment) error {
+	st, err := h.standing(c, env.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, toJSON(env, st))
 }
 
 func nonNil(xs []string) []string {
@@ -96,9 +135,15 @@ func (h EnvironmentsAPI) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	static := map[string]environment.Standing{}
+	if h.Credentials != nil {
+		if static, err = h.Credentials.StaticCredentialsOf(c.Request().Context()); err != nil {
+			return err
+		}
+	}
 	out := make([]environmentJSON, 0, len(envs))
 	for _, e := range envs {
-		out = append(out, toJSON(e))
+		out = append(out, toJSON(e, static[e.ID]))
 	}
 	return c.JSON(http.StatusOK, environmentList{Environments: out})
 }
@@ -108,7 +153,7 @@ func (h EnvironmentsAPI) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toJSON(env))
+	return h.reply(c, http.StatusOK, env)
 }
 
 func (h EnvironmentsAPI) create(c echo.Context) error {
@@ -116,11 +161,21 @@ func (h EnvironmentsAPI) create(c echo.Context) error {
 	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
 		return err
 	}
-	env, err := h.Service.Create(c.Request().Context(), req.input())
+	ctx := c.Request().Context()
+	// The credentials are checked before anything is saved (a new environment holds none
+	// to compare with), so a refused request created nothing.
+	creds := req.credentials()
+	if err := h.checkCredentials(ctx, "", creds); err != nil {
+		return err
+	}
+	env, err := h.Service.Create(ctx, req.input())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toJSON(env))
+	if err := h.applyCredentials(ctx, env.ID, creds); err != nil {
+		return err
+	}
+	return h.reply(c, http.StatusCreated, env)
 }
 
 func (h EnvironmentsAPI) update(c echo.Context) error {
@@ -128,9 +183,36 @@ func (h EnvironmentsAPI) update(c echo.Context) error {
 	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
 		return err
 	}
-	env, err := h.Service.Update(c.Request().Context(), c.Param("id"), req.input())
+	ctx := c.Request().Context()
+	creds := req.credentials()
+	if err := h.checkCredentials(ctx, c.Param("id"), creds); err != nil {
+		return err
+	}
+	env, err := h.Service.Update(ctx, c.Param("id"), req.input())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toJSON(env))
+	if err := h.applyCredentials(ctx, env.ID, creds); err != nil {
+		return err
+	}
+	return h.reply(c, http.StatusOK, env)
+}
+
+// checkCredentials validates the credential changes before anything is saved: on their
+// own for a new environment, and against what environment id holds otherwise.
+func (h EnvironmentsAPI) checkCredentials(ctx context.Context, id string, chs environment.CredentialChanges) error {
+	switch {
+	case h.Credentials == nil:
+		return nil
+	case id == "":
+		return chs.Validate()
+	}
+	return h.Credentials.Check(ctx, id, chs)
+}
+
+func (h EnvironmentsAPI) applyCredentials(ctx context.Context, id string, chs environment.CredentialChanges) error {
+	if h.Credentials == nil {
+		return nil
+	}
+	return h.Credentials.Apply(ctx, id, chs)
 }

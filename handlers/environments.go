@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -36,13 +35,15 @@ type MemberLister interface {
 	Members(ctx context.Context) ([]org.MembershipView, error)
 }
 
-// EnvironmentCredentials is what the environment pages need of the static cloud
-// credential store (environment.Credentials). The pages say whether and since when a
-// credential is set, never what it is.
+// EnvironmentCredentials is what the environment pages and API need of the static cloud
+// credential store (environment.Credentials): the write credential applies use and the
+// read credential plans and verifications use. They say whether and since when each is
+// set, never what it is.
 type EnvironmentCredentials interface {
-	StaticCredentialSince(ctx context.Context, envID string) (time.Time, bool, error)
-	StaticCredentialsSince(ctx context.Context) (map[string]time.Time, error)
-	Apply(ctx context.Context, envID string, ch environment.CredentialChange) error
+	StaticCredentialStatus(ctx context.Context, envID string) (environment.Standing, error)
+	StaticCredentialsOf(ctx context.Context) (map[string]environment.Standing, error)
+	Check(ctx context.Context, envID string, chs environment.CredentialChanges) error
+	Apply(ctx context.Context, envID string, chs environment.CredentialChanges) error
 }
 
 // Environments serves the environment administration pages.
@@ -68,15 +69,15 @@ func (h Environments) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	static := map[string]time.Time{}
+	static := map[string]environment.Standing{}
 	if h.Credentials != nil {
-		if static, err = h.Credentials.StaticCredentialsSince(c.Request().Context()); err != nil {
+		if static, err = h.Credentials.StaticCredentialsOf(c.Request().Context()); err != nil {
 			return err
 		}
 	}
 	rows := make([]views.EnvironmentRow, 0, len(envs))
 	for _, e := range envs {
-		_, hasStatic := static[e.ID]
+		hasStatic := static[e.ID].Any()
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
 			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, DriftSchedule: driftSchedule(e.DriftIntervalMinutes),
@@ -133,8 +134,11 @@ func (h Environments) update(c echo.Context) error {
 	ctx := c.Request().Context()
 	in, approval := environmentInput(c, false)
 	cred := h.credentialInput(c)
-	// The credential is checked before anything is saved, so a refused form saved nothing.
-	err := cred.Validate()
+	// The credentials are checked before anything is saved, so a refused form saved nothing.
+	var err error
+	if h.Credentials != nil {
+		err = h.Credentials.Check(ctx, c.Param("id"), cred)
+	}
 	var env environment.Environment
 	if err == nil {
 		env, err = h.Service.Update(ctx, c.Param("id"), in)
@@ -160,32 +164,33 @@ func (h Environments) update(c echo.Context) error {
 
 // credentialInput reads the cloud credential fields of the edit form; without a
 // credential store they are ignored (the form does not show them).
-func (h Environments) credentialInput(c echo.Context) environment.CredentialChange {
+func (h Environments) credentialInput(c echo.Context) environment.CredentialChanges {
 	if h.Credentials == nil {
-		return environment.CredentialChange{}
+		return environment.CredentialChanges{}
 	}
-	return environment.CredentialChange{
-		Secret: strings.TrimSpace(c.FormValue("cloud_credential")),
-		Remove: c.FormValue("cloud_credential_remove") == "on",
+	field := func(k environment.Kind) environment.CredentialChange {
+		return environment.CredentialChange{
+			Secret: strings.TrimSpace(c.FormValue(k.Field())),
+			Remove: c.FormValue(k.Field()+"_remove") == "on",
+		}
 	}
+	return environment.CredentialChanges{Write: field(environment.Write), Read: field(environment.Read)}
 }
 
 // form renders the create/edit form with the organization's members as grant choices
-// and, when editing, whether a static cloud credential is set (never the credential).
+// and, when editing, whether each static cloud credential is set (never a credential).
 func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted, owners []string) error {
 	members, err := h.Members.Members(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	if h.Credentials != nil && p.ID != "" {
-		since, ok, err := h.Credentials.StaticCredentialSince(c.Request().Context(), p.ID)
+		st, err := h.Credentials.StaticCredentialStatus(c.Request().Context(), p.ID)
 		if err != nil {
 			return err
 		}
 		p.CredentialsManaged = true
-		if ok {
-			p.CredentialSetAt = &since
-		}
+		p.CredentialSetAt, p.ReadCredentialSetAt = st.WriteSetAt, st.ReadSetAt
 	}
 	for _, m := range members {
 		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,

@@ -26,9 +26,9 @@ func readPlan(t testing.TB, name string) []byte {
 
 // templateFacts are the catalog templates' manifests, as far as the rules see them.
 var templateFacts = map[string]Template{
-	"bucket":   {Name: "bucket", Version: "1.1.0", Source: "catalog", ModuleDigest: "sha256:d9603542e28994fa2c873375163c89b506cd4098796199b138ba75ff046314ab", Irreversible: []string{"sandbox_bucket"}, OrgScoped: []string{}},
-	"network":  {Name: "network", Version: "1.1.0", Source: "catalog", ModuleDigest: "sha256:0a01becb2e50f95655bc547c77e990be54d87f0a49833c70574b57e051a777f5", Irreversible: []string{}, OrgScoped: []string{}},
-	"postgres": {Name: "postgres", Version: "1.1.0", Source: "catalog", ModuleDigest: "sha256:b78242a068945fcd0006449596af7269a64cf35b2cdf2c0a58ebe4bd58f86de6", Irreversible: []string{"sandbox_database"}, OrgScoped: []string{}},
+	"bucket":   {Name: "bucket", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:2e4598c10d937a15ff060d2c7ea8e3ac98167940b2a22af98d7d3d3fe02a56ee", Irreversible: []string{"sandbox_bucket"}, OrgScoped: []string{}},
+	"network":  {Name: "network", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:2b9573d6d98a72874d63188c3e289664072a948fe5837794b4e46c4f62eadb8e", Irreversible: []string{}, OrgScoped: []string{}},
+	"postgres": {Name: "postgres", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:ab591c3fe46df42d05200a7b9ed56c04094524286f32bee88793366343dd5b27", Irreversible: []string{"sandbox_database"}, OrgScoped: []string{}},
 }
 
 // runFor builds the run context the portal would: the environment of a tier (approval
@@ -331,7 +331,7 @@ func TestRunValueMatchesJSON(t *testing.T) {
 		ID: "run-1", Kind: "destroy", Organization: "org-acme",
 		Actor:       Actor{ID: "usr-1", Name: "Ann \"the owner\"", Role: "owner"},
 		Environment: Environment{ID: "env-1", Name: "prod", Tier: "production", RequiresApproval: true, Restricted: true},
-		Template:    Template{Name: "postgres", Version: "1.1.0", Source: "catalog", ModuleDigest: "sha256:00", Irreversible: []string{"sandbox_database"}, OrgScoped: []string{"sandbox_org_policy"}},
+		Template:    Template{Name: "postgres", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:00", Irreversible: []string{"sandbox_database"}, OrgScoped: []string{"sandbox_org_policy"}},
 		Risk:        Risk{Class: 3, Rule: "destroy run", Approver: "owner"},
 		Classification: Classification{
 			Counts: map[string]int{"create": 0, "update": 1, "replace": 0, "destroy": 2, "read": 0, "no_op": 3},

@@ -17,19 +17,21 @@ type CredentialSource interface {
 	Revoke(ctx context.Context, c Credentials) error
 }
 
-// StaticCredentials looks up the static cloud credential an environment may hold
-// instead of using workload identity (environment.Credentials implements it). The
-// runner acts as the system here: there is no subject in ctx.
+// StaticCredentials looks up the static cloud credentials an environment may hold
+// instead of using workload identity (environment.Credentials implements it): a write
+// credential for applies and a read credential for plans and verifications. The runner
+// acts as the system here: there is no subject in ctx.
 type StaticCredentials interface {
+	// StaticCredential is the write credential: only an apply may get it.
 	StaticCredential(ctx context.Context, orgID, envID string) (secret string, ok bool, err error)
+	// StaticReadCredential is the read credential: what plans and verifications get.
+	StaticReadCredential(ctx context.Context, orgID, envID string) (secret string, ok bool, err error)
 }
 
-// jobCredentials issues state backend credentials and a workload identity token per
-// phase. The token is minted when the phase starts, so an apply's token exists only
-// after its approval and cannot expire during a long wait for one. When static is set
-// and the run's environment holds a static credential (a standing-credential finding),
-// the job gets that instead of a workload token; the state credential is per phase
-// either way.
+// jobCredentials issues state backend credentials and a cloud credential per phase
+// (cloudToken decides which). A workload token is minted when the phase starts, so an
+// apply's token exists only after its approval and cannot expire during a long wait for
+// one. The state credential is per phase whatever the cloud credential is.
 type jobCredentials struct {
 	state    *state.Store
 	identity *identity.Issuer
@@ -38,7 +40,7 @@ type jobCredentials struct {
 
 // NewJobCredentials returns the credential source of live runners: state backend
 // credentials from states, workload tokens from identity, and an environment's static
-// credential from static (nil: none are used).
+// credentials from static (nil: none are used).
 func NewJobCredentials(states *state.Store, identity *identity.Issuer, static StaticCredentials) CredentialSource {
 	return jobCredentials{state: states, identity: identity, static: static}
 }
@@ -67,16 +69,39 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, phase run.JobKi
 		_ = j.state.RevokeCredential(context.WithoutCancel(ctx), user)
 		return Credentials{}, err
 	}
-	return Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, nil
+	return j.refreshable(Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, r, p.identity), nil
 }
 
-// cloudToken is the environment's static credential if it has one, else a workload
-// identity token minted for this phase.
+// cloudToken is the cloud credential of one phase of run r. The rule (DESIGN §6,
+// docs/runners.md "What a phase gets"):
+//
+//   - apply: the environment's static write credential if it holds one, else a
+//     workload identity token minted for the apply (write-scoped to the workspace);
+//   - plan and verify: the environment's static read credential if it holds one, else
+//     a workload identity token minted for that phase (read-scoped by the phase).
+//
+// A read phase never gets the write credential, whether or not a read credential is
+// set: a plan or verification runs code and providers that only need to read, and a
+// write key in its environment is a write key anyone who subverts it holds. Any other
+// phase is refused (no credential is better than a guessed one).
 func (j jobCredentials) cloudToken(ctx context.Context, r run.Run, phase identity.Phase) (string, error) {
-	if j.static != nil {
-		secret, ok, err := j.static.StaticCredential(ctx, r.OrganizationID, r.EnvironmentID)
+	var lookup func(ctx context.Context, orgID, envID string) (string, bool, error)
+	switch phase {
+	case identity.PhaseApply:
+		if j.static != nil {
+			lookup = j.static.StaticCredential
+		}
+	case identity.PhasePlan, identity.PhaseVerify:
+		if j.static != nil {
+			lookup = j.static.StaticReadCredential
+		}
+	default:
+		return "", fmt.Errorf("no cloud credential for phase %q", phase)
+	}
+	if lookup != nil {
+		secret, ok, err := lookup(ctx, r.OrganizationID, r.EnvironmentID)
 		if err != nil {
-			return "", fmt.Errorf("reading the environment's static credential: %w", err)
+			return "", fmt.Errorf("reading the environment's static %s credential: %w", phase.Scope(), err)
 		}
 		if ok {
 			return secret, nil

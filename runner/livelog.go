@@ -172,7 +172,23 @@ func (l *LiveLog) Mask(text []byte) []byte {
 	if len(text) == 0 {
 		return text
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return appendMasked(nil, text, l.coverage(text))
+}
+
+// AddSecret masks secret too, from now on and in Mask: a credential minted while the
+// phase runs (a refreshed workload token, see KeepFresh) is added before the job gets
+// it, so nothing the job prints of it is ever stored in clear.
+func (l *LiveLog) AddSecret(secret string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range secretForms([]string{secret}) {
+		if !slices.ContainsFunc(l.secrets, func(s []byte) bool { return bytes.Equal(s, f) }) {
+			l.secrets = append(l.secrets, f)
+		}
+	}
+	slices.SortFunc(l.secrets, func(a, b []byte) int { return len(b) - len(a) })
 }
 
 // coverage marks every byte of raw that belongs to an occurrence of a secret

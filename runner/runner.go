@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"time"
 
 	"gantry/models/run"
 )
@@ -30,8 +31,17 @@ type Credentials struct {
 	// StateUsername and StatePassword authenticate to Gantry's state backend
 	// (TF_HTTP_USERNAME / TF_HTTP_PASSWORD).
 	StateUsername, StatePassword string
-	// CloudToken is the workload identity token the provider presents to the cloud.
+	// CloudToken is the workload identity token the provider presents to the cloud (or
+	// the environment's static credential).
 	CloudToken string
+	// CloudExpires is when CloudToken expires; zero when it does not (a static
+	// credential).
+	CloudExpires time.Time
+	// Refresh mints the next workload token of the same phase, with the same claims,
+	// through the same issuer, for a phase that outlives CloudToken: a runner calls it
+	// before the token expires (see KeepFresh) and hands the job the new one. Nil: the
+	// token is not refreshed (a static credential, a simulated runner).
+	Refresh func(ctx context.Context) (token string, expires time.Time, err error)
 }
 
 // redacted is what a log line or a formatted value shows of credentials.

@@ -202,7 +202,14 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	}
 	out := run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges}
 	if work.Run.Kind == run.KindDrift && res.HasChanges {
-		if out.Drift, err = observe(ctx, w.Changes, creds.CloudToken, res.PlanJSON); err != nil {
+		// The phase's token may have run out during a long plan: read with a fresh one.
+		token := creds.CloudToken
+		if creds.Refresh != nil {
+			if t, _, err := creds.Refresh(ctx); err == nil {
+				token = t
+			}
+		}
+		if out.Drift, err = observe(ctx, w.Changes, token, res.PlanJSON); err != nil {
 			_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "reading the drift: "+err.Error())
 			return ignoreSkip(ferr)
 		}

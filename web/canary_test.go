@@ -41,12 +41,12 @@ import (
 // canaryCloudAdmin is the sandbox cloud's break-glass token in TestSecretsNeverLeak.
 const canaryCloudAdmin = "admin-canary-token"
 
-// TestSecretsNeverLeak (DESIGN.md §6, "Apply identity"): a static cloud key set as
-// staging's credential, every workload token and state password minted for the jobs of a
-// staging run (static key), a development run (workload identity) and a drift check, and
-// the credentials of a break-glass window (shown once, used by hand), appear in no
-// generated file, plan file (unzipped), plan JSON, log, state version, page, database dump
-// or sandbox cloud file or log.
+// TestSecretsNeverLeak (DESIGN.md §6, "Apply identity"): static cloud keys set as
+// staging's write and read credentials, every workload token and state password minted for
+// the jobs of a staging run (static keys), a development run (workload identity) and a
+// drift check, and the credentials of a break-glass window (shown once, used by hand),
+// appear in no generated file, plan file (unzipped), plan JSON, log, state version, page,
+// database dump or sandbox cloud file or log.
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	app := startCanary(t)
@@ -57,23 +57,27 @@ func TestSecretsNeverLeak(t *testing.T) {
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
 
-	// A static key in the sandbox cloud, set as staging's credential through the edit form.
+	// Static keys in the sandbox cloud, set as staging's write and read credentials through
+	// the edit form.
 	cloudAdmin, err := client.New(app.cloudURL, canaryCloudAdmin)
 	require.NoError(t, err)
 	key := createCloudKey(t, app.cloudURL, cloud.KeyRequest{Organization: orgID, Environment: staging, Scope: "write", Reason: "TestSecretsNeverLeak"})
-	setCredentialThroughForm(t, app.App, admin, staging, key.Secret)
+	readKey := createCloudKey(t, app.cloudURL, cloud.KeyRequest{Organization: orgID, Environment: staging, Scope: "read", Reason: "TestSecretsNeverLeak"})
+	setCredentialsThroughForm(t, app.App, admin, staging, url.Values{"cloud_credential": {key.Secret}, "cloud_read_credential": {readKey.Secret}})
 	page := webtest.ReadBody(t, app.Get(t, admin, "/environments/"+staging))
 	require.Contains(t, page, `data-testid="standing-credential-finding"`)
 	require.Contains(t, html.UnescapeString(tags.ReplaceAllString(page, "")),
 		"Standing credential: this environment's jobs use a long-lived static credential instead of short-lived workload identity tokens.")
-	require.Contains(t, page, "A static credential is set since")
+	require.Contains(t, page, "Applies use a static write credential since")
+	require.Contains(t, page, "Plans and verifications use a static read credential since")
 	require.Contains(t, page, `name="cloud_credential" value=""`, "the password field is always empty")
+	require.Contains(t, page, `name="cloud_read_credential" value=""`, "the password field is always empty")
 	require.NotContains(t, webtest.ReadBody(t, app.Get(t, admin, "/environments/"+dev)), `data-testid="standing-credential-finding"`)
 	list := webtest.ReadBody(t, app.Get(t, admin, "/environments"))
 	require.Equal(t, 1, strings.Count(list, `data-testid="standing-credential-badge"`), "only staging has the badge")
 
-	// A staging run (approved by the admin) uses the static key; a development run
-	// (self-service) uses workload tokens.
+	// A staging run (approved by the admin) uses the static keys (the read key to plan and
+	// verify, the write key to apply); a development run (self-service) uses workload tokens.
 	bucket := func(env, name string) url.Values {
 		return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {name}, "kind": {"apply"},
 			"inputs.name": {name}, "inputs.retention_days": {"30"}}
@@ -106,10 +110,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	require.Equal(t, run.DriftExpected, driftRun.DriftStatus)
 	runs := []run.Run{stagingRun, devRun}
 
-	// Each job got what its environment holds: the static key in staging, workload tokens
-	// (JWTs) in development; and the cloud saw the key act for staging.
-	canaries := app.exec.canaries(t, key.Secret)
-	app.exec.requireCredentialsPerRun(t, app.App, key.Secret, map[string]bool{stagingRun.ID: true, devRun.ID: false, driftRun.ID: false})
+	// Each job got what its environment holds for its phase: the read key to plan and
+	// verify in staging and the write key to apply, workload tokens (JWTs) in development;
+	// and the cloud saw the write key act for staging.
+	canaries := app.exec.canaries(t, key.Secret, readKey.Secret)
+	app.exec.requireCredentialsPerRun(t, app.App, map[string]phaseKeys{
+		stagingRun.ID: {plan: readKey.Secret, apply: key.Secret, verify: readKey.Secret}, devRun.ID: {}, driftRun.ID: {}})
 	objs, err := cloudAdmin.AdminList(ctx, "bucket")
 	require.NoError(t, err)
 	require.Len(t, objs, 2)
@@ -209,12 +215,13 @@ func createCloudKey(t *testing.T, cloudURL string, in cloud.KeyRequest) cloud.Cr
 	return out
 }
 
-// setCredentialThroughForm posts environment envID's edit form as it stands, plus a static
-// credential, as an admin would.
-func setCredentialThroughForm(t *testing.T, app *webtest.App, c *http.Client, envID, secret string) {
+// setCredentialsThroughForm posts environment envID's edit form as it stands, plus static
+// credentials (creds: cloud_credential, the write key, and cloud_read_credential, the read
+// key), as an admin would.
+func setCredentialsThroughForm(t *testing.T, app *webtest.App, c *http.Client, envID string, creds url.Values) {
 	t.Helper()
 	edit := webtest.ReadBody(t, app.Get(t, c, "/environments/"+envID+"/edit"))
-	require.True(t, strings.Contains(edit, `name="cloud_credential"`),
+	require.True(t, strings.Contains(edit, `name="cloud_credential"`) && strings.Contains(edit, `name="cloud_read_credential"`),
 		"the edit form has no cloud credential section: handlers.Environments needs its Credentials (web/server.go, web.Services.Credentials)")
 	var env struct {
 		Name, Tier, Executor         string
@@ -224,7 +231,10 @@ func setCredentialThroughForm(t *testing.T, app *webtest.App, c *http.Client, en
 	var grants []string
 	require.NoError(t, app.DB.Raw("SELECT user_id FROM environment_grants WHERE environment_id = ?", envID).Scan(&grants).Error)
 	form := url.Values{"_csrf": {app.CSRF(t, c)}, "name": {env.Name}, "tier": {env.Tier}, "executor": {env.Executor},
-		"requires_approval": {"off"}, "grants": grants, "cloud_credential": {secret}}
+		"requires_approval": {"off"}, "grants": grants}
+	for field, v := range creds {
+		form[field] = v
+	}
 	if env.RequiresApproval {
 		form.Add("requires_approval", "on")
 	}
@@ -235,11 +245,12 @@ func setCredentialThroughForm(t *testing.T, app *webtest.App, c *http.Client, en
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	var after struct {
-		RequiresApproval bool
-		CredSet          bool
+		RequiresApproval     bool
+		CredSet, ReadCredSet bool
 	}
-	require.NoError(t, app.DB.Raw("SELECT requires_approval, cred_set_at IS NOT NULL AS cred_set FROM environments WHERE id = ?", envID).Scan(&after).Error)
-	require.True(t, after.CredSet, "the credential was not stored")
+	require.NoError(t, app.DB.Raw("SELECT requires_approval, cred_set_at IS NOT NULL AS cred_set, read_cred_set_at IS NOT NULL AS read_cred_set FROM environments WHERE id = ?", envID).Scan(&after).Error)
+	require.True(t, after.CredSet || creds.Get("cloud_credential") == "", "the write credential was not stored")
+	require.True(t, after.ReadCredSet || creds.Get("cloud_read_credential") == "", "the read credential was not stored")
 	require.Equal(t, env.RequiresApproval, after.RequiresApproval, "the rest of the environment is unchanged")
 }
 
@@ -265,11 +276,23 @@ type snapFile struct {
 func (r *recordingExecutor) Run(ctx context.Context, dir string, c tofurun.Command) (int, string, error) {
 	r.mu.Lock()
 	r.calls = append(r.calls, recordedCall{args: c.Args, stateUser: c.Secrets["TF_HTTP_USERNAME"],
-		statePass: c.Secrets["TF_HTTP_PASSWORD"], cloudTk: c.Secrets["SANDBOX_TOKEN"]})
+		statePass: c.Secrets["TF_HTTP_PASSWORD"], cloudTk: cloudTokenOf(c)})
 	r.mu.Unlock()
 	code, explain, err := r.Executor.Run(ctx, dir, c)
 	r.snapshot(dir, strings.Join(c.Args, " "))
 	return code, explain, err
+}
+
+// cloudTokenOf is the cloud token a command was given: the file SANDBOX_TOKEN_FILE names
+// in the job's secret directory ("" if none).
+func cloudTokenOf(c tofurun.Command) string {
+	for _, kv := range c.Files.Env(c.Files.Dir()) {
+		if path, ok := strings.CutPrefix(kv, "SANDBOX_TOKEN_FILE="); ok {
+			b, _ := os.ReadFile(path)
+			return string(b)
+		}
+	}
+	return ""
 }
 
 // snapshot copies the regular files of the working directory, except the provider
@@ -303,13 +326,16 @@ func (r *recordingExecutor) files() []snapFile {
 	return append([]snapFile(nil), r.snaps...)
 }
 
-// canaries are the secrets to look for: the static key, every workload token (and its
+// canaries are the secrets to look for: the static keys, every workload token (and its
 // signature, the part no one else holds) and every state password the jobs were given.
-func (r *recordingExecutor) canaries(t *testing.T, staticKey string) map[string]string {
+func (r *recordingExecutor) canaries(t *testing.T, staticKeys ...string) map[string]string {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]string{staticKey: "static cloud key"}
+	out := map[string]string{}
+	for _, k := range staticKeys {
+		out[k] = "static cloud key"
+	}
 	tokens, passwords := 0, 0
 	for _, c := range r.calls {
 		if c.statePass != "" {
@@ -334,28 +360,33 @@ func (r *recordingExecutor) canaries(t *testing.T, staticKey string) map[string]
 	return out
 }
 
+// phaseKeys are the static keys a run's phases should get ("": a workload token).
+type phaseKeys struct{ plan, apply, verify string }
+
 // requireCredentialsPerRun checks, through the state credential each command presented,
-// which run each command belonged to, and that a run whose environment holds the static key
-// got that key and nothing else, while the others got workload tokens.
-func (r *recordingExecutor) requireCredentialsPerRun(t *testing.T, app *webtest.App, staticKey string, usesKey map[string]bool) {
+// which run and phase each command belonged to, and that each got the static key its
+// environment holds for that phase and nothing else, or else a workload token.
+func (r *recordingExecutor) requireCredentialsPerRun(t *testing.T, app *webtest.App, want map[string]phaseKeys) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	perRun := map[string]int{}
 	for _, c := range r.calls {
 		require.NotEmpty(t, c.stateUser, "tofu %v ran without a state credential", c.args)
-		var runID string
-		require.NoError(t, app.DB.Raw("SELECT run_id FROM state_credentials WHERE id = ?", c.stateUser).Scan(&runID).Error)
-		want, known := usesKey[runID]
-		require.True(t, known, "tofu %v ran for an unexpected run %s", c.args, runID)
-		if want {
-			require.True(t, c.cloudTk == staticKey, "tofu %v of run %s did not get the environment's static key", c.args, runID)
+		var cred struct{ RunID, Phase string }
+		require.NoError(t, app.DB.Raw("SELECT run_id, phase FROM state_credentials WHERE id = ?", c.stateUser).Scan(&cred).Error)
+		keys, known := want[cred.RunID]
+		require.True(t, known, "tofu %v ran for an unexpected run %s", c.args, cred.RunID)
+		key := map[string]string{"plan": keys.plan, "apply": keys.apply, "verify": keys.verify}[cred.Phase]
+		if key != "" {
+			require.True(t, c.cloudTk == key, "tofu %v of run %s (%s) did not get the environment's static key for its phase", c.args, cred.RunID, cred.Phase)
 		} else {
-			require.True(t, len(strings.Split(c.cloudTk, ".")) == 3 && c.cloudTk != staticKey, "tofu %v of run %s did not get a workload token", c.args, runID)
+			require.True(t, len(strings.Split(c.cloudTk, ".")) == 3 && !strings.HasPrefix(c.cloudTk, cloud.KeyPrefix),
+				"tofu %v of run %s (%s) did not get a workload token", c.args, cred.RunID, cred.Phase)
 		}
-		perRun[runID]++
+		perRun[cred.RunID]++
 	}
-	for id := range usesKey {
+	for id := range want {
 		require.Positive(t, perRun[id], "no tofu command ran for run %s", id)
 	}
 }

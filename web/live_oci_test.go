@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -87,10 +85,15 @@ func startRunc(t *testing.T, limits oci.Limits) runcApp {
 	return startRuncWith(t, runcOptions{limits: limits})
 }
 
-// runcOptions: the containers' limits and the catalog (nil: the shipped one).
+// runcOptions: the containers' limits and the catalog (nil: the shipped one); cloud
+// and wrap wrap the sandbox cloud's handler and the runner; tokenLifetime shortens the
+// workload tokens' life.
 type runcOptions struct {
-	limits  oci.Limits
-	catalog fs.FS
+	limits        oci.Limits
+	catalog       fs.FS
+	cloud         func(http.Handler) http.Handler
+	wrap          func(runner.Runner) runner.Runner
+	tokenLifetime time.Duration
 }
 
 func startRuncWith(t testing.TB, opts runcOptions) runcApp {
@@ -142,14 +145,22 @@ func startRuncWith(t testing.TB, opts runcOptions) runcApp {
 	})
 	require.NoError(t, err)
 	tr := &runcTimedRunner{Runner: tofurun.New(ociExec, filepath.Join(scratch, "work"), &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(scratch, "plugins")})}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tr, CatalogFS: opts.catalog})
+	var live runner.Runner = tr
+	if opts.wrap != nil {
+		live = opts.wrap(tr)
+	}
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: live, CatalogFS: opts.catalog, WorkloadTokenLifetime: opts.tokenLifetime})
 	require.Equal(t, baseURL, app.URL)
 	runcServe(t, stateLn, web.StateOnly(app.Server.Echo))
 	cloudDir := t.TempDir()
 	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: cloudDir, Issuer: baseURL + "/workload", AdminToken: "admin-test-token",
 		Logger: slog.New(slog.NewTextHandler(testLogWriter{t}, nil))})
 	require.NoError(t, err)
-	runcServe(t, cloudLn, sc)
+	var cloudHandler http.Handler = sc
+	if opts.cloud != nil {
+		cloudHandler = opts.cloud(sc)
+	}
+	runcServe(t, cloudLn, cloudHandler)
 
 	hctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -249,61 +260,6 @@ func runcWaitFor(t testing.TB, app *webtest.App, runID string, want run.State, t
 			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, runcRunLogs(t, app, r))
 		}
 		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// runcCgroupMounts lists the host's cgroup mountpoints (v1 hierarchies and cgroup2).
-func runcCgroupMounts(t *testing.T) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	require.NoError(t, err)
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, fs := strings.Fields(pre), strings.Fields(post)
-		if ok && len(fields) >= 5 && len(fs) >= 1 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
-			out = append(out, fields[4])
-		}
-	}
-	require.NoError(t, sc.Err())
-	return out
-}
-
-// runcRemoveCgroupRoot removes the executor's (empty) cgroup root in every hierarchy.
-func runcRemoveCgroupRoot(root string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		fields, fs := strings.Fields(pre), strings.Fields(post)
-		if ok && len(fields) >= 5 && len(fs) >= 1 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
-			_ = os.Remove(filepath.Join(fields[4], root))
-		}
-	}
-}
-
-// runcAssertNoLeftovers checks that no container, bundle or job cgroup is left.
-func runcAssertNoLeftovers(t *testing.T, ex *oci.Executor) {
-	t.Helper()
-	out, err := exec.Command("runc", "--root", ex.StateRoot, "list", "-q").CombinedOutput()
-	require.NoError(t, err, "runc list: %s", out)
-	require.Empty(t, strings.TrimSpace(string(out)), "containers left")
-	ents, err := os.ReadDir(ex.BundleRoot)
-	require.NoError(t, err)
-	require.Empty(t, ents, "bundles left")
-	for _, m := range runcCgroupMounts(t) {
-		ents, err := os.ReadDir(filepath.Join(m, ex.CgroupRoot))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		require.NoError(t, err)
-		for _, e := range ents {
-			require.False(t, e.IsDir(), "cgroup left: %s", filepath.Join(m, ex.CgroupRoot, e.Name()))
-		}
 	}
 }
 

@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
 		Windows: svc.Breakglass}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
-	handlers.EnvironmentsAPI{Service: svc.Environments}.Register(app, s.api)
+	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)

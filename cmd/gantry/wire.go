@@ -60,6 +60,8 @@ type systemFlags struct {
 	leases runner.LeaseConfig
 	// mockLedger: the file the mock executor records its applies in ("" none).
 	mockLedger string
+	// tokenLifetime is how long a workload token lives (zero: the issuer's default).
+	tokenLifetime time.Duration
 }
 
 func (s *systemFlags) register(f flags) {
@@ -81,6 +83,7 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.leases.Holder, "replica-id", "GANTRY_REPLICA_ID", defaultReplicaID(), "this portal's name among the replicas sharing the database: its run leases and its runc containers and scratch directories carry it, and a restarted portal removes the orphans that carry it (give each replica on one host its own; default: the host name)")
 	f.dur(&s.leases.Heartbeat, "heartbeat", "GANTRY_HEARTBEAT", runs.DefaultHeartbeat, "how often a worker renews the lease on the run whose phase it runs (and how often the leader sweeps expired leases)")
 	f.dur(&s.leases.TTL, "lease", "GANTRY_LEASE", runs.DefaultLeaseTTL, "a run whose worker has not renewed its lease for this long is taken over: a plan or verification runs again, an apply becomes APPLY_INTERRUPTED")
+	f.dur(&s.tokenLifetime, "workload-token-lifetime", "GANTRY_WORKLOAD_TOKEN_LIFETIME", 0, "how long a job's workload identity token lives (default 15m, the most allowed); a phase running longer gets a fresh one, written to the token file its provider reads, before the current one runs out")
 	f.str(&s.mockLedger, "mock-ledger", "GANTRY_MOCK_LEDGER", "", "tests and chaos runs: the file the mock executor appends each simulated apply to (plan digest and run), so applies per plan digest can be counted")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
 	f.dur(&s.driftDispatch, "drift-dispatch-every", "GANTRY_DRIFT_DISPATCH_EVERY", runner.DriftDispatchEvery, "how often one replica (the leader) looks for workspaces due a scheduled drift check (each environment sets its interval)")
@@ -226,7 +229,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 		return nil, nil, err
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases,
+		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime,
 		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }

@@ -49,6 +49,8 @@ var Actions = []Action{
 	{"environment.grant_removed", "Environment grant removed"},
 	{"environment.static_credential_set", "Static credential set"},
 	{"environment.static_credential_cleared", "Static credential cleared"},
+	{"environment.static_read_credential_set", "Static read credential set"},
+	{"environment.static_read_credential_cleared", "Static read credential cleared"},
 	{"policy.modes_changed", "Policy enforcement changed"},
 	{"policy.uploaded", "Policy uploaded"},
 	{"policy.activated", "Policy activated"},
@@ -237,9 +239,13 @@ func Describe(e Event, n Names) Sentence {
 	case "environment.grant_removed":
 		s.Verb, s.Object = "removed a member's access to", envRef
 	case "environment.static_credential_set":
-		s.Verb, s.Object, s.Rest = "set a static credential on", envRef, "(a standing credential: a finding)"
+		s.Verb, s.Object, s.Rest = "set a static credential on", envRef, "(the write credential applies use; a standing credential: a finding)"
 	case "environment.static_credential_cleared":
 		s.Verb, s.Object = "cleared the static credential of", envRef
+	case "environment.static_read_credential_set":
+		s.Verb, s.Object, s.Rest = "set a static read credential on", envRef, "(the credential plans and verifications use; a standing credential: a finding)"
+	case "environment.static_read_credential_cleared":
+		s.Verb, s.Object = "cleared the static read credential of", envRef
 	case "policy.modes_changed":
 		s.Verb, s.Object = "changed policy enforcement of", envRef
 	case "policy.uploaded", "policy.activated", "policy.deactivated":

@@ -100,7 +100,7 @@ func TestRealCatalogLoads(t *testing.T) {
 	require.Equal(t, []string{"bucket", "network", "postgres"}, names)
 
 	pg := entry(t, c, "postgres").Template
-	require.Equal(t, "1.1.0", pg.Version)
+	require.Equal(t, "1.1.1", pg.Version)
 	require.Equal(t, 60.0, pg.Prices["sandbox_database"])
 	require.Equal(t, []string{"sandbox_database"}, pg.Irreversible)
 	require.Equal(t, 20.0, pg.Inputs[3].Default, "number defaults are float64")
@@ -254,7 +254,7 @@ func TestPinning(t *testing.T) {
 	third := load(t, m, pins)
 	now := entry(t, third, "network")
 	require.NotEqual(t, network.ModuleDigest, now.ModuleDigest)
-	require.Equal(t, "module tree of network 1.1.0 changed since it was pinned (pinned "+network.ModuleDigest+
+	require.Equal(t, "module tree of network 1.1.1 changed since it was pinned (pinned "+network.ModuleDigest+
 		", now "+now.ModuleDigest+"); publish it as a new version", now.Refused)
 	_, err := third.Get("network")
 	require.ErrorIs(t, err, errs.ErrNotFound)
@@ -298,7 +298,7 @@ func TestManifestErrors(t *testing.T) {
 		{"network", "    divergence: count\n", "    divergence: sometimes\n", `template.yaml: inputs.subnet_count: divergence "sometimes" is not one of fixed, capacity, count, retention, scaling`},
 		{"network", `pattern: "^[a-z][a-z0-9-]{2,30}$"`, `pattern: "^[a-z"`, `template.yaml: inputs.name: pattern does not compile`},
 		{"network", "name: network\n", "name: netwerk\n", `template.yaml: name "netwerk" does not match its directory "network"`},
-		{"network", "version: 1.1.0\n", "version: one\n", `template.yaml: version "one" is not a semantic version like 1.2.3`},
+		{"network", "version: 1.1.1\n", "version: one\n", `template.yaml: version "one" is not a semantic version like 1.2.3`},
 		{"network", "  - name: cidr\n", "  - name: Cidr\n", `template.yaml: inputs.Cidr: name "Cidr" must match`},
 		{"network", "  - name: cidr\n", "  - name: name\n", `template.yaml: inputs.name: the name is used twice`},
 		{"network", "  sandbox_subnet: 4.5\n", "  subnet: 4.5\n", `template.yaml: prices: "subnet" is not a resource type`},

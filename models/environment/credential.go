@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"time"
 
@@ -15,12 +16,18 @@ import (
 	"gantry/models/keyring"
 )
 
-// Credentials keeps the static cloud credential an environment may hold instead of using
+// Credentials keeps the static cloud credentials an environment may hold instead of using
 // workload identity. Gantry prefers workload identity (a short-lived token minted per job
-// phase); a static credential is a long-lived secret that every job of the environment uses,
-// in every phase, which is why an environment that has one shows a standing-credential
-// finding. The secret is sealed with the keyring (envelope encryption, bound to the
-// environment), never logged, never audited, never shown again once set.
+// phase, read-scoped for plans and verifications, write-scoped for applies); a static
+// credential is a long-lived secret every job of the environment in its phases uses, which
+// is why an environment that holds one shows a standing-credential finding.
+//
+// An environment holds at most two: a write credential (Write), which only applies get, and
+// a read credential (Read), which plans and verifications get. A write key never reaches a
+// read phase: without a read credential those phases use a read-scoped workload identity
+// token (runner.jobCredentials.cloudToken holds the rule). Each secret is sealed with the
+// keyring (envelope encryption, bound to its environment and its kind), never logged, never
+// audited, never shown again once set.
 type Credentials struct {
 	db    *gorm.DB
 	audit *audit.Log
@@ -35,7 +42,48 @@ func NewCredentials(gdb *gorm.DB, log *audit.Log, keys *keyring.Keyring) *Creden
 // MaxCredentialLength bounds a static credential (it travels in an HTTP header).
 const MaxCredentialLength = 4096
 
-// credentialRow is the slice of an environments row that holds the credential.
+// Kind names one of an environment's two static credentials.
+type Kind string
+
+const (
+	// Write is the credential applies use (the one environments have always had).
+	Write Kind = "write"
+	// Read is the credential plans and verifications use.
+	Read Kind = "read"
+)
+
+// slot is where and how a kind of credential is kept: its columns' prefix, the form and
+// API field that names it, the context its ciphertext is bound to and its audit actions.
+type slot struct {
+	col          string
+	field        string
+	aad          string
+	noun         string
+	set, cleared audit.Entry
+}
+
+var slots = map[Kind]slot{
+	Write: {col: "cred_", field: "cloud_credential", aad: "environment-credential:", noun: "write credential",
+		set:     audit.Entry{Action: "environment.static_credential_set"},
+		cleared: audit.Entry{Action: "environment.static_credential_cleared"}},
+	Read: {col: "read_cred_", field: "cloud_read_credential", aad: "environment-read-credential:", noun: "read credential",
+		set:     audit.Entry{Action: "environment.static_read_credential_set"},
+		cleared: audit.Entry{Action: "environment.static_read_credential_cleared"}},
+}
+
+// Field is the form and API field that carries a credential of kind k (and names it in
+// validation errors).
+func (k Kind) Field() string { return slots[k].field }
+
+func (k Kind) other() Kind {
+	if k == Read {
+		return Write
+	}
+	return Read
+}
+
+// credentialRow is the slice of an environments row that holds one kind of credential
+// (the read columns are selected under the write columns' names).
 type credentialRow struct {
 	ID             string
 	OrganizationID string
@@ -52,16 +100,20 @@ func (r credentialRow) sealed() keyring.Sealed {
 	return keyring.Sealed{KeyID: *r.CredKeyID, WrappedKey: r.CredWrappedKey, Nonce: r.CredNonce, Ciphertext: r.CredCiphertext}
 }
 
-// credentialAAD binds a sealed credential to its environment: a ciphertext copied to another
-// environment's row does not open.
-func credentialAAD(orgID, envID string) []byte {
-	return []byte("environment-credential:" + orgID + ":" + envID)
+// credentialAAD binds a sealed credential to its environment and kind: a ciphertext
+// copied to another environment's row, or to the other kind's columns, does not open.
+func credentialAAD(k Kind, orgID, envID string) []byte {
+	return []byte(slots[k].aad + orgID + ":" + envID)
 }
 
-const credentialColumns = "id, organization_id, cred_key_id, cred_wrapped_key, cred_nonce, cred_ciphertext, cred_set_at"
+func credentialColumns(k Kind) string {
+	p := slots[k].col
+	return "id, organization_id, " + p + "key_id AS cred_key_id, " + p + "wrapped_key AS cred_wrapped_key, " +
+		p + "nonce AS cred_nonce, " + p + "ciphertext AS cred_ciphertext, " + p + "set_at AS cred_set_at"
+}
 
-func (c *Credentials) row(ctx context.Context, orgID, envID string, forUpdate bool) (credentialRow, error) {
-	q := db.Conn(ctx, c.db).Table("environments").Select(credentialColumns).
+func (c *Credentials) row(ctx context.Context, k Kind, orgID, envID string, forUpdate bool) (credentialRow, error) {
+	q := db.Conn(ctx, c.db).Table("environments").Select(credentialColumns(k)).
 		Where("organization_id = ? AND id = ?", orgID, envID)
 	if forUpdate {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
@@ -73,213 +125,155 @@ func (c *Credentials) row(ctx context.Context, orgID, envID string, forUpdate bo
 	return r, nil
 }
 
-// validateSecret checks a credential without ever quoting it.
-func validateSecret(secret string) error {
-	v := &errs.Validation{}
+// open decrypts a row's credential.
+func (c *Credentials) open(k Kind, r credentialRow) (string, error) {
+	plain, err := c.keys.Open(r.sealed(), credentialAAD(k, r.OrganizationID, r.ID))
+	if err != nil {
+		return "", fmt.Errorf("opening the static %s of environment %s: %w", slots[k].noun, r.ID, err)
+	}
+	return string(plain), nil
+}
+
+// validateSecret checks a credential of kind k into v, never quoting it.
+func validateSecret(v *errs.Validation, k Kind, secret string) {
+	field := k.Field()
 	switch {
 	case secret == "":
-		v.Add("cloud_credential", "Enter the credential.")
+		v.Add(field, "Enter the credential.")
 	case len(secret) > MaxCredentialLength:
-		v.Add("cloud_credential", fmt.Sprintf("Use at most %d characters.", MaxCredentialLength))
+		v.Add(field, fmt.Sprintf("Use at most %d characters.", MaxCredentialLength))
 	default:
 		for i := 0; i < len(secret); i++ {
 			if secret[i] <= ' ' || secret[i] > '~' {
-				v.Add("cloud_credential", "Use printable ASCII characters without spaces (an API key or token).")
+				v.Add(field, "Use printable ASCII characters without spaces (an API key or token).")
 				break
 			}
 		}
 	}
-	return v.Err()
 }
 
-// CredentialChange is what an edit of an environment asks of its static credential: a new
-// secret (set or replace), removal, or neither (Secret empty, Remove false).
+// sameSecret says why a credential that is the other kind's is refused: the read phases
+// would hold the write key.
+var sameSecret = map[Kind]string{
+	Read:  "The read credential must not be the write credential: plans and verifications would hold the write key. Use a read-only key.",
+	Write: "The write credential must not be the read credential: plans and verifications would hold the write key. Keep a read-only key as the read credential.",
+}
+
+// refuseSame is a validation error on k's field when secret, the new credential of kind
+// k, is other, the other kind's; compared in constant time, never quoted.
+func refuseSame(k Kind, secret, other string) error {
+	if secret == "" || other == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(other)) != 1 {
+		return nil
+	}
+	v := &errs.Validation{}
+	v.Add(k.Field(), sameSecret[k])
+	return v
+}
+
+// CredentialChange is what an edit asks of one static credential: a new secret (set or
+// replace), removal, or neither (Secret empty, Remove false).
 type CredentialChange struct {
 	Secret string
 	Remove bool
 }
 
-// Validate checks the change on its own, never quoting the secret: the form shows the
-// message without having saved anything.
-func (ch CredentialChange) Validate() error {
-	if ch.Remove && ch.Secret != "" {
-		v := &errs.Validation{}
-		v.Add("cloud_credential", "Enter a new credential or remove the current one, not both.")
-		return v
-	}
-	if ch.Secret == "" {
-		return nil
-	}
-	return validateSecret(ch.Secret)
+func (ch CredentialChange) none() bool { return ch.Secret == "" && !ch.Remove }
+
+// CredentialChanges is what an edit of an environment asks of both its credentials.
+type CredentialChanges struct {
+	Write, Read CredentialChange
 }
 
-// Apply makes the change: set, clear, or nothing.
-func (c *Credentials) Apply(ctx context.Context, envID string, ch CredentialChange) error {
-	switch {
-	case ch.Remove:
-		return c.ClearStaticCredential(ctx, envID)
-	case ch.Secret != "":
-		return c.SetStaticCredential(ctx, envID, ch.Secret)
+func (chs CredentialChanges) of(k Kind) CredentialChange {
+	if k == Read {
+		return chs.Read
+	}
+	return chs.Write
+}
+
+// Validate checks the changes on their own, never quoting a secret: the form shows the
+// messages without having saved anything.
+func (chs CredentialChanges) Validate() error {
+	v := &errs.Validation{}
+	for _, k := range []Kind{Write, Read} {
+		ch := chs.of(k)
+		switch {
+		case ch.Remove && ch.Secret != "":
+			v.Add(k.Field(), "Enter a new credential or remove the current one, not both.")
+		case ch.Secret != "":
+			validateSecret(v, k, ch.Secret)
+		}
+	}
+	if refuseSame(Read, chs.Read.Secret, chs.Write.Secret) != nil {
+		v.Add(Read.Field(), sameSecret[Read])
+	}
+	return v.Err()
+}
+
+// Check validates the changes for environment envID as Apply will, without saving
+// anything: on their own, and a new secret against the other kind's stored one when that
+// one stays. A form checks first, so a refused form saved nothing.
+func (c *Credentials) Check(ctx context.Context, envID string, chs CredentialChanges) error {
+	if chs.Write.none() && chs.Read.none() {
+		return nil // nothing to check: the edit's own service call answers for the rest
+	}
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return err
+	}
+	if err := chs.Validate(); err != nil {
+		return err
+	}
+	for _, k := range []Kind{Write, Read} {
+		ch, kept := chs.of(k), chs.of(k.other())
+		if ch.Secret == "" || !kept.none() {
+			continue
+		}
+		if err := c.refuseStored(ctx, k, subject.OrganizationID, envID, ch.Secret); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// SetStaticCredential seals secret as environment envID's static cloud credential, replacing
-// any earlier one. Bad input is an *errs.Validation (field "cloud_credential") that never
-// quotes the secret. The audit event says that a credential was set, never what it is.
-func (c *Credentials) SetStaticCredential(ctx context.Context, envID, secret string) error {
-	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+// refuseStored is refuseSame of secret, a new credential of kind k, against environment
+// envID's stored credential of the other kind.
+func (c *Credentials) refuseStored(ctx context.Context, k Kind, orgID, envID, secret string) error {
+	r, err := c.row(ctx, k.other(), orgID, envID, false)
+	if err != nil || !r.set() {
+		return err
+	}
+	stored, err := c.open(k.other(), r)
 	if err != nil {
 		return err
 	}
-	if err := validateSecret(secret); err != nil {
+	return refuseSame(k, secret, stored)
+}
+
+// Apply makes the changes in one transaction: removals first, then new secrets, so a
+// change that swaps the keys is judged against what stays.
+func (c *Credentials) Apply(ctx context.Context, envID string, chs CredentialChanges) error {
+	if chs.Write.none() && chs.Read.none() {
+		return nil
+	}
+	if err := chs.Validate(); err != nil {
 		return err
 	}
 	return db.Tx(ctx, c.db, func(ctx context.Context) error {
-		before, err := c.row(ctx, subject.OrganizationID, envID, true)
-		if err != nil {
-			return err
-		}
-		sealed, err := c.keys.Seal([]byte(secret), credentialAAD(before.OrganizationID, before.ID))
-		if err != nil {
-			return fmt.Errorf("sealing the credential: %w", err)
-		}
-		err = db.Conn(ctx, c.db).Model(&Environment{}).
-			Where("organization_id = ? AND id = ?", before.OrganizationID, before.ID).
-			Updates(map[string]any{
-				"cred_key_id": sealed.KeyID, "cred_wrapped_key": sealed.WrappedKey, "cred_nonce": sealed.Nonce,
-				"cred_ciphertext": sealed.Ciphertext, "cred_set_at": gorm.Expr("now()"), "updated_at": gorm.Expr("now()"),
-			}).Error
-		if err != nil {
-			return fmt.Errorf("storing the credential: %w", err)
-		}
-		return c.audit.Record(ctx, audit.Entry{
-			Action: "environment.static_credential_set", TargetType: "environment", TargetID: before.ID,
-			Data: map[string]any{"replaced": before.set(), "key_id": sealed.KeyID, "finding": "standing_credential"},
-		})
-	})
-}
-
-// ClearStaticCredential removes environment envID's static credential: its jobs use workload
-// identity again. Clearing an environment without one changes nothing and audits nothing.
-func (c *Credentials) ClearStaticCredential(ctx context.Context, envID string) error {
-	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
-	if err != nil {
-		return err
-	}
-	return db.Tx(ctx, c.db, func(ctx context.Context) error {
-		before, err := c.row(ctx, subject.OrganizationID, envID, true)
-		if err != nil || !before.set() {
-			return err
-		}
-		err = db.Conn(ctx, c.db).Model(&Environment{}).
-			Where("organization_id = ? AND id = ?", before.OrganizationID, before.ID).
-			Updates(map[string]any{
-				"cred_key_id": nil, "cred_wrapped_key": nil, "cred_nonce": nil, "cred_ciphertext": nil,
-				"cred_set_at": nil, "updated_at": gorm.Expr("now()"),
-			}).Error
-		if err != nil {
-			return fmt.Errorf("clearing the credential: %w", err)
-		}
-		return c.audit.Record(ctx, audit.Entry{
-			Action: "environment.static_credential_cleared", TargetType: "environment", TargetID: before.ID,
-			Data: map[string]any{"set_at": before.CredSetAt.UTC().Format(time.RFC3339)},
-		})
-	})
-}
-
-// StaticCredentialSince reports whether environment envID of the subject's organization holds
-// a static credential, and since when. It never opens the credential.
-func (c *Credentials) StaticCredentialSince(ctx context.Context, envID string) (time.Time, bool, error) {
-	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	r, err := c.row(ctx, subject.OrganizationID, envID, false)
-	if err != nil || !r.set() {
-		return time.Time{}, false, err
-	}
-	return *r.CredSetAt, true, nil
-}
-
-// StaticCredentialsSince maps the ids of the subject's organization's environments that hold
-// a static credential to when it was set (for the environment list's finding badges).
-func (c *Credentials) StaticCredentialsSince(ctx context.Context) (map[string]time.Time, error) {
-	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
-	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		ID        string
-		CredSetAt time.Time
-	}
-	err = db.Conn(ctx, c.db).Table("environments").Select("id, cred_set_at").
-		Where("organization_id = ? AND cred_set_at IS NOT NULL", subject.OrganizationID).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("listing static credentials: %w", err)
-	}
-	out := make(map[string]time.Time, len(rows))
-	for _, r := range rows {
-		out[r.ID] = r.CredSetAt
-	}
-	return out, nil
-}
-
-// StaticCredential opens environment envID's static credential for the runner, which acts as
-// the system (no subject): ok is false when the environment uses workload identity. The
-// secret goes to the job's environment and nowhere else.
-func (c *Credentials) StaticCredential(ctx context.Context, orgID, envID string) (secret string, ok bool, err error) {
-	r, err := c.row(ctx, orgID, envID, false)
-	if err != nil || !r.set() {
-		return "", false, err
-	}
-	plain, err := c.keys.Open(r.sealed(), credentialAAD(r.OrganizationID, r.ID))
-	if err != nil {
-		return "", false, fmt.Errorf("opening the static credential of environment %s: %w", envID, err)
-	}
-	return string(plain), true, nil
-}
-
-// RewrapCredentials re-wraps the data key of every environment credential not sealed under
-// keys' current key (`gantry keys rotate`); ciphertexts are untouched. It returns how many it
-// re-wrapped, audited per organization as "keys.rewrapped".
-func RewrapCredentials(ctx context.Context, gdb *gorm.DB, keys *keyring.Keyring) (int, error) {
-	log := audit.New(gdb)
-	current := keys.CurrentKeyID()
-	n := 0
-	err := db.Tx(ctx, gdb, func(ctx context.Context) error {
-		var rows []credentialRow
-		err := db.Conn(ctx, gdb).Table("environments").Select(credentialColumns).
-			Where("cred_key_id IS NOT NULL AND cred_key_id <> ?", current).
-			Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Order("id").Scan(&rows).Error
-		if err != nil {
-			return fmt.Errorf("reading environment credentials to rotate: %w", err)
-		}
-		perOrg := map[string]int{}
-		for _, r := range rows {
-			re, err := keys.Rewrap(r.sealed())
-			if err != nil {
-				return fmt.Errorf("re-wrapping the credential of environment %s: %w", r.ID, err)
+		for _, k := range []Kind{Write, Read} {
+			if chs.of(k).Remove {
+				if err := c.clear(ctx, k, envID); err != nil {
+					return err
+				}
 			}
-			err = db.Conn(ctx, gdb).Model(&Environment{}).Where("id = ? AND cred_key_id = ?", r.ID, *r.CredKeyID).
-				Updates(map[string]any{"cred_key_id": re.KeyID, "cred_wrapped_key": re.WrappedKey}).Error
-			if err != nil {
-				return fmt.Errorf("storing the re-wrapped credential of environment %s: %w", r.ID, err)
-			}
-			perOrg[r.OrganizationID]++
-			n++
 		}
-		for orgID, count := range perOrg {
-			err := log.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "keys.rewrapped", TargetType: "keyring",
-				TargetID: current, Data: map[string]any{"environment_credentials": count, "key_id": current}})
-			if err != nil {
-				return err
+		for _, k := range []Kind{Write, Read} {
+			if s := chs.of(k).Secret; s != "" {
+				if err := c.set(ctx, k, envID, s); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
 }

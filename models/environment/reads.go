@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"gantry/models/authz"
 	"gantry/models/db"
@@ -13,27 +12,19 @@ import (
 // Reads for the auditors' pages: environments by name for the audit history, and all
 // of an organization's with their static credentials for the governance report.
 
-// AllOf lists organization orgID's environments by tier, then name, with their static
-// credentials' times, for a service that has checked its own permission (the
-// governance report, audit.read); it checks none itself.
-func (s *Service) AllOf(ctx context.Context, orgID string) ([]Environment, map[string]time.Time, error) {
+// AllOf lists organization orgID's environments by tier, then name, with the static
+// credentials those that hold one hold, for a service that has checked its own
+// permission (the governance report, audit.read); it checks none itself.
+func (s *Service) AllOf(ctx context.Context, orgID string) ([]Environment, map[string]Standing, error) {
 	var envs []Environment
 	err := db.Conn(ctx, s.db).Where("organization_id = ?", orgID).
 		Order("CASE tier WHEN 'development' THEN 1 WHEN 'staging' THEN 2 ELSE 3 END, name").Find(&envs).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing environments: %w", err)
 	}
-	var rows []struct {
-		ID        string
-		CredSetAt time.Time
-	}
-	if err := db.Conn(ctx, s.db).Table("environments").Select("id, cred_set_at").
-		Where("organization_id = ? AND cred_set_at IS NOT NULL", orgID).Scan(&rows).Error; err != nil {
-		return nil, nil, fmt.Errorf("listing static credentials: %w", err)
-	}
-	creds := make(map[string]time.Time, len(rows))
-	for _, r := range rows {
-		creds[r.ID] = r.CredSetAt
+	creds, err := standingOf(ctx, s.db, orgID, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	return envs, creds, nil
 }

@@ -32,9 +32,9 @@ const (
 	Unevidenced       = "unevidenced"
 )
 
-// Environments lists an organization's environments and their static credentials.
+// Environments lists an organization's environments and the static credentials they hold.
 type Environments interface {
-	AllOf(ctx context.Context, orgID string) ([]environment.Environment, map[string]time.Time, error)
+	AllOf(ctx context.Context, orgID string) ([]environment.Environment, map[string]environment.Standing, error)
 }
 
 // Policies reads the organization's bundle and an environment's modes.
@@ -184,11 +184,10 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 			policyGate(bundle, modes), approval,
 			Gate{Name: "Apply binding", Checks: "the apply runs only the approved plan digest against the predecessor state it was planned on", Status: Enforced, EnforcedBy: "the apply worker's re-checks (always)"},
 			Gate{Name: "Verification", Checks: "a refresh-only plan after the apply must show no changes", Status: Enforced, EnforcedBy: "the run lifecycle (always)"})
-		if at, ok := creds[env.ID]; ok {
-			er.ApplyIdentity = "static credential (standing access), set " + at.UTC().Format("2006-01-02")
-			er.Findings = append(er.Findings, "standing credential: a static cloud credential has been set on this environment since "+at.UTC().Format(time.RFC3339)+"; workload identity should replace it")
-		} else {
-			er.ApplyIdentity = "workload identity: a short-lived token per run phase from " + s.IssuerURL + ", scoped to the organization, environment, workspace, run and phase"
+		var finding string
+		er.ApplyIdentity, finding = s.applyIdentity(creds[env.ID])
+		if finding != "" {
+			er.Findings = append(er.Findings, finding)
 		}
 		if er.Applies.Unevidenced > 0 {
 			er.Findings = append(er.Findings, fmt.Sprintf("%s: %d applies started without an approval record", Unevidenced, er.Applies.Unevidenced))
@@ -203,7 +202,12 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 		rep.Rollback = append(rep.Rollback, line)
 	}
 	sort.Strings(rep.Rollback)
-	standing := len(creds)
+	standing := 0
+	for _, st := range creds {
+		if st.Any() {
+			standing++
+		}
+	}
 	rep.Handoff = []string{
 		"Apply identities: " + map[bool]string{true: fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing), false: "workload identity only; no standing credentials"}[standing > 0] + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",
@@ -211,6 +215,30 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 		fmt.Sprintf("Rollback boundaries: %d templates, see above.", len(rep.Rollback)),
 	}
 	return rep, nil
+}
+
+// applyIdentity says what an environment's jobs authenticate to the cloud with, per
+// phase (the rule of runner.jobCredentials.cloudToken: applies get the static write
+// credential, plans and verifications the static read credential, never the write one;
+// a workload identity token otherwise), and the standing-credential finding when it
+// holds a static credential: one finding naming each key and since when.
+func (s Service) applyIdentity(st environment.Standing) (identity, finding string) {
+	workload := "workload identity (a short-lived token per run phase from " + s.IssuerURL + ", scoped to the organization, environment, workspace, run and phase)"
+	if !st.Any() {
+		return "workload identity: a short-lived token per run phase from " + s.IssuerURL + ", scoped to the organization, environment, workspace, run and phase", ""
+	}
+	applies, reads := workload, "read-scoped "+workload
+	var held []string
+	if st.WriteSetAt != nil {
+		applies = "a static write credential (standing access), set " + st.WriteSetAt.UTC().Format("2006-01-02")
+		held = append(held, "a static write credential (used by applies) has been set on this environment since "+st.WriteSetAt.UTC().Format(time.RFC3339))
+	}
+	if st.ReadSetAt != nil {
+		reads = "a static read credential (standing access), set " + st.ReadSetAt.UTC().Format("2006-01-02")
+		held = append(held, "a static read credential (used by plans and verifications) has been set on this environment since "+st.ReadSetAt.UTC().Format(time.RFC3339))
+	}
+	identity = "applies: " + applies + "; plans and verifications: " + reads + " (never the write credential)"
+	return identity, "standing credential: " + strings.Join(held, "; ") + "; workload identity should replace " + map[bool]string{true: "them", false: "it"}[len(held) > 1]
 }
 
 // manualChange writes the manual change path's part from the windows and drift checks

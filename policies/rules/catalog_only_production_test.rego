@@ -9,7 +9,7 @@ run(tier, template) := {
 
 catalog := {
 	"name": "postgres",
-	"version": "1.1.0",
+	"version": "1.1.1",
 	"source": "catalog",
 	"module_digest": "9f2c1e0b7d4a5c3e8f6a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6a",
 	"irreversible_types": ["sandbox_database"],

@@ -59,6 +59,8 @@ func TestEnvInheritsNothing(t *testing.T) {
 		"TF_IN_AUTOMATION=1",
 		"TF_INPUT=0",
 		"CHECKPOINT_DISABLE=1",
+		"TF_HTTP_RETRY_MAX=10",
+		"TF_HTTP_RETRY_WAIT_MAX=5",
 	}, env)
 }
 

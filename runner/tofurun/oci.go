@@ -1,13 +1,9 @@
 package tofurun
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -31,6 +27,7 @@ const (
 	ociStateDir  = "/run/state"
 	ociCloudDir  = "/run/cloud"
 	ociPlugins   = "/tofu/plugin-cache" // the job's plugin cache, mounted read-only
+	ociSecrets   = "/run/secrets"       // the job's secret directory, mounted read-only
 	// ociMinID is where the search for a job uid/gid starts: far above the ids of
 	// host users and system accounts.
 	ociMinID = 200000
@@ -244,10 +241,13 @@ func socketUsable(ctx context.Context, path string) error {
 
 // Run runs `tofu c.Args...` in a fresh container with workdir as /workspace. PID 1 is
 // fwd, which forwards 127.0.0.1:StatePort to the state socket and exits with tofu's
-// exit code (128+signal when a signal killed it). The secrets reach the container only
-// as environment (runc reads config.json from a FIFO, so they never touch the disk).
+// exit code (128+signal when a signal killed it). The state credentials reach the
+// container only as environment (runc reads config.json from a FIFO, so they never touch
+// the disk); the workload token is a file of the job's secret directory, mounted
+// read-only at /run/secrets and lent to the container's uid while it runs, which the
+// refresher may replace meanwhile.
 // The files tofu creates in workdir belong to workdir's owner again afterwards.
-func (o *OCI) Run(ctx context.Context, workdir string, c Command) (int, string, error) {
+func (o *OCI) Run(ctx context.Context, workdir string, c Command) (exit int, explain string, err error) {
 	id, err := jobID()
 	if err != nil {
 		return 0, "", err
@@ -271,6 +271,21 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (int, string, 
 	mounts := []oci.Mount{
 		{Source: filepath.Dir(o.cfg.StateSocket), Destination: ociStateDir, ReadOnly: true},
 		{Source: filepath.Dir(o.cfg.CloudSocket), Destination: ociCloudDir, ReadOnly: true},
+	}
+	if c.Files != nil {
+		// The secret DIRECTORY, read-only, owned by the container's uid while it runs: a
+		// token the refresher renames into it shows at once (a file mount would not).
+		mounts = append(mounts, oci.Mount{Source: c.Files.Dir(), Destination: ociSecrets, ReadOnly: true})
+		env = append(env, c.Files.Env(ociSecrets)...)
+		giveBack, lerr := c.Files.Lend(int(uid), int(uid))
+		if lerr != nil {
+			return 0, "", lerr
+		}
+		defer func() {
+			if gerr := giveBack(); gerr != nil && err == nil {
+				err = fmt.Errorf("giving the job's secret directory back: %w", gerr)
+			}
+		}()
 	}
 	if c.PluginCache != "" {
 		mounts = append(mounts, oci.Mount{Source: c.PluginCache, Destination: ociPlugins, ReadOnly: true})
@@ -307,82 +322,4 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (int, string, 
 		return res.ExitCode, res.Explain(), nil
 	}
 	return res.ExitCode, "", nil
-}
-
-// jobID returns a fresh container id.
-func jobID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return "tofu-" + hex.EncodeToString(b[:]), nil
-}
-
-// dedupEnv keeps the last value of each variable, like os/exec (runc passes
-// duplicates on, and programs disagree about which one wins).
-func dedupEnv(env []string) []string {
-	last := map[string]int{}
-	for i, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		last[k] = i
-	}
-	out := make([]string, 0, len(last))
-	for i, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if last[k] == i {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// unusedJobID returns an id for the job's uid and gid (oci.UnusedID) that is also
-// outside every subordinate id range of /etc/subuid and /etc/subgid: a user owning
-// such a range can become that uid in a user namespace and read the job's
-// /proc/<pid>/environ (its credentials).
-func unusedJobID() (uint32, error) {
-	ranges := append(subordinateRanges("/etc/subuid"), subordinateRanges("/etc/subgid")...)
-	min := uint64(ociMinID)
-	for range 1000 {
-		id, err := oci.UnusedID(uint32(min))
-		if err != nil {
-			return 0, err
-		}
-		clear := true
-		for _, r := range ranges {
-			if uint64(id) >= r[0] && uint64(id) < r[1] {
-				min, clear = r[1], false
-			}
-		}
-		if clear {
-			return id, nil
-		}
-		if min >= 1<<32-1 {
-			break
-		}
-	}
-	return 0, errors.New("no job uid outside the subordinate id ranges")
-}
-
-// subordinateRanges reads [start, end) ranges from a subuid/subgid file (absent: none).
-func subordinateRanges(path string) [][2]uint64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out [][2]uint64
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
-	for sc.Scan() {
-		p := strings.Split(strings.TrimSpace(sc.Text()), ":")
-		if len(p) != 3 {
-			continue
-		}
-		start, err1 := strconv.ParseUint(p[1], 10, 32)
-		n, err2 := strconv.ParseUint(p[2], 10, 32)
-		if err1 == nil && err2 == nil && n > 0 {
-			out = append(out, [2]uint64{start, start + n})
-		}
-	}
-	return out
 }

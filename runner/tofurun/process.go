@@ -14,7 +14,8 @@ import (
 
 // Process runs tofu as a plain child process of the portal: the development executor.
 // It is NOT isolated: the job shares the portal's user, filesystem and network, so pages
-// label its runs "not isolated". Credentials still reach tofu only as environment.
+// label its runs "not isolated". Credentials still reach tofu only as environment and
+// the job's secret files (its workload token).
 type Process struct {
 	Tofu string // path of the pinned tofu binary
 	// CLIConfig is the CLI configuration (filesystem mirror only).
@@ -54,6 +55,8 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 	for k, v := range c.Secrets {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// The secret files are read where they are: the job runs as the portal's user.
+	cmd.Env = append(cmd.Env, c.Files.Env(c.Files.Dir())...)
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	// Its own process group, so a cancelled job takes the provider plugins with it; and
 	// killed with the portal (Linux), so a dead portal leaves no tofu applying on alone.

@@ -25,11 +25,16 @@ import (
 // Command is one tofu invocation in a job's working directory.
 type Command struct {
 	Args []string
-	// Secrets are handed to the process only as environment (or a mounted secret file,
-	// the executor's choice): state backend credentials and the workload token.
+	// Secrets are handed to the process only as environment: the state backend
+	// credentials.
 	Secrets map[string]string
-	Stdout  io.Writer
-	Stderr  io.Writer
+	// Files is the job's secret directory (nil: none): the workload token, which the job
+	// reads from the file SANDBOX_TOKEN_FILE names and which is replaced while the
+	// command runs. The executor shows the command the directory, read-only, and sets
+	// the variables of Files.Env to the files' paths as the command sees them.
+	Files  *SecretDir
+	Stdout io.Writer
+	Stderr io.Writer
 	// PluginCache is a host directory tofu links providers from (TF_PLUGIN_CACHE_DIR),
 	// prepared and verified by tofu.PluginCache; the job only reads it. Empty: none.
 	PluginCache string
@@ -77,9 +82,17 @@ type job struct {
 	out     io.Writer
 	creds   runner.Credentials
 	plugins string // the plugin cache directory for this job's lock file, or ""
+	// files holds the cloud token (tokenFile), kept fresh while the phase runs by the
+	// refresher that stop ends.
+	files *SecretDir
+	stop  func()
 }
 
-func (r *Runner) newJob(cfg []byte, creds runner.Credentials, live io.Writer) (*job, error) {
+// newJob writes the config bundle into a fresh working directory and the cloud token
+// into the job's secret directory beside it, and, for a workload token, starts keeping
+// the token fresh until the job is closed (runner.KeepFresh): a phase may outlive the
+// token it began with.
+func (r *Runner) newJob(ctx context.Context, cfg []byte, creds runner.Credentials, live io.Writer) (*job, error) {
 	if err := os.MkdirAll(r.WorkRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("creating work root: %w", err)
 	}
@@ -103,9 +116,14 @@ func (r *Runner) newJob(cfg []byte, creds runner.Credentials, live io.Writer) (*
 			return nil, err
 		}
 	}
-	j := &job{r: r, dir: dir, creds: creds}
-	// The live log never fails a write, so the buffer always gets everything.
-	j.out = io.MultiWriter(&j.log, runner.LogTo(live))
+	j := &job{r: r, dir: dir, creds: creds, stop: func() {}}
+	// The live log never fails a write, so the buffer always gets everything. The
+	// refresher writes to it too, while tofu's output comes.
+	j.out = &lockedWriter{w: io.MultiWriter(&j.log, runner.LogTo(live))}
+	if err := j.secretFiles(ctx, live); err != nil {
+		j.close()
+		return nil, err
+	}
 	if lock, ok := b.Files[".terraform.lock.hcl"]; ok && r.Plugins != nil {
 		// Without the cache the job still runs: init extracts from the mirror and says
 		// what is wrong with a provider in its own words.
@@ -116,7 +134,21 @@ func (r *Runner) newJob(cfg []byte, creds runner.Credentials, live io.Writer) (*
 	return j, nil
 }
 
-func (j *job) close() { os.RemoveAll(j.dir) }
+// close stops the refresher and removes the job's directories.
+func (j *job) close() {
+	j.stop()
+	os.RemoveAll(j.dir)
+	if j.files != nil {
+		j.files.remove()
+	}
+}
+
+// evidence ends the refresher (nothing writes to the log any more) and returns the
+// phase's whole log.
+func (j *job) evidence() []byte {
+	j.stop()
+	return j.log.Bytes()
+}
 
 // lockTimeout is how long a command waits for the workspace's state lock.
 const lockTimeout = "2m"
@@ -138,14 +170,13 @@ func readRegular(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// secrets are the job's credentials as the environment tofu and the provider read.
+// secrets are the state backend credentials as the environment tofu reads. The cloud
+// token is not among them: it is in the job's secret directory (Command.Files), where
+// it can be refreshed while a command runs.
 func (j *job) secrets() map[string]string {
 	out := map[string]string{}
 	if j.creds.StateUsername != "" {
 		out["TF_HTTP_USERNAME"], out["TF_HTTP_PASSWORD"] = j.creds.StateUsername, j.creds.StatePassword
-	}
-	if j.creds.CloudToken != "" {
-		out["SANDBOX_TOKEN"] = j.creds.CloudToken
 	}
 	return out
 }
@@ -155,7 +186,7 @@ func (j *job) secrets() map[string]string {
 func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
 	fmt.Fprintf(j.out, "$ tofu %s\n", strings.Join(args, " "))
 	started := time.Now()
-	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Stdout: out, Stderr: j.out, PluginCache: j.plugins})
+	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Files: j.files, Stdout: out, Stderr: j.out, PluginCache: j.plugins})
 	fmt.Fprintf(j.out, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
 	if err != nil {
 		return code, fmt.Errorf("running tofu %s: %w", args[0], err)
@@ -199,13 +230,13 @@ func (j *job) init(ctx context.Context) error {
 // Plan runs init, plan -out and show -json. There is no separate validate: plan
 // validates the configuration first and reports the same diagnostics.
 func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials, req.Log)
+	j, err := r.newJob(ctx, req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
 	defer j.close()
 	res, err := j.plan(ctx, req.Kind)
-	res.Log = j.log.Bytes()
+	res.Log = j.evidence()
 	return res, err
 }
 
@@ -248,13 +279,13 @@ func (j *job) plan(ctx context.Context, kind runner.Kind) (runner.PlanResult, er
 // Apply applies exactly the stored plan file: `tofu apply plan.bin`, never a new plan.
 // The state goes to Gantry's backend, so the result carries none.
 func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials, req.Log)
+	j, err := r.newJob(ctx, req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.ApplyResult{}, err
 	}
 	defer j.close()
 	res, err := j.apply(ctx, req.PlanFile)
-	res.Log = j.log.Bytes()
+	res.Log = j.evidence()
 	return res, err
 }
 
@@ -278,13 +309,13 @@ func (j *job) apply(ctx context.Context, planFile []byte) (runner.ApplyResult, e
 // Verify runs a refresh-only plan: no changes means the live resources match the
 // applied state; otherwise the refresh-only plan is the residual drift.
 func (r *Runner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.VerifyResult, error) {
-	j, err := r.newJob(req.Config, req.Credentials, req.Log)
+	j, err := r.newJob(ctx, req.Config, req.Credentials, req.Log)
 	if err != nil {
 		return runner.VerifyResult{}, err
 	}
 	defer j.close()
 	res, err := j.verify(ctx)
-	res.Log = j.log.Bytes()
+	res.Log = j.evidence()
 	return res, err
 }
 

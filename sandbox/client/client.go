@@ -3,7 +3,8 @@
 // for the /admin/v1 endpoints.
 //
 // The token is only ever put into the Authorization header: it is not part of any error, log
-// line or String() output.
+// line or String() output. It comes from a TokenSource, asked before every request: a fixed
+// token (New), or a file a runner rewrites while a long job runs (TokenFile).
 package client
 
 import (
@@ -25,7 +26,7 @@ import (
 // Client is a sandbox cloud API client.
 type Client struct {
 	base      *url.URL
-	token     string
+	token     TokenSource
 	http      *http.Client
 	userAgent string
 	attempts  int
@@ -52,6 +53,14 @@ func WithRetries(attempts int, backoff time.Duration) Option {
 // http://127.0.0.1:8790, or unix:///path/to/cloud.sock for a cloud listening on a unix socket
 // (an isolated runner reaches it through a bind-mounted socket).
 func New(endpoint, token string, opts ...Option) (*Client, error) {
+	if token == "" {
+		return nil, errors.New("the sandbox token is empty")
+	}
+	return NewWithSource(endpoint, StaticToken(token), opts...)
+}
+
+// NewWithSource is New with the token taken from src before every request.
+func NewWithSource(endpoint string, src TokenSource, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
 	bad := fmt.Errorf("the sandbox endpoint must be an http(s) URL such as http://127.0.0.1:8790 or unix:///path/to/socket, not %q", endpoint)
 	if endpoint == "" || err != nil {
@@ -73,10 +82,10 @@ func New(endpoint, token string, opts ...Option) (*Client, error) {
 	default:
 		return nil, bad
 	}
-	if token == "" {
-		return nil, errors.New("the sandbox token is empty")
+	if src == nil {
+		return nil, errors.New("the sandbox client has no token source")
 	}
-	c := &Client{base: u, token: token, http: hc, userAgent: "gantry-sandbox-client", attempts: 5, backoff: 200 * time.Millisecond}
+	c := &Client{base: u, token: src, http: hc, userAgent: "gantry-sandbox-client", attempts: 5, backoff: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(c)
 	}
@@ -231,7 +240,11 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte) 
 	if err != nil {
 		return nil, false, fmt.Errorf("sandbox cloud: %s %s: %w", method, path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	token, err := c.token()
+	if err != nil {
+		return nil, false, fmt.Errorf("sandbox cloud: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if payload != nil {

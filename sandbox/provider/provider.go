@@ -4,14 +4,15 @@
 // they call the cloud through gantry/sandbox/client.
 //
 // Credentials: the provider reads a workload identity token from the runner's environment
-// (SANDBOX_TOKEN, or SANDBOX_TOKEN_FILE naming a mounted secret file). The token is never echoed:
-// not into state, plans, diagnostics or logs.
+// (SANDBOX_TOKEN, or SANDBOX_TOKEN_FILE naming a mounted secret file, which is read again before
+// a request whenever it has changed: Gantry's runner refreshes it during long jobs). The token
+// is never echoed: not into state, plans, diagnostics or logs.
 package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -36,9 +37,6 @@ const (
 	EnvToken     = "SANDBOX_TOKEN"
 	EnvTokenFile = "SANDBOX_TOKEN_FILE"
 )
-
-// maxTokenFile bounds the token file.
-const maxTokenFile = 64 << 10
 
 type sandboxProvider struct {
 	version string
@@ -79,7 +77,7 @@ func (p *sandboxProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			},
 			"token_file": schema.StringAttribute{
 				Optional:    true,
-				Description: "Path of a file holding the workload identity token (a mounted secret), read when the provider is configured. Default: the " + EnvTokenFile + " environment variable.",
+				Description: "Path of a file holding the workload identity token (a mounted secret), read when the provider is configured and again before a request whenever the file has changed (replace it by a rename to refresh the token). Default: the " + EnvTokenFile + " environment variable.",
 			},
 		},
 	}
@@ -111,16 +109,17 @@ func (p *sandboxProvider) Configure(ctx context.Context, req provider.ConfigureR
 	}
 
 	before := resp.Diagnostics.ErrorsCount()
-	token, source := p.token(cfg, resp)
-	if token == "" && resp.Diagnostics.ErrorsCount() == before {
+	tokens, source := p.tokenSource(cfg, resp)
+	if tokens == nil && resp.Diagnostics.ErrorsCount() == before {
 		resp.Diagnostics.AddAttributeError(path.Root("token"), "Missing sandbox token",
-			"The sandbox provider needs a workload identity token. Gantry's runner provides it in the "+EnvToken+
-				" or "+EnvTokenFile+" environment variable; outside Gantry set one of them (or the provider's token_file).")
+			"The sandbox provider needs a workload identity token. Gantry's runner provides it in the "+EnvTokenFile+
+				" environment variable (a file it refreshes while the job runs); outside Gantry set "+EnvToken+" or "+EnvTokenFile+
+				" (or the provider's token_file).")
 	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	c, err := client.New(endpoint, token, client.WithUserAgent(fmt.Sprintf("terraform-provider-sandbox/%s (%s)", p.version, req.TerraformVersion)))
+	c, err := client.NewWithSource(endpoint, tokens, client.WithUserAgent(fmt.Sprintf("terraform-provider-sandbox/%s (%s)", p.version, req.TerraformVersion)))
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("endpoint"), "Invalid sandbox endpoint", err.Error())
 		return
@@ -130,48 +129,52 @@ func (p *sandboxProvider) Configure(ctx context.Context, req provider.ConfigureR
 	resp.DataSourceData = c
 }
 
-// token finds the token: the token attribute, the token_file attribute, then SANDBOX_TOKEN and
-// SANDBOX_TOKEN_FILE. It returns where it came from (never the token in any message).
-func (p *sandboxProvider) token(cfg providerModel, resp *provider.ConfigureResponse) (token, source string) {
+// tokenSource finds the token: the token attribute, the token_file attribute, then
+// SANDBOX_TOKEN and SANDBOX_TOKEN_FILE. A token file is read now (so a missing or empty
+// one is a configuration error) and again for every request whenever it has changed: a
+// runner replaces it with a fresh token before the current one expires, and a plan or
+// apply longer than a token's life goes on with the next one. It returns where the token
+// came from (never the token in any message); nil when there is none or it is unusable.
+func (p *sandboxProvider) tokenSource(cfg providerModel, resp *provider.ConfigureResponse) (client.TokenSource, string) {
 	if cfg.Token.ValueString() != "" && cfg.TokenFile.ValueString() != "" {
 		resp.Diagnostics.AddAttributeError(path.Root("token_file"), "Conflicting sandbox credentials",
 			"Set either token or token_file in the provider block, not both.")
-		return "", ""
+		return nil, ""
+	}
+	fixed := func(tok string) client.TokenSource {
+		if tok = strings.TrimSpace(tok); tok == "" {
+			return nil
+		}
+		return client.StaticToken(tok)
 	}
 	switch {
 	case cfg.Token.ValueString() != "":
-		return strings.TrimSpace(cfg.Token.ValueString()), "token attribute"
+		return fixed(cfg.Token.ValueString()), "token attribute"
 	case cfg.TokenFile.ValueString() != "":
-		return readTokenFile(cfg.TokenFile.ValueString(), path.Root("token_file"), resp), "token_file attribute"
+		return tokenFile(cfg.TokenFile.ValueString(), path.Root("token_file"), resp), "token_file attribute"
 	case os.Getenv(EnvToken) != "":
-		return strings.TrimSpace(os.Getenv(EnvToken)), EnvToken
+		return fixed(os.Getenv(EnvToken)), EnvToken
 	case os.Getenv(EnvTokenFile) != "":
-		return readTokenFile(os.Getenv(EnvTokenFile), path.Root("token_file"), resp), EnvTokenFile
+		return tokenFile(os.Getenv(EnvTokenFile), path.Root("token_file"), resp), EnvTokenFile
 	}
-	return "", ""
+	return nil, ""
 }
 
-func readTokenFile(name string, at path.Path, resp *provider.ConfigureResponse) string {
-	f, err := os.Open(name)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(at, "Cannot read the sandbox token file", err.Error())
-		return ""
-	}
-	defer f.Close()
-	body, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(at, "Cannot read the sandbox token file", fmt.Sprintf("%s: %v", name, err))
-		return ""
-	}
-	if len(body) > maxTokenFile {
-		resp.Diagnostics.AddAttributeError(at, "Invalid sandbox token file", name+" is larger than 64 KiB; it should hold one token.")
-		return ""
-	}
-	tok := strings.TrimSpace(string(body))
-	if tok == "" {
+// tokenFile checks that the file at name holds a token and returns its source.
+func tokenFile(name string, at path.Path, resp *provider.ConfigureResponse) client.TokenSource {
+	_, err := client.ReadTokenFile(name)
+	switch {
+	case errors.Is(err, client.ErrTokenFileEmpty):
 		resp.Diagnostics.AddAttributeError(at, "Missing sandbox token", "The token file "+name+" is empty.")
+		return nil
+	case errors.Is(err, client.ErrTokenFileTooLarge):
+		resp.Diagnostics.AddAttributeError(at, "Invalid sandbox token file", name+" is larger than 64 KiB; it should hold one token.")
+		return nil
+	case err != nil:
+		resp.Diagnostics.AddAttributeError(at, "Cannot read the sandbox token file", err.Error())
+		return nil
 	}
-	return tok
+	return client.TokenFile(name)
 }
 
 func (p *sandboxProvider) Resources(context.Context) []func() resource.Resource {

@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/runner"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/cloud"
@@ -27,6 +29,10 @@ type LiveOptions struct {
 	Cloud func(http.Handler) http.Handler
 	// Exec wraps the executor; it gets the cloud's URL for out-of-band changes.
 	Exec func(e tofurun.Executor, cloudURL string) tofurun.Executor
+	// Runner wraps the live runner.
+	Runner func(runner.Runner) runner.Runner
+	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
+	WorkloadTokenLifetime time.Duration
 }
 
 // Live is Gantry with the live OpenTofu runner (the process executor) against a
@@ -61,8 +67,12 @@ func StartLive(t testing.TB, opts LiveOptions) Live {
 	if opts.Exec != nil {
 		exec = opts.Exec(exec, cloudSrv.URL)
 	}
-	app := StartWith(t, Options{Listener: ln, Runner: tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
-		CatalogFS: opts.Catalog, CloudEndpoint: cloudSrv.URL})
+	var live runner.Runner = tofurun.New(exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()})
+	if opts.Runner != nil {
+		live = opts.Runner(live)
+	}
+	app := StartWith(t, Options{Listener: ln, Runner: live, CatalogFS: opts.Catalog, CloudEndpoint: cloudSrv.URL,
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime})
 	return Live{App: app, CloudDir: cloudDir, CloudURL: cloudSrv.URL, Exec: exec, Toolchain: tc}
 }
 

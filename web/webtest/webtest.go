@@ -19,7 +19,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -80,6 +79,8 @@ type Options struct {
 	// the ids a request's or a job's context carries); by default the log is discarded.
 	Log        io.Writer
 	RateLimits *web.RateLimits // the portal's rate limits and their clock; nil: none (limits.go)
+	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
+	WorkloadTokenLifetime time.Duration
 }
 
 // App is one running Gantry with its provider and database.
@@ -177,7 +178,8 @@ func StartWith(t testing.TB, opts Options) *App {
 		require.NoError(t, err)
 	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
-		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint})
+		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint,
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
 		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))
@@ -378,23 +380,4 @@ func (a *App) OrgEnvironmentID(t testing.TB, slug, name string) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, id, fmt.Sprintf("no environment %s in %s", name, slug))
 	return id
-}
-
-// CatalogWith is the shipped catalog as a file system, with extra files (path -> body)
-// added or replaced: test templates next to the real ones.
-func CatalogWith(t testing.TB, extra map[string]string) fstest.MapFS {
-	t.Helper()
-	m := fstest.MapFS{}
-	require.NoError(t, fs.WalkDir(catalogfiles.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(catalogfiles.FS, path)
-		m[path] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	for path, body := range extra {
-		m[path] = &fstest.MapFile{Data: []byte(body)}
-	}
-	return m
 }

@@ -5,6 +5,6 @@ provider "portal.local/sandbox/sandbox" {
   version     = "0.1.0"
   constraints = "0.1.0"
   hashes = [
-    "h1:bPPpQ8qNKb29styYuZ6ZMVlIeoUYbCazWuv1zKq4TmM=",
+    "h1:8RdYeEc7wGXPNaWIARdNlNgqOmmdkpNEUFrGZdUZDR8=",
   ]
 }

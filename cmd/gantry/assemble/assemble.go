@@ -79,6 +79,10 @@ type Config struct {
 	// DriftDispatchEvery is how often the leader looks for due drift checks (zero:
 	// runner.DriftDispatchEvery).
 	DriftDispatchEvery time.Duration
+	// WorkloadTokenLifetime is how long a workload token lives (zero:
+	// identity.MaxLifetime, which is also its most). Tests shorten it so that a phase
+	// outlives its token and the runner must refresh it.
+	WorkloadTokenLifetime time.Duration
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.
@@ -169,7 +173,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Credentials = environment.NewCredentials(gdb, p.Audit, cfg.Keys)
 	p.WorkspaceViews = workspace.NewService(gdb, p.Environments)
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{})
+	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{Lifetime: cfg.WorkloadTokenLifetime})
 
 	// The queue (its workers are bound to the run service below).
 	offered := run.Runners{Default: cfg.Runner.Name()}

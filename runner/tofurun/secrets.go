@@ -1,0 +1,183 @@
+package tofurun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"gantry/runner"
+)
+
+// tokenFile is the name of the cloud token's file in the job's secret directory.
+const tokenFile = "cloud-token"
+
+// SecretDir is a job's private directory of secret files (its workload token): beside
+// its working directory, never in it, so no configuration tofu reads and no file the job
+// leaves holds a secret. The directory is 0700 and each file 0400, owned by whoever runs
+// the job's commands: the portal's user, or, while a runc container runs, the container's
+// unused uid (Lend). A file is replaced atomically (a temporary file renamed over it), so
+// a reader sees the old token or the new one, never half of either; executors must make
+// the DIRECTORY visible to the command (the OCI executor bind-mounts it read-only at
+// /run/secrets), since a bind mount of a file would keep showing the file it replaced.
+type SecretDir struct {
+	path string
+
+	mu       sync.Mutex
+	env      map[string]string // variable -> file name
+	uid, gid int               // the owner of the directory and its files now
+	own      [2]int            // their owner when the command is not running
+}
+
+// newSecretDir creates the directory at path (which must not exist).
+func newSecretDir(path string) (*SecretDir, error) {
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the job's secret directory: %w", err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, errors.New("the job's secret directory has no owner")
+	}
+	d := &SecretDir{path: path, env: map[string]string{}, uid: int(sys.Uid), gid: int(sys.Gid)}
+	d.own = [2]int{d.uid, d.gid}
+	return d, nil
+}
+
+// Dir is the directory on the host ("" for a nil SecretDir).
+func (d *SecretDir) Dir() string {
+	if d == nil {
+		return ""
+	}
+	return d.path
+}
+
+// Write replaces the file name with data, atomically (write a temporary file, rename it
+// over name), owned by the directory's current owner; variable, when set, is the
+// environment variable that names the file to the command (see Env).
+func (d *SecretDir) Write(name, variable string, data []byte) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("invalid secret file name %q", name)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, err := os.CreateTemp(d.path, "."+name+"-*")
+	if err != nil {
+		return fmt.Errorf("writing the secret file %s: %w", name, err)
+	}
+	tmp := f.Name()
+	err = errors.Join(f.Chmod(0o400), f.Chown(d.uid, d.gid))
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(d.path, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing the secret file %s: %w", name, err)
+	}
+	if variable != "" {
+		d.env[variable] = name
+	}
+	return nil
+}
+
+// Env is the environment naming the files to a command that sees the directory at dir:
+// VARIABLE=dir/name, sorted. A nil SecretDir has none.
+func (d *SecretDir) Env(dir string) []string {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.env))
+	for v, name := range d.env {
+		out = append(out, v+"="+dir+"/"+name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Lend gives the directory and its files to uid:gid (a container's unused ids) until
+// giveBack, which returns them to their owner. Files written meanwhile are the
+// borrower's too.
+func (d *SecretDir) Lend(uid, gid int) (giveBack func() error, err error) {
+	if err := d.chown(uid, gid); err != nil {
+		return nil, errors.Join(fmt.Errorf("lending the job's secret directory: %w", err), d.chown(d.own[0], d.own[1]))
+	}
+	return func() error { return d.chown(d.own[0], d.own[1]) }, nil
+}
+
+// chown gives the directory and every file in it to uid:gid, never following a link.
+func (d *SecretDir) chown(uid, gid int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return err
+	}
+	errs := []error{os.Lchown(d.path, uid, gid)}
+	for _, e := range ents {
+		errs = append(errs, os.Lchown(filepath.Join(d.path, e.Name()), uid, gid))
+	}
+	d.uid, d.gid = uid, gid
+	return errors.Join(errs...)
+}
+
+// remove deletes the directory and its files.
+func (d *SecretDir) remove() error { return os.RemoveAll(d.path) }
+
+// secretFiles writes the cloud token into the job's secret directory and starts its
+// refresher (a static credential is written, never refreshed). The live log masks
+// every token minted for the job before the job gets it.
+func (j *job) secretFiles(ctx context.Context, live io.Writer) error {
+	if j.creds.CloudToken == "" {
+		return nil
+	}
+	files, err := newSecretDir(j.dir + ".secrets")
+	if err != nil {
+		return err
+	}
+	j.files = files
+	if err := files.Write(tokenFile, "SANDBOX_TOKEN_FILE", []byte(j.creds.CloudToken)); err != nil {
+		return err
+	}
+	if j.creds.Refresh == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	masker, _ := live.(runner.Masker)
+	go func() {
+		defer close(done)
+		runner.Refresher{Credentials: j.creds, Log: j.out, Mask: masker,
+			Write: func(token string) error { return files.Write(tokenFile, "", []byte(token)) }}.Run(ctx)
+	}()
+	j.stop = func() { cancel(); <-done }
+	return nil
+}
+
+// lockedWriter serialises writes: tofu's output and the refresher's notes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -29,111 +28,6 @@ type Lifecycle interface {
 	// AppendLog stores the next chunk (masked) of the live log of a phase held under l.
 	AppendLog(ctx context.Context, r run.Run, l run.Lease, text []byte) error
 	Renewer
-}
-
-// Default phase timeouts: a job running longer is cancelled. A job whose process
-// died is handed to another worker once both its timeout and RescueStuckJobsAfter
-// have passed (River never rescues a job that may still be within its timeout).
-const (
-	PlanTimeout   = 30 * time.Minute
-	ApplyTimeout  = 2 * time.Hour
-	VerifyTimeout = 30 * time.Minute
-)
-
-// Timeouts are the phase timeouts in force; zero fields take the defaults.
-type Timeouts struct {
-	Plan, Apply, Verify time.Duration
-}
-
-func (t Timeouts) withDefaults() Timeouts {
-	if t.Plan <= 0 {
-		t.Plan = PlanTimeout
-	}
-	if t.Apply <= 0 {
-		t.Apply = ApplyTimeout
-	}
-	if t.Verify <= 0 {
-		t.Verify = VerifyTimeout
-	}
-	return t
-}
-
-// RunnerSet holds the runners of this process by name; a run names the one it was
-// planned with, and every phase of it uses that one.
-type RunnerSet map[string]Runner
-
-// For returns the runner named name.
-func (rs RunnerSet) For(name string) (Runner, error) {
-	if r, ok := rs[name]; ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("the %s executor is not available in this Gantry", name)
-}
-
-// Waiting returns what a job on executor name waits for, and true while that executor
-// is being prepared.
-func (rs RunnerSet) Waiting(name string) (Preparation, bool) {
-	if p, ok := rs[name].(Preparing); ok {
-		return p.Preparing()
-	}
-	return Preparation{}, false
-}
-
-// preparing reports whether any runner is still being prepared (else no job waits and
-// nothing needs to be read).
-func (rs RunnerSet) preparing() bool {
-	for name := range rs {
-		if _, waiting := rs.Waiting(name); waiting {
-			return true
-		}
-	}
-	return false
-}
-
-// preparationRetry is how soon a job waiting for its executor's preparation looks again.
-const preparationRetry = 2 * time.Second
-
-// waitForExecutor snoozes (without counting an attempt) the job of a run whose executor
-// is still being prepared: the run stays where it is, QUEUED or APPROVED, and its page
-// shows the progress. nil means go ahead.
-func waitForExecutor(ctx context.Context, runs Lifecycle, set RunnerSet, runID string) error {
-	if !set.preparing() {
-		return nil
-	}
-	name, err := runs.ExecutorOf(ctx, runID)
-	if err != nil {
-		return err
-	}
-	if _, waiting := set.Waiting(name); waiting {
-		return river.JobSnooze(preparationRetry)
-	}
-	return nil
-}
-
-// credentialsFor mints the phase's credentials for a runner that touches real
-// infrastructure, and returns the function that ends them when the phase is over. A
-// simulated runner gets none.
-func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.Run, phase run.JobKind, ttl time.Duration) (Credentials, func(), error) {
-	if r.Simulated() || src == nil {
-		return Credentials{}, func() {}, nil
-	}
-	creds, err := src.ForPhase(ctx, rn, phase, ttl)
-	if err != nil {
-		return Credentials{}, nil, fmt.Errorf("minting %s credentials: %w", phase, err)
-	}
-	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), creds) }, nil
-}
-
-// liveLogFor is the live log of a phase of run r, stored through runs: it masks the run's
-// sensitive input values (secrets) and the phase's credentials (the state backend
-// password, the workload token).
-func liveLogFor(ctx context.Context, runs Lifecycle, logger *slog.Logger, r run.Run, l run.Lease, secrets []string, creds Credentials) *LiveLog {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	store := func(ctx context.Context, text []byte) error { return runs.AppendLog(ctx, r, l, text) }
-	return NewLiveLog(ctx, store, logger.With("run", r.ID, "phase", string(l.Phase)),
-		slices.Concat(secrets, []string{creds.StatePassword, creds.CloudToken})...)
 }
 
 // skipped treats "the run already moved past this phase" as a finished job, and so a
@@ -250,34 +144,6 @@ func observe(ctx context.Context, changes ChangeLog, token string, planJSON []by
 		}
 	}
 	return obs, nil
-}
-
-// persistFor bounds how long a phase's outcome is offered to a database that is away.
-const persistFor = 2 * time.Minute
-
-// persist records a phase's outcome with record, trying again every half second while
-// the database is away (a restart takes seconds, and until it is stored the outcome
-// exists only in this process), for up to persistFor or until ctx ends. A lost lease or
-// a run already past the phase ends it: someone else moved the run on.
-func persist(ctx context.Context, logger *slog.Logger, l run.Lease, record func(context.Context) error) error {
-	deadline := time.Now().Add(persistFor)
-	for attempt := 1; ; attempt++ {
-		err := record(ctx)
-		if err == nil || skipped(err) {
-			return nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return err
-		}
-		if attempt == 1 {
-			logger.WarnContext(ctx, "recording the phase's outcome failed; trying again", "run", l.RunID, "phase", string(l.Phase), "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 func ignoreSkip(err error) error {

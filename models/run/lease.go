@@ -287,3 +287,15 @@ func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (T
 	}
 	return t, nil
 }
+
+// fence releases the workspace state lock held by r's job and revokes its
+// credentials. A simulated run never touched the state backend.
+func (s *Service) fence(ctx context.Context, r Run, reason string) error {
+	if s.fencer == nil || r.Simulated {
+		return nil
+	}
+	if err := s.fencer.FenceAndRelease(ctx, r.WorkspaceID, r.ID, reason); err != nil {
+		return fmt.Errorf("fencing the state lock of run %s: %w", r.ID, err)
+	}
+	return nil
+}

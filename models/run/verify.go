@@ -1,0 +1,92 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gantry/models/artifact"
+)
+
+// The verification phase: after an apply, a refresh-only comparison of the live
+// resources with the state the apply wrote.
+
+// VerifyWork is what a verify job needs.
+type VerifyWork struct {
+	Lease   Lease // as PlanWork.Lease
+	Run     Run
+	Config  []byte
+	State   []byte
+	Secrets []string // as PlanWork.Secrets
+}
+
+// BeginVerify takes a lease for claim on a run being verified and returns the
+// applied state to verify, or ErrSkip.
+func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (VerifyWork, error) {
+	var lease Lease
+	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+		if r.State != Verifying || r.NewStateVersionID == nil {
+			return ErrSkip
+		}
+		l, _, err := s.leaseFor(ctx, *r, JobVerify, claim)
+		if err != nil {
+			return err
+		}
+		lease = l
+		// The apply has released its lock; a lock this run still holds is a verify
+		// attempt that died mid-way: fence it so the retry can lock.
+		if s.fencer != nil && !r.Simulated {
+			held, err := s.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
+			if err != nil {
+				return err
+			}
+			if held {
+				return s.fence(ctx, *r, "the worker verifying this run stopped; verifying again")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	cfg, _, err := s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID)
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	st, err := s.states.Content(ctx, r.OrganizationID, *r.NewStateVersionID)
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	return VerifyWork{Lease: lease, Run: r, Config: cfg, State: st, Secrets: s.catalog.Secrets(r.TemplateName, cfg)}, nil
+}
+
+// FinishVerify ends the run verified under lease l: SUCCEEDED when the live resources
+// match the applied state, FAILED with the residual drift otherwise.
+func (s *Service) FinishVerify(ctx context.Context, l Lease, converged bool, log []byte) (Run, error) {
+	return s.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+		if r.State != Verifying {
+			return ErrSkip
+		}
+		if err := s.store.holds(ctx, l); err != nil {
+			return err
+		}
+		a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.VerifyLog, log)
+		if err != nil {
+			return err
+		}
+		r.VerifyLogArtifactID = &a.ID
+		if !converged {
+			return r.Fail("verification found drift between the live resources and the applied state")
+		}
+		if err := r.Succeed(); err != nil {
+			return err
+		}
+		// A codification is proven by the drift check after it finding nothing.
+		if r.Kind == KindCodify && r.BreakglassWindowID != nil {
+			if _, err := s.DriftCheckFor(ctx, r.OrganizationID, r.WorkspaceID, *r.BreakglassWindowID); err != nil && !errors.Is(err, ErrSkip) {
+				return err
+			}
+		}
+		return nil
+	})
+}

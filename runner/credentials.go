@@ -12,7 +12,8 @@ import (
 
 // CredentialSource mints the credentials of one job phase and ends them afterwards.
 type CredentialSource interface {
-	ForPhase(ctx context.Context, r run.Run, phase run.JobKind, ttl time.Duration) (Credentials, error)
+	// ForPhase mints the credentials of the phase lease l holds on run r.
+	ForPhase(ctx context.Context, r run.Run, l run.Lease, ttl time.Duration) (Credentials, error)
 	// Revoke ends exactly the credentials ForPhase returned.
 	Revoke(ctx context.Context, c Credentials) error
 }
@@ -54,22 +55,37 @@ var phases = map[run.JobKind]struct {
 	run.JobVerify: {state.PhaseVerify, identity.PhaseVerify},
 }
 
-func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, phase run.JobKind, ttl time.Duration) (Credentials, error) {
-	p, ok := phases[phase]
+func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, l run.Lease, ttl time.Duration) (Credentials, error) {
+	p, ok := phases[l.Phase]
 	if !ok {
-		return Credentials{}, fmt.Errorf("no credentials for phase %q", phase)
+		return Credentials{}, fmt.Errorf("no credentials for phase %q", l.Phase)
 	}
 	user, pass, err := j.state.IssueCredentials(ctx, r.OrganizationID, r.WorkspaceID, r.ID, p.state, ttl)
 	if err != nil {
 		return Credentials{}, err
 	}
-	token, err := j.cloudToken(ctx, r, p.identity)
+	claims := workloadClaims(r, p.identity, l)
+	token, err := j.cloudToken(ctx, r, claims)
 	if err != nil {
 		// The state credential was issued: end it now rather than let it live out its ttl.
 		_ = j.state.RevokeCredential(context.WithoutCancel(ctx), user)
 		return Credentials{}, err
 	}
-	return j.refreshable(Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, r, p.identity), nil
+	return j.refreshable(Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, claims), nil
+}
+
+// workloadClaims are what the workload token of phase of run r asserts. An apply's
+// token also names the plan it applies (r.PlanDigest, which BeginApply checked against
+// the approved digest and the stored plan file) and its lease's fencing token: one
+// attempt at one plan, which a cloud can count (a second attempt at the same digest is
+// an apply run twice).
+func workloadClaims(r run.Run, phase identity.Phase, l run.Lease) identity.Claims {
+	c := identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
+		WorkspaceID: r.WorkspaceID, RunID: r.ID, Phase: phase}
+	if phase == identity.PhaseApply {
+		c.PlanDigest, c.Lease = r.PlanDigest, l.Token
+	}
+	return c
 }
 
 // cloudToken is the cloud credential of one phase of run r. The rule (DESIGN §6,
@@ -84,7 +100,8 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, phase run.JobKi
 // set: a plan or verification runs code and providers that only need to read, and a
 // write key in its environment is a write key anyone who subverts it holds. Any other
 // phase is refused (no credential is better than a guessed one).
-func (j jobCredentials) cloudToken(ctx context.Context, r run.Run, phase identity.Phase) (string, error) {
+func (j jobCredentials) cloudToken(ctx context.Context, r run.Run, claims identity.Claims) (string, error) {
+	phase := claims.Phase
 	var lookup func(ctx context.Context, orgID, envID string) (string, bool, error)
 	switch phase {
 	case identity.PhaseApply:
@@ -107,8 +124,7 @@ func (j jobCredentials) cloudToken(ctx context.Context, r run.Run, phase identit
 			return secret, nil
 		}
 	}
-	token, _, err := j.identity.Mint(ctx, identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
-		WorkspaceID: r.WorkspaceID, RunID: r.ID, Phase: phase})
+	token, _, err := j.identity.Mint(ctx, claims)
 	return token, err
 }
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -48,7 +49,12 @@ func TestCloudTokenPerPhase(t *testing.T) {
 	keys, err := keyring.Parse(keyring.NewKeySpec("kek-test"))
 	require.NoError(t, err)
 	issuer := identity.NewIssuer(dbtest.New(t), keys, "https://gantry.test/workload", identity.Options{})
-	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1"}
+	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1",
+		PlanDigest: "sha256:" + strings.Repeat("ab", 32)}
+	lease := func(phase run.JobKind) run.Lease { return run.Lease{RunID: r.ID, Phase: phase, Token: 7} }
+	claimsOf := func(phase run.JobKind) identity.Claims {
+		return workloadClaims(r, phases[phase].identity, lease(phase))
+	}
 	const writeKey, readKey = "sbxk-write-key", "sbxk-read-key"
 
 	// workload requires token to be a workload token of this run for phase, with its scope.
@@ -61,6 +67,14 @@ func TestCloudTokenPerPhase(t *testing.T) {
 		require.Equal(t, scope, claims.Phase.Scope())
 		require.Equal(t, r.ID, claims.RunID)
 		require.Equal(t, r.WorkspaceID, claims.WorkspaceID)
+		if phase == identity.PhaseApply {
+			// An apply's token names the plan it applies and its attempt (the lease).
+			require.Equal(t, r.PlanDigest, claims.PlanDigest)
+			require.Equal(t, int64(7), claims.Lease)
+		} else {
+			require.Empty(t, claims.PlanDigest)
+			require.Zero(t, claims.Lease)
+		}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -79,7 +93,7 @@ func TestCloudTokenPerPhase(t *testing.T) {
 				j.static = tc.static
 			}
 			for _, phase := range []run.JobKind{run.JobPlan, run.JobVerify} {
-				token, err := j.cloudToken(t.Context(), r, phases[phase].identity)
+				token, err := j.cloudToken(t.Context(), r, claimsOf(phase))
 				require.NoError(t, err)
 				require.NotEqual(t, writeKey, token, "%s got the write key", phase)
 				if tc.read != "" {
@@ -92,7 +106,7 @@ func TestCloudTokenPerPhase(t *testing.T) {
 				require.NotContains(t, tc.static.asked, "write", "a read phase never looks the write key up")
 				require.Equal(t, []string{"read", "read"}, tc.static.asked)
 			}
-			token, err := j.cloudToken(t.Context(), r, phases[run.JobApply].identity)
+			token, err := j.cloudToken(t.Context(), r, claimsOf(run.JobApply))
 			require.NoError(t, err)
 			if tc.apply != "" {
 				require.Equal(t, tc.apply, token)
@@ -110,10 +124,11 @@ func TestCloudTokenPerPhase(t *testing.T) {
 
 	// Any other phase gets nothing; a failing lookup fails the phase rather than fall
 	// back to something else.
-	_, err = jobCredentials{identity: issuer, static: &fakeStatic{write: writeKey}}.cloudToken(t.Context(), r, identity.PhaseBreakglass)
+	_, err = jobCredentials{identity: issuer, static: &fakeStatic{write: writeKey}}.cloudToken(t.Context(), r, identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
+		WorkspaceID: r.WorkspaceID, WindowID: "win-1", Phase: identity.PhaseBreakglass})
 	require.Error(t, err)
 	broken := &fakeStatic{write: writeKey, read: readKey, err: errors.New("database down")}
-	_, err = jobCredentials{identity: issuer, static: broken}.cloudToken(t.Context(), r, identity.PhasePlan)
+	_, err = jobCredentials{identity: issuer, static: broken}.cloudToken(t.Context(), r, claimsOf(run.JobPlan))
 	require.ErrorContains(t, err, "database down")
 	require.Equal(t, []string{"read"}, broken.asked)
 }

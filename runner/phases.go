@@ -98,13 +98,13 @@ func waitForExecutor(ctx context.Context, runs Lifecycle, set RunnerSet, runID s
 // credentialsFor mints the phase's credentials for a runner that touches real
 // infrastructure, and returns the function that ends them when the phase is over. A
 // simulated runner gets none.
-func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.Run, phase run.JobKind, ttl time.Duration) (Credentials, func(), error) {
+func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.Run, l run.Lease, ttl time.Duration) (Credentials, func(), error) {
 	if r.Simulated() || src == nil {
 		return Credentials{}, func() {}, nil
 	}
-	creds, err := src.ForPhase(ctx, rn, phase, ttl)
+	creds, err := src.ForPhase(ctx, rn, l, ttl)
 	if err != nil {
-		return Credentials{}, nil, fmt.Errorf("minting %s credentials: %w", phase, err)
+		return Credentials{}, nil, fmt.Errorf("minting %s credentials: %w", l.Phase, err)
 	}
 	return creds, func() { _ = src.Revoke(context.WithoutCancel(ctx), creds) }, nil
 }

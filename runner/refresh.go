@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gantry/models/identity"
-	"gantry/models/run"
 )
 
 // A phase longer than its workload token's life (15 minutes at most) would fail half-way
@@ -105,13 +104,11 @@ func (r Refresher) Run(ctx context.Context) {
 // refreshable lets a phase outlive its workload token: a token this issuer minted (not
 // an environment's static credential, whatever cloudToken chose) gets its expiry and a
 // Refresh that mints the next one for the same run and phase, with the same claims.
-func (j jobCredentials) refreshable(c Credentials, r run.Run, phase identity.Phase) Credentials {
+func (j jobCredentials) refreshable(c Credentials, claims identity.Claims) Credentials {
 	expires, ok := j.identity.MintedExpiry(c.CloudToken)
 	if !ok {
 		return c
 	}
-	claims := identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
-		WorkspaceID: r.WorkspaceID, RunID: r.ID, Phase: phase}
 	c.CloudExpires = expires
 	c.Refresh = func(ctx context.Context) (string, time.Time, error) { return j.identity.Mint(ctx, claims) }
 	return c

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -23,17 +24,18 @@ func TestRefreshableOnlyForWorkloadTokens(t *testing.T) {
 	clock := func() time.Time { return now }
 	issuer := identity.NewIssuer(dbtest.New(t), keys, "https://gantry.test/workload", identity.Options{Lifetime: time.Minute, Now: clock})
 	j := jobCredentials{identity: issuer}
-	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1"}
+	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1",
+		PlanDigest: "sha256:" + strings.Repeat("cd", 32)}
+	claims := workloadClaims(r, identity.PhaseApply, run.Lease{RunID: r.ID, Phase: run.JobApply, Token: 3})
 
-	static := j.refreshable(Credentials{StateUsername: "u", StatePassword: "p", CloudToken: "sbxk-static-key"}, r, identity.PhaseApply)
+	static := j.refreshable(Credentials{StateUsername: "u", StatePassword: "p", CloudToken: "sbxk-static-key"}, claims)
 	require.Nil(t, static.Refresh)
 	require.True(t, static.CloudExpires.IsZero())
 	require.Equal(t, "sbxk-static-key", static.CloudToken)
 
-	token, expires, err := issuer.Mint(t.Context(), identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
-		WorkspaceID: r.WorkspaceID, RunID: r.ID, Phase: identity.PhaseApply})
+	token, expires, err := issuer.Mint(t.Context(), claims)
 	require.NoError(t, err)
-	c := j.refreshable(Credentials{StateUsername: "u", StatePassword: "p", CloudToken: token}, r, identity.PhaseApply)
+	c := j.refreshable(Credentials{StateUsername: "u", StatePassword: "p", CloudToken: token}, claims)
 	require.Equal(t, token, c.CloudToken)
 	require.True(t, expires.Equal(c.CloudExpires))
 	require.NotNil(t, c.Refresh)
@@ -48,5 +50,6 @@ func TestRefreshableOnlyForWorkloadTokens(t *testing.T) {
 	second, err := issuer.Verify(t.Context(), next)
 	require.NoError(t, err)
 	require.Equal(t, first, second, "the same claims")
+	require.Equal(t, claims, second, "the plan digest and the lease too")
 	require.Equal(t, identity.ScopeWrite, second.Phase.Scope())
 }

@@ -73,7 +73,7 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
 		return ignoreSkip(ferr)
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobPlan, w.PhaseTimeout)
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobApply, w.PhaseTimeout)
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
 	if err != nil {
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
@@ -295,7 +295,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
 		return ignoreSkip(ferr)
 	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, run.JobVerify, w.PhaseTimeout)
+	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
+	"gantry/sandbox/cloud"
 	"gantry/web/webtest"
 )
 
@@ -55,6 +56,28 @@ func (l liveApp) cloudObjects(t *testing.T, kind string) int {
 		return err
 	}))
 	return n
+}
+
+// appliedOnce requires that the sandbox cloud's applies ledger saw exactly one attempt at
+// each run's plan, by that run (its apply token names the plan digest and the attempt),
+// and that nothing else was applied.
+func (l liveApp) appliedOnce(t *testing.T, runs ...run.Run) {
+	t.Helper()
+	ledger, err := cloud.ReadApplies(l.cloudDir)
+	require.NoError(t, err)
+	require.Empty(t, ledger.Twice(), "a plan applied twice")
+	require.Len(t, ledger.Plans, len(runs), "every apply, and only those, in the ledger")
+	for _, r := range runs {
+		var attempts []cloud.ApplyAttempt
+		for _, p := range ledger.Plans {
+			if p.PlanDigest == r.PlanDigest {
+				attempts = p.Attempts
+			}
+		}
+		require.Len(t, attempts, 1, "run %s's plan %s", r.ID, r.PlanDigest)
+		require.Equal(t, r.ID, attempts[0].Run)
+		require.Equal(t, r.WorkspaceID, attempts[0].Workspace)
+	}
 }
 
 func approve(t *testing.T, app *webtest.App, c *http.Client, r run.Run) {
@@ -117,7 +140,7 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	// Replacing a database loses its data: risk 3, an owner decides (elevated).
 	require.Equal(t, 3, *second.RiskClass)
 	approve(t, app.App, app.LoggedIn(t, "owner@acme.test"), second)
-	waitForState(t, app.App, second.ID, run.Succeeded)
+	second = waitForState(t, app.App, second.ID, run.Succeeded)
 
 	// Destroy removes everything.
 	destroy := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("17", run.KindDestroy)), run.PendingApproval)
@@ -128,10 +151,11 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	owner := app.LoggedIn(t, "owner@acme.test")
 	approve(t, app.App, owner, destroy)
-	waitForState(t, app.App, destroy.ID, run.Succeeded)
+	destroy = waitForState(t, app.App, destroy.ID, run.Succeeded)
 	for _, kind := range []string{"database", "subnet", "network"} {
 		require.Zero(t, app.cloudObjects(t, kind), kind)
 	}
+	app.appliedOnce(t, first, second, destroy)
 }
 
 // TestLiveStalePlanNeverApplies: two runs planned from the same state; the first is
@@ -234,7 +258,9 @@ func TestLiveApplyKilled(t *testing.T) {
 	// The workspace is usable again: the next run locks the state, plans and applies.
 	next := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
 	approve(t, app.App, admin, next)
-	waitForState(t, app.App, next.ID, run.Succeeded)
+	next = waitForState(t, app.App, next.ID, run.Succeeded)
+	// The killed apply tried once and was never tried again.
+	app.appliedOnce(t, r, next)
 }
 
 // driftingExecutor changes every bucket out of band (break-glass admin API) right after

@@ -60,7 +60,8 @@ func TestKeysRotate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"serial":1}`, string(data))
 	_, _, err = identity.NewIssuer(gdb, onlyNew, "https://gantry.test/workload", identity.Options{}).Mint(ctx,
-		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-2", Phase: identity.PhaseApply})
+		identity.Claims{OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1", RunID: "run-2", Phase: identity.PhaseApply,
+			PlanDigest: "sha256:" + strings.Repeat("0", 64), Lease: 1})
 	require.NoError(t, err, "the signing key opens with the new key alone")
 	current, err := audit.NewKeys(gdb, onlyNew).Signer(ctx, "org-1")
 	require.NoError(t, err, "the new audit signing key opens with the new key alone")

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 )
 
@@ -63,6 +64,13 @@ type Claims struct {
 	RunID          string
 	WindowID       string
 	Phase          Phase
+	// PlanDigest is the digest of the saved plan an apply token applies ("sha256:<hex>",
+	// as runs record it), and Lease the fencing token of the apply's lease: together they
+	// name one attempt at applying one plan, so a cloud can count applies per plan digest
+	// (the sandbox cloud does; a second attempt at a digest is a double apply). Only an
+	// apply token carries them, and it must.
+	PlanDigest string
+	Lease      int64
 }
 
 // Validate refuses empty ids, ids containing ':' (the subject separator, so a subject
@@ -95,8 +103,18 @@ func (c Claims) Validate() error {
 	if !c.Phase.Valid() {
 		return fmt.Errorf("phase %q is not plan, apply, verify or breakglass: %w", c.Phase, ErrInvalidClaims)
 	}
+	if c.Phase == PhaseApply {
+		if !planDigestRe.MatchString(c.PlanDigest) || c.Lease <= 0 {
+			return fmt.Errorf("an apply token names the plan digest it applies and its lease, not %q and %d: %w", c.PlanDigest, c.Lease, ErrInvalidClaims)
+		}
+	} else if c.PlanDigest != "" || c.Lease != 0 {
+		return fmt.Errorf("only an apply token names a plan digest and a lease: %w", ErrInvalidClaims)
+	}
 	return nil
 }
+
+// planDigestRe is a plan digest as runs record it (bundle.Digest).
+var planDigestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // Subject is the token's sub: every level of the job's place, so a cloud's trust
 // policy can match on a prefix (an environment) or the whole (one run's apply).
@@ -119,5 +137,7 @@ func (c Claims) LogValue() slog.Value {
 		slog.String("run", c.RunID),
 		slog.String("window", c.WindowID),
 		slog.String("phase", string(c.Phase)),
+		slog.String("plan_digest", c.PlanDigest),
+		slog.Int64("lease", c.Lease),
 	)
 }

@@ -89,8 +89,15 @@ func verifier(t *testing.T, issuerURL string, now func() time.Time) *oidc.IDToke
 	return provider.Verifier(&oidc.Config{ClientID: "sandbox", Now: now})
 }
 
+// testPlanDigest is the plan an apply token of claimsFor applies.
+var testPlanDigest = "sha256:" + strings.Repeat("5e", 32)
+
 func claimsFor(phase identity.Phase) identity.Claims {
-	return identity.Claims{OrganizationID: "org-a", EnvironmentID: "env-b", WorkspaceID: "ws-c", RunID: "run-d", Phase: phase}
+	c := identity.Claims{OrganizationID: "org-a", EnvironmentID: "env-b", WorkspaceID: "ws-c", RunID: "run-d", Phase: phase}
+	if phase == identity.PhaseApply {
+		c.PlanDigest, c.Lease = testPlanDigest, 42
+	}
+	return c
 }
 
 func kidOf(t *testing.T, token string) string {
@@ -156,6 +163,8 @@ func TestMintVerifiedByOIDCRelyingParty(t *testing.T) {
 			Run   string `json:"gantry_run"`
 			Phase string `json:"gantry_phase"`
 			Scope string `json:"scope"`
+			Plan  string `json:"gantry_plan"`
+			Lease int64  `json:"gantry_lease"`
 			JTI   string `json:"jti"`
 			NBF   int64  `json:"nbf"`
 			IAT   int64  `json:"iat"`
@@ -168,6 +177,14 @@ func TestMintVerifiedByOIDCRelyingParty(t *testing.T) {
 		require.Equal(t, "run-d", got.Run)
 		require.Equal(t, string(phase), got.Phase)
 		require.Equal(t, scope, got.Scope)
+		if phase == identity.PhaseApply {
+			// An apply token names the plan it applies and its attempt at it.
+			require.Equal(t, testPlanDigest, got.Plan)
+			require.Equal(t, int64(42), got.Lease)
+		} else {
+			require.Empty(t, got.Plan)
+			require.Zero(t, got.Lease)
+		}
 		require.NotEmpty(t, got.JTI)
 		require.Equal(t, got.IAT, got.NBF)
 		require.Equal(t, int64(identity.MaxLifetime/time.Second), got.EXP-got.IAT)
@@ -254,6 +271,11 @@ func TestRefusals(t *testing.T) {
 			"run names a window":         func(c *identity.Claims) { c.WindowID = "bgw-1" },
 			"break-glass names a run":    func(c *identity.Claims) { c.Phase = identity.PhaseBreakglass; c.WindowID = "bgw-1" },
 			"break-glass without window": func(c *identity.Claims) { c.Phase = identity.PhaseBreakglass; c.RunID = "" },
+			"apply without plan digest":  func(c *identity.Claims) { c.PlanDigest = "" },
+			"apply with a bad digest":    func(c *identity.Claims) { c.PlanDigest = "sha256:XYZ" },
+			"apply without lease":        func(c *identity.Claims) { c.Lease = 0 },
+			"plan names a plan digest":   func(c *identity.Claims) { c.Phase = identity.PhasePlan },
+			"break-glass names a digest": func(c *identity.Claims) { c.Phase, c.RunID, c.WindowID = identity.PhaseBreakglass, "", "bgw-1" },
 		} {
 			c := claimsFor(identity.PhaseApply)
 			mutate(&c)

@@ -96,6 +96,8 @@ type tokenClaims struct {
 	Window       string `json:"gantry_window,omitempty"`
 	Phase        Phase  `json:"gantry_phase"`
 	Scope        string `json:"scope"`
+	PlanDigest   string `json:"gantry_plan,omitempty"`
+	Lease        int64  `json:"gantry_lease,omitempty"`
 }
 
 // Mint signs a token for c with the current key, rotating it first when due. The token
@@ -157,6 +159,8 @@ func (i *Issuer) MintUntil(ctx context.Context, c Claims, notAfter time.Time) (t
 		Window:       c.WindowID,
 		Phase:        c.Phase,
 		Scope:        c.Phase.Scope(),
+		PlanDigest:   c.PlanDigest,
+		Lease:        c.Lease,
 	}).Serialize()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("signing workload token: %w", err)
@@ -246,7 +250,7 @@ func (i *Issuer) Verify(ctx context.Context, token string) (Claims, error) {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run,
-		WindowID: tc.Window, Phase: tc.Phase}
+		WindowID: tc.Window, Phase: tc.Phase, PlanDigest: tc.PlanDigest, Lease: tc.Lease}
 	if err := c.Validate(); err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}

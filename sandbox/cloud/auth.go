@@ -35,9 +35,13 @@ type Identity struct {
 	Run       string // gantry_run
 	Window    string // gantry_window: the break-glass window of a breakglass token
 	Phase     string // gantry_phase: plan, apply, verify, breakglass
-	Scope     string // "read" or "write"
-	Expiry    time.Time
-	KeyID     string // the static API key's id; "" for a workload token
+	// PlanDigest (gantry_plan) and Lease (gantry_lease): the plan an apply token applies and
+	// its attempt at it, which the applies ledger counts. Only apply tokens carry them.
+	PlanDigest string
+	Lease      int64
+	Scope      string // "read" or "write"
+	Expiry     time.Time
+	KeyID      string // the static API key's id; "" for a workload token
 }
 
 // Static reports whether the identity is a static API key rather than a workload token.
@@ -57,6 +61,8 @@ type claims struct {
 	Window    string `json:"gantry_window"`
 	Phase     string `json:"gantry_phase"`
 	Scope     string `json:"scope"`
+	Plan      string `json:"gantry_plan"`
+	Lease     int64  `json:"gantry_lease"`
 }
 
 // errIssuerUnavailable: the issuer's discovery document or keys could not be fetched.
@@ -163,9 +169,18 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	if (c.Phase == PhaseBreakglass) != (c.Window != "") || len(c.Window) > 200 {
 		return Identity{}, &authError{"invalid token: a breakglass token, and only one, names its window in gantry_window"}
 	}
+	// An apply token names the plan it applies and its attempt, so every apply is counted
+	// per plan digest; nothing else names a plan.
+	if c.Phase == "apply" {
+		if !planDigestRe.MatchString(c.Plan) || c.Lease <= 0 || c.Run == "" || len(c.Run) > 200 {
+			return Identity{}, &authError{"invalid token: an apply token names its run, the plan it applies (gantry_plan, sha256:<hex>) and its attempt (gantry_lease)"}
+		}
+	} else if c.Plan != "" || c.Lease != 0 {
+		return Identity{}, &authError{"invalid token: only an apply token names a plan (gantry_plan) and an attempt (gantry_lease)"}
+	}
 	return Identity{
 		Subject: tok.Subject, Org: c.Org, Env: c.Env, Workspace: c.Workspace,
-		Run: c.Run, Window: c.Window, Phase: c.Phase, Scope: c.Scope, Expiry: tok.Expiry,
+		Run: c.Run, Window: c.Window, Phase: c.Phase, PlanDigest: c.Plan, Lease: c.Lease, Scope: c.Scope, Expiry: tok.Expiry,
 	}, nil
 }
 

@@ -61,6 +61,7 @@ type Server struct {
 	store       *store
 	history     *historyStore
 	keys        *keyStore
+	applies     *appliesLedger
 	mux         *http.ServeMux
 	bg          context.Context
 	adminDigest []byte
@@ -106,7 +107,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, history: hs, keys: ks, bg: context.WithoutCancel(ctx)}
+	al, err := newAppliesLedger(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, history: hs, keys: ks, applies: al, bg: context.WithoutCancel(ctx)}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
 		s.adminDigest = sum[:]
@@ -142,6 +147,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /admin/v1/keys", s.adminKeys(s.adminCreateKey))
 	m.HandleFunc("GET /admin/v1/keys", s.adminKeys(s.adminListKeys))
 	m.HandleFunc("DELETE /admin/v1/keys/{id}", s.adminKeys(s.adminDeleteKey))
+	m.HandleFunc("GET /admin/v1/applies", s.adminApplies)
 	m.HandleFunc("GET /admin/v1/{kind}", s.admin(s.adminList))
 	m.HandleFunc("GET /admin/v1/{kind}/{id}", s.admin(s.adminGet))
 	m.HandleFunc("PUT /admin/v1/{kind}/{id}", s.admin(s.adminUpdate))
@@ -251,6 +257,15 @@ func (s *Server) workload(h handler) http.HandlerFunc {
 				msg: forbiddenMessage(who, r.Method, k)})
 			return
 		}
+		if r.Method != http.MethodGet && who.Phase == "apply" && !who.Static() {
+			// Counted before the change is made: an attempt is an apply whether or not
+			// the change then succeeds.
+			if err := s.applies.record(who, time.Now().UTC()); err != nil {
+				s.log.Error("sandbox cloud: recording an apply", "error", err)
+				writeError(w, err)
+				return
+			}
+		}
 		s.serve(w, h, &request{r: r, kind: k, id: r.PathValue("id"), who: who})
 	}
 }
@@ -258,13 +273,7 @@ func (s *Server) workload(h handler) http.HandlerFunc {
 // admin wraps a break-glass endpoint: the static admin token, then the kind.
 func (s *Server) admin(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.adminDigest == nil {
-			writeError(w, &httpError{status: http.StatusNotFound, code: api.CodeAdminDisabled, msg: "the admin API is disabled: the sandbox cloud was started without an admin token"})
-			return
-		}
-		if !s.isAdmin(r) {
-			s.log.Warn("sandbox cloud: rejected an admin call", "method", r.Method, "path", r.URL.Path)
-			writeError(w, &httpError{status: http.StatusUnauthorized, code: api.CodeUnauthenticated, msg: "the admin API needs Authorization: Bearer <admin token>"})
+		if !s.adminAllowed(w, r) {
 			return
 		}
 		k, ok := api.Lookup(r.PathValue("kind"))
@@ -274,6 +283,21 @@ func (s *Server) admin(h handler) http.HandlerFunc {
 		}
 		s.serve(w, h, &request{r: r, kind: k, id: r.PathValue("id")})
 	}
+}
+
+// adminAllowed answers an admin call that may not proceed (the admin API is off, or the
+// admin token is missing or wrong) and reports whether it may.
+func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if s.adminDigest == nil {
+		writeError(w, &httpError{status: http.StatusNotFound, code: api.CodeAdminDisabled, msg: "the admin API is disabled: the sandbox cloud was started without an admin token"})
+		return false
+	}
+	if !s.isAdmin(r) {
+		s.log.Warn("sandbox cloud: rejected an admin call", "method", r.Method, "path", r.URL.Path)
+		writeError(w, &httpError{status: http.StatusUnauthorized, code: api.CodeUnauthenticated, msg: "the admin API needs Authorization: Bearer <admin token>"})
+		return false
+	}
+	return true
 }
 
 func (s *Server) serve(w http.ResponseWriter, h handler, req *request) {

@@ -316,6 +316,11 @@ func TestBadTokens(t *testing.T) {
 		"no workspace":    with(func(c *sandboxtest.Claims) { c.Workspace = "" }),
 		"bad scope":       with(func(c *sandboxtest.Claims) { c.Scope = "admin" }),
 		"write in plan":   with(func(c *sandboxtest.Claims) { c.Phase = "plan" }),
+		"apply, no plan":  with(func(c *sandboxtest.Claims) { c.NoPlan = true }),
+		"bad plan digest": with(func(c *sandboxtest.Claims) { c.PlanDigest = "sha256:abc" }),
+		"plan names one": with(func(c *sandboxtest.Claims) {
+			c.Phase, c.Scope, c.PlanDigest = "plan", "read", sandboxtest.TestPlanDigest
+		}),
 		"unsigned":        unsigned(e.iss.URL),
 		"garbage":         "not-a-jwt",
 		"admin token":     e.cloud.AdminToken,
@@ -616,8 +621,8 @@ func TestDurableAndTokenFree(t *testing.T) {
 		}
 		return nil
 	})
-	// Four objects and the change history of each.
-	if err != nil || files != 8 {
+	// Four objects, the change history of each, and the applies ledger.
+	if err != nil || files != 9 {
 		t.Fatalf("walked %d files: %v", files, err)
 	}
 }

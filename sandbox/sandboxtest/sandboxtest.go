@@ -79,9 +79,17 @@ func (i *Issuer) SetDown(down bool) { i.down.Store(down) }
 
 // Claims of a workload identity token, as Gantry's issuer (models/identity) mints them. Zero
 // fields get defaults: Subject from the other claims (org:O:env:E:ws:W:run:R:phase:P), Audience
-// "sandbox", Issuer the issuer's URL, Expiry in 10 minutes, Scope "read".
+// "sandbox", Issuer the issuer's URL, Expiry in 10 minutes, Scope "read"; an apply token's
+// PlanDigest and Lease default to TestPlanDigest and 1 (Gantry's apply tokens always carry
+// them) unless NoPlan is set.
 type Claims struct {
 	Org, Env, Workspace, Run, Phase, Scope string
+	// PlanDigest (gantry_plan) and Lease (gantry_lease) name the plan an apply token applies
+	// and the attempt at it.
+	PlanDigest string
+	Lease      int64
+	// NoPlan leaves an apply token without gantry_plan and gantry_lease (to test refusal).
+	NoPlan bool
 	// Window is a break-glass token's window (gantry_window); its subject then names it
 	// instead of a run.
 	Window                    string
@@ -113,6 +121,14 @@ func (i *Issuer) Mint(t testing.TB, c Claims) string {
 	if c.Scope == "" {
 		c.Scope = "read"
 	}
+	if c.Phase == "apply" && !c.NoPlan {
+		if c.PlanDigest == "" {
+			c.PlanDigest = TestPlanDigest
+		}
+		if c.Lease == 0 {
+			c.Lease = 1
+		}
+	}
 	key := i.Key
 	if c.Key != nil {
 		key = c.Key
@@ -128,6 +144,7 @@ func (i *Issuer) Mint(t testing.TB, c Claims) string {
 	}).Claims(map[string]any{
 		"gantry_org": c.Org, "gantry_env": c.Env, "gantry_ws": c.Workspace,
 		"gantry_run": c.Run, "gantry_window": c.Window, "gantry_phase": c.Phase, "scope": c.Scope,
+		"gantry_plan": c.PlanDigest, "gantry_lease": c.Lease,
 	}).Serialize()
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +161,9 @@ func (i *Issuer) Token(t testing.TB, org, env, ws, scope string) string {
 	}
 	return i.Mint(t, Claims{Org: org, Env: env, Workspace: ws, Run: "run-1", Phase: phase, Scope: scope})
 }
+
+// TestPlanDigest is the plan an apply token of Mint applies unless it names another.
+const TestPlanDigest = "sha256:7e57000000000000000000000000000000000000000000000000000000000000"
 
 // Cloud is a running sandbox cloud.
 type Cloud struct {

@@ -28,12 +28,18 @@ import (
 type fleet struct {
 	r    *replicas
 	args []string
+	// own are the arguments of one replica alone (nil: none).
+	own  func(id string) []string
 	mu   sync.Mutex
 	live map[string]*replica
 }
 
 func (f *fleet) start(id string) {
-	p := f.r.start(append([]string{"--replica-id=" + id}, f.args...)...)
+	args := append([]string{"--replica-id=" + id}, f.args...)
+	if f.own != nil {
+		args = append(args, f.own(id)...)
+	}
+	p := f.r.start(args...)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.live[id] = p

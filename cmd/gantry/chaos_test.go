@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,7 +37,12 @@ import (
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	runs, kills := envInt(t, "GANTRY_CHAOS_RUNS", 20), envInt(t, "GANTRY_CHAOS_KILLS", 5)
-	c := newChaos(t)
+	newChaos(t).run(runs, kills)
+}
+
+// run drives runs through the portals while killing them kills times, then checks
+// every invariant and reports.
+func (c *chaos) run(runs, kills int) {
 	started := time.Now()
 	lanes := c.lanes(runs)
 	// Lanes start spread over the kill period, so runs are in flight at every kill.
@@ -63,11 +69,18 @@ type chaos struct {
 	r      *replicas
 	fleet  *fleet
 	api    *chaosAPI
-	ledger string
-	work   string
-	orgs   []string
-	tokens map[string]map[string]string // org slug -> role -> token
-	envIDs map[string]map[string]string // org slug -> environment name -> id
+	ledger string // the mock executor's applies ledger
+	// cloudDir is the live sandbox cloud's data directory: its applies ledger is the one
+	// to read ("" with the mock executor).
+	cloudDir string
+	work     string
+	// label names the suite in its report; reportTo is the environment variable naming
+	// the report's file.
+	label, reportTo string
+	lastReport      string
+	orgs            []string
+	tokens          map[string]map[string]string // org slug -> role -> token
+	envIDs          map[string]map[string]string // org slug -> environment name -> id
 	// deciding counts approvals in flight (a kill then is a kill while deciding).
 	deciding atomic.Int32
 	mu       sync.Mutex
@@ -97,10 +110,18 @@ type chaosRun struct {
 func newChaos(t *testing.T) *chaos {
 	r := newReplicas(t)
 	dir := t.TempDir()
-	c := &chaos{t: t, r: r, ledger: filepath.Join(dir, "applies.ledger"), work: filepath.Join(dir, "work"), orgs: []string{"acme", "globex"},
-		tokens: map[string]map[string]string{}, envIDs: map[string]map[string]string{}}
+	c := &chaos{t: t, r: r, ledger: filepath.Join(dir, "applies.ledger"), work: filepath.Join(dir, "work"), label: "chaos (mock)", reportTo: "GANTRY_CHAOS_REPORT"}
 	// Each phase takes a second, so kills land mid-phase.
 	c.fleet = &fleet{r: r, live: map[string]*replica{}, args: []string{"--runner-delay=1s", "--mock-ledger=" + c.ledger, "--work-dir=" + c.work}}
+	c.begin()
+	return c
+}
+
+// begin issues the tokens, finds the environments and starts portals a and b.
+func (c *chaos) begin() {
+	t, r := c.t, c.r
+	c.orgs = []string{"acme", "globex"}
+	c.tokens, c.envIDs = map[string]map[string]string{}, map[string]map[string]string{}
 	c.api = &chaosAPI{fleet: c.fleet, http: &http.Client{Timeout: 20 * time.Second}}
 	for _, slug := range c.orgs {
 		org := r.Orgs[slug]
@@ -118,7 +139,20 @@ func newChaos(t *testing.T) *chaos {
 	}
 	c.fleet.start("a")
 	c.fleet.start("b")
-	return c
+}
+
+// applies reads the applies ledger, by plan digest: the run of each attempt at it. The
+// live sandbox cloud keeps it with OpenTofu (apply tokens name their plan and attempt),
+// the mock executor without.
+func (c *chaos) applies() map[string][]string {
+	if c.cloudDir == "" {
+		a, err := mock.ReadLedger(c.ledger)
+		require.NoError(c.t, err)
+		return a
+	}
+	a, err := cloudLedger(c.cloudDir)
+	require.NoError(c.t, err)
+	return a
 }
 
 // lanes deals n runs into lanes: development lanes request two runs one after the
@@ -323,9 +357,7 @@ func (c *chaos) aim(want string, deadline time.Time) (string, string) {
 // workspace, and both organizations' audit chains intact.
 func (c *chaos) checkSafety(when string) {
 	t := c.t
-	applies, err := mock.ReadLedger(c.ledger)
-	require.NoError(t, err)
-	for digest, runs := range applies {
+	for digest, runs := range c.applies() {
 		require.Len(t, runs, 1, "%s: plan digest %s applied more than once: %v", when, digest, runs)
 	}
 	var twice int64
@@ -383,8 +415,7 @@ func (c *chaos) checkSettled(lanes []*lane) {
 		return len(running) == 0
 	}, 30*time.Second, time.Second, "no job left running by a dead portal: %v", running)
 	// Every applied run is in the ledger exactly once; nothing else is.
-	applies, err := mock.ReadLedger(c.ledger)
-	require.NoError(t, err)
+	applies := c.applies()
 	var applied []struct{ ID, ApprovedPlanDigest string }
 	require.NoError(t, c.r.DB.Raw("SELECT id, approved_plan_digest FROM runs WHERE new_state_version_id IS NOT NULL").Scan(&applied).Error)
 	for _, a := range applied {
@@ -393,6 +424,13 @@ func (c *chaos) checkSettled(lanes []*lane) {
 	// No orphaned scratch directory under the portals' work directory.
 	jobs, _ := filepath.Glob(filepath.Join(c.work, "jobs", "*", "*"))
 	require.Empty(t, jobs, "no job directory left behind")
+	// No container left behind by a killed portal (its restart removed them).
+	roots, _ := filepath.Glob(filepath.Join(c.work, "replicas", "*", "runc"))
+	for _, root := range roots {
+		out, err := exec.Command("runc", "--root", root, "list", "-q").CombinedOutput()
+		require.NoError(t, err, "runc list: %s", out)
+		require.Empty(t, strings.TrimSpace(string(out)), "no runc container left in %s", root)
+	}
 }
 
 // report logs (and writes to $GANTRY_CHAOS_REPORT) runs, kills by moment, recoveries
@@ -456,11 +494,12 @@ func (c *chaos) report(lanes []*lane, took time.Duration) {
 	if len(lat) > 0 {
 		p99 = lat[min(len(lat)-1, int(0.99*float64(len(lat))))]
 	}
-	report := fmt.Sprintf("chaos: %d runs, %d kills %v, %d recoveries (takeovers), time from kill to takeover p50 %s p99 %s max %s; end states %v; %d API calls (p99 %s), %d retried; %s",
-		total, len(c.kills), moments, len(recoveries), pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond),
+	report := fmt.Sprintf("%s: %d runs, %d kills %v, %d recoveries (takeovers), time from kill to takeover p50 %s p99 %s max %s; end states %v; %d API calls (p99 %s), %d retried; %s",
+		c.label, total, len(c.kills), moments, len(recoveries), pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond),
 		states, len(lat), p99.Round(time.Millisecond), c.api.Retries, took.Round(time.Second))
 	t.Log(report)
-	if path := os.Getenv("GANTRY_CHAOS_REPORT"); path != "" {
+	c.lastReport = report
+	if path := os.Getenv(c.reportTo); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(report+"\n"), 0o644))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,7 +17,24 @@ import (
 
 	"gantry/models/authz"
 	"gantry/runner/mock"
+	"gantry/sandbox/cloud"
 )
+
+// cloudLedger reads the sandbox cloud's applies ledger in dataDir as the mock's reads:
+// by plan digest, the run of each attempt.
+func cloudLedger(dataDir string) (map[string][]string, error) {
+	a, err := cloud.ReadApplies(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, p := range a.Plans {
+		for _, at := range p.Attempts {
+			out[p.PlanDigest] = append(out[p.PlanDigest], at.Run)
+		}
+	}
+	return out, nil
+}
 
 // TestLoadConcurrentRequests: requests submitted at once through the JSON API
 // (tokens, idempotency keys) to two portals with the mock executor, across two
@@ -31,6 +49,29 @@ func TestLoadConcurrentRequests(t *testing.T) {
 	r := newReplicas(t)
 	ledger := t.TempDir() + "/applies.ledger"
 	f := &fleet{r: r, live: map[string]*replica{}, args: []string{"--mock-ledger=" + ledger}}
+	load(t, f, n, "mock executor", func() (int, error) { return ledgerCount(mock.ReadLedger(ledger)) }, "GANTRY_LOAD_REPORT")
+}
+
+// TestLoadLiveRunc: 20 requests at once (GANTRY_LOAD_LIVE_RUNS) to two portals running
+// live OpenTofu in runc containers against the sandbox cloud, as TestLoadConcurrentRequests
+// does with the mock executor; each development run's plan applied once by the cloud's
+// ledger (GANTRY_LOAD_LIVE_REPORT names a file for the report).
+func TestLoadLiveRunc(t *testing.T) {
+	t.Parallel()
+	n := envInt(t, "GANTRY_LOAD_LIVE_RUNS", 20)
+	r := newReplicas(t)
+	dir := t.TempDir()
+	f := &fleet{r: r, live: map[string]*replica{}}
+	cloudDir := filepath.Join(dir, "cloud")
+	f.args = liveArgs(t, f, "tofu/oci", cloudDir, filepath.Join(dir, "work"))
+	load(t, f, n, "live OpenTofu in runc", func() (int, error) { return ledgerCount(cloudLedger(cloudDir)) }, "GANTRY_LOAD_LIVE_REPORT")
+}
+
+// load starts two portals of f, submits n requests at once, waits for every run to
+// reach its environment's state, checks with applied (the number of plans applied, an
+// error for one applied twice) that each development run applied once, and reports.
+func load(t *testing.T, f *fleet, n int, label string, applied func() (int, error), reportEnv string) {
+	r := f.r
 	f.start("load-a")
 	f.start("load-b")
 	api := &chaosAPI{fleet: f, http: &http.Client{Timeout: 60 * time.Second}}
@@ -98,7 +139,7 @@ func TestLoadConcurrentRequests(t *testing.T) {
 	}, 10*time.Minute, 250*time.Millisecond, "not every run reached its state")
 	settledIn := time.Since(start)
 	require.Len(t, last, n, "one run per request")
-	applies, err := ledgerCount(ledger)
+	applies, err := applied()
 	require.NoError(t, err)
 	require.Equal(t, n/2, applies, "each development run applied once")
 
@@ -107,10 +148,10 @@ func TestLoadConcurrentRequests(t *testing.T) {
 	p := func(q float64) time.Duration {
 		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
 	}
-	report := fmt.Sprintf("load: %d concurrent requests (mock executor, 2 portals): all answered 201 in %s (%.1f requests/s; latency p50 %s p99 %s, %d retried); all settled in %s (%.1f runs/s)",
-		n, submittedIn.Round(time.Millisecond), float64(n)/submittedIn.Seconds(), p(0.5), p(0.99), api.Retries, settledIn.Round(time.Millisecond), float64(n)/settledIn.Seconds())
+	report := fmt.Sprintf("load: %d concurrent requests (%s, 2 portals): all answered 201 in %s (%.1f requests/s; latency p50 %s p99 %s, %d retried); all settled in %s (%.1f runs/s)",
+		n, label, submittedIn.Round(time.Millisecond), float64(n)/submittedIn.Seconds(), p(0.5), p(0.99), api.Retries, settledIn.Round(time.Millisecond), float64(n)/settledIn.Seconds())
 	t.Log(report)
-	if path := os.Getenv("GANTRY_LOAD_REPORT"); path != "" {
+	if path := os.Getenv(reportEnv); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(report+"\n"), 0o644))
 	}
 	for _, p := range f.live {
@@ -118,9 +159,9 @@ func TestLoadConcurrentRequests(t *testing.T) {
 	}
 }
 
-// ledgerCount counts the applies in a mock ledger, failing on a digest applied twice.
-func ledgerCount(path string) (int, error) {
-	applies, err := mock.ReadLedger(path)
+// ledgerCount counts the plans applied in a ledger (the runs of each attempt by plan
+// digest), failing on a digest applied twice.
+func ledgerCount(applies map[string][]string, err error) (int, error) {
 	if err != nil {
 		return 0, err
 	}

@@ -38,9 +38,9 @@ func (p EnvironmentFormProps) staticCredentials() []staticCredential {
 		Unset:       "Plans and verifications use workload identity: Gantry mints a short-lived read-only token per phase. They never get the write credential.",
 		Label:       "Static read credential (not recommended)",
 		Hint:        "Leave empty to keep the current setting. A read-only API key: plans and verifications get it, applies never do. It must not be the write credential.",
-		RemoveLabel: "Remove the static read credential (plans and verifications use workload identity again)"}
+		RemoveLabel: "Remove the static read credential (plans and verifications use workload identity again; only with the write credential, or once it is gone)"}
 	if p.CredentialSetAt != nil && p.ReadCredentialSetAt == nil {
-		read.Caution = "A write credential is set but no read credential: plans and verifications use workload identity tokens, which may not see what the write key created (in the sandbox cloud a key's objects belong to no workspace). Set a read-only key of the same environment here."
+		read.Caution = "A write credential is set but no read credential (set before Gantry required the pair): plans and verifications use workload identity tokens, which cannot see what the write key created (a key's objects belong to no workspace). Set a read-only key of the same environment here; the credentials cannot be changed otherwise until you do."
 	}
 	return []staticCredential{
 		{Field: "cloud_credential", TestID: "cloud-credential",
@@ -48,7 +48,7 @@ func (p EnvironmentFormProps) staticCredentials() []staticCredential {
 			Set:         "Applies use a static write credential",
 			Unset:       "Applies use workload identity: Gantry mints a short-lived token per apply, write-scoped to the workspace, after the approval.",
 			Label:       "Static write credential (not recommended)",
-			Hint:        "Leave empty to keep the current setting. A static API key is a standing credential: only applies get it, never plans or verifications. Prefer workload identity.",
+			Hint:        "Leave empty to keep the current setting. A static API key is a standing credential: only applies get it, never plans or verifications. It needs a read credential (below): what a key creates belongs to no workspace, so plans and verifications read it with a read-only key. Prefer workload identity.",
 			RemoveLabel: "Remove the static write credential (applies use workload identity again)"},
 		read,
 	}

@@ -43,13 +43,15 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	admin := authz.WithSubject(context.Background(), authz.Subject{UserID: "usr-admin", Name: "Adam", OrganizationID: app.Orgs["acme"], Role: authz.RoleAdmin})
+	require.NoError(t, app.System.Credentials.SetStaticReadCredential(admin, staging, "AKIA-static-read-value"))
+	page = webtest.ReadBody(t, app.Get(t, auditor, "/governance"))
+	require.Contains(t, page, "a static read credential (used by plans and verifications) has been set on this environment since")
+	require.Contains(t, page, "applies: workload identity", "without a write key applies use workload tokens")
+	require.NotContains(t, page, "AKIA-static-read-value", "the finding never shows the secret")
 	require.NoError(t, app.System.Credentials.SetStaticCredential(admin, staging, "AKIA-static-secret-value"))
 	page = webtest.ReadBody(t, app.Get(t, auditor, "/governance"))
 	require.Contains(t, page, "standing credential: a static write credential (used by applies) has been set on this environment since")
-	require.Contains(t, page, "plans and verifications: read-scoped workload identity", "without a read key the read phases use workload tokens")
 	require.NotContains(t, page, "AKIA-static-secret-value", "the finding never shows the secret")
-	require.NoError(t, app.System.Credentials.SetStaticReadCredential(admin, staging, "AKIA-static-read-value"))
-	page = webtest.ReadBody(t, app.Get(t, auditor, "/governance"))
 	require.Contains(t, page, "a static read credential (used by plans and verifications) has been set on this environment since",
 		"the one finding names both keys")
 	require.Equal(t, 1, strings.Count(page, "standing credential: a static write credential"))

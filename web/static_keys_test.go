@@ -40,19 +40,29 @@ func TestLiveReadKeyForPlansAndVerifications(t *testing.T) {
 		}
 	}
 
-	// The write key through the edit form, the read key through the API.
-	setCredentialsThroughForm(t, app.App, admin, staging, url.Values{"cloud_credential": {writeKey.Secret}})
+	// A write key alone is refused (its plans could not see what it makes), nothing stored.
 	var refused json.RawMessage
 	require.Equal(t, http.StatusUnprocessableEntity, environmentJSON(t, app.App, admin, http.MethodPut, "/api/v1/environments/"+staging,
-		fmt.Sprintf(`{"name": "staging", "tier": "staging", "cloud_read_credential": %q}`, writeKey.Secret), &refused), "the write key is refused as the read key")
-	require.Contains(t, string(refused), "cloud_read_credential")
+		fmt.Sprintf(`{"name": "staging", "tier": "staging", "cloud_credential": %q}`, writeKey.Secret), &refused), "a write key needs a read key")
+	require.Contains(t, string(refused), "A write credential needs a read credential")
 	noKey("the refusal", string(refused))
 	var env struct {
 		CloudCredentialSetAt     *string `json:"cloud_credential_set_at"`
 		CloudReadCredentialSetAt *string `json:"cloud_read_credential_set_at"`
 	}
+	require.Equal(t, http.StatusOK, environmentJSON(t, app.App, admin, http.MethodGet, "/api/v1/environments/"+staging, "", &env))
+	require.Nil(t, env.CloudCredentialSetAt, "nothing was stored")
+
+	// The read key through the API, then the write key through the edit form.
 	require.Equal(t, http.StatusOK, environmentJSON(t, app.App, admin, http.MethodPut, "/api/v1/environments/"+staging,
 		fmt.Sprintf(`{"name": "staging", "tier": "staging", "cloud_read_credential": %q}`, readKey.Secret), &env))
+	require.NotNil(t, env.CloudReadCredentialSetAt, "the API says the read credential is set")
+	setCredentialsThroughForm(t, app.App, admin, staging, url.Values{"cloud_credential": {writeKey.Secret}})
+	require.Equal(t, http.StatusUnprocessableEntity, environmentJSON(t, app.App, admin, http.MethodPut, "/api/v1/environments/"+staging,
+		fmt.Sprintf(`{"name": "staging", "tier": "staging", "cloud_read_credential": %q}`, writeKey.Secret), &refused), "the write key is refused as the read key")
+	require.Contains(t, string(refused), "cloud_read_credential")
+	noKey("the refusal", string(refused))
+	require.Equal(t, http.StatusOK, environmentJSON(t, app.App, admin, http.MethodGet, "/api/v1/environments/"+staging, "", &env))
 	require.NotNil(t, env.CloudCredentialSetAt, "the API says the write credential is set")
 	require.NotNil(t, env.CloudReadCredentialSetAt, "the API says the read credential is set")
 

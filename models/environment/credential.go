@@ -233,7 +233,37 @@ func (c *Credentials) Check(ctx context.Context, envID string, chs CredentialCha
 			return err
 		}
 	}
-	return nil
+	return c.pairRule(ctx, subject.OrganizationID, envID, chs, false)
+}
+
+// pairRule refuses changes after which environment envID would hold a write credential
+// without a read credential. A static key acts for its whole environment, so what it
+// creates belongs to no workspace, and a workspace's read-scoped workload token cannot
+// see it: the plans and verifications of such an environment would find everything the
+// applies made missing. Handing them the write key instead is what the read credential
+// exists to avoid (runner.jobCredentials.cloudToken), so the pair goes together. An
+// environment that held a write key alone before this rule keeps working as it did until
+// its credentials are next changed.
+func (c *Credentials) pairRule(ctx context.Context, orgID, envID string, chs CredentialChanges, forUpdate bool) error {
+	held := map[Kind]bool{}
+	for _, k := range []Kind{Write, Read} {
+		r, err := c.row(ctx, k, orgID, envID, forUpdate)
+		if err != nil {
+			return err
+		}
+		ch := chs.of(k)
+		held[k] = ch.Secret != "" || (r.set() && !ch.Remove)
+	}
+	if !held[Write] || held[Read] {
+		return nil
+	}
+	v := &errs.Validation{}
+	if chs.Read.Remove {
+		v.Add(Read.Field(), "The write credential stays, so plans and verifications need this read credential: what a static key creates belongs to no workspace, and a workspace's own token cannot see it. Remove the write credential too, or enter a new read credential instead.")
+	} else {
+		v.Add(Write.Field(), "A write credential needs a read credential: what a static key creates belongs to no workspace, so plans and verifications need a read-only key of the same environment to see it (they never get the write key). Enter the read credential too.")
+	}
+	return v
 }
 
 // refuseStored is refuseSame of secret, a new credential of kind k, against environment
@@ -259,7 +289,15 @@ func (c *Credentials) Apply(ctx context.Context, envID string, chs CredentialCha
 	if err := chs.Validate(); err != nil {
 		return err
 	}
+	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
+	if err != nil {
+		return err
+	}
 	return db.Tx(ctx, c.db, func(ctx context.Context) error {
+		// Under the row lock: the rule is judged on what the changes leave.
+		if err := c.pairRule(ctx, subject.OrganizationID, envID, chs, true); err != nil {
+			return err
+		}
 		for _, k := range []Kind{Write, Read} {
 			if chs.of(k).Remove {
 				if err := c.clear(ctx, k, envID); err != nil {
@@ -269,7 +307,7 @@ func (c *Credentials) Apply(ctx context.Context, envID string, chs CredentialCha
 		}
 		for _, k := range []Kind{Write, Read} {
 			if s := chs.of(k).Secret; s != "" {
-				if err := c.set(ctx, k, envID, s); err != nil {
+				if err := c.set(ctx, k, envID, s, chs.of(k.other()).Secret != ""); err != nil {
 					return err
 				}
 			}

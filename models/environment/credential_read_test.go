@@ -52,14 +52,22 @@ func TestStaticReadCredential(t *testing.T) {
 	require.NotContains(t, row, "CANARY")
 	require.NotContains(t, row, hex.EncodeToString([]byte("CANARY")), "bytea columns print as hex")
 
-	// Clearing the read credential leaves the write one, and the other way round.
+	// The read credential cannot go while the write credential stays (what the write key
+	// makes, only a key can read); both can go in one edit, or the write one alone.
+	v, ok := errs.AsValidation(f.creds.ClearStaticReadCredential(f.asA, env.ID))
+	require.True(t, ok)
+	require.Contains(t, v.Fields, "cloud_read_credential")
+	_, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
+	require.NoError(t, err)
+	require.True(t, ok, "the read credential stays")
+	require.NoError(t, f.creds.ClearStaticCredential(f.asA, env.ID))
+	_, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
+	require.NoError(t, err)
+	require.True(t, ok, "clearing the write credential leaves the read one")
 	require.NoError(t, f.creds.ClearStaticReadCredential(f.asA, env.ID))
 	_, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = f.creds.StaticCredential(context.Background(), f.orgA, env.ID)
-	require.NoError(t, err)
-	require.True(t, ok)
 	require.NoError(t, f.creds.ClearStaticReadCredential(f.asA, env.ID), "clearing nothing changes nothing")
 
 	var events []audit.Event
@@ -70,7 +78,7 @@ func TestStaticReadCredential(t *testing.T) {
 		require.NotContains(t, string(e.Data), "CANARY")
 	}
 	require.Equal(t, []string{"environment.static_read_credential_set", "environment.static_credential_set",
-		"environment.static_read_credential_cleared"}, actions)
+		"environment.static_credential_cleared", "environment.static_read_credential_cleared"}, actions)
 	for _, a := range actions {
 		require.True(t, audit.KnownAction(a), a)
 	}
@@ -104,18 +112,22 @@ func TestReadCredentialIsNeverTheWriteCredential(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, st.Any(), "nothing was stored")
 
-	// The write key stored first: the same key as the read credential is refused.
+	// The write key stored (with another read key): the same key as the read credential is
+	// refused.
+	const otherRead = "sbxk-OTHER-READ-0123456789"
+	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, otherRead))
 	require.NoError(t, f.creds.SetStaticCredential(f.asA, env.ID, key))
 	refused(f.creds.SetStaticReadCredential(f.asA, env.ID, key))
 	readOnly := environment.CredentialChanges{Read: environment.CredentialChange{Secret: key}}
 	refused(f.creds.Check(f.asA, env.ID, readOnly))
 	refused(f.creds.Apply(f.asA, env.ID, readOnly))
-	_, ok, err := f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
+	got, ok, err := f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
-	require.False(t, ok)
+	require.True(t, ok)
+	require.Equal(t, otherRead, got, "the read credential is unchanged")
 
 	// The read key stored first: the same key as the write credential is refused.
-	require.NoError(t, f.creds.ClearStaticCredential(f.asA, env.ID))
+	require.NoError(t, f.creds.Apply(f.asA, env.ID, environment.CredentialChanges{Write: environment.CredentialChange{Remove: true}, Read: environment.CredentialChange{Remove: true}}))
 	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, key))
 	refusedOn("cloud_credential", f.creds.SetStaticCredential(f.asA, env.ID, key))
 	refusedOn("cloud_credential", f.creds.Check(f.asA, env.ID, environment.CredentialChanges{Write: environment.CredentialChange{Secret: key}}))
@@ -123,16 +135,32 @@ func TestReadCredentialIsNeverTheWriteCredential(t *testing.T) {
 
 	// Replacing the read key with a new one and setting the old one as the write key in
 	// one edit is judged against what stays: allowed, both stored, in one transaction.
-	swap := environment.CredentialChanges{Write: environment.CredentialChange{Secret: key}, Read: environment.CredentialChange{Remove: true}}
+	const newRead = "sbxk-NEW-READ-0123456789"
+	swap := environment.CredentialChanges{Write: environment.CredentialChange{Secret: key}, Read: environment.CredentialChange{Secret: newRead}}
 	require.NoError(t, f.creds.Check(f.asA, env.ID, swap))
 	require.NoError(t, f.creds.Apply(f.asA, env.ID, swap))
-	got, ok, err := f.creds.StaticCredential(context.Background(), f.orgA, env.ID)
+	got, ok, err = f.creds.StaticCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, key, got)
-	_, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
+	got, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
-	require.False(t, ok)
+	require.True(t, ok)
+	require.Equal(t, newRead, got)
+	// Removing the read key while setting the write key leaves a write key alone: refused
+	// on the read field, nothing changed.
+	alone := environment.CredentialChanges{Write: environment.CredentialChange{Secret: "sbxk-YET-ANOTHER-write"}, Read: environment.CredentialChange{Remove: true}}
+	refusedAlone := func(err error) {
+		t.Helper()
+		v, ok := errs.AsValidation(err)
+		require.True(t, ok, "%v", err)
+		require.Contains(t, v.Fields["cloud_read_credential"], "plans and verifications need this read credential")
+	}
+	refusedAlone(f.creds.Check(f.asA, env.ID, alone))
+	refusedAlone(f.creds.Apply(f.asA, env.ID, alone))
+	got, _, err = f.creds.StaticCredential(context.Background(), f.orgA, env.ID)
+	require.NoError(t, err)
+	require.Equal(t, key, got, "nothing changed")
 
 	// Field messages name each field.
 	v, ok := errs.AsValidation(environment.CredentialChanges{Read: environment.CredentialChange{Secret: "has space", Remove: true}}.Validate())
@@ -152,6 +180,7 @@ func TestReadCredentialSealedApart(t *testing.T) {
 	f := credSetup(t)
 	env, err := f.svc.Create(f.asA, environment.Input{Name: "prod", Tier: "production"})
 	require.NoError(t, err)
+	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, "sbxk-first-read-key"))
 	require.NoError(t, f.creds.SetStaticCredential(f.asA, env.ID, "sbxk-the-write-key"))
 	require.NoError(t, f.db.Exec(`UPDATE environments SET read_cred_key_id = cred_key_id, read_cred_wrapped_key = cred_wrapped_key,
 		read_cred_nonce = cred_nonce, read_cred_ciphertext = cred_ciphertext, read_cred_set_at = cred_set_at WHERE id = ?`, env.ID).Error)

@@ -14,33 +14,55 @@ import (
 
 // SetStaticCredential seals secret as environment envID's static write credential (the
 // one applies use), replacing any earlier one. Bad input is an *errs.Validation (field
-// "cloud_credential") that never quotes the secret. The audit event says that a
-// credential was set, never what it is.
+// "cloud_credential") that never quotes the secret; so is an environment without a read
+// credential (set that first: see pairRule). The audit event says that a credential was
+// set, never what it is.
 func (c *Credentials) SetStaticCredential(ctx context.Context, envID, secret string) error {
-	return c.set(ctx, Write, envID, secret)
+	return c.setOne(ctx, Write, envID, secret)
 }
 
 // ClearStaticCredential removes environment envID's static write credential: its applies
 // use workload identity again. Clearing an environment without one changes nothing and
 // audits nothing.
 func (c *Credentials) ClearStaticCredential(ctx context.Context, envID string) error {
-	return c.clear(ctx, Write, envID)
+	return c.Apply(ctx, envID, CredentialChanges{Write: CredentialChange{Remove: true}})
 }
 
 // SetStaticReadCredential seals secret as environment envID's static read credential (the
 // one plans and verifications use), replacing any earlier one. It is refused (field
 // "cloud_read_credential") when it is the environment's write credential.
 func (c *Credentials) SetStaticReadCredential(ctx context.Context, envID, secret string) error {
-	return c.set(ctx, Read, envID, secret)
+	return c.setOne(ctx, Read, envID, secret)
+}
+
+// setOne sets one credential through Apply; an empty secret is refused here, where Apply
+// would read it as no change.
+func (c *Credentials) setOne(ctx context.Context, k Kind, envID, secret string) error {
+	if _, err := authz.Require(ctx, authz.PermEnvironmentsManage); err != nil {
+		return err
+	}
+	v := &errs.Validation{}
+	if validateSecret(v, k, secret); v.Err() != nil {
+		return v
+	}
+	ch := CredentialChanges{Write: CredentialChange{Secret: secret}}
+	if k == Read {
+		ch = CredentialChanges{Read: CredentialChange{Secret: secret}}
+	}
+	return c.Apply(ctx, envID, ch)
 }
 
 // ClearStaticReadCredential removes environment envID's static read credential: its plans
-// and verifications use read-scoped workload identity tokens again.
+// and verifications use read-scoped workload identity tokens again. It is refused while
+// the environment holds a write credential (see pairRule).
 func (c *Credentials) ClearStaticReadCredential(ctx context.Context, envID string) error {
-	return c.clear(ctx, Read, envID)
+	return c.Apply(ctx, envID, CredentialChanges{Read: CredentialChange{Remove: true}})
 }
 
-func (c *Credentials) set(ctx context.Context, k Kind, envID, secret string) error {
+// set seals secret as k's credential. Unless the same edit also sets the other kind's
+// (whose new secret Validate compared with this one), secret is refused when it is the
+// other kind's stored credential.
+func (c *Credentials) set(ctx context.Context, k Kind, envID, secret string, otherToo bool) error {
 	subject, err := authz.Require(ctx, authz.PermEnvironmentsManage)
 	if err != nil {
 		return err
@@ -56,8 +78,10 @@ func (c *Credentials) set(ctx context.Context, k Kind, envID, secret string) err
 			return err
 		}
 		// Under the row lock: the other kind cannot change meanwhile.
-		if err := c.refuseStored(ctx, k, before.OrganizationID, before.ID, secret); err != nil {
-			return err
+		if !otherToo {
+			if err := c.refuseStored(ctx, k, before.OrganizationID, before.ID, secret); err != nil {
+				return err
+			}
 		}
 		sealed, err := c.keys.Seal([]byte(secret), credentialAAD(k, before.OrganizationID, before.ID))
 		if err != nil {

@@ -79,6 +79,15 @@ func TestStaticCredentialLifecycle(t *testing.T) {
 	require.False(t, st.Any())
 
 	const secret = "sbxk-CANARY-first-0123456789abcdef"
+	// A write credential needs a read credential: refused alone, nothing stored.
+	var v *errs.Validation
+	require.ErrorAs(t, f.creds.SetStaticCredential(f.asA, env.ID, secret), &v)
+	require.Contains(t, v.Fields, "cloud_credential")
+	require.NotContains(t, v.Error(), "CANARY")
+	st, err = f.creds.StaticCredentialStatus(f.asA, env.ID)
+	require.NoError(t, err)
+	require.False(t, st.Any(), "nothing was stored")
+	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, "sbxk-CANARY-read"))
 	require.NoError(t, f.creds.SetStaticCredential(f.asA, env.ID, secret))
 	got, ok, err := f.creds.StaticCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
@@ -88,10 +97,17 @@ func TestStaticCredentialLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, st.WriteSetAt)
 	require.False(t, st.WriteSetAt.IsZero())
-	require.Nil(t, st.ReadSetAt, "only the write credential is set")
+	require.NotNil(t, st.ReadSetAt)
+	read, ok, err := f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "sbxk-CANARY-read", read, "the read credential is its own")
+	// The read credential cannot go while the write credential stays.
+	require.ErrorAs(t, f.creds.ClearStaticReadCredential(f.asA, env.ID), &v)
+	require.Contains(t, v.Fields, "cloud_read_credential")
 	_, ok, err = f.creds.StaticReadCredential(context.Background(), f.orgA, env.ID)
 	require.NoError(t, err)
-	require.False(t, ok, "the write credential is never the read credential")
+	require.True(t, ok, "the read credential stays")
 	set, err := f.creds.StaticCredentialsOf(f.asA)
 	require.NoError(t, err)
 	require.Contains(t, set, env.ID)
@@ -140,6 +156,7 @@ func TestStaticCredentialScopeAndPermissions(t *testing.T) {
 	require.NoError(t, err)
 	other, err := f.svc.Create(f.asA, environment.Input{Name: "dev", Tier: "development"})
 	require.NoError(t, err)
+	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, "sbxk-a-read"))
 	require.NoError(t, f.creds.SetStaticCredential(f.asA, env.ID, "sbxk-a-secret"))
 
 	require.ErrorIs(t, f.creds.SetStaticCredential(f.asB, env.ID, "sbxk-b"), errs.ErrNotFound)
@@ -209,6 +226,7 @@ func TestRewrapCredentials(t *testing.T) {
 	f := credSetup(t)
 	env, err := f.svc.Create(f.asA, environment.Input{Name: "prod", Tier: "production"})
 	require.NoError(t, err)
+	require.NoError(t, f.creds.SetStaticReadCredential(f.asA, env.ID, "sbxk-rotate-me-too"))
 	require.NoError(t, f.creds.SetStaticCredential(f.asA, env.ID, "sbxk-rotate-me"))
 
 	// f.keys holds k1; a keyring with a new first key and the old one rotates.
@@ -217,7 +235,7 @@ func TestRewrapCredentials(t *testing.T) {
 	require.NoError(t, err)
 	n, err := environment.RewrapCredentials(context.Background(), f.db, both)
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n, "the write and the read credential")
 	n, err = environment.RewrapCredentials(context.Background(), f.db, both)
 	require.NoError(t, err)
 	require.Zero(t, n)

@@ -280,6 +280,22 @@ func (j *jobCgroup) dirs() []string {
 // remove deletes the job's cgroups (the child if still there, then the parent) in every
 // hierarchy. A cgroup can only be removed once its last task is gone; killed tasks
 // may take a moment to exit, hence the retries.
+// kill sends SIGKILL to every process left in the job's cgroup directories: a cgroup
+// with processes cannot be removed.
+func (j *jobCgroup) kill() {
+	for _, d := range j.dirs() {
+		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
 func (j *jobCgroup) remove() error {
 	var errs []error
 	for _, d := range j.dirs() {

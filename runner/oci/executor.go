@@ -567,10 +567,18 @@ func (e *Executor) Sweep(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	if out, err := x.runc(ctx, "list", "-q"); err == nil {
-		for _, id := range strings.Fields(string(out)) {
-			if out, err := x.runc(ctx, "delete", "--force", id); err != nil {
-				errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", id, err, bytes.TrimSpace(out)))
+	// The containers are the directories of the state root. Not `runc list`: it reports a
+	// container it cannot load on stderr, which is no id, and skips it.
+	if ents, err := os.ReadDir(x.StateRoot); err == nil {
+		for _, ent := range ents {
+			if !ent.IsDir() {
+				continue
+			}
+			// A portal killed while runc created the container leaves a state directory
+			// without state.json: runc delete --force removes that directory too, but not
+			// the container's processes, which the cgroups' sweep below kills.
+			if out, err := x.runc(ctx, "delete", "--force", ent.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", ent.Name(), err, bytes.TrimSpace(out)))
 			}
 		}
 	}
@@ -592,7 +600,9 @@ func (e *Executor) Sweep(ctx context.Context) error {
 			}
 		}
 		for id := range ids {
-			if err := (&jobCgroup{h: cg, rel: "/" + x.CgroupRoot + "/" + id}).remove(); err != nil {
+			j := &jobCgroup{h: cg, rel: "/" + x.CgroupRoot + "/" + id}
+			j.kill() // what a half-created container left running (runc init)
+			if err := j.remove(); err != nil {
 				errs = append(errs, err)
 			}
 		}

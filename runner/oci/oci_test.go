@@ -654,6 +654,24 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepAHalfCreatedContainer: a portal killed while runc created a container leaves a
+// state directory runc cannot load (no state.json yet) and a process in the job's cgroup;
+// Sweep removes both (runc list only complains of such a container on stderr).
+func TestSweepAHalfCreatedContainer(t *testing.T) {
+	e := setup(t)
+	id := e.startDetached(t, e.ex)
+	if err := os.Remove(filepath.Join(e.ex.StateRoot, id, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("runc", "--root", e.ex.StateRoot, "list", "-q").CombinedOutput(); !strings.Contains(string(out), "load container "+id) {
+		t.Fatalf("runc list %q: the test no longer simulates a container runc cannot load", out)
+	}
+	if err := e.ex.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.assertClean(t, id)
+}
+
 // startDetached starts a container of ex as a crashed executor leaves it: running
 // detached, with its bundle and cgroups; it returns its id.
 func (e *env) startDetached(t *testing.T, ex *Executor) string {

@@ -110,7 +110,9 @@ func parseLockInfo(info []byte) (LockInfo, error) {
 // Lock takes workspaceID's lock for cred's run with tofu's LockInfo document info. A
 // lock held by anyone else is a *LockedError carrying the holder's LockInfo. Taking a
 // lock already held under the same lock id by the same credential succeeds again, so
-// a retried request whose first answer was lost does not lock its own sender out.
+// a retried request whose first answer was lost does not lock its own sender out; an
+// apply credential may also take again, under a new lock id, the lock it holds
+// (retakenBy).
 func (s *Store) Lock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
 	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
 		return err
@@ -124,9 +126,9 @@ func (s *Store) Lock(ctx context.Context, cred Credential, workspaceID string, i
 		if err != nil {
 			return err
 		}
-		if reservedFor(lock, cred) {
-			// The apply's own tofu takes the lock Gantry reserved for it: the same
-			// holding, so the fence stays.
+		if reservedFor(lock, cred) || retakenBy(lock, cred) {
+			// The apply's own tofu takes the lock Gantry reserved for it, or its job
+			// locks again what it already holds: the same holding, so the fence stays.
 			err := db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = ?, info = ? WHERE workspace_id = ?`,
 				li.ID, string(info), workspaceID).Error
 			if err != nil {
@@ -197,6 +199,18 @@ func (s *Store) Reserve(ctx context.Context, orgID, workspaceID, runID, credenti
 // reservedFor reports whether lock is a reservation (Reserve) for cred.
 func reservedFor(lock lockRow, cred Credential) bool {
 	return lock.held() && strings.HasPrefix(*lock.LockID, reservationPrefix) &&
+		deref(lock.RunID) == cred.RunID && deref(lock.CredentialID) == cred.ID
+}
+
+// retakenBy reports whether lock is held by the apply credential cred itself, under
+// another lock id: the apply's job locking again. That happens when `tofu apply` could
+// neither store its state nor unlock (the database was away past tofu's retries) and the
+// runner pushes the errored.tfstate it left (`tofu state push` locks first). The
+// credential is the job's own and lives only for its phase, whose commands run one at a
+// time, so this is the same holding: the fence stays, and the old lock id no longer
+// writes.
+func retakenBy(lock lockRow, cred Credential) bool {
+	return lock.held() && cred.Phase.CanWrite() &&
 		deref(lock.RunID) == cred.RunID && deref(lock.CredentialID) == cred.ID
 }
 

@@ -62,6 +62,10 @@ type Runner struct {
 	// Plugins, when set, gives every job the providers its lock file selects, unpacked
 	// and verified once per lock file, so `tofu init` only links them.
 	Plugins *tofu.PluginCache
+	// StateRecovery bounds how long an apply that could not store its state keeps
+	// pushing the errored.tfstate tofu left behind (zero: DefaultStateRecovery); the
+	// phase's context bounds it too (see recover.go).
+	StateRecovery time.Duration
 }
 
 // New returns a live runner; plugins may be nil (every init then extracts the
@@ -284,20 +288,22 @@ func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.App
 		return runner.ApplyResult{}, err
 	}
 	defer j.close()
-	res, err := j.apply(ctx, req.PlanFile)
+	res, err := j.apply(ctx, req.RunID, req.PlanFile)
 	res.Log = j.evidence()
 	return res, err
 }
 
-func (j *job) apply(ctx context.Context, planFile []byte) (runner.ApplyResult, error) {
+func (j *job) apply(ctx context.Context, runID string, planFile []byte) (runner.ApplyResult, error) {
 	if err := j.init(ctx); err != nil {
 		return runner.ApplyResult{}, err
 	}
 	if err := os.WriteFile(filepath.Join(j.dir, "plan.bin"), planFile, 0o644); err != nil {
 		return runner.ApplyResult{}, fmt.Errorf("writing the plan file: %w", err)
 	}
+	from := len(j.logSnapshot())
 	if _, err := j.tofu(ctx, []int{0}, "apply", "-input=false", "-no-color", "-lock-timeout="+lockTimeout, "plan.bin"); err != nil {
-		return runner.ApplyResult{}, err
+		// tofu may have applied and then failed to store the state (recover.go).
+		return j.recoverState(ctx, runID, j.logSnapshot()[from:], err)
 	}
 	outputs, err := j.capture(ctx, "output", "-json")
 	if err != nil {

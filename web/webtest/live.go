@@ -1,6 +1,7 @@
 package webtest
 
 import (
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -33,6 +34,9 @@ type LiveOptions struct {
 	Runner func(runner.Runner) runner.Runner
 	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
 	WorkloadTokenLifetime time.Duration
+	// DatabaseURL and Log are Options.DatabaseURL and Options.Log.
+	DatabaseURL string
+	Log         io.Writer
 }
 
 // Live is Gantry with the live OpenTofu runner (the process executor) against a
@@ -72,7 +76,7 @@ func StartLive(t testing.TB, opts LiveOptions) Live {
 		live = opts.Runner(live)
 	}
 	app := StartWith(t, Options{Listener: ln, Runner: live, CatalogFS: opts.Catalog, CloudEndpoint: cloudSrv.URL,
-		WorkloadTokenLifetime: opts.WorkloadTokenLifetime})
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, DatabaseURL: opts.DatabaseURL, Log: opts.Log})
 	return Live{App: app, CloudDir: cloudDir, CloudURL: cloudSrv.URL, Exec: exec, Toolchain: tc}
 }
 

@@ -60,6 +60,10 @@ type Options struct {
 	CatalogFS fs.FS
 	// DSN reuses an existing database (see RestartWith) instead of a fresh one.
 	DSN string
+	// DatabaseURL is a database of the test's own instead of a fresh one from the
+	// shared test server (say, on a private cluster the test restarts): Start migrates
+	// it and seeds the demo data, as a fresh one has. DSN, when set, wins.
+	DatabaseURL string
 	// Listener, when set, is where Gantry serves (so its URL can be known before Start,
 	// e.g. by a cloud that must trust Gantry's workload issuer).
 	Listener net.Listener
@@ -112,10 +116,19 @@ func StartWith(t testing.TB, opts Options) *App {
 	}
 	ctx := context.Background()
 	app := &App{DSN: opts.DSN}
-	if app.DSN == "" {
+	var err error
+	switch {
+	case app.DSN != "":
+	case opts.DatabaseURL != "":
+		app.DSN = opts.DatabaseURL
+		sqlDB, err := db.OpenSQL(app.DSN)
+		require.NoError(t, err)
+		err = db.Migrate(ctx, sqlDB)
+		sqlDB.Close()
+		require.NoError(t, err)
+	default:
 		app.DSN = dbtest.NewURL(t)
 	}
-	var err error
 	app.DB, err = db.Open(ctx, app.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -58,6 +58,26 @@ func (Credentials) GoString() string { return redacted }
 // handler encodes structs with encoding/json).
 func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
 
+// Variables are the values of a run's sensitive inputs, by root variable name, as
+// OpenTofu parses TF_VAR_<name> (a string as it is, a number in decimal, a bool "true"
+// or "false"). An executor sets them only as TF_VAR_<name> in tofu's process
+// environment, never in a file; the config bundle only declares them. Like
+// Credentials, they stay out of logs, %v and JSON.
+type Variables map[string]string
+
+// redactedVariables is what a log line or a formatted value shows of variables.
+const redactedVariables = "[variables redacted]"
+
+// LogValue keeps the values out of slog output.
+func (Variables) LogValue() slog.Value { return slog.StringValue(redactedVariables) }
+
+// String and GoString keep the values out of %v, %+v and %#v.
+func (Variables) String() string   { return redactedVariables }
+func (Variables) GoString() string { return redactedVariables }
+
+// MarshalJSON keeps the values out of any JSON a request is encoded into.
+func (Variables) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedVariables + `"`), nil }
+
 // PlanRequest is the input of a plan: the config bundle (a tar, see models/bundle)
 // and the workspace's current state (nil when there is none yet).
 type PlanRequest struct {
@@ -67,6 +87,8 @@ type PlanRequest struct {
 	Config      []byte
 	PriorState  []byte
 	Credentials Credentials
+	// Variables are the values of the bundle's sensitive root variables.
+	Variables Variables
 	// Log receives the phase's log while it runs (the worker's LiveLog; nil: nobody
 	// watches). The result's Log still carries all of it, as evidence.
 	Log io.Writer
@@ -81,7 +103,9 @@ type PlanResult struct {
 	HasChanges bool
 }
 
-// ApplyRequest applies exactly PlanFile, planned from Config against PriorState.
+// ApplyRequest applies exactly PlanFile, planned from Config against PriorState. It
+// carries no Variables: the saved plan holds their values (OpenTofu applies it
+// without them).
 type ApplyRequest struct {
 	RunID       string
 	WorkspaceID string
@@ -108,7 +132,9 @@ type VerifyRequest struct {
 	Config      []byte
 	State       []byte
 	Credentials Credentials
-	Log         io.Writer // as PlanRequest.Log
+	// Variables as PlanRequest's: the refresh-only plan evaluates the configuration.
+	Variables Variables
+	Log       io.Writer // as PlanRequest.Log
 }
 
 // VerifyResult says whether the live resources match; DriftJSON is the refresh-only

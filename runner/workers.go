@@ -80,7 +80,7 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	defer revoke()
 	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
-		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Log: live})
+		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Variables: Variables(work.Variables), Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
 	// The stored log is the runner's whole log, which holds what it printed in clear.
 	res.Log = live.Mask(res.Log)
@@ -302,7 +302,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	defer revoke()
 	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
-		State: work.State, Credentials: creds, Log: live})
+		State: work.State, Credentials: creds, Variables: Variables(work.Variables), Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
 	if err != nil {
@@ -315,8 +315,16 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "verification failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
+	// The drift is a plan JSON: stored with the log, it is redacted as a plan is (the
+	// sensitive variables' values, and what derives from them), then masked as the log
+	// is. One that does not read is stored masked only.
+	drift := res.DriftJSON
+	if redacted, err := run.RedactPlan(drift); err == nil {
+		drift = redacted
+	}
+	log := append(res.Log, live.Mask(drift)...)
 	return persist(ctx, w.Logger, work.Lease, func(ctx context.Context) error {
-		_, err := w.Runs.FinishVerify(ctx, work.Lease, res.Converged, append(res.Log, res.DriftJSON...))
+		_, err := w.Runs.FinishVerify(ctx, work.Lease, res.Converged, log)
 		return err
 	})
 }

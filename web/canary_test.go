@@ -46,7 +46,8 @@ const canaryCloudAdmin = "admin-canary-token"
 // the jobs of a staging run (static keys), a development run (workload identity) and a
 // drift check, and the credentials of a break-glass window (shown once, used by hand),
 // appear in no generated file, plan file (unzipped), plan JSON, log, state version, page,
-// database dump or sandbox cloud file or log.
+// database dump or sandbox cloud file or log; nor does a sensitive template input, but in
+// its run's saved plan (requireSensitiveInputsNeverLeak).
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	app := startCanary(t)
@@ -162,6 +163,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 		require.Positive(t, scan.seen[where], "nothing was scanned in %s: the check could not fail", where)
 	}
 	t.Logf("scanned %v for %d canaries", scan.seen, len(canaries))
+
+	// A sensitive template input, through a run of its own (canary_inputs_test.go).
+	app.requireSensitiveInputsNeverLeak(t, admin, staging)
 }
 
 var tags = regexp.MustCompile(`<[^>]*>`)
@@ -193,7 +197,7 @@ func startCanary(t *testing.T) canaryApp {
 	a.cloudURL = cloudSrv.URL
 	a.exec = &recordingExecutor{Executor: &tofurun.Process{Tofu: tc.Tofu, CLIConfig: tc.CLIConfig, CloudEndpoint: cloudSrv.URL}}
 	a.App = webtest.StartWith(t, webtest.Options{Listener: ln, Runner: tofurun.New(a.exec, t.TempDir(), &tofu.PluginCache{Mirror: tc.Mirror, Root: t.TempDir()}),
-		CloudEndpoint: cloudSrv.URL})
+		CloudEndpoint: cloudSrv.URL, CatalogFS: notedCatalog(t)})
 	return a
 }
 

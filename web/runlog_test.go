@@ -298,10 +298,13 @@ func TestLiveLogStream(t *testing.T) {
 	for _, id := range []string{`id="plan-log"`, `id="apply-log"`, `id="verify-log"`, `hx-swap-oob="innerHTML"`, "run.succeeded"} {
 		require.Contains(t, final, id, "the finished run's section shows its logs as stored, and its history")
 	}
-	// The stored logs are masked like the live one: the mock's plan log names the bucket.
+	// The stored logs are masked like the live one: the mock's plan log shows the
+	// sensitive name as tofu does, "(sensitive value)"; its apply log prints the url
+	// output, which the provider built from the name.
 	logs := regexp.MustCompile(`(?s)<pre id="(?:plan|apply|verify)-log"[^>]*>(.*?)</pre>`).FindAllStringSubmatch(final, -1)
 	require.Len(t, logs, 3)
-	require.Contains(t, logs[0][1], runner.Masked)
+	require.Contains(t, logs[0][1], "name           = (sensitive value)")
+	require.Contains(t, logs[1][1], runner.Masked)
 	for _, l := range logs {
 		for i := 0; i+6 <= len(liveSecret); i++ {
 			require.NotContains(t, l[1], liveSecret[i:i+6], "a piece of the secret is in a stored log")

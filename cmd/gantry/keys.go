@@ -74,6 +74,10 @@ func runKeysRotate(ctx context.Context, args []string, stdout io.Writer, logger 
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts and %d live log chunks, then: %w", n, c, err)
 	}
+	v, err := runmodel.RewrapRunVariables(ctx, gdb, keys)
+	if err != nil {
+		return fmt.Errorf("re-wrapped %d artifacts, %d live log chunks and %d runs' sensitive inputs, then: %w", n, c, v, err)
+	}
 	w, err := identity.RewrapKeys(ctx, gdb, keys)
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, then: %w", n, err)
@@ -86,9 +90,10 @@ func runKeysRotate(ctx context.Context, args []string, stdout io.Writer, logger 
 	if err != nil {
 		return fmt.Errorf("re-wrapped %d artifacts, %d workload keys and %d environment credentials, then: %w", n, w, e, err)
 	}
-	logger.Info("keys rotated", "artifacts", n, "live_log_chunks", c, "workload_keys", w, "environment_credentials", e, "audit_signing_keys", s, "key_id", keys.CurrentKeyID())
-	fmt.Fprintf(stdout, "re-wrapped %d artifacts, %d live log chunks, %d workload keys, %d environment credentials and %d audit signing keys under key %s\n",
-		n, c, w, e, s, keys.CurrentKeyID())
+	logger.Info("keys rotated", "artifacts", n, "live_log_chunks", c, "run_variables", v, "workload_keys", w, "environment_credentials", e,
+		"audit_signing_keys", s, "key_id", keys.CurrentKeyID())
+	fmt.Fprintf(stdout, "re-wrapped %d artifacts, %d live log chunks, %d runs' sensitive inputs, %d workload keys, %d environment credentials and %d audit signing keys under key %s\n",
+		n, c, v, w, e, s, keys.CurrentKeyID())
 	if newSigning {
 		replaced, err := audit.NewKeys(gdb, keys).RotateSigning(ctx)
 		if err != nil {

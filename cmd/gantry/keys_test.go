@@ -16,8 +16,8 @@ import (
 	"gantry/models/keyring"
 )
 
-// TestKeysRotate: `gantry keys rotate` re-wraps artifacts and workload signing keys
-// under the new key; afterwards the old key is no longer needed.
+// TestKeysRotate: `gantry keys rotate` re-wraps artifacts, runs' sealed sensitive inputs
+// and workload signing keys under the new key; afterwards the old key is no longer needed.
 func TestKeysRotate(t *testing.T) {
 	ctx := context.Background()
 	dsn := dbtest.NewURL(t)
@@ -44,18 +44,33 @@ func TestKeysRotate(t *testing.T) {
 	require.NoError(t, err)
 	signer, err := audit.NewKeys(gdb, old).Signer(ctx, "org-1")
 	require.NoError(t, err)
+	// A run's sealed sensitive inputs (bound to its organization and id, as the migration says).
+	const varsAAD = "run_variables:org-1:run-s"
+	vars, err := old.Seal([]byte(`{"note":"n"}`), []byte(varsAAD))
+	require.NoError(t, err)
+	require.NoError(t, gdb.Exec(`INSERT INTO runs (id, organization_id, workspace_id, environment_id, number, kind, state, template_name,
+		template_version, module_digest, requested_by, requested_by_name, runner, simulated, config_artifact_id, config_digest,
+		variables_key_id, variables_wrapped_key, variables_nonce, variables_ciphertext)
+		VALUES ('run-s', 'org-1', 'ws-1', 'env-1', 1, 'apply', 'SUCCEEDED', 't', '1.0.0', 'd', 'usr-1', 'U', 'mock', true, ?, 'd', ?, ?, ?, ?)`,
+		art.ID, vars.KeyID, vars.WrappedKey, vars.Nonce, vars.Ciphertext).Error)
 
 	out.Reset()
 	require.Equal(t, 0, run([]string{"keys", "rotate", "--database-url", dsn, "--keys", newSpec + "," + oldSpec, "--new-signing-keys"}, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 0 live log chunks, 1 workload keys, 0 environment credentials and 1 audit signing keys under key k2")
+	require.Contains(t, out.String(), "re-wrapped 1 artifacts, 0 live log chunks, 1 runs' sensitive inputs, 1 workload keys, 0 environment credentials and 1 audit signing keys under key k2")
 	require.Contains(t, out.String(), "replaced the audit signing key of 1 organizations")
 
 	var stale int64
 	require.NoError(t, gdb.Raw(`SELECT (SELECT count(*) FROM artifacts WHERE key_id <> 'k2') + (SELECT count(*) FROM workload_keys WHERE key_id <> 'k2')
-		+ (SELECT count(*) FROM audit_signing_keys WHERE key_id <> 'k2')`).Scan(&stale).Error)
+		+ (SELECT count(*) FROM audit_signing_keys WHERE key_id <> 'k2') + (SELECT count(*) FROM runs WHERE variables_key_id <> 'k2')`).Scan(&stale).Error)
 	require.Zero(t, stale)
 	onlyNew, err := keyring.Parse(newSpec)
 	require.NoError(t, err)
+	var rewrapped keyring.Sealed
+	require.NoError(t, gdb.Raw(`SELECT variables_key_id AS key_id, variables_wrapped_key AS wrapped_key, variables_nonce AS nonce,
+		variables_ciphertext AS ciphertext FROM runs WHERE id = 'run-s'`).Scan(&rewrapped).Error)
+	plain, err := onlyNew.Open(rewrapped, []byte(varsAAD))
+	require.NoError(t, err, "the run's sealed inputs open with the new key alone")
+	require.Equal(t, `{"note":"n"}`, string(plain))
 	data, _, err := artifact.NewStore(gdb, onlyNew).Get(ctx, "org-1", art.ID)
 	require.NoError(t, err)
 	require.Equal(t, `{"serial":1}`, string(data))

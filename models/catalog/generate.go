@@ -39,7 +39,9 @@ type GenerateInput struct {
 
 // Generate builds the config bundle: main.tf (the root module calling the template
 // module with the inputs), modules/<name>/... (the module tree) and
-// .terraform.lock.hcl. It rechecks the tree it bundles against the module source
+// .terraform.lock.hcl. A sensitive input's value is never written: main.tf declares
+// it as a sensitive root variable and passes var.<name> on; the runner sets it as
+// TF_VAR_<name> in tofu's environment (models/run/variables.go). It rechecks the tree it bundles against the module source
 // rules and the digest taken at load, so nothing unchecked reaches a runner.
 func (e Entry) Generate(in GenerateInput) (bundle.Bundle, error) {
 	name := e.Template.Name
@@ -115,9 +117,28 @@ func rootModule(t Template, info moduleInfo, in GenerateInput) ([]byte, error) {
 	})
 	root.AppendNewline()
 
+	declared := false
+	for _, a := range args {
+		if a.typ == "" {
+			continue
+		}
+		if !declared {
+			comment(root, "Sensitive inputs: their values reach the runner only as TF_VAR_<name>, never this file.")
+			declared = true
+		}
+		v := root.AppendNewBlock("variable", []string{a.name}).Body()
+		v.SetAttributeTraversal("type", hcl.Traversal{hcl.TraverseRoot{Name: a.typ}})
+		v.SetAttributeValue("sensitive", cty.True)
+		root.AppendNewline()
+	}
+
 	mod := root.AppendNewBlock("module", []string{t.Name}).Body()
 	mod.SetAttributeValue("source", cty.StringVal("./modules/"+t.Name))
 	for _, a := range args {
+		if a.typ != "" {
+			mod.SetAttributeTraversal(a.name, hcl.Traversal{hcl.TraverseRoot{Name: "var"}, hcl.TraverseAttr{Name: a.name}})
+			continue
+		}
 		mod.SetAttributeValue(a.name, a.value)
 	}
 
@@ -144,14 +165,17 @@ func rootModule(t Template, info moduleInfo, in GenerateInput) ([]byte, error) {
 	return src, nil
 }
 
+// argument is one argument of the module call: a literal value, or, for a sensitive
+// input, var.<name> of a root variable of type typ (value is then never written).
 type argument struct {
 	name  string
 	value cty.Value
+	typ   string // "string", "number" or "bool" for a sensitive input; "" for a literal
 }
 
 // moduleArguments turns validated inputs into module arguments sorted by name.
-// Sensitive inputs are written too: the root module has to pass them on, and a
-// later change moves them to TF_VAR_ environment variables of the runner.
+// Sensitive inputs become references to root variables: the runner sets their
+// values as TF_VAR_ environment variables, so they are in no file.
 func moduleArguments(t Template, values map[string]any) ([]argument, error) {
 	byName := map[string]Input{}
 	for _, in := range t.Inputs {
@@ -163,20 +187,15 @@ func moduleArguments(t Template, values map[string]any) ([]argument, error) {
 		if !ok {
 			return nil, fmt.Errorf("template has no input named %s", name)
 		}
-		var val cty.Value
-		typed := false
-		switch x := v.(type) {
-		case string:
-			val, typed = cty.StringVal(x), in.Type == TypeString
-		case float64:
-			val, typed = cty.NumberFloatVal(x), in.Type == TypeNumber
-		case bool:
-			val, typed = cty.BoolVal(x), in.Type == TypeBool
+		val, err := in.ctyValue(v)
+		if err != nil {
+			return nil, err
 		}
-		if !typed {
-			return nil, fmt.Errorf("input %s is a %s, but got %T (validate inputs first)", name, in.Type, v)
+		a := argument{name: name, value: val}
+		if in.Sensitive {
+			a.typ = in.Type
 		}
-		args = append(args, argument{name: name, value: val})
+		args = append(args, a)
 	}
 	for _, in := range t.Inputs {
 		if _, ok := values[in.Name]; !ok && in.Required {
@@ -185,6 +204,26 @@ func moduleArguments(t Template, values map[string]any) ([]argument, error) {
 	}
 	sort.Slice(args, func(i, j int) bool { return args[i].name < args[j].name })
 	return args, nil
+}
+
+// ctyValue is a validated value of the input (a string, float64 or bool matching its
+// type) as HCL writes it.
+func (in Input) ctyValue(v any) (cty.Value, error) {
+	switch x := v.(type) {
+	case string:
+		if in.Type == TypeString {
+			return cty.StringVal(x), nil
+		}
+	case float64:
+		if in.Type == TypeNumber {
+			return cty.NumberFloatVal(x), nil
+		}
+	case bool:
+		if in.Type == TypeBool {
+			return cty.BoolVal(x), nil
+		}
+	}
+	return cty.NilVal, fmt.Errorf("input %s is a %s, but got %T (validate inputs first)", in.Name, in.Type, v)
 }
 
 // stateAddress checks the backend URL and drops a trailing slash so the lock

@@ -23,17 +23,23 @@ func (rc runCatalog) Validate(name string, raw map[string]string) (run.Validated
 		return run.Validated{}, v
 	}
 	display := make(map[string]any, len(values))
+	var sensitive map[string]any
 	for _, in := range e.Template.Inputs {
 		val, ok := values[in.Name]
 		if !ok {
 			continue
 		}
 		if in.Sensitive {
+			if sensitive == nil {
+				sensitive = map[string]any{}
+			}
+			sensitive[in.Name] = val
 			val = masked
 		}
 		display[in.Name] = val
 	}
-	return run.Validated{Template: e.Template.Name, Version: e.Template.Version, ModuleDigest: e.ModuleDigest, Inputs: values, Display: display}, nil
+	return run.Validated{Template: e.Template.Name, Version: e.Template.Version, ModuleDigest: e.ModuleDigest, Inputs: values, Display: display,
+		Sensitive: sensitive}, nil
 }
 
 func (rc runCatalog) Generate(v run.Validated, workspaceID, stateAddress string) (bundle.Bundle, error) {
@@ -55,6 +61,6 @@ func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
 
 func (rc runCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }
 
-func (rc runCatalog) Inputs(name string, config []byte) ([]run.InputValue, error) {
-	return rc.c.Inputs(name, config)
+func (rc runCatalog) Inputs(name string, config []byte, sealed map[string]any) ([]run.InputValue, error) {
+	return rc.c.Inputs(name, config, sealed)
 }

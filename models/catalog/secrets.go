@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -10,12 +12,14 @@ import (
 	"gantry/models/run"
 )
 
-// Secrets reads back, from a config bundle Generate wrote for template name, the values
-// of the template's sensitive inputs: what a run's live log masks. They are stored
-// nowhere else in clear (the run keeps them masked). A template the catalog no longer
-// offers says nothing of which inputs were sensitive, so all of its arguments count as
-// secrets: masking too much garbles a log, too little would leak. A bundle that does
-// not read has nothing to mask (no runner gets far enough with it to print anything).
+// Secrets reads back, from a config bundle Generate wrote for template name before
+// sensitive inputs were sealed with their run (models/run/variables.go), the values of
+// the template's sensitive inputs it holds as literals: what a run's live log masks
+// besides the sealed values. A bundle generated since holds none (only var.<name>). A
+// template the catalog no longer offers says nothing of which inputs were sensitive,
+// so all of its literal arguments count as secrets: masking too much garbles a log,
+// too little would leak. A bundle that does not read has nothing to mask (no runner
+// gets far enough with it to print anything).
 //
 // String values are returned, and the decimal text of numbers; a bool has too few
 // values for masking its text to hide anything, and masking every "true" would only
@@ -83,13 +87,28 @@ func bundleArguments(config []byte, name string, any bool) map[string]cty.Value 
 }
 
 // Inputs are template name's inputs as config bundle config holds them (what a
-// promotion compares), with what the manifest says of each.
-func (c *Catalog) Inputs(name string, config []byte) ([]run.InputValue, error) {
+// promotion compares), with what the manifest says of each. A sensitive input the
+// bundle only declares (var.<name>) takes its value from sealed, the run's sealed
+// values (validated: a string, float64 or bool), encoded as a literal would be, so an
+// older bundle's literal and a sealed value compare alike.
+func (c *Catalog) Inputs(name string, config []byte, sealed map[string]any) ([]run.InputValue, error) {
 	e, err := c.Get(name)
 	if err != nil {
 		return nil, err
 	}
 	args := bundleArguments(config, name, false)
+	for _, in := range e.Template.Inputs {
+		if raw, ok := sealed[in.Name]; ok && in.Sensitive {
+			if _, literal := args[in.Name]; literal {
+				continue
+			}
+			v, err := in.ctyValue(raw)
+			if err != nil {
+				return nil, fmt.Errorf("sealed value of %w", err)
+			}
+			args[in.Name] = v
+		}
+	}
 	out := make([]run.InputValue, 0, len(e.Template.Inputs))
 	for _, in := range e.Template.Inputs {
 		iv := run.InputValue{Name: in.Name, Label: in.Label, Divergence: in.Divergence, Sensitive: in.Sensitive}

@@ -105,7 +105,11 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
 		return ApplyWork{}, err
 	}
-	work.Secrets = s.catalog.Secrets(r.TemplateName, work.Config)
+	// The apply needs no variables (OpenTofu applies the saved plan, which holds
+	// them), but its log masks them as the plan's does.
+	if _, work.Secrets, err = s.phaseSecrets(ctx, r, work.Config); err != nil {
+		return ApplyWork{}, err
+	}
 	if r.PriorStateVersionID != nil {
 		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return ApplyWork{}, err

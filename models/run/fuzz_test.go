@@ -1,7 +1,9 @@
 package run
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,4 +252,59 @@ func checkEvidence(t *testing.T, ev Evidence, values map[string]string) {
 	if err != nil || again != ev {
 		t.Fatalf("%+v reads back from its fields as %+v, %v", ev, again, err)
 	}
+}
+
+// FuzzRedactPlan redacts any bytes as a plan: RedactPlan never panics; what it accepts
+// comes back as one JSON object in which every value a marker marks is masked or null
+// (redacting it again changes nothing, byte for byte: masking is what changes bytes),
+// and a plan with nothing to mask comes back exactly as given; the value of a root
+// variable the configuration declares sensitive never survives.
+func FuzzRedactPlan(f *testing.F) {
+	paths, err := filepath.Glob(filepath.Join("..", "classify", "testdata", "*.json"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no seeds: %v", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"variables":{"secret":{"value":"canary-canary"}},"configuration":{"root_module":{"variables":{"secret":{"sensitive":true}}}},` +
+		`"resource_changes":[{"change":{"before":null,"after":{"labels":{"key_digest":"9f86d0"},"l":[1,"x"]},"after_sensitive":{"labels":{"key_digest":true},"l":[false,true]}}}]}`))
+	f.Add([]byte(`{"planned_values":{"outputs":{"o":{"sensitive":true,"value":{"k":"v"}}},"root_module":{"child_modules":[{"resources":[{"values":"x","sensitive_values":{"a":true}}]}]}}}`))
+	f.Fuzz(func(t *testing.T, plan []byte) {
+		out, err := RedactPlan(plan)
+		if err != nil {
+			return
+		}
+		var doc map[string]any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber() // 1e400 is a JSON number, if not a float64
+		if err := dec.Decode(&doc); err != nil || doc == nil {
+			t.Fatalf("the redacted plan is not a JSON object: %v\n%s", err, out)
+		}
+		again, err := RedactPlan(out)
+		if err != nil {
+			t.Fatalf("the redacted plan does not redact again: %v", err)
+		}
+		if !bytes.Equal(again, out) {
+			t.Fatalf("redacting twice masked more: a marked value survived the first time\n%s\n%s", out, again)
+		}
+		if !bytes.Equal(out, plan) && !bytes.Contains(out, []byte(SensitiveValue)) {
+			t.Fatalf("the plan changed but masks nothing\n%s\n%s", plan, out)
+		}
+		decls, _ := doc["configuration"].(map[string]any)
+		root, _ := decls["root_module"].(map[string]any)
+		vars, _ := root["variables"].(map[string]any)
+		values, _ := doc["variables"].(map[string]any)
+		for name, d := range vars {
+			if decl, _ := d.(map[string]any); decl["sensitive"] == true {
+				if v, _ := values[name].(map[string]any); v["value"] != nil && v["value"] != SensitiveValue {
+					t.Fatalf("sensitive variable %s kept its value %v", name, v["value"])
+				}
+			}
+		}
+	})
 }

@@ -7,9 +7,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"gantry/models/audit"
-	"gantry/models/authz"
-	"gantry/models/db"
 	"gantry/models/keyring"
 )
 
@@ -167,64 +164,36 @@ func (st store) logChunks(ctx context.Context, r Run, phase JobKind, after, limi
 	return rows, nil
 }
 
-// rewrapBatch bounds how many chunks one rotation transaction re-wraps.
-const rewrapBatch = 500
-
 // RewrapLogChunks re-wraps the data key of every live log chunk not sealed under keys'
 // current key (`gantry keys rotate`), so older keys can be dropped; ciphertexts are
 // untouched. Batches are their own transactions, each audited per organization as
 // "keys.rewrapped"; it returns how many chunks it re-wrapped.
 func RewrapLogChunks(ctx context.Context, gdb *gorm.DB, keys *keyring.Keyring) (int, error) {
-	log := audit.New(gdb)
-	current := keys.CurrentKeyID()
-	total := 0
-	for {
-		var seen int
-		err := db.Tx(ctx, gdb, func(ctx context.Context) error {
-			conn := db.Conn(ctx, gdb)
-			var rows []struct {
-				OrganizationID, RunID, Phase string
-				Seq                          int
-				KeyID                        string
-				WrappedKey                   []byte
-			}
-			err := conn.Raw(`SELECT organization_id, run_id, phase, seq, key_id, wrapped_key FROM run_log_chunks WHERE key_id <> ?
-				ORDER BY organization_id, run_id, phase, seq LIMIT ? FOR NO KEY UPDATE`, current, rewrapBatch).Scan(&rows).Error
-			if err != nil {
-				return fmt.Errorf("reading live log chunks to rotate: %w", err)
-			}
-			perOrg := map[string]int{}
-			for _, r := range rows {
-				re, err := keys.Rewrap(keyring.Sealed{KeyID: r.KeyID, WrappedKey: r.WrappedKey})
-				if err != nil {
-					return fmt.Errorf("re-wrapping chunk %d of the %s log of run %s: %w", r.Seq, r.Phase, r.RunID, err)
-				}
-				err = conn.Exec(`UPDATE run_log_chunks SET key_id = ?, wrapped_key = ?
-					WHERE organization_id = ? AND run_id = ? AND phase = ? AND seq = ?`, re.KeyID, re.WrappedKey, r.OrganizationID, r.RunID, r.Phase, r.Seq).Error
-				if err != nil {
-					return fmt.Errorf("storing the re-wrapped key of chunk %d of the %s log of run %s: %w", r.Seq, r.Phase, r.RunID, err)
-				}
-				perOrg[r.OrganizationID]++
-			}
-			for orgID, count := range perOrg {
-				err := log.RecordAs(ctx, authz.System(orgID), audit.Entry{Action: "keys.rewrapped", TargetType: "keyring",
-					TargetID: current, Data: map[string]any{"live_log_chunks": count, "key_id": current}})
-				if err != nil {
-					return err
-				}
-			}
-			seen = len(rows)
-			return nil
-		})
+	return rewrapInBatches(ctx, gdb, keys, "live_log_chunks", func(conn *gorm.DB, current string) (int, map[string]int, error) {
+		var rows []struct {
+			OrganizationID, RunID, Phase string
+			Seq                          int
+			KeyID                        string
+			WrappedKey                   []byte
+		}
+		err := conn.Raw(`SELECT organization_id, run_id, phase, seq, key_id, wrapped_key FROM run_log_chunks WHERE key_id <> ?
+			ORDER BY organization_id, run_id, phase, seq LIMIT ? FOR NO KEY UPDATE`, current, rewrapBatch).Scan(&rows).Error
 		if err != nil {
-			return total, err
+			return 0, nil, fmt.Errorf("reading live log chunks to rotate: %w", err)
 		}
-		total += seen
-		if seen < rewrapBatch {
-			return total, nil
+		perOrg := map[string]int{}
+		for _, r := range rows {
+			re, err := keys.Rewrap(keyring.Sealed{KeyID: r.KeyID, WrappedKey: r.WrappedKey})
+			if err != nil {
+				return 0, nil, fmt.Errorf("re-wrapping chunk %d of the %s log of run %s: %w", r.Seq, r.Phase, r.RunID, err)
+			}
+			err = conn.Exec(`UPDATE run_log_chunks SET key_id = ?, wrapped_key = ?
+				WHERE organization_id = ? AND run_id = ? AND phase = ? AND seq = ?`, re.KeyID, re.WrappedKey, r.OrganizationID, r.RunID, r.Phase, r.Seq).Error
+			if err != nil {
+				return 0, nil, fmt.Errorf("storing the re-wrapped key of chunk %d of the %s log of run %s: %w", r.Seq, r.Phase, r.RunID, err)
+			}
+			perOrg[r.OrganizationID]++
 		}
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-	}
+		return len(rows), perOrg, nil
+	})
 }

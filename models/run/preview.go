@@ -22,9 +22,10 @@ import (
 // is written: no workspace, run, artifact or audit event.
 
 // Simulator plans a configuration in memory, without credentials or a cloud (the
-// MockTofuRunner), for the preview's cost: kind is a Kind, priorState nil for none.
+// MockTofuRunner), for the preview's cost: kind is a Kind, priorState nil for none,
+// variables the values of the configuration's sensitive root variables (Variables).
 type Simulator interface {
-	SimulatePlan(ctx context.Context, config, priorState []byte, kind string) (planJSON []byte, err error)
+	SimulatePlan(ctx context.Context, config, priorState []byte, kind string, variables map[string]string) (planJSON []byte, err error)
 }
 
 // Previewer answers the request form's preview.
@@ -145,7 +146,11 @@ func (p *Previewer) cost(ctx context.Context, req Request, v Validated, ws *work
 	if err != nil {
 		return nil, err
 	}
-	planJSON, err := p.sim.SimulatePlan(ctx, tarball, prior, string(req.Kind))
+	vars, err := variablesOf(v.Sensitive)
+	if err != nil {
+		return nil, err
+	}
+	planJSON, err := p.sim.SimulatePlan(ctx, tarball, prior, string(req.Kind), vars)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the plan: %w", err)
 	}

@@ -33,7 +33,8 @@ type Promotable struct {
 	Source       Run
 	SourceLabel  string // "orders-db #3 in staging"
 	Environments []environment.Environment
-	// Inputs are the source's inputs as its configuration holds them.
+	// Inputs are the source's inputs as its configuration holds them; a sensitive
+	// one's Value is left empty (it is typed again).
 	Inputs []InputValue
 }
 
@@ -41,6 +42,31 @@ type Promotable struct {
 // applied to it yet, the last environment of the order, a template version the catalog
 // no longer offers. Another organization's or a hidden workspace is not found.
 func (s *Service) PromotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
+	p, _, err := s.promotable(ctx, workspaceID)
+	return p, err
+}
+
+// promotable is PromotionOf, and the source's inputs with the values of its sensitive
+// ones, which a promotion compares and Promotable never carries (the source's bundle
+// holds them in clear only if it predates sealing them).
+func (s *Service) promotable(ctx context.Context, workspaceID string) (Promotable, []InputValue, error) {
+	p, err := s.promotionOf(ctx, workspaceID)
+	if err != nil {
+		return Promotable{}, nil, err
+	}
+	withSecrets := p.Inputs
+	p.Inputs = make([]InputValue, len(withSecrets))
+	for i, in := range withSecrets {
+		if in.Sensitive {
+			in.Value = ""
+		}
+		p.Inputs[i] = in
+	}
+	return p, withSecrets, nil
+}
+
+// promotionOf is PromotionOf with the values of the sensitive inputs in.
+func (s *Service) promotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Promotable{}, err
@@ -94,7 +120,11 @@ func (s *Service) PromotionOf(ctx context.Context, workspaceID string) (Promotab
 	if err != nil {
 		return Promotable{}, err
 	}
-	if out.Inputs, err = s.catalog.Inputs(src.TemplateName, config); err != nil {
+	sealed, err := s.sensitiveValues(ctx, src)
+	if err != nil {
+		return Promotable{}, err
+	}
+	if out.Inputs, err = s.catalog.Inputs(src.TemplateName, config, sealed); err != nil {
 		return Promotable{}, err
 	}
 	return out, nil
@@ -141,7 +171,7 @@ func (e *PromotionBlocked) Unwrap() error { return errs.ErrConflict }
 // not next in the order or bad inputs are field messages; a changed fixed input is
 // *PromotionBlocked; nothing is written for either.
 func (s *Service) Promote(ctx context.Context, req PromotionRequest) (Run, error) {
-	p, err := s.PromotionOf(ctx, req.WorkspaceID)
+	p, source, err := s.promotable(ctx, req.WorkspaceID)
 	if err != nil {
 		return Run{}, err
 	}
@@ -164,11 +194,11 @@ func (s *Service) Promote(ctx context.Context, req PromotionRequest) (Run, error
 	if err != nil {
 		return Run{}, err
 	}
-	asked, err := s.catalog.Inputs(p.Source.TemplateName, tarball)
+	asked, err := s.catalog.Inputs(p.Source.TemplateName, tarball, validated.Sensitive)
 	if err != nil {
 		return Run{}, err
 	}
-	if d := differences(p.Inputs, asked); len(d) > 0 {
+	if d := differences(source, asked); len(d) > 0 {
 		return Run{}, &PromotionBlocked{Differences: d}
 	}
 	return s.request(ctx, Request{EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Template: p.Source.TemplateName,

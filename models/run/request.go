@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,6 +27,10 @@ type Validated struct {
 	ModuleDigest string
 	Inputs       map[string]any // typed values, as the generated config gets them
 	Display      map[string]any // the same with sensitive values masked: what is stored and shown
+	// Sensitive are the values of the template's sensitive inputs (a subset of Inputs):
+	// the generated config bundle only declares them, the run keeps them sealed
+	// (variables.go) and its runner gets them as TF_VAR_ environment variables.
+	Sensitive map[string]any
 	// Runner is the executor the environment's jobs run on (set by Service.Validate).
 	Runner RunnerInfo
 }
@@ -35,17 +40,20 @@ type Catalog interface {
 	// Validate checks raw inputs for template name: errs.ErrNotFound for an unknown
 	// or refused template, *errs.Validation (fields "inputs.<name>") for bad inputs.
 	Validate(name string, raw map[string]string) (Validated, error)
-	// Generate builds the config bundle for a workspace.
+	// Generate builds the config bundle for a workspace: v.Sensitive are declared as
+	// sensitive root variables, never written into it.
 	Generate(v Validated, workspaceID, stateAddress string) (bundle.Bundle, error)
 	// Facts says what the plan review needs to know about template name's resource
 	// types (errs.ErrNotFound when the catalog no longer offers it).
 	Facts(name string) (TemplateFacts, error)
 	// Inputs are template name's inputs as a config bundle it generated holds them,
-	// with what its manifest says of each (a promotion compares them).
-	Inputs(name string, config []byte) ([]InputValue, error)
-	// Secrets are the values of template name's sensitive inputs in a config bundle
-	// generated from it: what a run's live log masks (every argument, when the catalog
-	// no longer offers the template).
+	// the sensitive ones from sealed (the run's sealed values, which a bundle only
+	// declares), with what its manifest says of each (a promotion compares them).
+	Inputs(name string, config []byte, sealed map[string]any) ([]InputValue, error)
+	// Secrets are the values of template name's sensitive inputs that a config bundle
+	// generated from it holds as literals (bundles from before they were sealed): what
+	// a run's live log masks besides the sealed values (every literal argument, when the
+	// catalog no longer offers the template).
 	Secrets(name string, config []byte) []string
 }
 
@@ -254,7 +262,8 @@ func (s *Service) request(ctx context.Context, req Request, promotedFrom *promot
 		}
 		out, err = s.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
 			template: validated.Template, version: validated.Version, moduleDigest: validated.ModuleDigest, inputs: display,
-			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256, promotedFrom: promotedFrom})
+			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256, promotedFrom: promotedFrom,
+			sensitive: validated.Sensitive})
 		return err
 	})
 	return out, err
@@ -280,6 +289,10 @@ type queued struct {
 	// madeBy who made the window's change by hand (never a codification's decider).
 	window *string
 	madeBy string
+	// sensitive are the values of the sensitive inputs of a bundle generated for this
+	// run, sealed with it; a run reusing another's bundle carries that one's instead
+	// (configSource).
+	sensitive map[string]any
 }
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
@@ -340,6 +353,19 @@ func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (R
 	}
 	if err := s.store.create(ctx, r); err != nil {
 		return Run{}, err
+	}
+	sensitive := q.sensitive
+	if from := q.configSource(); from != nil {
+		if sensitive, err = s.sensitiveValues(ctx, *from); err != nil {
+			return Run{}, err
+		}
+	}
+	if err := s.sealVariables(ctx, r, sensitive); err != nil {
+		return Run{}, err
+	}
+	if len(sensitive) > 0 {
+		// Which inputs were sealed, never their values.
+		data["sealed_inputs"] = slices.Sorted(maps.Keys(sensitive))
 	}
 	// As the subject given: a person, or the system queuing a drift check.
 	if err := s.audit.RecordAs(ctx, subject, audit.Entry{Action: "run.queued", TargetType: "run", TargetID: r.ID, Data: data,

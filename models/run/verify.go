@@ -13,11 +13,12 @@ import (
 
 // VerifyWork is what a verify job needs.
 type VerifyWork struct {
-	Lease   Lease // as PlanWork.Lease
-	Run     Run
-	Config  []byte
-	State   []byte
-	Secrets []string // as PlanWork.Secrets
+	Lease     Lease // as PlanWork.Lease
+	Run       Run
+	Config    []byte
+	State     []byte
+	Secrets   []string  // as PlanWork.Secrets
+	Variables Variables // as PlanWork.Variables: the refresh-only plan evaluates the configuration too
 }
 
 // BeginVerify takes a lease for claim on a run being verified and returns the
@@ -57,7 +58,11 @@ func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (V
 	if err != nil {
 		return VerifyWork{}, err
 	}
-	return VerifyWork{Lease: lease, Run: r, Config: cfg, State: st, Secrets: s.catalog.Secrets(r.TemplateName, cfg)}, nil
+	vars, secrets, err := s.phaseSecrets(ctx, r, cfg)
+	if err != nil {
+		return VerifyWork{}, err
+	}
+	return VerifyWork{Lease: lease, Run: r, Config: cfg, State: st, Secrets: secrets, Variables: vars}, nil
 }
 
 // FinishVerify ends the run verified under lease l: SUCCEEDED when the live resources

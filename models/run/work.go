@@ -34,6 +34,9 @@ type PlanWork struct {
 	Lease Lease
 	// Secrets are the values of the run's sensitive inputs: its live log masks them.
 	Secrets []string
+	// Variables are the same values as the runner hands them to OpenTofu
+	// (TF_VAR_<name>; variables.go).
+	Variables Variables
 }
 
 // ExecutorOf names the executor run runID was requested on (every phase uses it): a
@@ -100,7 +103,9 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
 		return PlanWork{}, err
 	}
-	work.Secrets = s.catalog.Secrets(r.TemplateName, work.Config)
+	if work.Variables, work.Secrets, err = s.phaseSecrets(ctx, r, work.Config); err != nil {
+		return PlanWork{}, err
+	}
 	if r.PriorStateVersionID != nil {
 		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
 			return PlanWork{}, err
@@ -169,6 +174,18 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 	if current.State != Planning || current.PlanRevision != out.Revision {
 		return Run{}, ErrSkip
 	}
+	// The plan JSON is stored, shown and judged redacted: OpenTofu writes sensitive
+	// values into it in clear (a sensitive root variable's value, and every value
+	// derived from one beside its marker). The gates run on the redacted plan too:
+	// classification, risk and cost read actions, addresses and types, never a secret,
+	// and a policy must not need one (its input masks them anyway, policies.parsePlan).
+	// A drift check's attribution read the plan before (runner.observe), for which
+	// attributes changed, and keeps only their names.
+	planJSON, err := RedactPlan(out.PlanJSON)
+	if err != nil {
+		return s.FailPhase(ctx, out.Lease, out.Log, "the plan JSON could not be redacted: "+err.Error())
+	}
+	out.PlanJSON = planJSON
 	// A drift check is never gated: what it found is attributed instead (finishDrift).
 	var a Assessment
 	if current.Kind != KindDrift {

@@ -35,8 +35,8 @@ func applyPlan(p *plan, workspaceID string) (*applied, error) {
 	}
 	moduleOutputs := map[string]map[string]cty.Value{}
 	for _, m := range p.cfg.modules {
-		values, err := m.walk(func(r *resourceConfig, addr instanceAddr, configured cty.Value) (cty.Value, error) {
-			return a.applyInstance(p, workspaceID, r, addr, configured)
+		values, err := m.walk(func(r *resourceConfig, addr instanceAddr, configured cty.Value, sensitive []cty.Path) (cty.Value, error) {
+			return a.applyInstance(p, workspaceID, r, addr, configured, sensitive)
 		})
 		if err != nil {
 			return nil, err
@@ -53,8 +53,9 @@ func applyPlan(p *plan, workspaceID string) (*applied, error) {
 	return a, nil
 }
 
-// applyInstance computes one instance's final value and checks it against the plan.
-func (a *applied) applyInstance(p *plan, workspaceID string, r *resourceConfig, addr instanceAddr, configured cty.Value) (cty.Value, error) {
+// applyInstance computes one instance's final value and checks it against the plan;
+// the state records the paths of its sensitive parts.
+func (a *applied) applyInstance(p *plan, workspaceID string, r *resourceConfig, addr instanceAddr, configured cty.Value, sensitive []cty.Path) (cty.Value, error) {
 	c := p.change(addr)
 	if c == nil {
 		return cty.NilVal, fmt.Errorf("%s: not in the plan; plan again", addr)
@@ -75,7 +76,7 @@ func (a *applied) applyInstance(p *plan, workspaceID string, r *resourceConfig, 
 	if err := conforms(addr, c.after, final); err != nil {
 		return cty.NilVal, err
 	}
-	a.instances = append(a.instances, &instance{addr: addr, value: final, deps: c.deps, cbd: c.cbd})
+	a.instances = append(a.instances, &instance{addr: addr, value: final, deps: c.deps, cbd: c.cbd, sensitive: sensitive})
 	a.final[addr] = final
 	return final, nil
 }

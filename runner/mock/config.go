@@ -10,16 +10,25 @@ import (
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"gantry/models/bundle"
 )
 
 // config is a config bundle as the mock understands it: the generated root module
-// (module calls with literal inputs, outputs) and each called template module.
+// (root variables, module calls with literal inputs or root variables, outputs) and
+// each called template module.
 type config struct {
 	modules         []*moduleConfig // sorted by call name
 	outputs         []*outputConfig // the root module's outputs, sorted by name
 	providerVersion string          // required_providers.sandbox.version, for the configuration JSON
+	// variables are the root module's `variable` blocks (the sensitive inputs Gantry
+	// passes as TF_VAR_<name>); vars their values, converted to their types and marked
+	// when sensitive; given the texts they were set from, which a plan file keeps for
+	// its apply, as tofu's saved plan keeps the variables' values.
+	variables map[string]*variableConfig
+	vars      map[string]cty.Value
+	given     map[string]string
 }
 
 // module finds a module call by name.
@@ -71,6 +80,15 @@ type resourceConfig struct {
 	dependsOn     []string                        // explicit depends_on, as written
 	deps          []string                        // keys of the resources this one refers to (direct)
 	rng           hcl.Range
+	// preconditions are lifecycle.precondition blocks, checked before each instance is
+	// planned or applied.
+	preconditions []precondition
+}
+
+// precondition is one lifecycle.precondition block.
+type precondition struct {
+	condition, message hcl.Expression
+	rng                hcl.Range
 }
 
 func (r *resourceConfig) key() string { return r.typ + "." + r.name }
@@ -82,8 +100,9 @@ type outputConfig struct {
 	description string
 }
 
-// loadConfig decodes and parses a config bundle.
-func loadConfig(tarball []byte) (*config, error) {
+// loadConfig decodes and parses a config bundle; given are the values of its root
+// variables as TF_VAR_<name> would set them.
+func loadConfig(tarball []byte, given map[string]string) (*config, error) {
 	b, err := bundle.FromTar(tarball)
 	if err != nil {
 		return nil, fmt.Errorf("reading the config bundle: %w", err)
@@ -95,13 +114,16 @@ func loadConfig(tarball []byte) (*config, error) {
 	if len(root) == 0 {
 		return nil, fmt.Errorf("the config bundle has no root module (main.tf)")
 	}
-	c := &config{}
+	c := &config{variables: map[string]*variableConfig{}}
 	calls, err := c.readRoot(root)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.resolveVariables(given); err != nil {
+		return nil, err
+	}
 	for _, call := range calls {
-		m, err := loadModule(b.Files, call)
+		m, err := loadModule(b.Files, call, c.vars)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +183,8 @@ func checkFunctions(body *hclsyntax.Body) error {
 	return first
 }
 
-// readRoot reads the generated root module: terraform, provider, module and output blocks.
+// readRoot reads the generated root module: terraform, provider, variable, module and
+// output blocks.
 func (c *config) readRoot(bodies []*hclsyntax.Body) ([]*moduleConfig, error) {
 	var calls []*moduleConfig
 	for _, body := range bodies {
@@ -174,6 +197,15 @@ func (c *config) readRoot(bodies []*hclsyntax.Body) ([]*moduleConfig, error) {
 				c.providerVersion = providerVersion(blk.Body)
 			case "provider":
 				// The mock talks to no provider; its configuration is irrelevant.
+			case "variable":
+				v, err := readVariable(blk)
+				if err != nil {
+					return nil, err
+				}
+				if _, dup := c.variables[v.name]; dup {
+					return nil, at(blk.DefRange(), "duplicate variable %q", v.name)
+				}
+				c.variables[v.name] = v
 			case "module":
 				call, err := readModuleCall(blk)
 				if err != nil {
@@ -201,6 +233,52 @@ func (c *config) readRoot(bodies []*hclsyntax.Body) ([]*moduleConfig, error) {
 	return calls, nil
 }
 
+// resolveVariables sets the root variables as tofu does from TF_VAR_<name>: a
+// variable of a primitive type takes the text as a string, converted to its type; any
+// other parses it as an HCL expression. A variable given no value takes its default;
+// one without a default is an error. Values given for undeclared variables are
+// ignored, as tofu ignores such environment variables.
+func (c *config) resolveVariables(given map[string]string) error {
+	c.vars, c.given = map[string]cty.Value{}, map[string]string{}
+	for _, name := range sortedKeys(c.variables) {
+		decl := c.variables[name]
+		raw, ok := given[name]
+		var v cty.Value
+		switch {
+		case ok && decl.typ.IsPrimitiveType():
+			v = cty.StringVal(raw)
+		case ok:
+			expr, diags := hclsyntax.ParseExpression([]byte(raw), "TF_VAR_"+name, hcl.InitialPos)
+			if diags.HasErrors() {
+				return fmt.Errorf("invalid value for variable %q (TF_VAR_%s): %s", name, name, diagSummary(diags))
+			}
+			if v, diags = expr.Value(nil); diags.HasErrors() {
+				return fmt.Errorf("invalid value for variable %q (TF_VAR_%s): %s", name, name, diagSummary(diags))
+			}
+		case decl.def != cty.NilVal:
+			v = decl.def
+		default:
+			return fmt.Errorf("no value for required variable: the root module input variable %q is not set, and has no default value (set TF_VAR_%s)", name, name)
+		}
+		if ok {
+			c.given[name] = raw
+		}
+		if decl.defaults != nil {
+			v = decl.defaults.Apply(v)
+		}
+		cv, err := convert.Convert(v, decl.typ)
+		if err != nil {
+			// The value is not repeated: it may be a secret.
+			return fmt.Errorf("invalid value for variable %q: %s is required", name, decl.typ.FriendlyNameForConstraint())
+		}
+		if decl.sensitive {
+			cv = cv.Mark(sensitiveMark)
+		}
+		c.vars[name] = cv
+	}
+	return nil
+}
+
 // providerVersion reads required_providers { sandbox = { version = "..." } }.
 func providerVersion(body *hclsyntax.Body) string {
 	for _, blk := range body.Blocks {
@@ -222,7 +300,8 @@ func providerVersion(body *hclsyntax.Body) string {
 	return ""
 }
 
-// readModuleCall reads a module block: its source and its literal inputs.
+// readModuleCall reads a module block: its source and its inputs (literals, or root
+// variables).
 func readModuleCall(blk *hclsyntax.Block) (*moduleConfig, error) {
 	if len(blk.Labels) != 1 {
 		return nil, at(blk.DefRange(), "a module block needs exactly one label, its name")

@@ -10,10 +10,11 @@ import (
 )
 
 // visitFunc decides the value a resource instance has, given the value its
-// configuration evaluates to (computed attributes null). Plan returns the
-// planned value (unknowns where tofu would say "known after apply"); apply
-// returns the final one. Later references see what it returns.
-type visitFunc func(r *resourceConfig, addr instanceAddr, configured cty.Value) (cty.Value, error)
+// configuration evaluates to (computed attributes null), unmarked, and the paths of
+// its sensitive parts. Plan returns the planned value (unknowns where tofu would say
+// "known after apply"); apply returns the final one. Later references see what it
+// returns, its sensitive parts marked again.
+type visitFunc func(r *resourceConfig, addr instanceAddr, configured cty.Value, sensitive []cty.Path) (cty.Value, error)
 
 // walkModule evaluates m's resources in dependency order and returns each
 // resource's value as references see it: an object, or a tuple with count.
@@ -46,11 +47,49 @@ func (m *moduleConfig) walk(visit visitFunc) (map[string]cty.Value, error) {
 }
 
 func (m *moduleConfig) visitInstance(r *resourceConfig, index int, values map[string]cty.Value, visit visitFunc) (cty.Value, error) {
-	configured, err := m.configuredValue(r, m.evalContext(values, index))
+	ctx := m.evalContext(values, index)
+	if err := r.checkPreconditions(ctx); err != nil {
+		return cty.NilVal, err
+	}
+	configured, err := m.configuredValue(r, ctx)
 	if err != nil {
 		return cty.NilVal, err
 	}
-	return visit(r, instanceAddr{module: m.name, typ: r.typ, name: r.name, index: index}, configured)
+	configured, sensitive := unmarkSensitive(configured)
+	v, err := visit(r, instanceAddr{module: m.name, typ: r.typ, name: r.name, index: index}, configured, sensitive)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return markSensitive(v, sensitive), nil
+}
+
+// checkPreconditions checks the instance's lifecycle preconditions as tofu does: one
+// not known yet waits for the apply; a false one fails with its error message, unless
+// that message holds a sensitive value (then it is not shown).
+func (r *resourceConfig) checkPreconditions(ctx *hcl.EvalContext) error {
+	for _, pc := range r.preconditions {
+		v, diags := pc.condition.Value(ctx)
+		if diags.HasErrors() {
+			return diagError(diags)
+		}
+		if !v.IsWhollyKnown() {
+			continue
+		}
+		v, _ = v.UnmarkDeep() // a condition on a sensitive value is still checked
+		v, err := convert.Convert(v, cty.Bool)
+		if err != nil || v.IsNull() {
+			return at(pc.condition.Range(), "%s: the precondition's condition must be true or false", r.key())
+		}
+		if v.True() {
+			continue
+		}
+		msg := "the error message included a sensitive value, so it will not be displayed"
+		if m, diags := pc.message.Value(ctx); !diags.HasErrors() && m.IsWhollyKnown() && !m.ContainsMarked() && m.Type() == cty.String && !m.IsNull() {
+			msg = m.AsString()
+		}
+		return at(pc.rng, "Resource precondition failed: %s: %s", r.key(), msg)
+	}
+	return nil
 }
 
 // countOf evaluates count: -1 without count. Like tofu, it must be known while planning.
@@ -64,6 +103,9 @@ func (m *moduleConfig) countOf(r *resourceConfig, values map[string]cty.Value) (
 	}
 	if !v.IsWhollyKnown() {
 		return 0, at(r.count.Range(), "%s: count depends on values that are only known after apply; it must be known while planning", r.key())
+	}
+	if v.ContainsMarked() {
+		return 0, at(r.count.Range(), "%s: count is derived from sensitive values, which cannot decide how many instances there are", r.key())
 	}
 	v, err := convert.Convert(v, cty.Number)
 	if err != nil || v.IsNull() {
@@ -135,6 +177,10 @@ func (m *moduleConfig) outputValues(resources map[string]cty.Value) (map[string]
 		if diags.HasErrors() {
 			return nil, diagError(diags)
 		}
+		if o.sensitive {
+			// A module output declared sensitive is sensitive where the caller uses it.
+			v = v.Mark(sensitiveMark)
+		}
 		out[o.name] = v
 	}
 	return out, nil
@@ -153,6 +199,10 @@ func (c *config) rootOutputs(modules map[string]map[string]cty.Value) (map[strin
 		if diags.HasErrors() {
 			return nil, diagError(diags)
 		}
+		if v.ContainsMarked() && !o.sensitive {
+			return nil, at(o.expr.Range(), "output %q: Output refers to sensitive values: a root module output that holds sensitive data must be declared sensitive = true", o.name)
+		}
+		v, _ = v.UnmarkDeep()
 		out[o.name] = outputValue{value: v, sensitive: o.sensitive}
 	}
 	return out, nil

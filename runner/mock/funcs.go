@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -34,7 +36,7 @@ var functions = map[string]function.Function{
 	"join":        stdlib.JoinFunc,
 	"jsonencode":  stdlib.JSONEncodeFunc,
 	"keys":        stdlib.KeysFunc,
-	"length":      stdlib.LengthFunc,
+	"length":      lengthFunc,
 	"lookup":      stdlib.LookupFunc,
 	"lower":       stdlib.LowerFunc,
 	"max":         stdlib.MaxFunc,
@@ -42,6 +44,7 @@ var functions = map[string]function.Function{
 	"min":         stdlib.MinFunc,
 	"range":       stdlib.RangeFunc,
 	"replace":     stdlib.ReplaceFunc,
+	"sha256":      sha256Func,
 	"sort":        stdlib.SortFunc,
 	"split":       stdlib.SplitFunc,
 	"substr":      stdlib.SubstrFunc,
@@ -89,6 +92,39 @@ func makeToFunc(want cty.Type) function.Function {
 		},
 	})
 }
+
+// lengthFunc is tofu's length: the number of characters of a string, else of the
+// elements of a collection (cty's length takes collections only).
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		if args[0].Type() == cty.String {
+			return cty.Number, nil
+		}
+		return stdlib.LengthFunc.ReturnType([]cty.Type{args[0].Type()})
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v := args[0]
+		switch {
+		case v.Type() != cty.String:
+			return stdlib.LengthFunc.Call(args)
+		case !v.IsKnown():
+			return cty.UnknownVal(cty.Number), nil
+		}
+		return stdlib.Strlen(v)
+	},
+})
+
+// sha256Func is tofu's sha256(string): the hex digest of the string's UTF-8 bytes. A
+// sensitive argument gives a sensitive digest (function.Call carries the marks over).
+var sha256Func = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "str", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		sum := sha256.Sum256([]byte(args[0].AsString()))
+		return cty.StringVal(hex.EncodeToString(sum[:])), nil
+	},
+})
 
 // cidrSubnetFunc is tofu's cidrsubnet(prefix, newbits, netnum).
 var cidrSubnetFunc = function.New(&function.Spec{

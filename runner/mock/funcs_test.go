@@ -60,3 +60,34 @@ func TestConversionFunctions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cty.ListVal([]cty.Value{cty.StringVal("a")}), v)
 }
+
+// TestSHA256AndLength: sha256 is tofu's hex digest of a string, and length counts a
+// string's characters as well as a collection's elements; a sensitive argument gives a
+// sensitive result.
+func TestSHA256AndLength(t *testing.T) {
+	t.Parallel()
+	sum, err := sha256Func.Call([]cty.Value{cty.StringVal("abc")})
+	require.NoError(t, err)
+	require.Equal(t, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", sum.AsString())
+	marked, err := sha256Func.Call([]cty.Value{cty.StringVal("abc").Mark(sensitiveMark)})
+	require.NoError(t, err)
+	require.True(t, marked.HasMark(sensitiveMark))
+
+	for _, tc := range []struct {
+		in   cty.Value
+		want int64
+	}{
+		{cty.StringVal("héllo"), 5},
+		{cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")}), 2},
+		{cty.MapVal(map[string]cty.Value{"k": cty.True}), 1},
+	} {
+		n, err := lengthFunc.Call([]cty.Value{tc.in})
+		require.NoError(t, err)
+		require.True(t, n.Equals(cty.NumberIntVal(tc.want)).True(), "%#v", tc.in)
+	}
+	n, err := lengthFunc.Call([]cty.Value{cty.StringVal("a secret").Mark(sensitiveMark)})
+	require.NoError(t, err)
+	require.True(t, n.HasMark(sensitiveMark))
+	_, err = lengthFunc.Call([]cty.Value{cty.True})
+	require.Error(t, err)
+}

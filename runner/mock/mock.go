@@ -39,7 +39,7 @@ func (*Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanRes
 	if err := ctx.Err(); err != nil {
 		return runner.PlanResult{}, err
 	}
-	cfg, err := loadConfig(req.Config)
+	cfg, err := loadConfig(req.Config, req.Variables)
 	if err != nil {
 		return runner.PlanResult{}, err
 	}
@@ -82,7 +82,9 @@ func (r *Runner) Apply(ctx context.Context, req runner.ApplyRequest) (runner.App
 	if err := pf.checkApplicable(req, prior); err != nil {
 		return runner.ApplyResult{}, err
 	}
-	cfg, err := loadConfig(req.Config)
+	// The root variables' values come from the plan file, as tofu's come from the
+	// saved plan: an apply is given none.
+	cfg, err := loadConfig(req.Config, pf.Variables)
 	if err != nil {
 		return runner.ApplyResult{}, err
 	}

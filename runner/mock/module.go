@@ -15,8 +15,9 @@ import (
 // This file reads a template module: its variables, locals, resources and
 // outputs, and orders its resources by their references.
 
-// loadModule parses the called module's files and resolves its inputs.
-func loadModule(files map[string][]byte, m *moduleConfig) (*moduleConfig, error) {
+// loadModule parses the called module's files and resolves its inputs against the
+// root variables' values vars.
+func loadModule(files map[string][]byte, m *moduleConfig, vars map[string]cty.Value) (*moduleConfig, error) {
 	bodies, err := parseFiles(files, m.dir)
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func loadModule(files map[string][]byte, m *moduleConfig) (*moduleConfig, error)
 		}
 	}
 	sort.Slice(m.outputs, func(i, j int) bool { return m.outputs[i].name < m.outputs[j].name })
-	if err := m.resolveInputs(); err != nil {
+	if err := m.resolveInputs(vars); err != nil {
 		return nil, err
 	}
 	if err := m.resolveLocals(localAttrs); err != nil {
@@ -227,8 +228,25 @@ func (r *resourceConfig) readLifecycle(blk *hclsyntax.Block) error {
 			return at(attr.SrcRange, "%s: lifecycle.%s is not supported by the mock runner", r.key(), attr.Name)
 		}
 	}
-	if len(blk.Body.Blocks) > 0 {
-		return at(blk.Body.Blocks[0].DefRange(), "%s: %q blocks in lifecycle are not supported by the mock runner", r.key(), blk.Body.Blocks[0].Type)
+	for _, nested := range blk.Body.Blocks {
+		if nested.Type != "precondition" {
+			return at(nested.DefRange(), "%s: %q blocks in lifecycle are not supported by the mock runner", r.key(), nested.Type)
+		}
+		pc := precondition{rng: nested.DefRange()}
+		for name, attr := range nested.Body.Attributes {
+			switch name {
+			case "condition":
+				pc.condition = attr.Expr
+			case "error_message":
+				pc.message = attr.Expr
+			default:
+				return at(attr.SrcRange, "%s: lifecycle.precondition: unsupported argument %q", r.key(), name)
+			}
+		}
+		if pc.condition == nil || pc.message == nil {
+			return at(nested.DefRange(), "%s: lifecycle.precondition needs a condition and an error_message", r.key())
+		}
+		r.preconditions = append(r.preconditions, pc)
 	}
 	return nil
 }
@@ -273,18 +291,20 @@ func traversalList(attr *hclsyntax.Attribute) ([]string, error) {
 	return out, nil
 }
 
-// resolveInputs sets var.* from the module call's literal inputs, else the defaults.
-func (m *moduleConfig) resolveInputs() error {
+// resolveInputs sets var.* from the module call's inputs (literals, or the root
+// variables rootVars), else the defaults.
+func (m *moduleConfig) resolveInputs(rootVars map[string]cty.Value) error {
 	m.vars = map[string]cty.Value{}
+	ctx := &hcl.EvalContext{Functions: functions, Variables: map[string]cty.Value{"var": cty.ObjectVal(rootVars)}}
 	for _, name := range sortedKeys(m.inputExprs) {
 		expr := m.inputExprs[name]
 		decl, ok := m.variables[name]
 		if !ok {
 			return at(expr.Range(), "module %q: unsupported argument %q: the module declares no variable %q", m.name, name, name)
 		}
-		v, diags := expr.Value(&hcl.EvalContext{Functions: functions})
+		v, diags := expr.Value(ctx)
 		if diags.HasErrors() {
-			return at(expr.Range(), "module %q: input %q must be a literal value in the generated root module: %s", m.name, name, diagSummary(diags))
+			return at(expr.Range(), "module %q: input %q must be a literal value or a root variable in the generated root module: %s", m.name, name, diagSummary(diags))
 		}
 		if err := m.setVar(decl, v, expr.Range()); err != nil {
 			return err
@@ -316,6 +336,10 @@ func (m *moduleConfig) setVar(decl *variableConfig, v cty.Value, rng hcl.Range) 
 			return at(rng, "%s", msg)
 		}
 		return fmt.Errorf("%s", msg)
+	}
+	if decl.sensitive {
+		// A module variable declared sensitive makes what it is given sensitive, as in tofu.
+		cv = cv.Mark(sensitiveMark)
 	}
 	m.vars[decl.name] = cv
 	return nil
@@ -408,6 +432,9 @@ func (r *resourceConfig) exprs() []hcl.Expression {
 	}
 	for _, name := range sortedKeys(r.attrs) {
 		out = append(out, r.attrs[name].Expr)
+	}
+	for _, pc := range r.preconditions {
+		out = append(out, pc.condition, pc.message)
 	}
 	return out
 }

@@ -35,6 +35,9 @@ type change struct {
 	deps         []string  // what the state records as dependencies
 	cbd          bool
 	res          *resourceConfig // nil when the resource is no longer configured
+	// beforeSensitive and afterSensitive are the paths of the sensitive parts of before
+	// (as the prior state records them) and after (as the configuration marks them).
+	beforeSensitive, afterSensitive []cty.Path
 }
 
 func (c *change) is(actions []string) bool {
@@ -109,8 +112,8 @@ func makePlan(cfg *config, prior *priorState, kind runner.Kind) (*plan, error) {
 	}
 	moduleOutputs := map[string]map[string]cty.Value{}
 	for _, m := range cfg.modules {
-		values, err := m.walk(func(r *resourceConfig, addr instanceAddr, configured cty.Value) (cty.Value, error) {
-			return p.planInstance(m, r, addr, configured)
+		values, err := m.walk(func(r *resourceConfig, addr instanceAddr, configured cty.Value, sensitive []cty.Path) (cty.Value, error) {
+			return p.planInstance(m, r, addr, configured, sensitive)
 		})
 		if err != nil {
 			return nil, err
@@ -129,11 +132,16 @@ func makePlan(cfg *config, prior *priorState, kind runner.Kind) (*plan, error) {
 	return p, nil
 }
 
-// planInstance plans one configured instance and returns its planned value.
-func (p *plan) planInstance(m *moduleConfig, r *resourceConfig, addr instanceAddr, configured cty.Value) (cty.Value, error) {
+// planInstance plans one configured instance (sensitive: the paths of its sensitive
+// parts) and returns its planned value.
+func (p *plan) planInstance(m *moduleConfig, r *resourceConfig, addr instanceAddr, configured cty.Value, sensitive []cty.Path) (cty.Value, error) {
 	prior := p.prior.instances[addr.String()]
 	c := diff(r, configured, prior)
 	c.addr, c.res, c.cbd, c.deps = addr, r, r.cbd, m.dependencies(r)
+	c.afterSensitive = sensitive
+	if prior != nil {
+		c.beforeSensitive = prior.sensitive
+	}
 	if r.preventDelete && (c.replaces() || c.is(actDelete)) {
 		return cty.NilVal, preventDestroyError(c)
 	}
@@ -244,7 +252,8 @@ func (p *plan) orphanReason(addr instanceAddr) string {
 }
 
 func deleteChange(in *instance) *change {
-	return &change{addr: in.addr, actions: actDelete, before: in.value, after: cty.NullVal(in.value.Type()), deps: in.deps, cbd: in.cbd}
+	return &change{addr: in.addr, actions: actDelete, before: in.value, after: cty.NullVal(in.value.Type()), deps: in.deps, cbd: in.cbd,
+		beforeSensitive: in.sensitive}
 }
 
 // planDestroy deletes every prior instance, without action_reason, as tofu's

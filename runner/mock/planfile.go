@@ -26,6 +26,10 @@ type planFile struct {
 	PriorSerial  uint64          `json:"prior_serial"`
 	PriorLineage string          `json:"prior_lineage"`
 	Changes      json.RawMessage `json:"changes"`
+	// Variables are the root variables' values as they were set (TF_VAR_ texts),
+	// sensitive ones in clear, as tofu's saved plan holds them: the apply takes them
+	// from here. The plan file is an artifact, encrypted at rest and never shown.
+	Variables map[string]string `json:"variables,omitempty"`
 }
 
 // planFileChange is one planned change: the planned "after" value (known part)
@@ -46,7 +50,7 @@ func (p *plan) planFile(workspaceID string, configTar []byte) ([]byte, error) {
 	pf := planFile{
 		Simulated: true, Format: planFileFormat, Kind: p.kind, WorkspaceID: workspaceID,
 		ConfigDigest: bundle.Digest(configTar), PriorSerial: p.prior.serial, PriorLineage: p.prior.lineage,
-		Changes: changes,
+		Changes: changes, Variables: p.cfg.given,
 	}
 	out, err := json.Marshal(pf)
 	if err != nil {

@@ -13,18 +13,25 @@ import (
 // for field and in tofu's order, so that a reader of real plans reads these too.
 
 type planDoc struct {
-	FormatVersion    string                 `json:"format_version"`
-	TerraformVersion string                 `json:"terraform_version"`
-	PlannedValues    stateValues            `json:"planned_values"`
-	ResourceChanges  []resourceChange       `json:"resource_changes,omitempty"`
-	OutputChanges    map[string]valueChange `json:"output_changes,omitempty"`
-	PriorState       *stateDoc              `json:"prior_state,omitempty"`
-	Configuration    configDoc              `json:"configuration"`
-	Timestamp        string                 `json:"timestamp"`
-	Errored          bool                   `json:"errored"`
+	FormatVersion    string `json:"format_version"`
+	TerraformVersion string `json:"terraform_version"`
+	// Variables are the root variables' values, sensitive ones in clear, as tofu
+	// writes them (the configuration's variables say which are sensitive).
+	Variables       map[string]planVariable `json:"variables,omitempty"`
+	PlannedValues   stateValues             `json:"planned_values"`
+	ResourceChanges []resourceChange        `json:"resource_changes,omitempty"`
+	OutputChanges   map[string]valueChange  `json:"output_changes,omitempty"`
+	PriorState      *stateDoc               `json:"prior_state,omitempty"`
+	Configuration   configDoc               `json:"configuration"`
+	Timestamp       string                  `json:"timestamp"`
+	Errored         bool                    `json:"errored"`
 	// GantrySimulated is not tofu's: it marks a plan the MockTofuRunner made.
 	// Readers of tofu's format ignore unknown keys.
 	GantrySimulated bool `json:"gantry_simulated"`
+}
+
+type planVariable struct {
+	Value json.RawMessage `json:"value"`
 }
 
 // stateValues is the "values" shape shared by planned_values and prior_state.
@@ -153,6 +160,7 @@ func (p *plan) planJSON() ([]byte, error) {
 	doc := planDoc{
 		FormatVersion:    "1.2",
 		TerraformVersion: tofuVersion,
+		Variables:        p.cfg.variableValues(),
 		PlannedValues:    p.plannedValues(),
 		ResourceChanges:  p.resourceChanges(),
 		OutputChanges:    p.outputChanges(),
@@ -179,8 +187,8 @@ func (p *plan) resourceChanges() []resourceChange {
 			ActionReason: c.reason,
 		}
 		rc.Change = valueChange{
-			Actions: c.actions, Before: marshalValue(c.before), BeforeSensitive: marshalValue(sensitiveAsBool(c.before)),
-			AfterSensitive: marshalValue(sensitiveAsBool(c.after)),
+			Actions: c.actions, Before: marshalValue(c.before), BeforeSensitive: marshalValue(sensitiveAsBool(markSensitive(c.before, c.beforeSensitive))),
+			AfterSensitive: marshalValue(sensitiveAsBool(markSensitive(c.after, c.afterSensitive))),
 		}
 		rc.Change.After, rc.Change.AfterUnknown = afterJSON(c.after)
 		for _, path := range c.replacePaths {
@@ -215,7 +223,7 @@ func (p *plan) plannedValues() stateValues {
 	var instances []*instance
 	for _, c := range p.changes {
 		if !c.is(actDelete) {
-			instances = append(instances, &instance{addr: c.addr, value: c.after})
+			instances = append(instances, &instance{addr: c.addr, value: c.after, sensitive: c.afterSensitive})
 		}
 	}
 	sv := stateValues{RootModule: jsonModule{ChildModules: childModules(instances)}}
@@ -246,7 +254,7 @@ func childModules(instances []*instance) []jsonModule {
 		m.Resources = append(m.Resources, jsonResource{
 			Address: in.addr.String(), Mode: "managed", Type: in.addr.typ, Name: in.addr.name,
 			Index: indexPtr(in.addr), ProviderName: providerSource,
-			Values: marshalValue(omitUnknowns(in.value)), SensitiveValues: marshalValue(sensitiveAsBool(in.value)),
+			Values: marshalValue(omitUnknowns(in.value)), SensitiveValues: marshalValue(sensitiveAsBool(markSensitive(in.value, in.sensitive))),
 			DependsOn: in.deps,
 		})
 	}
@@ -281,7 +289,7 @@ func (c *config) configDoc() configDoc {
 		ProviderConfig: map[string]providerConfigDoc{
 			"sandbox": {Name: "sandbox", FullName: providerSource, VersionConstraint: c.providerVersion},
 		},
-		RootModule: configModule{Outputs: outputDocs(c.outputs), ModuleCalls: map[string]moduleCallDoc{}},
+		RootModule: configModule{Outputs: outputDocs(c.outputs), ModuleCalls: map[string]moduleCallDoc{}, Variables: variableDocs(c.variables)},
 	}
 	for _, m := range c.modules {
 		call := moduleCallDoc{Source: m.source, Expressions: map[string]expressionDoc{}, Module: m.configModule()}
@@ -293,14 +301,41 @@ func (c *config) configDoc() configDoc {
 	return doc
 }
 
-func (m *moduleConfig) configModule() configModule {
-	cm := configModule{Outputs: outputDocs(m.outputs), Variables: map[string]configVariable{}}
-	for name, v := range m.variables {
+// variableValues are the root variables' values for the plan's "variables" (nil when
+// there are none).
+func (c *config) variableValues() map[string]planVariable {
+	if len(c.vars) == 0 {
+		return nil
+	}
+	out := make(map[string]planVariable, len(c.vars))
+	for name, v := range c.vars {
+		v, _ = v.UnmarkDeep()
+		out[name] = planVariable{Value: marshalValue(v)}
+	}
+	return out
+}
+
+// variableDocs describe `variable` blocks as the configuration JSON does (nil when
+// there are none).
+func variableDocs(vars map[string]*variableConfig) map[string]configVariable {
+	if len(vars) == 0 {
+		return nil
+	}
+	out := make(map[string]configVariable, len(vars))
+	for name, v := range vars {
 		cv := configVariable{Description: v.description, Sensitive: v.sensitive, Type: v.typeString, Required: v.def == cty.NilVal}
 		if v.def != cty.NilVal {
 			cv.Default = marshalValue(v.def)
 		}
-		cm.Variables[name] = cv
+		out[name] = cv
+	}
+	return out
+}
+
+func (m *moduleConfig) configModule() configModule {
+	cm := configModule{Outputs: outputDocs(m.outputs), Variables: variableDocs(m.variables)}
+	if cm.Variables == nil {
+		cm.Variables = map[string]configVariable{}
 	}
 	for _, key := range sortedKeys(m.resources) {
 		r := m.resources[key]

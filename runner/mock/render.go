@@ -162,7 +162,9 @@ func deleteReason(c *change) string {
 }
 
 // attributeLines renders the attributes that matter for the change; for
-// updates and replacements, unchanged ones are hidden except id and name.
+// updates and replacements, unchanged ones are hidden except id and name. A
+// sensitive part of a value renders as "(sensitive value)", as in tofu: values are
+// compared unmarked and rendered marked.
 func attributeLines(c *change) (lines []string, hidden int) {
 	type row struct{ sym, name, value, note string }
 	var rows []row
@@ -170,6 +172,7 @@ func attributeLines(c *change) (lines []string, hidden int) {
 	if c.is(actDelete) {
 		obj = c.before
 	}
+	shownBefore, shownAfter := markSensitive(c.before, c.beforeSensitive), markSensitive(c.after, c.afterSensitive)
 	names := make([]string, 0)
 	for it := obj.ElementIterator(); it.Next(); {
 		k, _ := it.Element()
@@ -184,14 +187,15 @@ func attributeLines(c *change) (lines []string, hidden int) {
 		switch {
 		case c.is(actCreate):
 			if after := c.after.GetAttr(name); !after.IsNull() {
-				rows = append(rows, row{"+", name, renderValue(after), ""})
+				rows = append(rows, row{"+", name, renderValue(shownAfter.GetAttr(name)), ""})
 			}
 		case c.is(actDelete):
 			if before := c.before.GetAttr(name); !before.IsNull() {
-				rows = append(rows, row{"-", name, renderValue(before) + " -> null", ""})
+				rows = append(rows, row{"-", name, renderValue(shownBefore.GetAttr(name)) + " -> null", ""})
 			}
 		default:
 			before, after := c.before.GetAttr(name), c.after.GetAttr(name)
+			shownB, shownA := renderValue(shownBefore.GetAttr(name)), renderValue(shownAfter.GetAttr(name))
 			note := ""
 			if replacing[name] {
 				note = " # forces replacement"
@@ -199,16 +203,16 @@ func attributeLines(c *change) (lines []string, hidden int) {
 			switch {
 			case sameValue(before, after):
 				if name == "id" || name == "name" {
-					rows = append(rows, row{" ", name, renderValue(after), ""})
+					rows = append(rows, row{" ", name, shownA, ""})
 				} else {
 					hidden++
 				}
 			case before.IsNull():
-				rows = append(rows, row{"+", name, renderValue(after), note})
+				rows = append(rows, row{"+", name, shownA, note})
 			case after.IsKnown() && after.IsNull():
-				rows = append(rows, row{"-", name, renderValue(before) + " -> null", note})
+				rows = append(rows, row{"-", name, shownB + " -> null", note})
 			default:
-				rows = append(rows, row{"~", name, renderValue(before) + " -> " + renderValue(after), note})
+				rows = append(rows, row{"~", name, shownB + " -> " + shownA, note})
 			}
 		}
 	}
@@ -251,8 +255,12 @@ func renderOutput(o *outputChange, v cty.Value) string {
 	return renderValue(v)
 }
 
-// renderValue writes a value in HCL-like syntax, on one line.
+// renderValue writes a value in HCL-like syntax, on one line; a marked (sensitive)
+// part as "(sensitive value)".
 func renderValue(v cty.Value) string {
+	if v.IsMarked() {
+		return "(sensitive value)"
+	}
 	ty := v.Type()
 	switch {
 	case !v.IsKnown():

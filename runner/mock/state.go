@@ -91,9 +91,11 @@ func (a instanceAddr) less(b instanceAddr) bool {
 // result of an apply.
 type instance struct {
 	addr  instanceAddr
-	value cty.Value // an object of the resource type's schema
+	value cty.Value // an object of the resource type's schema, unmarked
 	deps  []string  // absolute resource addresses it depends on, sorted
 	cbd   bool
+	// sensitive are the paths of value's sensitive parts (sensitive_attributes).
+	sensitive []cty.Path
 }
 
 // priorState is a decoded state file.
@@ -175,7 +177,11 @@ func (p *priorState) addResource(r stateResource) error {
 		if err != nil {
 			return fmt.Errorf("%s: attributes do not match the %s schema: %w", addr, r.Type, err)
 		}
-		p.instances[addr.String()] = &instance{addr: addr, value: v, deps: si.Dependencies, cbd: si.CreateBeforeDestroy}
+		sensitive, err := decodeSensitivePaths(si.SensitiveAttributes)
+		if err != nil {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+		p.instances[addr.String()] = &instance{addr: addr, value: v, deps: si.Dependencies, cbd: si.CreateBeforeDestroy, sensitive: sensitive}
 	}
 	return nil
 }
@@ -197,7 +203,7 @@ func encodeState(serial uint64, lineage string, instances []*instance, outputs m
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].addr.less(sorted[j].addr) })
 	for _, in := range sorted {
 		si := stateInstance{
-			SchemaVersion: 0, Attributes: marshalValue(in.value), SensitiveAttributes: json.RawMessage("[]"),
+			SchemaVersion: 0, Attributes: marshalValue(in.value), SensitiveAttributes: encodeSensitivePaths(in.sensitive),
 			Dependencies: in.deps, CreateBeforeDestroy: in.cbd,
 		}
 		if in.addr.index >= 0 {

@@ -10,8 +10,9 @@ import (
 
 // These helpers reproduce how `tofu show -json` turns values holding unknowns
 // into JSON: unknown leaves are left out of "after" and marked true in
-// "after_unknown"; "*_sensitive" mirrors the value's structure with only the
-// sensitive leaves (none here: the sandbox schema marks nothing sensitive).
+// "after_unknown"; "*_sensitive" mirrors the value's structure with true for its
+// sensitive (marked) parts: those derived from sensitive variables (sensitive.go;
+// the sandbox schema itself marks nothing sensitive).
 
 // marshalValue encodes a wholly known value as JSON.
 func marshalValue(v cty.Value) json.RawMessage {
@@ -102,9 +103,12 @@ func unknownAsBool(v cty.Value) cty.Value {
 	}
 }
 
-// sensitiveAsBool mirrors v's structure with no sensitive leaves: primitives
-// and nulls are false, collections keep their shape.
+// sensitiveAsBool mirrors v's structure: a marked (sensitive) part is true,
+// other primitives and nulls are false, collections keep their shape.
 func sensitiveAsBool(v cty.Value) cty.Value {
+	if v.IsMarked() {
+		return cty.True
+	}
 	ty := v.Type()
 	switch {
 	case v.IsNull() || !v.IsKnown() || ty.IsPrimitiveType():

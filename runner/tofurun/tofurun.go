@@ -26,7 +26,8 @@ import (
 type Command struct {
 	Args []string
 	// Secrets are handed to the process only as environment: the state backend
-	// credentials.
+	// credentials and, for a plan or a verification, the sensitive input variables
+	// (TF_VAR_<name>).
 	Secrets map[string]string
 	// Files is the job's secret directory (nil: none): the workload token, which the job
 	// reads from the file SANDBOX_TOKEN_FILE names and which is replaced while the
@@ -90,6 +91,8 @@ type job struct {
 	// refresher that stop ends.
 	files *SecretDir
 	stop  func()
+	// vars are the sensitive root variables of a plan or a verification.
+	vars runner.Variables
 }
 
 // newJob writes the config bundle into a fresh working directory and the cloud token
@@ -174,13 +177,18 @@ func readRegular(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// secrets are the state backend credentials as the environment tofu reads. The cloud
-// token is not among them: it is in the job's secret directory (Command.Files), where
-// it can be refreshed while a command runs.
+// secrets are the state backend credentials and the sensitive root variables
+// (TF_VAR_<name>) as the environment tofu reads: environment only, in no file of the
+// job (the bundle declares the variables without a value). The cloud token is not
+// among them: it is in the job's secret directory (Command.Files), where it can be
+// refreshed while a command runs.
 func (j *job) secrets() map[string]string {
 	out := map[string]string{}
 	if j.creds.StateUsername != "" {
 		out["TF_HTTP_USERNAME"], out["TF_HTTP_PASSWORD"] = j.creds.StateUsername, j.creds.StatePassword
+	}
+	for name, v := range j.vars {
+		out["TF_VAR_"+name] = v
 	}
 	return out
 }
@@ -239,6 +247,7 @@ func (r *Runner) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanR
 		return runner.PlanResult{}, err
 	}
 	defer j.close()
+	j.vars = req.Variables
 	res, err := j.plan(ctx, req.Kind)
 	res.Log = j.evidence()
 	return res, err
@@ -320,6 +329,7 @@ func (r *Runner) Verify(ctx context.Context, req runner.VerifyRequest) (runner.V
 		return runner.VerifyResult{}, err
 	}
 	defer j.close()
+	j.vars = req.Variables
 	res, err := j.verify(ctx)
 	res.Log = j.evidence()
 	return res, err

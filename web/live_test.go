@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,19 +203,28 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	require.Zero(t, versions, "the stale run wrote no state")
 }
 
-// killingExecutor kills `tofu apply` after a moment, as an OOM kill or a crashed node
-// would, leaving tofu's state lock behind.
+// killingExecutor kills `tofu apply` once the cloud has its first write (writing is
+// closed then), as an OOM kill or a crashed node would mid-apply, leaving tofu's state
+// lock behind. Killing on a timer instead would, on a busy machine, kill some applies
+// before they wrote anything.
 type killingExecutor struct {
 	tofurun.Executor
-	after time.Duration
-	kills *atomic.Int32 // how many applies are still to be killed
+	writing <-chan struct{}
+	kills   *atomic.Int32 // how many applies are still to be killed
 }
 
 func (k killingExecutor) Run(ctx context.Context, dir string, c tofurun.Command) (int, string, error) {
 	if len(c.Args) > 0 && c.Args[0] == "apply" && k.kills.Add(-1) >= 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, k.after)
+		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		go func() {
+			select {
+			case <-k.writing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	return k.Executor.Run(ctx, dir, c)
 }
@@ -223,9 +233,14 @@ func (k killingExecutor) Run(ctx context.Context, dir string, c tofurun.Command)
 // the next run of the workspace then locks, plans and applies normally.
 func TestLiveApplyKilled(t *testing.T) {
 	t.Parallel()
+	// A database's creation reaches the cloud (which records the attempt in its applies
+	// ledger) 5 s after tofu sent it; tofu is killed as soon as it is sent.
+	writing := make(chan struct{})
+	var once sync.Once
 	slowDatabases := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/v1/database") {
+				once.Do(func() { close(writing) })
 				time.Sleep(5 * time.Second)
 			}
 			next.ServeHTTP(w, r)
@@ -234,7 +249,7 @@ func TestLiveApplyKilled(t *testing.T) {
 	var kills atomic.Int32
 	kills.Store(1)
 	app := startLiveWith(t, liveOptions{Cloud: slowDatabases, Exec: func(e tofurun.Executor, _ string) tofurun.Executor {
-		return killingExecutor{Executor: e, after: 2 * time.Second, kills: &kills}
+		return killingExecutor{Executor: e, writing: writing, kills: &kills}
 	}})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,6 +82,8 @@ func (f *fleet) ids() []string {
 type chaosAPI struct {
 	fleet *fleet
 	http  *http.Client
+	// patience is how long a call keeps trying (zero: 90 s).
+	patience time.Duration
 	// Retries counts calls sent again (a portal died under them, or said 503 or 429).
 	mu      sync.Mutex
 	Retries int
@@ -90,8 +93,16 @@ type chaosAPI struct {
 
 // call sends one API call, with idempotency key key for a change, to any live portal,
 // and sends it again (same key) to another when the connection fails or the portal
-// answers 502, 503 or 429, until the deadline. It returns the final status and body.
+// answers 502, 503 or 429, until its patience runs out. It returns the final status
+// and body.
 func (c *chaosAPI) call(ctx context.Context, token, method, path string, body any, key string) (int, []byte, error) {
+	return c.callAt(ctx, "", token, method, path, body, key)
+}
+
+// callAt is call whose first attempt goes to the portal at base URL at ("": any live
+// one), as a client spreading its calls over the replicas' own addresses does; a retry
+// (that portal died, or was busy) goes to any live portal.
+func (c *chaosAPI) callAt(ctx context.Context, at, token, method, path string, body any, key string) (int, []byte, error) {
 	var raw []byte
 	if body != nil {
 		var err error
@@ -99,7 +110,7 @@ func (c *chaosAPI) call(ctx context.Context, token, method, path string, body an
 			return 0, nil, err
 		}
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(cmp.Or(c.patience, 90*time.Second))
 	var last error
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		if attempt > 0 {
@@ -108,6 +119,9 @@ func (c *chaosAPI) call(ctx context.Context, token, method, path string, body an
 			c.mu.Unlock()
 		}
 		urls := c.fleet.urls()
+		if attempt == 0 && at != "" {
+			urls = []string{at}
+		}
 		if len(urls) == 0 {
 			time.Sleep(200 * time.Millisecond)
 			continue

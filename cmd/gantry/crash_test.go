@@ -34,14 +34,16 @@ func startPortal(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBu
 	return cmd, out
 }
 
-// startTestIssuer runs an OpenID Provider for the portal to discover at start.
+// startTestIssuer runs an OpenID Provider for the portal to discover at start; it knows
+// the demo users (gantry dev's, with their passwords), so a test can sign in for real
+// at a portal whose base URL is the default of replicas.start.
 func startTestIssuer(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	issuer := "http://" + ln.Addr().String()
 	idp, err := devidp.New(devidp.Config{Issuer: issuer, Clients: []devidp.Client{{ID: "gantry", Secret: "s", RedirectURIs: []string{"http://127.0.0.1:1/auth/callback"}}},
-		Users: []devidp.User{{Subject: "u", Email: "u@example.test", Password: "p"}}})
+		Users: append(devUsers(), devidp.User{Subject: "u", Email: "u@example.test", Password: "p"})})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(idp)
 	srv.Listener.Close()

@@ -144,7 +144,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestDriftCheckRunsOnceAcrossReplicas: with two portals on one database, the drift
+// TestDriftCheckRunsOnceAcrossReplicas: with three portals on one database, the drift
 // schedule's dispatch runs on the leader only, and a workspace due a check gets one
 // drift check run, however many dispatches see it due (DESIGN §9, §10).
 func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
@@ -154,6 +154,7 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 	const every = 2 * time.Second
 	first := r.start("--drift-dispatch-every=" + every.String())
 	second := r.start("--drift-dispatch-every=" + every.String())
+	third := r.start("--drift-dispatch-every=" + every.String())
 
 	// An applied workspace in development (self-service there), worked by the portals.
 	var operator, dev string
@@ -169,7 +170,7 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 		return s
 	}
 	require.Eventually(t, func() bool { return state(applied.ID) == runpkg.Succeeded }, 60*time.Second, 50*time.Millisecond,
-		"the portals never applied it:\n%s\n%s", first.out, second.out)
+		"the portals never applied it:\n%s\n%s\n%s", first.out, second.out, third.out)
 	count := func(q string, args ...any) int64 {
 		var n int64
 		require.NoError(t, r.DB.Raw(q, args...).Scan(&n).Error)
@@ -185,19 +186,19 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 	var check string
 	require.Eventually(t, func() bool {
 		return r.DB.Raw("SELECT id FROM runs WHERE workspace_id = ? AND kind = 'drift_check'", applied.WorkspaceID).Scan(&check).Error == nil && check != ""
-	}, 30*time.Second, 50*time.Millisecond, "no drift check was scheduled:\n%s\n%s", first.out, second.out)
+	}, 30*time.Second, 50*time.Millisecond, "no drift check was scheduled:\n%s\n%s\n%s", first.out, second.out, third.out)
 	require.Eventually(t, func() bool { return state(check) == runpkg.NoChanges }, 30*time.Second, 50*time.Millisecond)
 	// Several more dispatches see the workspace (its check is recent now): nothing more.
 	time.Sleep(4 * every)
 	elapsed := time.Since(started)
 
 	require.EqualValues(t, 1, count("SELECT count(*) FROM runs WHERE workspace_id = ? AND kind = 'drift_check'", applied.WorkspaceID),
-		"one drift check for two portals")
+		"one drift check for three portals")
 	require.EqualValues(t, 1, count("SELECT count(*) FROM river_job WHERE kind = 'drift.check' AND args->>'workspace_id' = ?", applied.WorkspaceID),
 		"one check job: the dispatch runs on the leader, and a slot's job is unique")
 	require.EqualValues(t, 1, count("SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.queued'", check))
 	// Only the leader dispatches: at most one dispatch per interval since the start (and
-	// the one it runs on start), where two leaders would have inserted twice as many.
+	// the one it runs on start), where three leaders would have inserted three times as many.
 	dispatches := count("SELECT count(*) FROM river_job WHERE kind = 'drift.dispatch'") - dispatchesBefore
 	require.Positive(t, dispatches)
 	require.LessOrEqual(t, dispatches, int64(elapsed/every)+3, "dispatches in %s: the leader's alone", elapsed)
@@ -222,8 +223,10 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 	runs := gauges(first)
 	require.Contains(t, runs, `gantry_runs{environment="development",organization="acme",state="SUCCEEDED"} 1`)
 	require.Contains(t, runs, `gantry_runs{environment="development",organization="acme",state="NO_CHANGES"} 1`, "the drift check")
-	require.Equal(t, runs, gauges(second), "the same on both replicas")
+	require.Equal(t, runs, gauges(second), "the same on every replica")
+	require.Equal(t, runs, gauges(third), "the same on every replica")
 
 	first.stop(t)
 	second.stop(t)
+	third.stop(t)
 }

@@ -47,6 +47,7 @@ func (c LeaseConfig) claim(jobID int64) run.Claim {
 // Renewer is what holding a lease needs of the run service.
 type Renewer interface {
 	RenewLease(ctx context.Context, l run.Lease, ttl time.Duration) error
+	ReleaseLease(ctx context.Context, l run.Lease) error
 }
 
 // errLeaseLost is the cause of a phase context ended because its lease is gone.
@@ -56,6 +57,9 @@ var errLeaseLost = run.ErrLeaseLost
 // context (cause run.ErrLeaseLost) when a renewal finds the lease gone. A renewal that
 // fails for another reason (the database restarting) is retried at the next beat: if
 // the lease expires meanwhile, the sweeper takes it and the next renewal says so.
+// stop releases the lease (a finished phase already ended it): a worker returning
+// without finishing leaves the run to the job's next attempt or the sweeper at once,
+// and a live lease always means a live worker (run.Service.leaseFor).
 func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logger *slog.Logger) (context.Context, func()) {
 	phaseCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -83,6 +87,11 @@ func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logge
 	return phaseCtx, func() {
 		cancel(context.Canceled)
 		<-done
+		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cfg.Heartbeat)
+		defer stop()
+		if err := runs.ReleaseLease(rctx, l); err != nil {
+			logger.WarnContext(ctx, "releasing the lease failed; it expires by itself", "run", l.RunID, "error", err)
+		}
 	}
 }
 
@@ -190,10 +199,16 @@ func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error
 // transaction that skips a run already past its phase or leased by a live worker (a
 // notice may go out twice: notifications are at-least-once). Webhook deliveries (their
 // timeout is configurable) and the audit jobs (minutes long) are left to River's rescue.
+//
+// A phase job is handed back only while its run is still in a state that job begins
+// from: River records a finished job's completion asynchronously, and under load it
+// lags behind the run, which has moved on (a plan job of a PLANNED run is done, not
+// stuck).
 const (
-	rescuePhaseKinds = "'run.plan', 'run.apply', 'run.verify'"
-	rescueShortKinds = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check', 'notify.fanout', 'notify.mail'"
-	shortJobRescue   = 75 * time.Second
+	rescuePhaseKinds  = "'run.plan', 'run.apply', 'run.verify'"
+	rescueBeginStates = "('run.plan', 'QUEUED'), ('run.plan', 'PLANNING'), ('run.apply', 'APPROVED'), ('run.apply', 'RUNNING'), ('run.verify', 'VERIFYING')"
+	rescueShortKinds  = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check', 'notify.fanout', 'notify.mail'"
+	shortJobRescue    = 75 * time.Second
 )
 
 func rescueUnleased(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int64, error) {
@@ -204,7 +219,8 @@ func rescueUnleased(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int6
 		errors = array_append(errors, jsonb_build_object('at', now(), 'attempt', attempt, 'error', 'its portal stopped before the job began', 'trace', ''))
 		WHERE state = 'running' AND (
 			(kind IN (`+rescuePhaseKinds+`) AND attempted_at < now() - make_interval(secs => $1)
-				AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.job_id = j.id))
+				AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.job_id = j.id)
+				AND EXISTS (SELECT 1 FROM runs r WHERE r.id = j.args->>'run_id' AND (j.kind, r.state) IN (`+rescueBeginStates+`)))
 			OR (kind IN (`+rescueShortKinds+`) AND attempted_at < now() - make_interval(secs => $2)))`,
 		ttl.Seconds(), shortJobRescue.Seconds())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,81 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	var artifacts int64
 	require.NoError(t, h.db.Raw("SELECT count(*) FROM artifacts WHERE workspace_id = ? AND kind = 'plan_file'", r.WorkspaceID).Scan(&artifacts).Error)
 	require.Zero(t, artifacts, "the stopped phase recorded nothing")
+}
+
+// TestSweepLeavesJobsWhoseRunMovedOn: River records a job's completion after the run
+// moved on, and under load that lags; a plan job still marked running for a run that
+// is already PLANNED finished its phase and is not handed back to the queue.
+func TestSweepLeavesJobsWhoseRunMovedOn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	h.start()
+	r := h.requestBucket("development", "moved-on", "moved-on", run.KindPlanOnly)
+	h.waitFor(r.ID, run.Planned)
+	h.stop()
+	var jobID int64
+	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
+	// River has not yet recorded the completion: the job still looks running, with no lease.
+	require.NoError(t, h.db.Exec("UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - interval '20 seconds' WHERE id = ?", jobID).Error)
+	sqlDB, err := h.db.DB()
+	require.NoError(t, err)
+	w := &runner.LeaseSweeper{Runs: h.sys.Runs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.NoError(t, w.Pass(context.Background()))
+	require.Equal(t, "running", jobState(t, sqlDB, jobID), "the job of a run past its phase is done, not stuck")
+}
+
+// interruptedApply is the mock runner with an apply that lasts until it is told it
+// was interrupted from outside (a pod deleted), counting the applies begun.
+type interruptedApply struct {
+	runner.Runner
+	interrupt chan struct{}
+	applies   *atomic.Int32
+}
+
+func (s interruptedApply) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
+	s.applies.Add(1)
+	select {
+	case <-s.interrupt:
+		return runner.ApplyResult{}, runner.ErrInterrupted
+	case <-ctx.Done():
+		return runner.ApplyResult{}, ctx.Err()
+	}
+}
+
+// TestALateAttemptNeverInterruptsALiveApply: River may start a second attempt of an
+// apply job whose first attempt still runs (its rescue of a job running long); both
+// carry the same job id. While the first attempt's lease is live the second skips and
+// the apply goes on. When the apply is interrupted from outside, its worker releases
+// the lease as it returns, and River's next attempt marks the run APPLY_INTERRUPTED at
+// once (the lease would run a minute): it is never applied again.
+func TestALateAttemptNeverInterruptsALiveApply(t *testing.T) {
+	t.Parallel()
+	slow := interruptedApply{Runner: mock.New(), interrupt: make(chan struct{}), applies: new(atomic.Int32)}
+	h := newHarness(t, harnessOpts{runner: slow, leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond, TTL: time.Minute}})
+	h.start()
+	r := h.requestBucket("development", "late-attempt", "late-attempt", run.KindApply)
+	h.waitFor(r.ID, run.Running)
+	var lease struct {
+		JobID int64
+		Token int64
+	}
+	require.Eventually(t, func() bool {
+		require.NoError(t, h.db.Raw("SELECT job_id, token FROM run_leases WHERE run_id = ? AND phase = 'apply'", r.ID).Scan(&lease).Error)
+		return lease.JobID != 0
+	}, 10*time.Second, 10*time.Millisecond)
+
+	late := run.Claim{JobID: lease.JobID, Holder: "late-attempt", TTL: time.Minute}
+	_, err := h.sys.Runs.BeginApply(context.Background(), r.ID, late)
+	require.ErrorIs(t, err, run.ErrSkip, "a live lease of the same job is a live worker")
+	require.Equal(t, run.Running, h.waitFor(r.ID, run.Running).State)
+	var token int64
+	require.NoError(t, h.db.Raw("SELECT token FROM run_leases WHERE run_id = ?", r.ID).Scan(&token).Error)
+	require.Equal(t, lease.Token, token, "the live worker keeps its lease")
+
+	close(slow.interrupt)
+	require.Equal(t, run.ApplyInterrupted, h.waitFor(r.ID, run.ApplyInterrupted).State)
+	require.Equal(t, int32(1), slow.applies.Load(), "an interrupted apply is never applied again")
 }
 
 func jobState(t *testing.T, sqlDB *sql.DB, id int64) string {

@@ -91,6 +91,9 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
 		}
+		if errors.Is(err, ErrInterrupted) {
+			return err // the plan's process was killed from outside: River's next attempt plans again
+		}
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "plan failed: "+err.Error())
 		return ignoreSkip(ferr)
 	}
@@ -228,6 +231,15 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
+	if err != nil && errors.Is(err, ErrInterrupted) && ctx.Err() == nil {
+		// The apply's process was killed from outside (a pod deleted or evicted): whether
+		// tofu changed anything is unknown. The lease decides, as for a dead portal:
+		// the worker releases it as it returns, and River's next attempt of this job
+		// finds the run RUNNING under the job's expired lease and marks it
+		// APPLY_INTERRUPTED (BeginApply); it is never applied again.
+		w.Logger.WarnContext(ctx, "the apply was interrupted from outside; leaving the run to its lease", "run", work.Run.ID, "error", err)
+		return err
+	}
 	if err != nil {
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
@@ -311,6 +323,9 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, ErrInterrupted) {
+			return err // killed from outside: River's next attempt verifies again
 		}
 		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "verification failed: "+err.Error())
 		return ignoreSkip(ferr)

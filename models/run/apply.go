@@ -32,9 +32,10 @@ type ApplyWork struct {
 // (DESIGN §3): the approval is still valid, the stored plan file still has the approved
 // digest, the approver still may approve, the workspace state is still the one the
 // plan was computed from. Then it takes the workspace's apply slot and moves the run to
-// RUNNING under a lease for claim. A run found RUNNING without a live lease of another
-// job was being applied by a worker that died: it becomes APPLY_INTERRUPTED and is
-// never applied again blindly.
+// RUNNING under a lease for claim. A run found RUNNING with no lease, or with the
+// expired lease of an earlier attempt of claim's job, was being applied by a worker
+// that died or was interrupted: it becomes APPLY_INTERRUPTED and is never applied again
+// blindly.
 func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (ApplyWork, error) {
 	var work ApplyWork
 	rc := s.prepareRecheck(ctx, runID)
@@ -45,8 +46,11 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 			if err != nil {
 				return err
 			}
-			if old != nil && old.JobID != claim.JobID {
-				return ErrSkip // another worker applies it, or the sweeper will interrupt it
+			if !old.leftBy(claim) {
+				// A live lease: a worker still applies it (perhaps an earlier attempt of
+				// this very job). An expired lease of another job: the sweeper
+				// interrupts it.
+				return ErrSkip
 			}
 			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
 				return err

@@ -70,6 +70,9 @@ type leaseRow struct {
 	AcquiredAt     time.Time
 	RenewedAt      time.Time
 	ExpiresAt      time.Time
+	// Expired is read, not stored: the lease ran out by the database clock (its worker
+	// stopped renewing it, or released it as it returned).
+	Expired bool `gorm:"->"`
 }
 
 func (leaseRow) TableName() string { return "run_leases" }
@@ -77,7 +80,7 @@ func (leaseRow) TableName() string { return "run_leases" }
 // lease reads run r's lease under a row lock (nil: none).
 func (st store) lease(ctx context.Context, runID string) (*leaseRow, error) {
 	var rows []leaseRow
-	if err := st.conn(ctx).Raw("SELECT * FROM run_leases WHERE run_id = ? FOR UPDATE", runID).Scan(&rows).Error; err != nil {
+	if err := st.conn(ctx).Raw("SELECT *, expires_at <= clock_timestamp() AS expired FROM run_leases WHERE run_id = ? FOR UPDATE", runID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("reading the lease of run %s: %w", runID, err)
 	}
 	if len(rows) == 0 {
@@ -132,21 +135,42 @@ func phaseOf(st State) JobKind {
 }
 
 // leaseFor decides, as a phase begins on run r, whether claim may take the lease: no
-// lease, or one left by an earlier attempt of the same job (a graceful restart hands
-// the job to another attempt), is taken; a live lease of another job means another
-// worker runs the phase (ErrSkip); an expired one of another job is left for the
-// sweeper, which closes that job and queues a fresh one (ErrSkip here). taken reports
-// whether an earlier attempt's lease was replaced (it may hold the state lock).
+// lease, or an expired one left by an earlier attempt of the same job (a graceful
+// restart or an interrupted phase hands the job to another attempt; the worker
+// released its lease as it returned), is taken; a live lease means a worker still runs
+// the phase (ErrSkip), even one of this same job: River may start a second attempt of
+// a job whose first is alive (its rescue after a long apply), and the two share a job
+// id; an expired one of another job is left for the sweeper, which closes that job and
+// queues a fresh one (ErrSkip here). taken reports whether an earlier attempt's lease
+// was replaced (it may hold the state lock).
 func (s *Service) leaseFor(ctx context.Context, r Run, phase JobKind, c Claim) (l Lease, taken bool, err error) {
 	old, err := s.store.lease(ctx, r.ID)
 	if err != nil {
 		return Lease{}, false, err
 	}
-	if old != nil && old.JobID != c.JobID {
+	if !old.leftBy(c) {
 		return Lease{}, false, ErrSkip
 	}
 	l, err = s.store.grantLease(ctx, r, phase, c)
 	return l, old != nil, err
+}
+
+// leftBy reports whether lease l (nil: none) is free for claim c: there is none, or an
+// earlier attempt of c's own job held it and it has expired. A live lease is never
+// free, whichever job holds it: only its expiry proves its worker gone.
+func (l *leaseRow) leftBy(c Claim) bool {
+	return l == nil || (l.JobID == c.JobID && l.Expired)
+}
+
+// ReleaseLease ends the renewal of lease l as its worker returns without finishing the
+// phase (shut down, or the phase interrupted from outside): the lease expires now, so
+// the job's next attempt, or the sweeper, takes the run on at once instead of a lease
+// later. A lease already ended (the phase finished) is left as it is.
+func (s *Service) ReleaseLease(ctx context.Context, l Lease) error {
+	if err := s.store.conn(ctx).Exec("UPDATE run_leases SET expires_at = clock_timestamp() WHERE run_id = ? AND token = ?", l.RunID, l.Token).Error; err != nil {
+		return fmt.Errorf("releasing the lease of run %s: %w", l.RunID, err)
+	}
+	return nil
 }
 
 // RenewLease is the heartbeat: it extends l by ttl from the database clock, or answers

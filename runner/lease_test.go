@@ -151,6 +151,36 @@ func TestALateAttemptNeverInterruptsALiveApply(t *testing.T) {
 	require.Equal(t, int32(1), slow.applies.Load(), "an interrupted apply is never applied again")
 }
 
+// TestABeginningThatFailsLeavesNothing: a phase whose inputs cannot be read as it begins
+// (here the configuration's ciphertext damaged; in production the database going away
+// at that moment) begins nothing: the run stays APPROVED with no lease, so the job's
+// retry applies it once the read works, instead of finding it RUNNING and marking it
+// APPLY_INTERRUPTED though nothing ran.
+func TestABeginningThatFailsLeavesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	r := h.planByHand(h.requestBucket("development", "unreadable", "unreadable", run.KindApply))
+	require.Equal(t, run.Approved, r.State, r.StateReason)
+	var sealed struct{ Ciphertext []byte }
+	require.NoError(t, h.db.Raw("SELECT ciphertext FROM artifacts WHERE id = ?", r.ConfigArtifactID).Scan(&sealed).Error)
+	require.NotEmpty(t, sealed.Ciphertext)
+	require.NoError(t, h.db.Exec("UPDATE artifacts SET ciphertext = ? WHERE id = ?", []byte("damaged"), r.ConfigArtifactID).Error)
+
+	_, err := h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, run.ErrSkip)
+	require.Equal(t, run.Approved, h.waitFor(r.ID, run.Approved).State)
+	var leases int64
+	require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&leases).Error)
+	require.Zero(t, leases, "a phase that never began holds no lease")
+
+	require.NoError(t, h.db.Exec("UPDATE artifacts SET ciphertext = ? WHERE id = ?", sealed.Ciphertext, r.ConfigArtifactID).Error)
+	work, err := h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+	require.NoError(t, err)
+	require.Equal(t, run.Running, work.Run.State)
+	require.NotEmpty(t, work.Config)
+}
+
 func jobState(t *testing.T, sqlDB *sql.DB, id int64) string {
 	t.Helper()
 	var s string

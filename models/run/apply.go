@@ -96,7 +96,13 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 		if err := r.StartApply(); err != nil {
 			return err
 		}
-		work.Lease, _, err = s.leaseFor(ctx, *r, JobApply, claim)
+		if work.Lease, _, err = s.leaseFor(ctx, *r, JobApply, claim); err != nil {
+			return err
+		}
+		// The apply needs no variables (OpenTofu applies the saved plan, which holds
+		// them), but its log masks them as the plan's does.
+		in, err := s.phaseInputs(ctx, *r, r.PriorStateVersionID)
+		work.Config, work.PriorState, work.Secrets = in.config, in.state, in.secrets
 		return err
 	})
 	if err != nil {
@@ -106,19 +112,6 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 		return ApplyWork{Run: r}, ErrSkip
 	}
 	work.Run = r
-	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
-		return ApplyWork{}, err
-	}
-	// The apply needs no variables (OpenTofu applies the saved plan, which holds
-	// them), but its log masks them as the plan's does.
-	if _, work.Secrets, err = s.phaseSecrets(ctx, r, work.Config); err != nil {
-		return ApplyWork{}, err
-	}
-	if r.PriorStateVersionID != nil {
-		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
-			return ApplyWork{}, err
-		}
-	}
 	return work, nil
 }
 

@@ -24,7 +24,7 @@ type VerifyWork struct {
 // BeginVerify takes a lease for claim on a run being verified and returns the
 // applied state to verify, or ErrSkip.
 func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (VerifyWork, error) {
-	var lease Lease
+	var work VerifyWork
 	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Verifying || r.NewStateVersionID == nil {
 			return ErrSkip
@@ -33,7 +33,7 @@ func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (V
 		if err != nil {
 			return err
 		}
-		lease = l
+		work.Lease = l
 		// The apply has released its lock; a lock this run still holds is a verify
 		// attempt that died mid-way: fence it so the retry can lock.
 		if s.fencer != nil && !r.Simulated {
@@ -42,27 +42,20 @@ func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (V
 				return err
 			}
 			if held {
-				return s.fence(ctx, *r, "the worker verifying this run stopped; verifying again")
+				if err := s.fence(ctx, *r, "the worker verifying this run stopped; verifying again"); err != nil {
+					return err
+				}
 			}
 		}
-		return nil
+		in, err := s.phaseInputs(ctx, *r, r.NewStateVersionID)
+		work.Config, work.State, work.Variables, work.Secrets = in.config, in.state, in.vars, in.secrets
+		return err
 	})
 	if err != nil {
 		return VerifyWork{}, err
 	}
-	cfg, _, err := s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID)
-	if err != nil {
-		return VerifyWork{}, err
-	}
-	st, err := s.states.Content(ctx, r.OrganizationID, *r.NewStateVersionID)
-	if err != nil {
-		return VerifyWork{}, err
-	}
-	vars, secrets, err := s.phaseSecrets(ctx, r, cfg)
-	if err != nil {
-		return VerifyWork{}, err
-	}
-	return VerifyWork{Lease: lease, Run: r, Config: cfg, State: st, Secrets: secrets, Variables: vars}, nil
+	work.Run = r
+	return work, nil
 }
 
 // FinishVerify ends the run verified under lease l: SUCCEEDED when the live resources

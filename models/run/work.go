@@ -89,9 +89,13 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 		}
 		r.setPredecessor(prior)
 		if r.Kind.RefreshOnly() {
-			return s.beginRefreshOnly(ctx, r, prior)
+			if err := s.beginRefreshOnly(ctx, r, prior); err != nil || r.State != Planning {
+				return err
+			}
 		}
-		return nil
+		in, err := s.phaseInputs(ctx, *r, r.PriorStateVersionID)
+		work.Config, work.PriorState, work.Variables, work.Secrets = in.config, in.state, in.vars, in.secrets
+		return err
 	})
 	if err != nil {
 		return PlanWork{}, err
@@ -100,18 +104,36 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 		return PlanWork{Run: r}, ErrSkip
 	}
 	work.Run = r
-	if work.Config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
-		return PlanWork{}, err
+	return work, nil
+}
+
+// phaseInputs are what a phase of a run reads before it starts.
+type phaseInputs struct {
+	config, state []byte
+	vars          Variables
+	secrets       []string
+}
+
+// phaseInputs reads what a phase of r needs (its configuration, the state version
+// stateVersion if any, its variables and the values its log masks) inside the
+// transaction that begins the phase: a read failing (the database going away) rolls the
+// beginning back, so no lease or RUNNING is left behind for a phase that never started
+// (an apply left so would become APPLY_INTERRUPTED though nothing ran).
+func (s *Service) phaseInputs(ctx context.Context, r Run, stateVersion *string) (phaseInputs, error) {
+	var in phaseInputs
+	var err error
+	if in.config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
+		return phaseInputs{}, err
 	}
-	if work.Variables, work.Secrets, err = s.phaseSecrets(ctx, r, work.Config); err != nil {
-		return PlanWork{}, err
+	if in.vars, in.secrets, err = s.phaseSecrets(ctx, r, in.config); err != nil {
+		return phaseInputs{}, err
 	}
-	if r.PriorStateVersionID != nil {
-		if work.PriorState, err = s.states.Content(ctx, r.OrganizationID, *r.PriorStateVersionID); err != nil {
-			return PlanWork{}, err
+	if stateVersion != nil {
+		if in.state, err = s.states.Content(ctx, r.OrganizationID, *stateVersion); err != nil {
+			return phaseInputs{}, err
 		}
 	}
-	return work, nil
+	return in, nil
 }
 
 // beginRefreshOnly checks, as a drift check or codification starts planning, that the

@@ -86,6 +86,8 @@ var rules = []rule{
 		Why: "benchmark support is a leaf"},
 	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/cmd/benchtable"},
 		Why: "only benchmarks (test files) and the summary tool use benchmark support; the product never does"},
+	{Prefix: "gantry", Bans: []string{"gantry/deploy"}, Except: []string{"gantry/deploy"},
+		Why: "deploy/ holds the Helm chart and its checks (render, validate, install, the portal's image): tests and tasks use them, the product never does"},
 }
 
 // violations lists what pkgs break of rules.

@@ -164,6 +164,27 @@ var Goals = []Goal{
 		Why: "the blast-radius graph of a 10k plan in at most 50 ms (part of the first response)"},
 	{Package: "gantry/models/review", Benchmark: "BenchmarkAttributes10k", Metric: "ns/op", Max: 10e6, Quick: true,
 		Why: "one page of 50 attribute diffs (an htmx page request) in at most 10 ms"},
+	// Phases as Kubernetes Jobs (issue 16): the runner's Plan called (the Job created) to
+	// tofu init's first line (the container runtime's timestamp of it), 20 phases each on
+	// the test cluster and in runc.
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_p50_ms", Max: 2000,
+		Why: "a phase's Job created to tofu started, on the single-node cluster, median of 20"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_p90_ms", Max: 4000,
+		Why: "the same, 90th percentile"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_p99_ms", Report: true,
+		Why: "the same, 99th percentile"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_seen_p50_ms", Report: true,
+		Why: "the same line read by the portal from the pod's followed log (the live log's lag included), median"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_seen_p90_ms", Report: true,
+		Why: "the same, 90th percentile"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "kube_seen_p99_ms", Report: true,
+		Why: "the same, 99th percentile"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "runc_p50_ms", Report: true,
+		Why: "the runc executor's start of the same phase, median of 20"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "runc_p90_ms", Report: true,
+		Why: "the same, 90th percentile"},
+	{Package: "gantry/runner/kube", Benchmark: "BenchmarkPhaseStart", Metric: "runc_p99_ms", Report: true,
+		Why: "the same, 99th percentile"},
 }
 
 // QuickPattern is the -bench regular expression of the quick benchmarks.

@@ -190,7 +190,7 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 		sys.Close()
 		return err
 	}
-	g.Go(func() error { return servePortal(gctx, appLn, metricsLn, srv, sys, sf.stateSocket) })
+	g.Go(func() error { return servePortal(gctx, appLn, metricsLn, srv, sys, sf) })
 	building := ""
 	if prepare != nil {
 		g.Go(func() error { prepare(gctx); return nil })

@@ -2,6 +2,7 @@
 //
 //	gantry serve     run the portal against a PostgreSQL URL and an OpenID Provider
 //	gantry dev       run everything embedded: private PostgreSQL, dev OpenID Provider, demo data
+//	gantry dev-oidc  run the development OpenID Provider on its own (for a portal in a cluster)
 //	gantry migrate   apply the database migrations and exit
 //	gantry org       invite people to organizations (bootstrap of a real deployment)
 package main
@@ -29,6 +30,8 @@ Commands:
   serve     Run the portal against any PostgreSQL database and any OpenID Provider.
   dev       Run the portal with everything embedded: a private PostgreSQL cluster under
             .data/, a development OpenID Provider with demo users, and demo data.
+  dev-oidc  Run gantry dev's development OpenID Provider on its own, for a gantry serve
+            elsewhere (a Kubernetes cluster): flags set its address, issuer, client and users.
   migrate   Apply pending database migrations and exit.
   org       "gantry org invite": create an organization and invite its first owner by e-mail.
   keys      "gantry keys rotate": re-wrap every data key under the first key of --keys;
@@ -52,15 +55,16 @@ func main() {
 
 // commands maps each subcommand to its entry point.
 var commands = map[string]func(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error{
-	"serve":   runServe,
-	"dev":     runDev,
-	"migrate": runMigrate,
-	"org":     runOrg,
-	"keys":    runKeys,
-	"audit":   runAudit,
-	"request": runRequest,
-	"runs":    runRuns,
-	"approve": runApprove,
+	"serve":    runServe,
+	"dev":      runDev,
+	"dev-oidc": runDevOIDC,
+	"migrate":  runMigrate,
+	"org":      runOrg,
+	"keys":     runKeys,
+	"audit":    runAudit,
+	"request":  runRequest,
+	"runs":     runRuns,
+	"approve":  runApprove,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

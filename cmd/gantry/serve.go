@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 		metricsAt = metricsLn.Addr().String()
 	}
 	logger.Info("gantry serving", "addr", ln.Addr().String(), "base_url", w.baseURL, "runner", sf.runnerName, "metrics_addr", metricsAt)
-	return servePortal(ctx, ln, metricsLn, srv, sys, sf.stateSocket)
+	return servePortal(ctx, ln, metricsLn, srv, sys, sf)
 }
 
 // serveUntilDone serves h on ln until ctx ends, then drains in-flight requests.

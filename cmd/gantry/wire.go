@@ -24,6 +24,7 @@ import (
 	"gantry/models/notify"
 	runs "gantry/models/run"
 	"gantry/runner"
+	"gantry/runner/kube"
 	"gantry/runner/mock"
 	"gantry/web"
 )
@@ -62,12 +63,14 @@ type systemFlags struct {
 	mockLedger string
 	// tokenLifetime is how long a workload token lives (zero: the issuer's default).
 	tokenLifetime time.Duration
+	// kube configures the tofu/kubernetes executor (wire_kube.go).
+	kube kubeFlags
 }
 
 func (s *systemFlags) register(f flags) {
 	f.str(&s.keys, "keys", "GANTRY_KEYS", "", "key-encryption keys for artifacts and state, id:base64(32 bytes)[,older...]; the first seals (keep it in the environment)")
 	f.str(&s.catalogDir, "catalog-dir", "GANTRY_CATALOG_DIR", "", "template catalog directory with templates/<name>/ (default: the catalog built into the binary)")
-	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "", "default executor: mock (SIMULATED), tofu/process (OpenTofu as a plain process: not isolated) or tofu/oci (runc); environments may choose another (default: serve mock; dev tofu/process)")
+	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "", "default executor: mock (SIMULATED), tofu/process (OpenTofu as a plain process: not isolated), tofu/oci (runc) or tofu/kubernetes (a Job per phase, see --kube-image); environments may choose another (default: serve mock; dev tofu/process)")
 	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (serve: required for live runners, never built; dev: built from the source tree into bin/tofu in the background)")
 	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (serve: required for live runners; dev: built from the source tree)")
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
@@ -99,6 +102,7 @@ func (s *systemFlags) register(f flags) {
 	f.dur(&s.hooks.RetryBase, "webhook-retry-base", "GANTRY_WEBHOOK_RETRY_BASE", 30*time.Second, "wait before a failed webhook delivery is tried again; it doubles after each failure (at most 6h)")
 	f.IntVar(&s.hooks.MaxAttempts, "webhook-max-attempts", 8, "attempts at one webhook delivery before it is given up")
 	f.IntVar(&s.hooks.DisableAfter, "webhook-disable-after", 20, "failed attempts in a row after which Gantry turns a webhook off")
+	s.kube.register(f)
 }
 
 // mailer is the notification mailer the flags ask for (nil: no mail).
@@ -144,6 +148,13 @@ func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (def runn
 	}
 	for _, r := range live {
 		offered[r.Name()] = r
+	}
+	if s.kube.enabled() {
+		kr, err := s.kubeRunner(ctx, logger)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		offered[kr.Name()] = wrap(kr)
 	}
 	if s.runnerName == "" || s.runnerName == "auto" {
 		// dev: isolated when it can be, else a plain process; serve: the mock.
@@ -230,25 +241,33 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
 		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime,
-		ContainerStatePort: sf.containerStatePort, Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
+		ContainerStatePort: sf.containerStatePort, RunnerStateURLs: sf.runnerStateURLs(), Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }
 
 // servePortal runs the job queue, the live-change listener and the HTTP server until
 // ctx ends, then stops them: HTTP first, then the queue, letting running jobs finish
 // for a while before cancelling them.
-func servePortal(ctx context.Context, ln, metricsLn net.Listener, srv *web.Server, sys *assemble.Portal, stateSocket string) error {
+func servePortal(ctx context.Context, ln, metricsLn net.Listener, srv *web.Server, sys *assemble.Portal, sf systemFlags) error {
 	if err := sys.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("starting job queue: %w", err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if stateSocket != "" {
+	if stateSocket := sf.stateSocket; stateSocket != "" {
 		sock, err := listenSocket(stateSocket)
 		if err != nil {
 			return err
 		}
 		// Jobs in containers reach the state backend here, and nothing else of Gantry.
 		g.Go(func() error { return serveUntilDone(gctx, sock, web.StateOnly(srv.Echo)) })
+	}
+	if sf.kube.enabled() {
+		kln, err := net.Listen("tcp", sf.kube.listen)
+		if err != nil {
+			return fmt.Errorf("listening for runner pods on %s (--kube-listen): %w", sf.kube.listen, err)
+		}
+		// Pods reach the phase endpoint and the state backend here, and nothing else.
+		g.Go(func() error { return serveUntilDone(gctx, kln, sf.kube.runnerHandler(srv)) })
 	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
@@ -302,6 +321,15 @@ func listenSocket(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// runnerStateURLs are where runners other than the portal's own reach the state backend:
+// the Kubernetes executor's pods.
+func (s systemFlags) runnerStateURLs() map[string]string {
+	if !s.kube.enabled() {
+		return nil
+	}
+	return map[string]string{kube.Name: s.kube.stateBase()}
 }
 
 // defaultReplicaID is the host name ("gantry" when it cannot be read).

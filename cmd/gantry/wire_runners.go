@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gantry/runner"
+	"gantry/runner/kube"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
@@ -81,7 +82,10 @@ func (s systemFlags) checkPrebuilt() error {
 			}
 		}
 	}
-	if strings.HasPrefix(s.runnerName, "tofu/") {
+	if s.runnerName == kube.Name && !s.kube.enabled() {
+		return fmt.Errorf("--runner %s: --kube-image is not set", s.runnerName)
+	}
+	if strings.HasPrefix(s.runnerName, "tofu/") && s.runnerName != kube.Name {
 		need := []struct{ flag, path string }{{"--tofu", s.tofuPath}, {"--sandbox-provider", s.providerPath}}
 		if s.runnerName == "tofu/oci" {
 			need = append(need, struct{ flag, path string }{"--fwd", s.fwdPath})

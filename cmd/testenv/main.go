@@ -8,6 +8,11 @@
 // shares it with the whole command (so every test binary reuses one server
 // and one migrated template), and removes it when the command exits. The
 // exit code is the command's.
+//
+// The Kubernetes test cluster is started by the first test that needs it
+// (runner/kube/kubecluster/kubetest, in .data/k8s); testenv stops it when the
+// command exits if it was not running before, so a test run leaves no
+// cluster behind but keeps one a developer started with `task k8s:up`.
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"time"
 
 	"gantry/models/db/pgcluster"
+	"gantry/runner/kube/kubecluster"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -79,7 +85,30 @@ func run(args []string) int {
 	default:
 	}
 	cmd.Env = env
-	return runChild(cmd, sigs)
+	k8sDir := kubecluster.DefaultDir(".") // the Taskfile runs testenv from the source tree's root
+	k8sWasRunning := kubecluster.Running(k8sDir)
+	code := runChild(cmd, sigs)
+	if !k8sWasRunning && kubecluster.Running(k8sDir) {
+		if err := stopKubernetes(k8sDir); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stopping the Kubernetes test cluster the tests started: %v\n", err)
+			return max(code, 1)
+		}
+		fmt.Fprintf(os.Stderr, "testenv: stopped the Kubernetes test cluster the tests started (%s)\n", k8sDir)
+	}
+	return code
+}
+
+// stopKubernetes stops the test cluster in dir once no test (of this run or another one
+// sharing the checkout) uses it.
+func stopKubernetes(dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	unlock, err := kubecluster.LockUsers(ctx, dir, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return kubecluster.Stop(ctx, dir)
 }
 
 // runChild runs the command with our stdio and relays SIGINT/SIGTERM to it.

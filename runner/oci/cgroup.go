@@ -59,7 +59,7 @@ func parseCgroupMounts(mountinfo []byte) (*cgroupHost, error) {
 		if sep < 5 || len(f) < sep+4 {
 			continue
 		}
-		mnt, fstype, super := unescapeMount(f[4]), f[sep+1], f[sep+3]
+		mnt, fstype, super := UnescapeMount(f[4]), f[sep+1], f[sep+3]
 		switch fstype {
 		case "cgroup":
 			for _, o := range strings.Split(super, ",") {
@@ -105,7 +105,8 @@ func parseCgroupMounts(mountinfo []byte) (*cgroupHost, error) {
 	return h, nil
 }
 
-func unescapeMount(s string) string {
+// UnescapeMount undoes /proc/self/mountinfo's octal escapes (\040 for a space, ...).
+func UnescapeMount(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

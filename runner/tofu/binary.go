@@ -12,11 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/mod/modfile"
 )
 
 const (
@@ -36,21 +33,8 @@ func tofuBuild(repoRoot, out string) GoBuild {
 
 // PinnedVersion returns the OpenTofu version tools/tofu/go.mod pins, without the "v" ("1.10.10").
 func PinnedVersion(repoRoot string) (string, error) {
-	name := filepath.Join(repoRoot, "tools", "tofu", "go.mod")
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return "", fmt.Errorf("reading the OpenTofu pin: %w", err)
-	}
-	f, err := modfile.ParseLax(name, data, nil)
-	if err != nil {
-		return "", fmt.Errorf("parsing %s: %w", name, err)
-	}
-	for _, r := range f.Require {
-		if r.Mod.Path == modulePath {
-			return strings.TrimPrefix(r.Mod.Version, "v"), nil
-		}
-	}
-	return "", fmt.Errorf("%s does not require %s", name, modulePath)
+	v, err := ModuleVersion(filepath.Join(repoRoot, "tools", "tofu", "go.mod"), modulePath)
+	return strings.TrimPrefix(v, "v"), err
 }
 
 // EnsureBinary is EnsureBinaryIn repoRoot/bin, without progress.
@@ -80,50 +64,8 @@ func EnsureBinaryIn(ctx context.Context, repoRoot, binDir string, p *BuildProgre
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(binDir, "tofu")
-	build := tofuBuild(repoRoot, path)
-	if binaryVersion(ctx, path) == want {
-		p.finish(build.Label)
-		return path, nil
-	}
-	if err := build.Count(ctx, p); err != nil {
-		return "", err
-	}
-	if binaryVersion(ctx, path) == want {
-		return path, nil
-	}
-
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", binDir, err)
-	}
-	p.SetStep("waiting for another process building OpenTofu")
-	unlock, err := lockFile(filepath.Join(binDir, ".tofu.lock"))
-	if err != nil {
-		return "", fmt.Errorf("locking the OpenTofu build: %w", err)
-	}
-	defer unlock()
-	// Another process may have built it while we waited for the lock.
-	if binaryVersion(ctx, path) == want {
-		p.finish(build.Label)
-		return path, nil
-	}
-
-	fmt.Fprintf(log, "building OpenTofu v%s (first time takes a few minutes)...\n", want)
-	started := time.Now()
-	tmp := filepath.Join(binDir, ".tofu.tmp-"+strconv.Itoa(os.Getpid()))
-	defer os.Remove(tmp) // gone after the rename; cleans up after a failed build
-	build = tofuBuild(repoRoot, tmp)
-	if err := build.Run(ctx, p, log); err != nil {
-		return "", fmt.Errorf("OpenTofu v%s: %w", want, err)
-	}
-	if got := binaryVersion(ctx, tmp); got != want {
-		return "", fmt.Errorf("the OpenTofu just built reports version %q, want %q", got, want)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("installing %s: %w", path, err)
-	}
-	fmt.Fprintf(log, "built %s in %s\n", path, time.Since(started).Round(time.Second))
-	return path, nil
+	return EnsurePinned(ctx, PinnedBuild{Path: filepath.Join(binDir, "tofu"), Want: want, Version: binaryVersion,
+		Build: func(out string) GoBuild { return tofuBuild(repoRoot, out) }, Note: "the first time takes a few minutes", Progress: p}, log)
 }
 
 // binaryVersion runs `<path> version` in a closed environment (no CLI config, no checkpoint

@@ -4,7 +4,7 @@ package tofu
 
 import "errors"
 
-// lockFile is unavailable here: tofu runs on Linux (and macOS for development).
-func lockFile(string) (func(), error) {
+// FileLock is unavailable here: tofu runs on Linux (and macOS for development).
+func FileLock(string) (func(), error) {
 	return nil, errors.New("file locking is not supported on this platform")
 }

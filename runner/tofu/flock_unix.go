@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock on name (creating it), blocking until it is free.
+// FileLock takes an exclusive advisory lock on name (creating it), blocking until it is free.
 // The kernel drops the lock if the process dies, so a killed build never wedges the next one.
-func lockFile(name string) (unlock func(), err error) {
+func FileLock(name string) (unlock func(), err error) {
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,12 @@ type Config struct {
 	// ContainerStatePort is the loopback port jobs in containers (tofu/oci) reach the
 	// state backend at, forwarded to the portal's state socket; 0 means BaseURL.
 	ContainerStatePort int
-	MaxWorkers         int
-	OnApplyStart       func(runID string, pickedUp time.Time)
+	// RunnerStateURLs are, by runner name, where a runner's jobs reach the state backend
+	// when it is neither BaseURL nor the containers' port (the Kubernetes executor's
+	// pods: --kube-state-url).
+	RunnerStateURLs map[string]string
+	MaxWorkers      int
+	OnApplyStart    func(runID string, pickedUp time.Time)
 	// Mailer sends notification mail (nil: none is sent); Hooks are the webhook
 	// client's settings.
 	Mailer notify.Mailer
@@ -221,7 +225,11 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: p.Queue.Enqueuer(), Catalog: catalog.ForRuns(p.Catalog),
 		Runners: offered,
 		StateAddress: func(runnerName, workspaceID string) string {
-			address, _ := state.Addresses(stateBase(base, cfg.ContainerStatePort, runnerName), workspaceID)
+			at := stateBase(base, cfg.ContainerStatePort, runnerName)
+			if u := cfg.RunnerStateURLs[runnerName]; u != "" {
+				at = strings.TrimRight(u, "/")
+			}
+			address, _ := state.Addresses(at, workspaceID)
 			return address
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,

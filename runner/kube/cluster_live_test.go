@@ -1,0 +1,132 @@
+package kube_test
+
+// On the real single-node cluster: runs whose phases are Kubernetes Jobs running the
+// runner image, against the sandbox cloud. These tests need root and the Debian packages
+// the test cluster needs (kubetest says which); they fail without them.
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"gantry/models/idempotency"
+	"gantry/models/run"
+	"gantry/runner/kube"
+	"gantry/web/webtest"
+)
+
+// TestLiveRunAsJobs: the postgres template is planned, approved, applied and verified,
+// each phase a Job; the live log reaches the run while the pods run; nothing of the
+// Jobs stays in the namespace; a destroy removes everything.
+func TestLiveRunAsJobs(t *testing.T) {
+	e, ce := startOnCluster(t, envOptions{})
+	operator := e.LoggedIn(t, "operator@acme.test")
+	admin := e.LoggedIn(t, "admin@acme.test")
+	owner := e.LoggedIn(t, "owner@acme.test")
+	staging := e.OrgEnvironmentID(t, "acme", "staging")
+
+	r := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
+	require.Equal(t, kube.Name, r.Runner)
+	require.Equal(t, 3, r.PlanSummary.Create, runLogs(t, e.App, r))
+	approve(t, e.App, admin, r)
+	r = waitFor(t, e.App, r.ID, run.Succeeded, phaseWait)
+	require.Equal(t, 1, e.cloudObjects(t, "database"))
+	require.Equal(t, 1, e.cloudObjects(t, "network"))
+	require.Contains(t, string(r.Outputs), "orders.db.sandbox.internal:5432")
+	logs := runLogs(t, e.App, r)
+	require.Regexp(t, `(?m)^\$ tofu apply .*plan\.bin$`, logs)
+	require.Contains(t, logs, "Apply complete! Resources: 3 added")
+	require.Contains(t, logs, "from the shared cache directory", "init linked the image's plugin cache")
+	for _, phase := range []string{"plan", "apply", "verify"} {
+		require.Positive(t, logChunks(t, e.App, r.ID, phase), "the %s's live log was stored from the pod's log", phase)
+	}
+	require.Len(t, e.applies(t, r), 1)
+	specs := ce.rec.launched()
+	require.Equal(t, []string{kube.PhasePlan, kube.PhaseApply, kube.PhaseVerify}, phasesOf(specs))
+	ce.requireNothingLeft(t, 30*time.Second)
+
+	d := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindDestroy)), run.PendingApproval, phaseWait)
+	require.Equal(t, 3, d.PlanSummary.Delete, runLogs(t, e.App, d))
+	approve(t, e.App, owner, d)
+	waitFor(t, e.App, d.ID, run.Succeeded, phaseWait)
+	for _, kind := range []string{"database", "subnet", "network"} {
+		require.Zero(t, e.cloudObjects(t, kind), kind)
+	}
+	ce.requireNothingLeft(t, 30*time.Second)
+	require.Zero(t, e.Portal.Sessions())
+}
+
+// TestPodDeletedMidApply: the apply's pod deleted while tofu creates the resources ends
+// the run APPLY_INTERRUPTED (the lease decides, as for a dead portal); the plan is never
+// applied again, and nothing of the Job stays.
+func TestPodDeletedMidApply(t *testing.T) {
+	e, ce := startOnCluster(t, envOptions{cloud: slowWrites(3 * time.Second)})
+	ce.rec.on(kube.PhaseApply, "Creating...", func(spec kube.PodSpec) { ce.deletePod(t, spec) })
+	operator := e.LoggedIn(t, "operator@acme.test")
+	admin := e.LoggedIn(t, "admin@acme.test")
+	staging := e.OrgEnvironmentID(t, "acme", "staging")
+
+	r := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
+	approve(t, e.App, admin, r)
+	r = waitFor(t, e.App, r.ID, run.ApplyInterrupted, phaseWait)
+	// The job's next attempt (BeginApply) or the sweeper, whichever comes first after the
+	// worker released the lease, interrupts it.
+	require.Regexp(t, `stopped (mid-apply|renewing its lease)`, r.StateReason)
+	time.Sleep(5 * time.Second) // long enough for any retry to have applied again
+	require.NoError(t, e.DB.Where("id = ?", r.ID).Take(&r).Error)
+	require.Equal(t, run.ApplyInterrupted, r.State)
+	require.Equal(t, []string{kube.PhasePlan, kube.PhaseApply}, phasesOf(ce.rec.launched()), "one apply Job, never another")
+	require.LessOrEqual(t, len(e.applies(t, r)), 1, "the plan was attempted at most once")
+	ce.requireNothingLeft(t, 30*time.Second)
+}
+
+// TestCancelledPlanLeavesNothing: a plan cancelled while its pod runs (tofu refreshing
+// against a slow cloud) stops at the worker's next heartbeat; its Job, pod and Secret are
+// all gone when the phase returns.
+func TestCancelledPlanLeavesNothing(t *testing.T) {
+	// Once slow is set, the cloud holds every read for a minute.
+	var slow atomic.Bool
+	e, ce := startOnCluster(t, envOptions{cloud: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if slow.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/") {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(time.Minute):
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	operator := e.LoggedIn(t, "operator@acme.test")
+	dev := e.OrgEnvironmentID(t, "acme", "development")
+	waitFor(t, e.App, requestRun(t, e.App, operator, bucketInputs(dev, "logs", "30")), run.Succeeded, phaseWait)
+	ce.requireNothingLeft(t, 30*time.Second)
+
+	// The next plan refreshes the bucket: the cloud holds its read.
+	slow.Store(true)
+	refreshing := make(chan kube.PodSpec, 1)
+	ce.rec.on(kube.PhasePlan, "Refreshing state...", func(spec kube.PodSpec) { refreshing <- spec })
+	id := requestRun(t, e.App, operator, bucketInputs(dev, "logs", "60"))
+	var spec kube.PodSpec
+	select {
+	case spec = <-refreshing:
+	case <-time.After(phaseWait):
+		t.Fatal("the plan never began refreshing")
+	}
+	_, err := ce.client.BatchV1().Jobs(ce.ns).Get(t.Context(), spec.Job, metav1.GetOptions{})
+	require.NoError(t, err, "the plan's Job runs")
+	resp := e.PostForm(t, operator, "/runs/"+id+"/cancel", url.Values{"_csrf": {e.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()},
+		"reason": {"not now"}, "confirm": {"yes"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	waitFor(t, e.App, id, run.Cancelled, time.Minute)
+	// The phase returns (its session closes) only once its Job, pod and Secret are gone.
+	require.Eventually(t, func() bool { return e.Portal.Sessions() == 0 }, 2*time.Minute, 100*time.Millisecond, "the cancelled phase returned")
+	require.Empty(t, ce.leftovers(t))
+}

@@ -1,0 +1,239 @@
+package kube_test
+
+// The tests' harness: Gantry (webtest) with the tofu/kubernetes executor, its runner
+// listener (the phase endpoint and the state backend), and a sandbox cloud that trusts
+// Gantry's workload issuer, all listening where the pods reach them; and helpers that
+// drive runs through the HTTP interface as people do.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/idempotency"
+	"gantry/models/run"
+	"gantry/runner"
+	"gantry/runner/kube"
+	"gantry/runner/oci"
+	"gantry/runner/tofu"
+	"gantry/sandbox/cloud"
+	"gantry/web"
+	"gantry/web/webtest"
+)
+
+const cloudAdminToken = "admin-test-token"
+
+// env is Gantry running phases as pods.
+type env struct {
+	*webtest.App
+	Runner    *kube.Runner
+	Portal    *kube.Portal
+	CloudURL  string
+	CloudDir  string
+	PortalURL string
+	Toolchain tofu.Toolchain
+	Root      string // the source tree
+}
+
+// envOptions adjust start.
+type envOptions struct {
+	// host is where Gantry, the runner listener and the cloud listen: loopback for
+	// local pods, the cluster's bridge gateway for real ones.
+	host string
+	// launcher makes the pods' launcher once the toolchain is built.
+	launcher func(t testing.TB, tc tofu.Toolchain, root string) kube.Launcher
+	// cloud wraps the sandbox cloud's handler.
+	cloud         func(http.Handler) http.Handler
+	tokenLifetime time.Duration
+	limits        oci.Limits
+	catalog       fs.FS
+}
+
+// start builds the toolchain and starts everything.
+func start(t testing.TB, opts envOptions) *env {
+	t.Helper()
+	if opts.host == "" {
+		opts.host = "127.0.0.1"
+	}
+	root, err := tofu.RepoRoot(".")
+	require.NoError(t, err)
+	tc, err := tofu.PrepareToolchain(t.Context(), root, t.TempDir(), logWriter{t})
+	require.NoError(t, err)
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", net.JoinHostPort(opts.host, "0"))
+		require.NoError(t, err, "listening on %s (for pods to reach)", opts.host)
+		return ln
+	}
+	gantryLn, runnerLn, cloudLn := listen(), listen(), listen()
+	e := &env{Portal: kube.NewPortal(), CloudURL: "http://" + cloudLn.Addr().String(), PortalURL: "http://" + runnerLn.Addr().String(),
+		Toolchain: tc, Root: root, CloudDir: t.TempDir()}
+	e.Runner = &kube.Runner{Launcher: opts.launcher(t, tc, root), Portal: e.Portal, PortalURL: e.PortalURL,
+		CloudEndpoint: e.CloudURL, Limits: opts.limits, WorkRoot: t.TempDir(),
+		Timeouts: runner.Timeouts{Plan: 5 * time.Minute, Apply: 5 * time.Minute, Verify: 5 * time.Minute}}
+	e.App = webtest.StartWith(t, webtest.Options{Listener: gantryLn, Runner: e.Runner, CloudEndpoint: e.CloudURL,
+		WorkloadTokenLifetime: opts.tokenLifetime, CatalogFS: opts.catalog})
+	// The runner listener: the phase endpoint and the state backend, nothing else.
+	mux := http.NewServeMux()
+	mux.Handle(kube.PathPrefix, e.Portal)
+	mux.Handle("/state/", web.StateOnly(e.App.Server.Echo))
+	serve(t, runnerLn, mux)
+	sc, err := cloud.New(t.Context(), cloud.Config{DataDir: e.CloudDir, Issuer: e.App.URL + "/workload", AdminToken: cloudAdminToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	var h http.Handler = sc
+	if opts.cloud != nil {
+		h = opts.cloud(h)
+	}
+	serve(t, cloudLn, h)
+	return e
+}
+
+func serve(t testing.TB, ln net.Listener, h http.Handler) {
+	t.Helper()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+}
+
+// logWriter writes to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
+
+// requestRun submits the request form and returns the new run's id.
+func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values) string {
+	t.Helper()
+	form.Set("_csrf", app.CSRF(t, c))
+	resp := app.PostForm(t, c, "/requests", form)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m, resp.Header.Get("Location"))
+	return m[1]
+}
+
+// approve decides r as its review page would.
+func approve(t testing.TB, app *webtest.App, c *http.Client, r run.Run) {
+	t.Helper()
+	v := url.Values{"_csrf": {app.CSRF(t, c)}, "idempotency_key": {idempotency.NewKey()}}
+	for field, value := range run.EvidenceOf(r).Fields() {
+		v.Set(field, value)
+	}
+	if run.RequirementOf(r).Elevated {
+		v.Set("confirm", "DESTROY")
+		v.Set("reason", "checked with the data owner")
+	}
+	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", v)
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+}
+
+// waitFor waits (at most timeout) until the run is in want, and fails with the run's
+// logs when it ends elsewhere or does not get there in time.
+func waitFor(t testing.TB, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var r run.Run
+	for {
+		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
+		if r.State == want {
+			return r
+		}
+		if r.State.Terminal() {
+			t.Fatalf("run %s ended %s, want %s: %s%s", runID, r.State, want, r.StateReason, runLogs(t, app, r))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, runLogs(t, app, r))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runLogs are a run's stored plan, apply and verify logs.
+func runLogs(t testing.TB, app *webtest.App, r run.Run) string {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range []struct {
+		name string
+		id   *string
+	}{{"plan", r.PlanLogArtifactID}, {"apply", r.ApplyLogArtifactID}, {"verify", r.VerifyLogArtifactID}} {
+		if l.id == nil {
+			continue
+		}
+		data, _, err := app.System.Artifacts.Get(context.Background(), r.OrganizationID, *l.id)
+		if err != nil {
+			fmt.Fprintf(&b, "\n--- %s log: %v\n", l.name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s log:\n%s", l.name, data)
+	}
+	return b.String()
+}
+
+// cloudObjects counts the live objects of a kind in the sandbox cloud's store.
+func (e *env) cloudObjects(t testing.TB, kind string) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, filepath.WalkDir(filepath.Join(e.CloudDir, "objects"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") && strings.Contains(path, string(filepath.Separator)+kind+string(filepath.Separator)) {
+			n++
+		}
+		return err
+	}))
+	return n
+}
+
+// applies are the sandbox cloud's apply attempts at r's plan.
+func (e *env) applies(t testing.TB, r run.Run) []cloud.ApplyAttempt {
+	t.Helper()
+	ledger, err := cloud.ReadApplies(e.CloudDir)
+	require.NoError(t, err)
+	require.Empty(t, ledger.Twice(), "a plan applied twice")
+	for _, p := range ledger.Plans {
+		if p.PlanDigest == r.PlanDigest {
+			return p.Attempts
+		}
+	}
+	return nil
+}
+
+// logChunks counts the live log chunks stored for a run's phase.
+func logChunks(t testing.TB, app *webtest.App, runID, phase string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, app.DB.Raw("SELECT count(*) FROM run_log_chunks WHERE run_id = ? AND phase = ?", runID, phase).Scan(&n).Error)
+	return n
+}
+
+func postgresInputs(envID, workspace string, kind run.Kind) url.Values {
+	return url.Values{"template": {"postgres"}, "environment": {envID}, "workspace": {workspace}, "kind": {string(kind)},
+		"inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
+		"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}
+}
+
+func bucketInputs(envID, workspace, retention string) url.Values {
+	return url.Values{"template": {"bucket"}, "environment": {envID}, "workspace": {workspace}, "kind": {"apply"},
+		"inputs.name": {workspace}, "inputs.retention_days": {retention}}
+}

@@ -26,7 +26,7 @@ func BenchmarkAPIRuns10k(b *testing.B) {
 		operator := app.LoggedIn(b, "operator@"+slug+".test")
 		req := bucketRequest(app.OrgEnvironmentID(b, slug, "development"), "eu-west")
 		req.Set("workspace", "bench-template")
-		tpl := waitForState(b, app, requestRun(b, app, operator, req), run.Succeeded)
+		tpl := waitForState(b, app, app.RequestRun(b, operator, req), run.Succeeded)
 		seedWorkspacesWithRuns(b, app, tpl, n)
 	}
 	token := app.Token(b, app.NewMember(b, "acme", "Bea Bench", authz.RoleViewer, false), "read")

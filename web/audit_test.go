@@ -47,7 +47,7 @@ func TestAuditHistoryForAuditors(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	development := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-trail"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-trail"},
 		"kind": {"apply"}, "inputs.name": {"audit-trail"}})
 	waitForState(t, app, runID, run.Succeeded)
 
@@ -94,7 +94,7 @@ func TestAuditEventsAPI(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	development := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-api"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-api"},
 		"kind": {"apply"}, "inputs.name": {"audit-api"}})
 	waitForState(t, app, runID, run.Succeeded)
 	auditor := app.LoggedIn(t, "auditor@acme.test")
@@ -171,7 +171,7 @@ func TestAuditExportsDownloadVerifyAndResume(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	development := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-export"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"audit-export"},
 		"kind": {"apply"}, "inputs.name": {"audit-export"}})
 	waitForState(t, app, runID, run.Succeeded)
 	auditor := app.LoggedIn(t, "auditor@acme.test")

@@ -90,7 +90,7 @@ func BenchmarkRequestToPendingApproval50(b *testing.B) {
 	timeouts := 0
 	for i := range pairs {
 		start := time.Now()
-		id := requestRun(b, app.App, operator, url.Values{"template": {"fleet"}, "environment": {staging}, "workspace": {fmt.Sprintf("fleet-%d", i)},
+		id := app.App.RequestRun(b, operator, url.Values{"template": {"fleet"}, "environment": {staging}, "workspace": {fmt.Sprintf("fleet-%d", i)},
 			"kind": {"apply"}, "inputs.prefix": {fmt.Sprintf("fleet%d", i)}, "inputs.size": {"50"}})
 		r, waited := waitForStateWithin(b, app.App, id, run.PendingApproval, deadline)
 		took := time.Since(start)

@@ -92,12 +92,12 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
 	require.NoError(t, err)
 
-	applied := waitForState(t, app.App, requestRun(t, app.App, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)
+	applied := waitForState(t, app.App, app.App.RequestRun(t, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)
 	approve(t, app.App, admin, applied)
 	applied = waitForState(t, app.App, applied.ID, run.Succeeded)
 	ws := applied.WorkspaceID
 	// A change waits for its decision when the window opens.
-	waiting := waitForState(t, app.App, requestRun(t, app.App, operator, postgresRequest(staging, "orders-db", "medium", "7")), run.PendingApproval)
+	waiting := waitForState(t, app.App, app.App.RequestRun(t, operator, postgresRequest(staging, "orders-db", "medium", "7")), run.PendingApproval)
 
 	// Asked for, with field messages for a short reason and an overlong window.
 	resp := app.PostForm(t, operator, "/workspaces/"+ws+"/breakglass", url.Values{"_csrf": {app.CSRF(t, operator)}, "reason": {"urgent"}, "duration": {"600"}})

@@ -83,10 +83,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {name}, "kind": {"apply"},
 			"inputs.name": {name}, "inputs.retention_days": {"30"}}
 	}
-	stagingRun := waitForState(t, app.App, requestRun(t, app.App, operator, bucket(staging, "canary-static")), run.PendingApproval)
+	stagingRun := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket(staging, "canary-static")), run.PendingApproval)
 	approve(t, app.App, admin, stagingRun)
 	stagingRun = waitForState(t, app.App, stagingRun.ID, run.Succeeded)
-	devRun := waitForState(t, app.App, requestRun(t, app.App, operator, bucket(dev, "canary-dev")), run.Succeeded)
+	devRun := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket(dev, "canary-dev")), run.Succeeded)
 	// A break-glass window on the development workspace: its credentials (two issues) change
 	// the bucket by hand, and the drift check at its end reads who did.
 	window := askWindow(t, app.App, operator, devRun.WorkspaceID, "TestSecretsNeverLeak: a change by hand", 15)

@@ -44,7 +44,7 @@ func TestLandingPagePerRole(t *testing.T) {
 	// staging and one rejected.
 	dev := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
 	dev.Set("workspace", "landing-dev")
-	applied := waitForState(t, app, requestRun(t, app, operator, dev), run.Succeeded)
+	applied := waitForState(t, app, app.RequestRun(t, operator, dev), run.Succeeded)
 	waiting := waitingIn(t, app, operator, "landing-waiting")
 	rejected := waitingIn(t, app, operator, "landing-rejected")
 	form := decisionForm(t, app, admin, rejected)

@@ -187,7 +187,7 @@ func TestDecisionDeadlineFromEnvironmentWindow(t *testing.T) {
 	}
 
 	operator := app.LoggedIn(t, "operator@acme.test")
-	pending := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "7")), run.PendingApproval)
+	pending := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "small", "7")), run.PendingApproval)
 	requireDeadlineInAnHour(pending)
 	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+pending.ID))
 	require.Contains(t, page, pending.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC"))
@@ -195,7 +195,7 @@ func TestDecisionDeadlineFromEnvironmentWindow(t *testing.T) {
 	// Too few backups: blocked by a soft-mandatory policy until an admin overrides it.
 	// The override and the approval after it share one decision window, which starts
 	// when the run is blocked.
-	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
+	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
 	requireDeadlineInAnHour(blocked)
 	ev := evaluationOf(t, app, blocked)
 	resp = app.PostForm(t, admin, "/runs/"+blocked.ID+"/override",

@@ -79,7 +79,7 @@ func TestDriftCheckOnASimulatedWorkspace(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	viewer := app.LoggedIn(t, "viewer@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	applied := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "eu-west")), run.Succeeded)
+	applied := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "eu-west")), run.Succeeded)
 	ws := applied.WorkspaceID
 
 	page := webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+ws))
@@ -114,7 +114,7 @@ func TestDriftCheckOnASimulatedWorkspace(t *testing.T) {
 	require.NotContains(t, history, check.ID)
 
 	// Nothing applied: nothing to check, in words.
-	pending := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")), run.PendingApproval)
+	pending := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")), run.PendingApproval)
 	resp = app.PostForm(t, operator, "/workspaces/"+pending.WorkspaceID+"/drift", url.Values{"_csrf": {app.CSRF(t, operator)}})
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)

@@ -150,7 +150,7 @@ func TestEdgeRefusesBadDecisionInput(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 
 	for _, bad := range badBytes {
@@ -329,7 +329,7 @@ func TestNoStoreBehindSignIn(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 
 	for path, status := range map[string]int{
 		"/":                            http.StatusOK, // a page

@@ -58,7 +58,7 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	auditor := app.LoggedIn(t, "auditor@acme.test")
 	development := app.OrgEnvironmentID(t, "acme", "development")
-	done := waitForState(t, app, requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development},
+	done := waitForState(t, app, app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {development},
 		"workspace": {"evidence-ok"}, "kind": {"apply"}, "inputs.name": {"evidence-ok"}}), run.Succeeded)
 
 	rep := readReport(t, app, auditor, done.ID)
@@ -141,7 +141,7 @@ func TestEvidenceReportsJudgeTheAppliedArtifact(t *testing.T) {
 
 	// A rejected run never applied, and says so.
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	waiting := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	waiting := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 	form := decisionForm(t, app, admin, waiting)
 	form.Set("reason", "not in this quarter")

@@ -58,7 +58,7 @@ func TestEvidenceThatMovedIsStale(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	// A workspace with a state, so the predecessor is a real version.
-	base := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	base := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	approve(t, app, admin, base)
 	waitForState(t, app, base.ID, run.Succeeded)
 
@@ -71,7 +71,7 @@ func TestEvidenceThatMovedIsStale(t *testing.T) {
 		"prior_lineage": "another-lineage", "prior_state_digest": "sha256:other-state", "plan_digest": "sha256:replanned"} {
 		t.Run(column, func(t *testing.T) {
 			for _, action := range []string{"approve", "reject"} {
-				r := waitForState(t, app, requestRun(t, app, operator, changed), run.PendingApproval)
+				r := waitForState(t, app, app.RequestRun(t, operator, changed), run.PendingApproval)
 				require.NotNil(t, r.PriorStateVersionID, "planned against the workspace's state")
 				form := decisionForm(t, app, admin, r) // what the review page carried
 				form.Set("reason", "not like this")
@@ -87,7 +87,7 @@ func TestEvidenceThatMovedIsStale(t *testing.T) {
 
 	// A form that names other evidence than the run carries (tampered, or from another
 	// page) is the same conflict; a field missing is 422 INVALID_INPUT. Nothing recorded.
-	r := waitForState(t, app, requestRun(t, app, operator, changed), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, changed), run.PendingApproval)
 	for _, field := range run.EvidenceFields {
 		form := decisionForm(t, app, admin, r)
 		form.Set(field, form.Get(field)+"0")
@@ -148,11 +148,11 @@ func TestStateWriteMarksWaitingRunsStale(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	ctx := context.Background()
-	waiting := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "7")), run.PendingApproval)
-	approved := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "medium", "7")), run.PendingApproval)
-	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
-	other := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "7")), run.PendingApproval)
-	writer := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "large", "7")), run.PendingApproval)
+	waiting := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "small", "7")), run.PendingApproval)
+	approved := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "medium", "7")), run.PendingApproval)
+	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
+	other := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "7")), run.PendingApproval)
+	writer := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "large", "7")), run.PendingApproval)
 	require.Equal(t, waiting.WorkspaceID, blocked.WorkspaceID)
 	// An approved run waits for its apply (no worker takes it here).
 	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -211,7 +211,7 @@ func TestDecisionRacingItsDeadline(t *testing.T) {
 	for i := range 16 {
 		req := bucketRequest(staging, "eu-west")
 		req.Set("workspace", fmt.Sprintf("race-%d", i))
-		r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+		r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 		// The deadline lands a moment from now: sometimes before the decision commits,
 		// sometimes after.
 		offset := fmt.Sprintf("%d milliseconds", (i%4)*2)
@@ -257,7 +257,7 @@ func TestFiftyConcurrentDecisionsRecordOne(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	deciders := make([]webtest.Member, 50)
 	for i := range deciders {
 		deciders[i] = app.NewMember(t, "acme", fmt.Sprintf("Decider %d", i), authz.RoleAdmin, false)
@@ -301,11 +301,11 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	ctx := context.Background()
-	writer := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "moving", "small", "7")), run.PendingApproval)
+	writer := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "small", "7")), run.PendingApproval)
 	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	require.NoError(t, app.System.Queue.Stop(stopCtx))
-	planning := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
+	planning := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
 	work, err := app.System.Runs.BeginPlan(ctx, planning.ID, byHand)
 	require.NoError(t, err)
 	require.Nil(t, work.Run.PriorStateVersionID, "planned against no state yet")

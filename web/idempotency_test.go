@@ -43,7 +43,7 @@ func TestEveryFormCarriesAFreshKey(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 
 	seen := map[string]bool{}
@@ -70,7 +70,7 @@ func TestDoubleApproveDecidesOnce(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 	owner := app.LoggedIn(t, "owner@acme.test")
 	form := decisionForm(t, app, admin, r)
@@ -127,8 +127,8 @@ func TestKeyReusedWithOtherValuesIsRefused(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	first := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
-	second := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-central")), run.PendingApproval)
+	first := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	second := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-central")), run.PendingApproval)
 	admin := app.LoggedIn(t, "admin@acme.test")
 
 	reject := decisionForm(t, app, admin, first)

@@ -52,7 +52,7 @@ func BenchmarkInbox10k(b *testing.B) {
 		operator := app.LoggedIn(b, "operator@"+slug+".test")
 		req := bucketRequest(app.OrgEnvironmentID(b, slug, "staging"), "eu-west")
 		req.Set("workspace", "inbox-bench")
-		tpl := waitForState(b, app, requestRun(b, app, operator, req), run.PendingApproval)
+		tpl := waitForState(b, app, app.RequestRun(b, operator, req), run.PendingApproval)
 		seedWaiting(b, app, tpl, 4_999)
 	}
 	admin := app.LoggedIn(b, "admin@acme.test")

@@ -73,7 +73,7 @@ func TestInboxFollowsTheRules(t *testing.T) {
 	require.NoError(t, app.System.Environments.SetMemberGrants(ownerCtx, operatorID, []string{secure.ID}))
 	req := bucketRequest(secure.ID, "eu-west")
 	req.Set("workspace", "inbox-secure")
-	hidden := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	hidden := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	require.False(t, listedRun(t, app, colleagueCtx, hidden.ID), "no grant: not even seen")
 	others, err := app.System.Runs.WaitingForOthers(colleagueCtx, nil, run.MaxInboxPage)
 	require.NoError(t, err)

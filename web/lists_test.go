@@ -81,12 +81,12 @@ func TestWorkspaceListSearchSortAndPages(t *testing.T) {
 
 	applied := bucketRequest(dev, "eu-west")
 	applied.Set("workspace", "lists-alpha")
-	alpha := waitForState(t, app, requestRun(t, app, operator, applied), run.Succeeded)
+	alpha := waitForState(t, app, app.RequestRun(t, operator, applied), run.Succeeded)
 	beta := waitingIn(t, app, operator, "lists-beta")
 	globexOperator := app.LoggedIn(t, "operator@globex.test")
 	other := bucketRequest(app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
 	other.Set("workspace", "lists-globex")
-	waitForState(t, app, requestRun(t, app, globexOperator, other), run.Succeeded)
+	waitForState(t, app, app.RequestRun(t, globexOperator, other), run.Succeeded)
 	seedWorkspaces(t, app, app.Orgs["acme"], dev, "bulk", 120)
 
 	// Search: part of a name, in any case; each row with its newest run.
@@ -189,15 +189,15 @@ func TestRunListSearchFiltersAndSorts(t *testing.T) {
 
 	applied := bucketRequest(dev, "eu-west")
 	applied.Set("workspace", "runs-alpha")
-	alpha := waitForState(t, app, requestRun(t, app, operator, applied), run.Succeeded)
+	alpha := waitForState(t, app, app.RequestRun(t, operator, applied), run.Succeeded)
 	beta := waitingIn(t, app, operator, "runs-beta")
 	network := url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"runs-net"}, "kind": {"plan_only"},
 		"inputs.name": {"runs-net"}, "inputs.subnet_count": {"2"}}
-	dry := waitForState(t, app, requestRun(t, app, admin, network), run.Planned)
+	dry := waitForState(t, app, app.RequestRun(t, admin, network), run.Planned)
 	globexOperator := app.LoggedIn(t, "operator@globex.test")
 	other := bucketRequest(app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
 	other.Set("workspace", "runs-globex")
-	foreign := waitForState(t, app, requestRun(t, app, globexOperator, other), run.Succeeded)
+	foreign := waitForState(t, app, app.RequestRun(t, globexOperator, other), run.Succeeded)
 
 	all := getList(t, app, operator, "/runs")
 	require.Equal(t, []string{"run-" + dry.ID, "run-" + beta.ID, "run-" + alpha.ID}, all.rows, "newest first")
@@ -245,7 +245,7 @@ func TestInboxSearchFiltersSortsAndPages(t *testing.T) {
 	staged := waitingIn(t, app, operator, "inbox-staged")
 	prod := bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")
 	prod.Set("workspace", "inbox-prod")
-	produced := waitForState(t, app, requestRun(t, app, operator, prod), run.PendingApproval)
+	produced := waitForState(t, app, app.RequestRun(t, operator, prod), run.PendingApproval)
 	require.Equal(t, 1, *staged.RiskClass)
 	require.Equal(t, 2, *produced.RiskClass, "any change in production is risk 2")
 

@@ -219,50 +219,6 @@ func (r *runcTimedRunner) Times() string {
 	return strings.Join(r.times, ", ")
 }
 
-// runcRunLogs are a run's plan, apply and verify logs, for failure messages.
-func runcRunLogs(t testing.TB, app *webtest.App, r run.Run) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var b strings.Builder
-	for _, l := range []struct {
-		name string
-		id   *string
-	}{{"plan", r.PlanLogArtifactID}, {"apply", r.ApplyLogArtifactID}, {"verify", r.VerifyLogArtifactID}} {
-		if l.id == nil {
-			continue
-		}
-		data, _, err := app.System.Artifacts.Get(ctx, r.OrganizationID, *l.id)
-		if err != nil {
-			fmt.Fprintf(&b, "\n--- %s log: %v\n", l.name, err)
-			continue
-		}
-		fmt.Fprintf(&b, "\n--- %s log:\n%s", l.name, data)
-	}
-	return b.String()
-}
-
-// runcWaitFor waits (at most timeout) until the run is in want, and fails with the
-// run's logs when it ends elsewhere or does not get there in time.
-func runcWaitFor(t testing.TB, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var r run.Run
-	for {
-		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
-		if r.State == want {
-			return r
-		}
-		if r.State.Terminal() {
-			t.Fatalf("run %s ended %s, want %s: %s%s", runID, r.State, want, r.StateReason, runcRunLogs(t, app, r))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, runcRunLogs(t, app, r))
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 func runcPostgresInputs(staging string, kind run.Kind) url.Values {
 	return url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"orders-db"}, "kind": {string(kind)},
 		"inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
@@ -280,43 +236,43 @@ func TestLiveRunsInRunc(t *testing.T) {
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	const phase = 2 * time.Minute
 
-	first := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindApply)), run.PendingApproval, phase)
+	first := app.App.WaitForRun(t, app.App.RequestRun(t, operator, runcPostgresInputs(staging, run.KindApply)), run.PendingApproval, phase)
 	require.False(t, first.Simulated)
 	require.Equal(t, "tofu/oci", first.Runner)
-	require.Equal(t, 3, first.PlanSummary.Create, first.StateReason+runcRunLogs(t, app.App, first))
+	require.Equal(t, 3, first.PlanSummary.Create, first.StateReason+app.App.RunLogs(t, first))
 	approve(t, app.App, admin, first)
-	first = runcWaitFor(t, app.App, first.ID, run.Succeeded, 2*phase)
-	require.Equal(t, 1, app.cloudObjects(t, "database"), runcRunLogs(t, app.App, first))
+	first = app.App.WaitForRun(t, first.ID, run.Succeeded, 2*phase)
+	require.Equal(t, 1, app.cloudObjects(t, "database"), app.App.RunLogs(t, first))
 	require.Equal(t, 1, app.cloudObjects(t, "network"))
 	require.Contains(t, string(first.Outputs), "orders.db.sandbox.internal:5432")
-	log := runcRunLogs(t, app.App, first)
+	log := app.App.RunLogs(t, first)
 	require.Regexp(t, `(?m)^\$ tofu apply .*plan\.bin$`, log)
 	require.Contains(t, log, "Apply complete! Resources: 3 added")
 
 	// An engine version change replaces the database, with tofu's reason and path.
 	upgrade := runcPostgresInputs(staging, run.KindApply)
 	upgrade.Set("inputs.engine_version", "17")
-	second := runcWaitFor(t, app.App, requestRun(t, app.App, operator, upgrade), run.PendingApproval, phase)
-	require.Equal(t, 1, second.PlanSummary.Replace, runcRunLogs(t, app.App, second))
+	second := app.App.WaitForRun(t, app.App.RequestRun(t, operator, upgrade), run.PendingApproval, phase)
+	require.Equal(t, 1, second.PlanSummary.Replace, app.App.RunLogs(t, second))
 	planJSON := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+second.ID+"/plan.json"))
 	require.Contains(t, planJSON, `"action_reason":"replace_because_cannot_update"`)
 	require.Contains(t, planJSON, `"replace_paths":[["engine_version"]]`)
 	// Replacing a database loses its data: risk 3, an owner decides (elevated).
 	require.Equal(t, 3, *second.RiskClass)
 	approve(t, app.App, app.LoggedIn(t, "owner@acme.test"), second)
-	runcWaitFor(t, app.App, second.ID, run.Succeeded, 2*phase)
+	app.App.WaitForRun(t, second.ID, run.Succeeded, 2*phase)
 
-	destroy := runcWaitFor(t, app.App, requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
-	require.Equal(t, 3, destroy.PlanSummary.Delete, runcRunLogs(t, app.App, destroy))
+	destroy := app.App.WaitForRun(t, app.App.RequestRun(t, operator, runcPostgresInputs(staging, run.KindDestroy)), run.PendingApproval, phase)
+	require.Equal(t, 3, destroy.PlanSummary.Delete, app.App.RunLogs(t, destroy))
 	// A destroy needs an owner; an admin is refused.
 	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", decisionForm(t, app.App, admin, destroy))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	owner := app.LoggedIn(t, "owner@acme.test")
 	approve(t, app.App, owner, destroy)
-	destroy = runcWaitFor(t, app.App, destroy.ID, run.Succeeded, 2*phase)
+	destroy = app.App.WaitForRun(t, destroy.ID, run.Succeeded, 2*phase)
 	for _, kind := range []string{"database", "subnet", "network"} {
-		require.Zero(t, app.cloudObjects(t, kind), kind+runcRunLogs(t, app.App, destroy))
+		require.Zero(t, app.cloudObjects(t, kind), kind+app.App.RunLogs(t, destroy))
 	}
 	t.Logf("phase durations (oci): %s", app.runner.Times())
 	runcAssertNoLeftovers(t, app.exec)
@@ -330,7 +286,7 @@ func TestRuncJobLimits(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 
-	id := requestRun(t, app.App, operator, runcPostgresInputs(staging, run.KindApply))
+	id := app.App.RequestRun(t, operator, runcPostgresInputs(staging, run.KindApply))
 	var r run.Run
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -338,10 +294,10 @@ func TestRuncJobLimits(t *testing.T) {
 		if r.State.Terminal() || r.State == run.PendingApproval {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "run %s is still %s: %s", id, r.State, runcRunLogs(t, app.App, r))
+		require.True(t, time.Now().Before(deadline), "run %s is still %s: %s", id, r.State, app.App.RunLogs(t, r))
 		time.Sleep(25 * time.Millisecond)
 	}
-	logs := runcRunLogs(t, app.App, r)
+	logs := app.App.RunLogs(t, r)
 	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, logs)
 	require.Contains(t, r.StateReason, "exceeded its memory limit of 8 MiB", logs)
 	require.Contains(t, logs, "exceeded its memory limit of 8 MiB")

@@ -112,19 +112,19 @@ func TestLiveTokenRefresh(t *testing.T) {
 				}
 				operator := app.LoggedIn(t, "operator@acme.test")
 				dev := app.OrgEnvironmentID(t, "acme", "development")
-				id := requestRun(t, app, operator, runcPostgresInputs(dev, run.KindApply))
+				id := app.RequestRun(t, operator, runcPostgresInputs(dev, run.KindApply))
 
 				if !refresh {
-					r := runcWaitFor(t, app, id, run.Failed, 3*time.Minute)
+					r := app.WaitForRun(t, id, run.Failed, 3*time.Minute)
 					require.Contains(t, r.StateReason, "apply failed")
-					logs := runcRunLogs(t, app, r)
+					logs := app.RunLogs(t, r)
 					require.Regexp(t, `rejected the provider.s token: invalid token: oidc: token\s+is expired`, logs)
 					require.NotContains(t, logs, "workload token was refreshed")
 					return
 				}
-				r := runcWaitFor(t, app, id, run.Succeeded, 3*time.Minute)
+				r := app.WaitForRun(t, id, run.Succeeded, 3*time.Minute)
 				require.Equal(t, "tofu/"+executor, r.Runner)
-				logs := runcRunLogs(t, app, r)
+				logs := app.RunLogs(t, r)
 				require.Contains(t, logs, "Apply complete! Resources: 3 added")
 				require.Regexp(t, `(?m)^# the workload token was refreshed; the new one expires at `, logs)
 

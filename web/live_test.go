@@ -103,7 +103,7 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 			"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}
 	}
 
-	first := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("16", run.KindApply)), run.PendingApproval)
+	first := waitForState(t, app.App, app.App.RequestRun(t, operator, inputs("16", run.KindApply)), run.PendingApproval)
 	require.False(t, first.Simulated)
 	require.Equal(t, "tofu/process", first.Runner)
 	require.Equal(t, 3, first.PlanSummary.Create, first.StateReason)
@@ -114,7 +114,7 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	require.Contains(t, string(first.Outputs), "orders.db.sandbox.internal:5432")
 
 	// Engine version change: the database is replaced, with tofu's reason and path.
-	second := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("17", run.KindApply)), run.PendingApproval)
+	second := waitForState(t, app.App, app.App.RequestRun(t, operator, inputs("17", run.KindApply)), run.PendingApproval)
 	require.Equal(t, 1, second.PlanSummary.Replace)
 	planJSON := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+second.ID+"/plan.json"))
 	var plan struct {
@@ -144,7 +144,7 @@ func TestLiveRunsWithOpenTofu(t *testing.T) {
 	second = waitForState(t, app.App, second.ID, run.Succeeded)
 
 	// Destroy removes everything.
-	destroy := waitForState(t, app.App, requestRun(t, app.App, operator, inputs("17", run.KindDestroy)), run.PendingApproval)
+	destroy := waitForState(t, app.App, app.App.RequestRun(t, operator, inputs("17", run.KindDestroy)), run.PendingApproval)
 	require.Equal(t, 3, destroy.PlanSummary.Delete)
 	// A destroy needs an owner; an admin is refused.
 	resp := app.PostForm(t, admin, "/runs/"+destroy.ID+"/approve", decisionForm(t, app.App, admin, destroy))
@@ -183,12 +183,12 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	require.Contains(t, body, "cloud.live")
 	require.Zero(t, countRows(t, app.App, "SELECT count(*) FROM runs WHERE requested_by = ?", noLive.UserID), "nothing was created")
 
-	base := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("30")), run.PendingApproval)
+	base := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket("30")), run.PendingApproval)
 	approve(t, app.App, admin, base)
 	waitForState(t, app.App, base.ID, run.Succeeded)
 
-	first := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("60")), run.PendingApproval)
-	second := waitForState(t, app.App, requestRun(t, app.App, operator, bucket("90")), run.PendingApproval)
+	first := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket("60")), run.PendingApproval)
+	second := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket("90")), run.PendingApproval)
 	require.Equal(t, first.PriorSerial, second.PriorSerial, "both planned from the same state")
 	approve(t, app.App, admin, first)
 	waitForState(t, app.App, first.ID, run.Succeeded)
@@ -255,7 +255,7 @@ func TestLiveApplyKilled(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	form := url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"killed"}, "kind": {"apply"}, "inputs.name": {"killed-db"}}
-	r := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
+	r := waitForState(t, app.App, app.App.RequestRun(t, operator, form), run.PendingApproval)
 	approve(t, app.App, admin, r)
 	r = waitForState(t, app.App, r.ID, run.Failed)
 	require.Contains(t, r.StateReason, "apply failed")
@@ -271,7 +271,7 @@ func TestLiveApplyKilled(t *testing.T) {
 	require.EqualValues(t, 1, fenced)
 
 	// The workspace is usable again: the next run locks the state, plans and applies.
-	next := waitForState(t, app.App, requestRun(t, app.App, operator, form), run.PendingApproval)
+	next := waitForState(t, app.App, app.App.RequestRun(t, operator, form), run.PendingApproval)
 	approve(t, app.App, admin, next)
 	next = waitForState(t, app.App, next.ID, run.Succeeded)
 	// The killed apply tried once and was never tried again.
@@ -312,7 +312,7 @@ func TestLiveVerificationFindsDrift(t *testing.T) {
 	}})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	id := requestRun(t, app.App, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"drifty"},
+	id := app.App.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"drifty"},
 		"kind": {"apply"}, "inputs.name": {"drifty-bucket"}})
 	r := waitForState(t, app.App, id, run.Failed)
 	require.Contains(t, r.StateReason, "verification found drift")

@@ -31,7 +31,7 @@ func waitingIn(t *testing.T, app *webtest.App, requester *http.Client, workspace
 	t.Helper()
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")
 	req.Set("workspace", workspace)
-	return waitForState(t, app, requestRun(t, app, requester, req), run.PendingApproval)
+	return waitForState(t, app, app.RequestRun(t, requester, req), run.PendingApproval)
 }
 
 // approvedBy approves r as approver; its apply does not start (the caller stopped the
@@ -179,7 +179,7 @@ func TestEscalationActs(t *testing.T) {
 	require.NoError(t, err)
 
 	operator := app.LoggedIn(t, "operator@acme.test")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	require.Equal(t, string(risk.ApproverEnvOwners), r.RequiredApprover)
 	require.Equal(t, "admin", r.Escalation)
 	require.Equal(t, 60, r.EscalateAfterMinutes)
@@ -250,7 +250,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
+	r := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
 	require.NotNil(t, r.DecisionDeadline, "a soft block waits within the decision window")
 	ev := evaluationOf(t, app, r)
 	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/override", overrideForm(t, app, admin, r, "database_protection",
@@ -262,7 +262,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 	require.WithinDuration(t, *r.DecisionDeadline, expires, time.Millisecond, "the override holds as long as the run's decision window")
 
 	r = waitForState(t, app, r.ID, run.PendingApproval)
-	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
+	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, app.System.Queue.Stop(stopCtx))

@@ -65,7 +65,7 @@ func TestMetricsAfterARun(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	approve(t, app, admin, r)
 	waitForState(t, app, r.ID, run.Succeeded)
 

@@ -164,7 +164,7 @@ func TestPostgresRestartDuringALiveApply(t *testing.T) {
 	var runs []run.Run
 	for i, step := range []struct{ mode, retention, change string }{{"fast", "30", "POST /v1/bucket"}, {"immediate", "60", "PUT /v1/bucket/"}} {
 		release := gate.arm(t)
-		id := requestRun(t, app.App, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"pg-restart"},
+		id := app.App.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"pg-restart"},
 			"kind": {"apply"}, "inputs.name": {"pg-restart-bucket"}, "inputs.retention_days": {step.retention}})
 		select {
 		case held := <-gate.entered:

@@ -91,7 +91,7 @@ func TestHardPolicyFailureBlocksForGood(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "us-east")), run.PolicyBlocked)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "us-east")), run.PolicyBlocked)
 	require.Equal(t, "hard_failed", r.PolicyOutcome)
 	require.Contains(t, r.StateReason, "allowed_regions")
 	require.True(t, r.Finished())
@@ -126,7 +126,7 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
+	r := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "small", "3")), run.PolicyBlocked)
 	require.Equal(t, "soft_failed", r.PolicyOutcome)
 	require.Contains(t, r.StateReason, "database_protection")
 	require.False(t, r.Finished())
@@ -200,7 +200,7 @@ func TestAdvisoryPolicyOnlyAnnotates(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
 	// development_sizes is advisory: a large database in development still runs.
-	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(dev, "analytics", "large", "7")), run.Succeeded)
+	r := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(dev, "analytics", "large", "7")), run.Succeeded)
 	require.Equal(t, "advisory", r.PolicyOutcome)
 	require.Equal(t, "self-service", r.ApprovalKind)
 	var approved string
@@ -217,7 +217,7 @@ func TestEnvironmentModesChangeTheOutcome(t *testing.T) {
 	// The environment makes allowed_regions advisory: the same request now runs.
 	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
 		SELECT organization_id, id, 'allowed_regions', 'advisory' FROM environments WHERE id = ?`, dev).Error)
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "us-east")), run.Succeeded)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "us-east")), run.Succeeded)
 	require.Equal(t, "advisory", r.PolicyOutcome)
 }
 
@@ -229,7 +229,7 @@ func TestPolicyChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	require.Equal(t, "pass", r.PolicyOutcome)
 
 	const rego = `package gantry.org.no_buckets
@@ -266,7 +266,7 @@ func TestModeChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	r := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "ledger", "small", "7")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "ledger", "small", "7")), run.PendingApproval)
 	require.Equal(t, "pass", r.PolicyOutcome)
 	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
 		SELECT organization_id, id, 'database_protection', 'hard_mandatory' FROM environments WHERE id = ?`, staging).Error)
@@ -278,12 +278,12 @@ func TestModeChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
 	waitForState(t, app, r.ID, run.Succeeded)
 
 	// With the mode in force the same failure blocks for good at plan time.
-	blocked := waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
+	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
 	require.Equal(t, "hard_failed", blocked.PolicyOutcome)
 
 	// A soft failure overridden, then made hard by the environment before the apply.
 	require.NoError(t, app.DB.Exec("DELETE FROM environment_policy_modes WHERE environment_id = ?", staging).Error)
-	blocked = waitForState(t, app, requestRun(t, app, operator, postgresRequest(staging, "billing2", "small", "3")), run.PolicyBlocked)
+	blocked = waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing2", "small", "3")), run.PolicyBlocked)
 	ev := evaluationOf(t, app, blocked)
 	resp = app.PostForm(t, admin, "/runs/"+blocked.ID+"/override",
 		overrideForm(t, app, admin, blocked, "database_protection", ruleVersion(t, ev, "database_protection"), "exported nightly to the archive"))
@@ -308,7 +308,7 @@ func TestBrokenBundleFailsThePlan(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest)
 		VALUES (?, 'broken', 1, 'Broken', 'advisory', 'package gantry.org.broken\n\ndeny contains msg if {', '', 'x')`, app.Orgs["acme"]).Error)
-	r := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
+	r := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
 	require.Contains(t, r.StateReason, "the plan gates could not run")
 	require.NotNil(t, r.FinishedAt)
 }
@@ -322,10 +322,10 @@ func TestElevatedDecisionNeedsAFreshSignIn(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	first := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "eu-west")), run.Succeeded)
+	first := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "eu-west")), run.Succeeded)
 	form := bucketRequest(dev, "eu-west")
 	form.Set("kind", "destroy")
-	r := waitForState(t, app, requestRun(t, app, operator, form), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, form), run.PendingApproval)
 	require.Equal(t, first.WorkspaceID, r.WorkspaceID)
 	require.Equal(t, 3, *r.RiskClass)
 	require.True(t, r.Elevated)

@@ -49,7 +49,7 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 	app := webtest.StartWith(t, webtest.Options{Runner: deferred})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	development := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"early"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {development}, "workspace": {"early"},
 		"kind": {"apply"}, "inputs.name": {"early-bucket"}})
 
 	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))

@@ -68,7 +68,7 @@ func TestRequestPreview(t *testing.T) {
 
 	// A change of an existing workspace: the cost after, and what it adds; a destroy of
 	// it needs an owner and takes its cost away.
-	id := requestRun(t, app, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"preview-net"}, "kind": {"apply"},
+	id := app.RequestRun(t, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"preview-net"}, "kind": {"apply"},
 		"inputs.name": {"preview-net"}, "inputs.subnet_count": {"2"}})
 	waitForState(t, app, id, run.Succeeded)
 	body = preview(network(dev, "apply", "3"))

@@ -25,7 +25,7 @@ func TestPromotion(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	dev, staging, prod := app.OrgEnvironmentID(t, "acme", "development"), app.OrgEnvironmentID(t, "acme", "staging"), app.OrgEnvironmentID(t, "acme", "production")
-	waiting := waitForState(t, app, requestRun(t, app, operator, url.Values{"template": {"postgres"}, "environment": {staging},
+	waiting := waitForState(t, app, app.RequestRun(t, operator, url.Values{"template": {"postgres"}, "environment": {staging},
 		"workspace": {"orders-db"}, "kind": {"apply"}, "inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"},
 		"inputs.storage_gb": {"20"}, "inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}), run.PendingApproval)
 	resp := app.PostForm(t, admin, "/runs/"+waiting.ID+"/approve", decisionForm(t, app, admin, waiting))
@@ -72,7 +72,7 @@ func TestPromotion(t *testing.T) {
 	resp = app.PostForm(t, operator, promote, form(prod, "10.30.0.0/16", "50"))
 	body = webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
+	m := webtest.RunPath.FindStringSubmatch(resp.Header.Get("Location"))
 	require.NotNil(t, m)
 	promoted := waitForState(t, app, m[1], run.PendingApproval)
 	require.Equal(t, prod, promoted.EnvironmentID)
@@ -110,7 +110,7 @@ func TestPromotion(t *testing.T) {
 	require.Contains(t, body, "Nothing has been applied to this workspace yet")
 	devSource := bucketRequest(dev, "eu-west")
 	devSource.Set("workspace", "promotion-dev")
-	devRun := waitForState(t, app, requestRun(t, app, operator, devSource), run.Succeeded)
+	devRun := waitForState(t, app, app.RequestRun(t, operator, devSource), run.Succeeded)
 	page = webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+devRun.WorkspaceID+"/promote"))
 	require.Contains(t, page, `<option value="`+prod+`" selected>`, "development is followed by production now")
 	require.NotContains(t, page, `<option value="`+staging+`"`)
@@ -118,7 +118,7 @@ func TestPromotion(t *testing.T) {
 	destroy := bucketRequest(dev, "eu-west")
 	destroy.Set("workspace", "promotion-dev")
 	destroy.Set("kind", "destroy")
-	gone := waitForState(t, app, requestRun(t, app, operator, destroy), run.PendingApproval)
+	gone := waitForState(t, app, app.RequestRun(t, operator, destroy), run.PendingApproval)
 	owner := app.LoggedIn(t, "owner@acme.test")
 	resp = app.PostForm(t, owner, "/runs/"+gone.ID+"/approve", decisionForm(t, app, owner, gone))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
@@ -158,7 +158,7 @@ func TestRefusedFormsDoNotEchoSecrets(t *testing.T) {
 	require.NotContains(t, body, secret, "the refused request writes the secret back")
 
 	req.Set("inputs.retention_days", "30")
-	source := waitForState(t, app, requestRun(t, app, operator, req), run.Succeeded)
+	source := waitForState(t, app, app.RequestRun(t, operator, req), run.Succeeded)
 	promote := url.Values{"_csrf": {app.CSRF(t, operator)}, "template": {"bucket"}, "kind": {"apply"},
 		"environment": {app.OrgEnvironmentID(t, "acme", "staging")}, "workspace": {"echo-bucket"},
 		"inputs.name": {secret}, "inputs.retention_days": {"30"}, "inputs.region": {"us-east"}}

@@ -154,7 +154,7 @@ func TestDecisionsRateLimited(t *testing.T) {
 	}
 	requester, admin, owner := session("Rita Requester", authz.RoleOperator), session("Ada Admin", authz.RoleAdmin), session("Otto Owner", authz.RoleOwner)
 	third, fourth := session("Tess Third", authz.RoleAdmin), session("Finn Fourth", authz.RoleAdmin)
-	r := waitForState(t, app, requestRun(t, app, requester, bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, requester, bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")), run.PendingApproval)
 	stale := func(c *http.Client) url.Values {
 		f := decisionForm(t, app, c, r)
 		f.Set("plan_digest", "sha256:0000")

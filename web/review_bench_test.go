@@ -23,7 +23,7 @@ func reviewOf10k(b testing.TB) (*webtest.App, *http.Client, string) {
 	app := webtest.Start(b)
 	operator := app.LoggedIn(b, "operator@acme.test")
 	staging := app.OrgEnvironmentID(b, "acme", "staging")
-	r := waitForState(b, app, requestRun(b, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	r := waitForState(b, app, app.RequestRun(b, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	plan := classifytest.Plan10kFile(b)
 	a, err := app.System.Artifacts.Put(context.Background(), r.OrganizationID, r.WorkspaceID, artifact.PlanJSON, plan)
 	require.NoError(b, err)

@@ -49,9 +49,9 @@ func TestRollbackToAnEarlierStateVersion(t *testing.T) {
 			"inputs.name": {"orders"}, "inputs.engine_version": {engine}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
 			"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}}
 	}
-	first := waitForState(t, app, requestRun(t, app, operator, db("15")), run.Succeeded)
+	first := waitForState(t, app, app.RequestRun(t, operator, db("15")), run.Succeeded)
 	firstDB := databaseID(t, app, operator, first.WorkspaceID)
-	upgrade := waitForState(t, app, requestRun(t, app, operator, db("16")), run.PendingApproval)
+	upgrade := waitForState(t, app, app.RequestRun(t, operator, db("16")), run.PendingApproval)
 	require.Equal(t, 3, *upgrade.RiskClass, "the engine change replaces the database")
 	resp := app.PostForm(t, owner, "/runs/"+upgrade.ID+"/approve", decisionForm(t, app, owner, upgrade))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
@@ -85,7 +85,7 @@ func TestRollbackToAnEarlierStateVersion(t *testing.T) {
 	resp = app.PostForm(t, operator, "/workspaces/"+first.WorkspaceID+"/rollback", url.Values{"_csrf": {token}, "version": {versions[0]}})
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
+	m := webtest.RunPath.FindStringSubmatch(resp.Header.Get("Location"))
 	require.NotNil(t, m)
 	rb := waitForState(t, app, m[1], run.PendingApproval)
 	require.Equal(t, 1, rb.RollbackSerial)
@@ -117,7 +117,7 @@ func TestRollbackToAnEarlierStateVersion(t *testing.T) {
 	require.Contains(t, body, "State version 2 is the workspace&#39;s current state: there is nothing to roll back.")
 	other := bucketRequest(dev, "eu-west")
 	other.Set("workspace", "rollback-other")
-	otherRun := waitForState(t, app, requestRun(t, app, operator, other), run.Succeeded)
+	otherRun := waitForState(t, app, app.RequestRun(t, operator, other), run.Succeeded)
 	status, _ = post(operator, otherRun.WorkspaceID, versions[0])
 	require.Equal(t, http.StatusNotFound, status, "a version of another workspace")
 	status, _ = post(app.LoggedIn(t, "owner@globex.test"), first.WorkspaceID, versions[0])

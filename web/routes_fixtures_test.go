@@ -140,9 +140,9 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		return url.Values{"template": {"bucket"}, "environment": {env}, "workspace": {ws}, "kind": {"apply"},
 			"inputs.name": {ws}, "inputs.retention_days": {"30"}, "inputs.region": {"eu-west"}}
 	}
-	acmeRun := requestRun(t, app, fx.operator.client, bucket(fx.acme.env, fx.acme.wsName))
-	hiddenRun := requestRun(t, app, fx.admin.client, bucket(fx.hidden.env, fx.hidden.wsName))
-	globexRun := requestRun(t, app, globexOperator.client, bucket(fx.globex.env, fx.globex.wsName))
+	acmeRun := app.RequestRun(t, fx.operator.client, bucket(fx.acme.env, fx.acme.wsName))
+	hiddenRun := app.RequestRun(t, fx.admin.client, bucket(fx.hidden.env, fx.hidden.wsName))
+	globexRun := app.RequestRun(t, globexOperator.client, bucket(fx.globex.env, fx.globex.wsName))
 	for _, x := range []struct {
 		id  string
 		dst *tenantObjects

@@ -886,7 +886,7 @@ var routeChecks = map[string]routeCheck{
 		// "nothing to promote".
 		req := bucketRequest(fx.app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
 		req.Set("workspace", "routes-promote")
-		applied := waitForState(t, fx.app, requestRun(t, fx.app, fx.app.LoggedIn(t, "operator@acme.test"), req), run.Succeeded)
+		applied := waitForState(t, fx.app, fx.app.RequestRun(t, fx.app.LoggedIn(t, "operator@acme.test"), req), run.Succeeded)
 		form := func(env string) (url.Values, string) {
 			return url.Values{"template": {"bucket"}, "kind": {"apply"}, "environment": {env}, "workspace": {"routes-promote"},
 				"inputs.name": {"assets-eu-west"}, "inputs.retention_days": {"30"}, "inputs.region": {"eu-west"}}, ""
@@ -905,7 +905,7 @@ var routeChecks = map[string]routeCheck{
 		// A version globex's own applied run wrote.
 		globexRun := bucketRequest(fx.app.OrgEnvironmentID(t, "globex", "development"), "eu-west")
 		globexRun.Set("workspace", "routes-rollback")
-		applied := waitForState(t, fx.app, requestRun(t, fx.app, fx.app.LoggedIn(t, "operator@globex.test"), globexRun), run.Succeeded)
+		applied := waitForState(t, fx.app, fx.app.RequestRun(t, fx.app.LoggedIn(t, "operator@globex.test"), globexRun), run.Succeeded)
 		var globexVersion string
 		require.NoError(t, fx.app.DB.Raw("SELECT id FROM state_versions WHERE workspace_id = ?", applied.WorkspaceID).Scan(&globexVersion).Error)
 		require.NotEmpty(t, globexVersion)

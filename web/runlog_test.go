@@ -215,7 +215,7 @@ func TestLiveLogStream(t *testing.T) {
 	app := webtest.StartWith(t, webtest.Options{Runner: held, CatalogFS: sensitiveBucketCatalog(t)})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"chatty"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"chatty"},
 		"kind": {"apply"}, "inputs.name": {liveSecret}})
 	select {
 	case <-held.held:
@@ -342,7 +342,7 @@ func TestFinishedRunPageStreamSendsNoRunAgain(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
 	req.Set("workspace", "finished-stream")
-	r := waitForState(t, app, requestRun(t, app, operator, req), run.Succeeded)
+	r := waitForState(t, app, app.RequestRun(t, operator, req), run.Succeeded)
 
 	counted := func(evs []sseEvent) bool {
 		return slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "inbox-count" })

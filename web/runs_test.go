@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,19 +52,6 @@ func phaseLogs(t testing.TB, app *webtest.App, r run.Run) string {
 	return b.String()
 }
 
-var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
-
-func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values) string {
-	t.Helper()
-	form.Set("_csrf", app.CSRF(t, c))
-	resp := app.PostForm(t, c, "/requests", form)
-	body := webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
-	require.NotNil(t, m, resp.Header.Get("Location"))
-	return m[1]
-}
-
 // decisionForm is what a review page submits: CSRF, a fresh idempotency key, the
 // evidence the run carries, and for an elevated decision the typed confirmation and a
 // reason.
@@ -87,7 +73,7 @@ func TestRequestApproveApplyFlow(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	runID := requestRun(t, app, operator, url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"orders-db"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"postgres"}, "environment": {staging}, "workspace": {"orders-db"},
 		"kind": {"apply"}, "inputs.name": {"orders"}, "inputs.engine_version": {"16"}, "inputs.size": {"small"}, "inputs.storage_gb": {"20"},
 		"inputs.backup_retention_days": {"7"}, "inputs.network_cidr": {"10.30.0.0/16"}})
 
@@ -154,7 +140,7 @@ func TestDryRunIsNeverGated(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	prod := app.OrgEnvironmentID(t, "acme", "production")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {prod}, "workspace": {"logs"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {prod}, "workspace": {"logs"},
 		"kind": {"plan_only"}, "inputs.name": {"logs-archive"}})
 	r := waitForState(t, app, runID, run.Planned)
 	require.Nil(t, r.ApprovedBy)
@@ -169,14 +155,14 @@ func TestSelfServiceInUnprotectedEnvironment(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	runID := requestRun(t, app, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
 		"kind": {"apply"}, "inputs.name": {"dev-net"}, "inputs.subnet_count": {"2"}})
 	r := waitForState(t, app, runID, run.Succeeded)
 	require.Equal(t, "self-service", r.ApprovalKind)
 	require.Equal(t, r.PlanDigest, r.ApprovedPlanDigest)
 
 	// Same inputs again: nothing to change, nothing applied.
-	again := requestRun(t, app, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
+	again := app.RequestRun(t, operator, url.Values{"template": {"network"}, "environment": {dev}, "workspace": {"net"},
 		"kind": {"apply"}, "inputs.name": {"dev-net"}, "inputs.subnet_count": {"2"}})
 	waitForState(t, app, again, run.NoChanges)
 	body := webtest.ReadBody(t, app.Get(t, operator, "/workspaces"))
@@ -191,7 +177,7 @@ func TestRunEventsStream(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"stream"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"stream"},
 		"kind": {"apply"}, "inputs.name": {"stream-bucket"}})
 	r := waitForState(t, app, runID, run.PendingApproval)
 
@@ -259,7 +245,7 @@ func TestRunEventsStreamSince(t *testing.T) {
 	app := webtest.Start(t)
 	operator := app.LoggedIn(t, "operator@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	runID := requestRun(t, app, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"since"},
+	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"since"},
 		"kind": {"apply"}, "inputs.name": {"since-bucket"}})
 	r := waitForState(t, app, runID, run.PendingApproval)
 	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))

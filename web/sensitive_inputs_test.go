@@ -132,10 +132,10 @@ func TestSensitiveInputsTravelSealed(t *testing.T) {
 		return url.Values{"template": {"noted"}, "environment": {env}, "workspace": {"sealed-bucket"}, "kind": {"apply"},
 			"inputs.name": {"sealed-bucket"}, "inputs.access_note": {note}, "inputs.retention_days": {retention}}
 	}
-	failed := waitForState(t, app, requestRun(t, app, operator, noted(dev, "too-short", "30")), run.Failed)
+	failed := waitForState(t, app, app.RequestRun(t, operator, noted(dev, "too-short", "30")), run.Failed)
 	require.Contains(t, failed.StateReason, "The access note must be at least 12 characters.", "the precondition is checked")
-	first := waitForState(t, app, requestRun(t, app, operator, noted(dev, secret, "30")), run.Succeeded)
-	second := waitForState(t, app, requestRun(t, app, operator, noted(dev, secret, "60")), run.Succeeded)
+	first := waitForState(t, app, app.RequestRun(t, operator, noted(dev, secret, "30")), run.Succeeded)
+	second := waitForState(t, app, app.RequestRun(t, operator, noted(dev, secret, "60")), run.Succeeded)
 
 	// Sealed with each run; the bundle only declares it, the stored plan JSON masks it
 	// and what derives from it (the mock, as tofu, writes both there in clear); only the
@@ -262,7 +262,7 @@ func TestVerificationDriftIsRedacted(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	const secret = "quokka-drifted-note-2p8d"
 	sum := sha256.Sum256([]byte(secret))
-	r := waitForState(t, app, requestRun(t, app, operator, url.Values{"template": {"noted"}, "environment": {app.OrgEnvironmentID(t, "acme", "development")},
+	r := waitForState(t, app, app.RequestRun(t, operator, url.Values{"template": {"noted"}, "environment": {app.OrgEnvironmentID(t, "acme", "development")},
 		"workspace": {"drifted-bucket"}, "kind": {"apply"}, "inputs.name": {"drifted-bucket"}, "inputs.access_note": {secret}}), run.Failed)
 	require.Contains(t, r.StateReason, "verification found drift")
 	log := string(artifactOf(t, app, r, *r.VerifyLogArtifactID))

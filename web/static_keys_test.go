@@ -88,7 +88,7 @@ func TestLiveReadKeyForPlansAndVerifications(t *testing.T) {
 
 	// The plan phase holds the read key and nothing else; with it the cloud reads but
 	// refuses every write.
-	r := waitForState(t, app.App, requestRun(t, app.App, operator, url.Values{"template": {"bucket"}, "environment": {staging},
+	r := waitForState(t, app.App, app.App.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {staging},
 		"workspace": {"read-key"}, "kind": {"apply"}, "inputs.name": {"read-key"}, "inputs.retention_days": {"30"}}), run.PendingApproval)
 	plan := app.exec.phaseTokens(t, app.App, r.ID)
 	require.NotEmpty(t, plan["plan"], "no tofu command ran for the plan")

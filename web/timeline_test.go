@@ -90,14 +90,14 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 	ended["stale"] = waitForState(t, app, second.ID, run.Stale)
 
 	// us-east is against the organization's data residency: a hard-mandatory block.
-	ended["blocked"] = waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "us-east")), run.PolicyBlocked)
+	ended["blocked"] = waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "us-east")), run.PolicyBlocked)
 	require.True(t, ended["blocked"].Finished())
 
 	// Last (it breaks planning for the organization): an org policy that does not
 	// compile fails the plan gates.
 	require.NoError(t, app.DB.Exec(`INSERT INTO org_policies (organization_id, name, version, title, enforcement, rego, tests, digest)
 		VALUES (?, 'broken', 1, 'Broken', 'advisory', 'package gantry.org.broken\n\ndeny contains msg if {', '', 'x')`, app.Orgs["acme"]).Error)
-	ended["failed"] = waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
+	ended["failed"] = waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
 
 	const (
 		request, config, plan, policy, cost = "Request", "Template and inputs validated, configuration generated", "Plan (init, plan, show -json)", "Policy decision", "Cost and impact estimate"
@@ -182,7 +182,7 @@ func TestChangeStartsFromTheWorkspace(t *testing.T) {
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-central")
 	req.Set("workspace", "change-me")
 	req.Set("inputs.retention_days", "45")
-	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	approve(t, app, admin, r)
 	r = waitForState(t, app, r.ID, run.Succeeded)
 
@@ -220,7 +220,7 @@ func TestDestroyFromTheWorkspace(t *testing.T) {
 	admin := app.LoggedIn(t, "admin@acme.test")
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-west")
 	req.Set("workspace", "doomed")
-	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	approve(t, app, admin, r)
 	r = waitForState(t, app, r.ID, run.Succeeded)
 	destroyPath := "/workspaces/" + r.WorkspaceID + "/destroy"
@@ -278,7 +278,7 @@ func TestEditAndResubmitARejectedRun(t *testing.T) {
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "staging"), "eu-central")
 	req.Set("workspace", "resubmitted")
 	req.Set("inputs.retention_days", "400")
-	r := waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	form := decisionForm(t, app, admin, r)
 	form.Set("reason", "keep it under a year")
 	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/reject", form)
@@ -311,7 +311,7 @@ func TestDidYouMeanANearWorkspace(t *testing.T) {
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	req := bucketRequest(staging, "eu-west")
 	req.Set("workspace", "billing-prod")
-	waitForState(t, app, requestRun(t, app, operator, req), run.PendingApproval)
+	waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 
 	typo := bucketRequest(staging, "eu-west")
 	typo.Set("workspace", "billing-prd")
@@ -327,9 +327,9 @@ func TestDidYouMeanANearWorkspace(t *testing.T) {
 
 	// A name far from every other is not questioned; a confirmed near one goes through.
 	typo.Set("new_workspace", "true")
-	waitForState(t, app, requestRun(t, app, operator, typo), run.PendingApproval)
+	waitForState(t, app, app.RequestRun(t, operator, typo), run.PendingApproval)
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM workspaces WHERE name = 'billing-prd'"))
 	far := bucketRequest(staging, "eu-west")
 	far.Set("workspace", "analytics")
-	waitForState(t, app, requestRun(t, app, operator, far), run.PendingApproval)
+	waitForState(t, app, app.RequestRun(t, operator, far), run.PendingApproval)
 }

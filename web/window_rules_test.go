@@ -43,7 +43,7 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	ctx := context.Background()
 
 	// Approving is refused while the window is open.
-	waiting := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
+	waiting := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	window := openWindowOn(t, app, waiting)
 	resp := app.PostForm(t, admin, "/runs/"+waiting.ID+"/approve", decisionForm(t, app, admin, waiting))
 	body := webtest.ReadBody(t, resp)
@@ -53,14 +53,14 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	require.Equal(t, run.PendingApproval, waitForState(t, app, waiting.ID, run.PendingApproval).State)
 
 	// A plan that finishes while it is open goes STALE.
-	other := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "us-east")), run.Planning)
+	other := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "us-east")), run.Planning)
 	openWindowOn(t, app, other)
 	stale := waitForState(t, app, other.ID, run.Stale)
 	require.Contains(t, stale.StateReason, "is open on this workspace")
 
 	// An approved run reaching its apply expires, nothing applied; the window's opening
 	// itself turns approved runs EXPIRED and waiting ones STALE.
-	third := waitForState(t, app, requestRun(t, app, operator, bucketRequest(staging, "eu-central")), run.PendingApproval)
+	third := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "eu-central")), run.PendingApproval)
 	// Its workspace busy (the slot taken by another run), so the approved run waits for
 	// its apply while the window opens; then free again.
 	require.NoError(t, app.DB.Exec("UPDATE workspaces SET active_run_id = ? WHERE id = ?", waiting.ID, third.WorkspaceID).Error)
@@ -72,13 +72,13 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	require.Contains(t, expired.StateReason, "break-glass window "+window3)
 	require.Nil(t, expired.NewStateVersionID)
 
-	fourth := waitForState(t, app, requestRun(t, app, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")), run.PendingApproval)
+	fourth := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")), run.PendingApproval)
 	require.NoError(t, app.System.Runs.WindowOpened(ctx, fourth.OrganizationID, fourth.WorkspaceID, "bgw-test"))
 	require.Contains(t, waitForState(t, app, fourth.ID, run.Stale).StateReason, "break-glass window bgw-test opened")
 
 	// A window does not open while a run applies.
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	applying := waitForState(t, app, requestRun(t, app, operator, bucketRequest(dev, "eu-west")), run.Running)
+	applying := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "eu-west")), run.Running)
 	err := app.System.Runs.WindowOpened(ctx, applying.OrganizationID, applying.WorkspaceID, "bgw-test")
 	require.True(t, errors.Is(err, errs.ErrConflict), "%v", err)
 	require.Contains(t, err.Error(), "applying")

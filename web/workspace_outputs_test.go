@@ -20,7 +20,7 @@ func TestSensitiveOutputsStayMasked(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
 	req.Set("workspace", "outputs")
-	r := waitForState(t, app, requestRun(t, app, operator, req), run.Succeeded)
+	r := waitForState(t, app, app.RequestRun(t, operator, req), run.Succeeded)
 
 	// The next version of its state, as an apply would write it, with two more outputs.
 	ctx := t.Context()

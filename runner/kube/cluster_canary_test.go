@@ -93,9 +93,9 @@ func TestSecretsStayInTheirSecret(t *testing.T) {
 	}
 	operator := e.LoggedIn(t, "operator@acme.test")
 	dev := e.OrgEnvironmentID(t, "acme", "development")
-	id := requestRun(t, e.App, operator, url.Values{"template": {"noted"}, "environment": {dev}, "workspace": {"noted"}, "kind": {"apply"},
+	id := e.App.RequestRun(t, operator, url.Values{"template": {"noted"}, "environment": {dev}, "workspace": {"noted"}, "kind": {"apply"},
 		"inputs.name": {"noted-canary"}, "inputs.access_note": {note}})
-	r := waitFor(t, e.App, id, run.Succeeded, phaseWait)
+	r := e.App.WaitForRun(t, id, run.Succeeded, phaseWait)
 	ce.requireNothingLeft(t, 30*time.Second)
 
 	specs := ce.rec.launched()
@@ -114,7 +114,7 @@ func TestSecretsStayInTheirSecret(t *testing.T) {
 	require.Len(t, snapshots, 3, "the Jobs and pods were seen while each phase ran")
 	scanned := bytes.Join(snapshots, nil)
 	mu.Unlock()
-	scanned = append(scanned, runLogs(t, e.App, r)...)
+	scanned = append(scanned, e.App.RunLogs(t, r)...)
 	for _, path := range []string{"/runs/" + r.ID, "/runs/" + r.ID + "/plan.json", "/runs/" + r.ID + "/review", "/workspaces/" + r.WorkspaceID} {
 		resp := e.Get(t, operator, path)
 		body := webtest.ReadBody(t, resp)

@@ -250,7 +250,7 @@ func TestPodMemoryLimit(t *testing.T) {
 	e, ce := startOnCluster(t, envOptions{limits: oci.Limits{MemoryBytes: 16 << 20, CPUs: 1}})
 	operator := e.LoggedIn(t, "operator@acme.test")
 	dev := e.OrgEnvironmentID(t, "acme", "development")
-	id := requestRun(t, e.App, operator, bucketInputs(dev, "logs", "30"))
+	id := e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "30"))
 	var r run.Run
 	deadline := time.Now().Add(phaseWait)
 	for {
@@ -260,8 +260,8 @@ func TestPodMemoryLimit(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, runLogs(t, e.App, r))
-	require.Contains(t, r.StateReason, "exceeded its memory limit of 16 MiB", runLogs(t, e.App, r))
+	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, e.App.RunLogs(t, r))
+	require.Contains(t, r.StateReason, "exceeded its memory limit of 16 MiB", e.App.RunLogs(t, r))
 	t.Logf("reason: %s", r.StateReason)
 	ce.requireNothingLeft(t, time.Minute)
 }
@@ -274,16 +274,16 @@ func TestLiveStalePlanAsJobs(t *testing.T) {
 	operator := e.LoggedIn(t, "operator@acme.test")
 	admin := e.LoggedIn(t, "admin@acme.test")
 	staging := e.OrgEnvironmentID(t, "acme", "staging")
-	base := waitFor(t, e.App, requestRun(t, e.App, operator, bucketInputs(staging, "logs", "30")), run.PendingApproval, phaseWait)
+	base := e.App.WaitForRun(t, e.App.RequestRun(t, operator, bucketInputs(staging, "logs", "30")), run.PendingApproval, phaseWait)
 	approve(t, e.App, admin, base)
-	waitFor(t, e.App, base.ID, run.Succeeded, phaseWait)
+	e.App.WaitForRun(t, base.ID, run.Succeeded, phaseWait)
 
-	first := waitFor(t, e.App, requestRun(t, e.App, operator, bucketInputs(staging, "logs", "60")), run.PendingApproval, phaseWait)
-	second := waitFor(t, e.App, requestRun(t, e.App, operator, bucketInputs(staging, "logs", "90")), run.PendingApproval, phaseWait)
+	first := e.App.WaitForRun(t, e.App.RequestRun(t, operator, bucketInputs(staging, "logs", "60")), run.PendingApproval, phaseWait)
+	second := e.App.WaitForRun(t, e.App.RequestRun(t, operator, bucketInputs(staging, "logs", "90")), run.PendingApproval, phaseWait)
 	require.Equal(t, first.PriorSerial, second.PriorSerial, "both planned from the same state")
 	approve(t, e.App, admin, first)
-	waitFor(t, e.App, first.ID, run.Succeeded, phaseWait)
-	second = waitFor(t, e.App, second.ID, run.Stale, time.Minute)
+	e.App.WaitForRun(t, first.ID, run.Succeeded, phaseWait)
+	second = e.App.WaitForRun(t, second.ID, run.Stale, time.Minute)
 	require.Contains(t, second.StateReason, "the workspace state moved to serial")
 	v := url.Values{"_csrf": {e.CSRF(t, admin)}, "idempotency_key": {idempotency.NewKey()}}
 	for field, value := range run.EvidenceOf(second).Fields() {

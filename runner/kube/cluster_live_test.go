@@ -31,15 +31,15 @@ func TestLiveRunAsJobs(t *testing.T) {
 	owner := e.LoggedIn(t, "owner@acme.test")
 	staging := e.OrgEnvironmentID(t, "acme", "staging")
 
-	r := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
+	r := e.App.WaitForRun(t, e.App.RequestRun(t, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
 	require.Equal(t, kube.Name, r.Runner)
-	require.Equal(t, 3, r.PlanSummary.Create, runLogs(t, e.App, r))
+	require.Equal(t, 3, r.PlanSummary.Create, e.App.RunLogs(t, r))
 	approve(t, e.App, admin, r)
-	r = waitFor(t, e.App, r.ID, run.Succeeded, phaseWait)
+	r = e.App.WaitForRun(t, r.ID, run.Succeeded, phaseWait)
 	require.Equal(t, 1, e.cloudObjects(t, "database"))
 	require.Equal(t, 1, e.cloudObjects(t, "network"))
 	require.Contains(t, string(r.Outputs), "orders.db.sandbox.internal:5432")
-	logs := runLogs(t, e.App, r)
+	logs := e.App.RunLogs(t, r)
 	require.Regexp(t, `(?m)^\$ tofu apply .*plan\.bin$`, logs)
 	require.Contains(t, logs, "Apply complete! Resources: 3 added")
 	require.Contains(t, logs, "from the shared cache directory", "init linked the image's plugin cache")
@@ -51,10 +51,10 @@ func TestLiveRunAsJobs(t *testing.T) {
 	require.Equal(t, []string{kube.PhasePlan, kube.PhaseApply, kube.PhaseVerify}, phasesOf(specs))
 	ce.requireNothingLeft(t, 30*time.Second)
 
-	d := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindDestroy)), run.PendingApproval, phaseWait)
-	require.Equal(t, 3, d.PlanSummary.Delete, runLogs(t, e.App, d))
+	d := e.App.WaitForRun(t, e.App.RequestRun(t, operator, postgresInputs(staging, "orders-db", run.KindDestroy)), run.PendingApproval, phaseWait)
+	require.Equal(t, 3, d.PlanSummary.Delete, e.App.RunLogs(t, d))
 	approve(t, e.App, owner, d)
-	waitFor(t, e.App, d.ID, run.Succeeded, phaseWait)
+	e.App.WaitForRun(t, d.ID, run.Succeeded, phaseWait)
 	for _, kind := range []string{"database", "subnet", "network"} {
 		require.Zero(t, e.cloudObjects(t, kind), kind)
 	}
@@ -72,9 +72,9 @@ func TestPodDeletedMidApply(t *testing.T) {
 	admin := e.LoggedIn(t, "admin@acme.test")
 	staging := e.OrgEnvironmentID(t, "acme", "staging")
 
-	r := waitFor(t, e.App, requestRun(t, e.App, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
+	r := e.App.WaitForRun(t, e.App.RequestRun(t, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
 	approve(t, e.App, admin, r)
-	r = waitFor(t, e.App, r.ID, run.ApplyInterrupted, phaseWait)
+	r = e.App.WaitForRun(t, r.ID, run.ApplyInterrupted, phaseWait)
 	// The job's next attempt (BeginApply) or the sweeper, whichever comes first after the
 	// worker released the lease, interrupts it.
 	require.Regexp(t, `stopped (mid-apply|renewing its lease)`, r.StateReason)
@@ -105,14 +105,14 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 	}})
 	operator := e.LoggedIn(t, "operator@acme.test")
 	dev := e.OrgEnvironmentID(t, "acme", "development")
-	waitFor(t, e.App, requestRun(t, e.App, operator, bucketInputs(dev, "logs", "30")), run.Succeeded, phaseWait)
+	e.App.WaitForRun(t, e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "30")), run.Succeeded, phaseWait)
 	ce.requireNothingLeft(t, 30*time.Second)
 
 	// The next plan refreshes the bucket: the cloud holds its read.
 	slow.Store(true)
 	refreshing := make(chan kube.PodSpec, 1)
 	ce.rec.on(kube.PhasePlan, "Refreshing state...", func(spec kube.PodSpec) { refreshing <- spec })
-	id := requestRun(t, e.App, operator, bucketInputs(dev, "logs", "60"))
+	id := e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "60"))
 	var spec kube.PodSpec
 	select {
 	case spec = <-refreshing:
@@ -125,7 +125,7 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 		"reason": {"not now"}, "confirm": {"yes"}})
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	waitFor(t, e.App, id, run.Cancelled, time.Minute)
+	e.App.WaitForRun(t, id, run.Cancelled, time.Minute)
 	// The phase returns (its session closes) only once its Job, pod and Secret are gone.
 	require.Eventually(t, func() bool { return e.Portal.Sessions() == 0 }, 2*time.Minute, 100*time.Millisecond, "the cancelled phase returned")
 	require.Empty(t, ce.leftovers(t))

@@ -7,7 +7,6 @@ package kube_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,20 +118,6 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var runPath = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
-
-// requestRun submits the request form and returns the new run's id.
-func requestRun(t testing.TB, app *webtest.App, c *http.Client, form url.Values) string {
-	t.Helper()
-	form.Set("_csrf", app.CSRF(t, c))
-	resp := app.PostForm(t, c, "/requests", form)
-	body := webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	m := runPath.FindStringSubmatch(resp.Header.Get("Location"))
-	require.NotNil(t, m, resp.Header.Get("Location"))
-	return m[1]
-}
-
 // approve decides r as its review page would.
 func approve(t testing.TB, app *webtest.App, c *http.Client, r run.Run) {
 	t.Helper()
@@ -148,48 +132,6 @@ func approve(t testing.TB, app *webtest.App, c *http.Client, r run.Run) {
 	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", v)
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-}
-
-// waitFor waits (at most timeout) until the run is in want, and fails with the run's
-// logs when it ends elsewhere or does not get there in time.
-func waitFor(t testing.TB, app *webtest.App, runID string, want run.State, timeout time.Duration) run.Run {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var r run.Run
-	for {
-		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
-		if r.State == want {
-			return r
-		}
-		if r.State.Terminal() {
-			t.Fatalf("run %s ended %s, want %s: %s%s", runID, r.State, want, r.StateReason, runLogs(t, app, r))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, runLogs(t, app, r))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// runLogs are a run's stored plan, apply and verify logs.
-func runLogs(t testing.TB, app *webtest.App, r run.Run) string {
-	t.Helper()
-	var b strings.Builder
-	for _, l := range []struct {
-		name string
-		id   *string
-	}{{"plan", r.PlanLogArtifactID}, {"apply", r.ApplyLogArtifactID}, {"verify", r.VerifyLogArtifactID}} {
-		if l.id == nil {
-			continue
-		}
-		data, _, err := app.System.Artifacts.Get(context.Background(), r.OrganizationID, *l.id)
-		if err != nil {
-			fmt.Fprintf(&b, "\n--- %s log: %v\n", l.name, err)
-			continue
-		}
-		fmt.Fprintf(&b, "\n--- %s log:\n%s", l.name, data)
-	}
-	return b.String()
 }
 
 // cloudObjects counts the live objects of a kind in the sandbox cloud's store.

@@ -47,6 +47,8 @@ func TestLiveRunAsJobs(t *testing.T) {
 		require.Positive(t, logChunks(t, e.App, r.ID, phase), "the %s's live log was stored from the pod's log", phase)
 	}
 	require.Len(t, e.applies(t, r), 1)
+	page := webtest.ReadBody(t, e.App.Get(t, operator, "/runs/"+r.ID))
+	require.Contains(t, page, `data-testid="executor">tofu/kubernetes · isolated (Kubernetes pod)<`, "the run page says where it ran")
 	specs := ce.rec.launched()
 	require.Equal(t, []string{kube.PhasePlan, kube.PhaseApply, kube.PhaseVerify}, phasesOf(specs))
 	ce.requireNothingLeft(t, 30*time.Second)

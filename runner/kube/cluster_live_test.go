@@ -49,6 +49,13 @@ func TestLiveRunAsJobs(t *testing.T) {
 	require.Len(t, e.applies(t, r), 1)
 	page := webtest.ReadBody(t, e.App.Get(t, operator, "/runs/"+r.ID))
 	require.Contains(t, page, `data-testid="executor">tofu/kubernetes · isolated (Kubernetes pod)<`, "the run page says where it ran")
+	// Another organization's admin finds nothing of it, its logs included.
+	globex := e.LoggedIn(t, "admin@globex.test")
+	for _, path := range []string{"/runs/" + r.ID, "/runs/" + r.ID + "/plan.json", "/runs/" + r.ID + "/review"} {
+		resp := e.App.Get(t, globex, path)
+		webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
 	specs := ce.rec.launched()
 	require.Equal(t, []string{kube.PhasePlan, kube.PhaseApply, kube.PhaseVerify}, phasesOf(specs))
 	ce.requireNothingLeft(t, 30*time.Second)

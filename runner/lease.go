@@ -87,13 +87,18 @@ func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logge
 	return phaseCtx, func() {
 		cancel(context.Canceled)
 		<-done
-		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cfg.Heartbeat)
+		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer stop()
 		if err := runs.ReleaseLease(rctx, l); err != nil {
 			logger.WarnContext(ctx, "releasing the lease failed; it expires by itself", "run", l.RunID, "error", err)
 		}
 	}
 }
+
+// releaseTimeout bounds releasing a lease as a worker returns; not the heartbeat, which a
+// test may set to 100 ms and a busy database outlast (the lease then stays live until it
+// expires, and the job's next attempt skips).
+const releaseTimeout = 10 * time.Second
 
 // lost reports whether phase context ctx ended because its lease is gone.
 func lost(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }

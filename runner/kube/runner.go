@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -196,19 +194,11 @@ func (e Exit) err(limits oci.Limits) error {
 // keep writes the state an apply could not store where this portal keeps such states,
 // and names the place in the error.
 func (r *Runner) keep(runID string, kept *KeptStateUp, err error) error {
-	dir := tofurun.KeptStates(r.WorkRoot)
-	if mkerr := os.MkdirAll(dir, 0o700); mkerr != nil {
-		return fmt.Errorf("%w; keeping the state the pod could not store failed: %v", err, mkerr)
-	}
-	f, ferr := os.CreateTemp(dir, safeName(runID)+"-*.tfstate")
-	if ferr == nil {
-		_, ferr = f.Write(kept.Data)
-		ferr = errors.Join(ferr, f.Close())
-	}
+	where, ferr := tofurun.KeepState(r.WorkRoot, runID, kept.Data)
 	if ferr != nil {
 		return fmt.Errorf("%w; keeping the state the pod could not store failed: %v", err, ferr)
 	}
-	return fmt.Errorf("%w; the portal keeps it at %s", err, f.Name())
+	return fmt.Errorf("%w; the portal keeps it at %s", err, where)
 }
 
 func (r *Runner) limits() oci.Limits {
@@ -262,20 +252,6 @@ func newJobName(phase string) (string, error) {
 		return "", err
 	}
 	return "gantry-" + phase + "-" + hex.EncodeToString(b), nil
-}
-
-// safeName keeps a run id to what a file name may carry.
-func safeName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, s)
-	if s == "" {
-		return "run"
-	}
-	return filepath.Base(s)
 }
 
 // lockedBuffer is a buffer written from the log follower while the phase reads it.

@@ -81,7 +81,7 @@ func (j *job) recoverState(ctx context.Context, runID string, applyLog []byte, a
 	fmt.Fprintf(j.out, "\n# tofu could not store the state of this apply and left it in %s: pushing it to the state backend (for up to %s)\n",
 		erroredState, window)
 	if err := j.pushState(ctx, window); err != nil {
-		where, kerr := j.keep(runID, data)
+		where, kerr := KeepState(j.r.WorkRoot, runID, data)
 		if kerr != nil {
 			fmt.Fprintf(j.out, "# the state was not stored, and keeping %s failed: %v\n", erroredState, kerr)
 			return runner.ApplyResult{}, fmt.Errorf("%w: %w; pushing it failed (%v), and keeping it failed: %v", ErrStateNotStored, applyErr, err, kerr)
@@ -134,14 +134,14 @@ func (j *job) pushState(ctx context.Context, window time.Duration) error {
 // replica's work root) contains.
 func KeptStates(workRoot string) string { return filepath.Clean(workRoot) + "+errored-states" }
 
-// keep writes a state that could not be stored to KeptStates (0700, the file 0600,
+// KeepState writes a state that could not be stored to KeptStates(workRoot) (0700, the file 0600,
 // owned by the portal: the copy is read, never the job's file moved) and returns its
 // path. The work root already holds the jobs' plan files and states while they run; this
 // copy outlives the job so that an admin can push it (the apply's error, and so the
 // failed run's reason, names it). It is not in the database: the database may be what
 // is away.
-func (j *job) keep(runID string, data []byte) (string, error) {
-	dir := KeptStates(j.r.WorkRoot)
+func KeepState(workRoot, runID string, data []byte) (string, error) {
+	dir := KeptStates(workRoot)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -6,48 +6,26 @@ package bench
 
 import (
 	"crypto/sha256"
-	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
 
-// referenceCalibration is how long calibrate's fixed work takes on an idle 2-core
-// development machine (the machine the goals were set on).
+// referenceCalibration is how long hashing 64 MiB takes on an idle 2-core development
+// machine (the machine the goals were set on).
 const referenceCalibration = 48 * time.Millisecond
 
-var (
-	scaleOnce sync.Once
-	scale     float64
-)
+// Scale is how many times slower than the reference this machine is right now: Slowdown,
+// re-measured every few seconds (a benchmark that runs for minutes sees the machine as it is
+// when it asks), or GANTRY_BENCH_SCALE. A machine whose cores another process keeps busy gets
+// a larger scale, so a deadline stretches instead of failing the benchmark.
+func Scale() float64 { return Slowdown() }
 
-// Scale is how many times slower than the reference this machine is right now (at least
-// 1): measured once per process by timing a fixed piece of work, or taken from
-// GANTRY_BENCH_SCALE. A machine whose cores another process keeps busy gets a larger
-// scale, so a deadline stretches instead of failing the benchmark.
-func Scale() float64 {
-	scaleOnce.Do(func() {
-		if v, err := strconv.ParseFloat(os.Getenv("GANTRY_BENCH_SCALE"), 64); err == nil && v >= 1 {
-			scale = v
-			return
-		}
-		// The slowest of three: a busy machine shows in the worst case, not the best.
-		var worst time.Duration
-		for range 3 {
-			worst = max(worst, calibrate())
-		}
-		scale = max(1, float64(worst)/float64(referenceCalibration))
-	})
-	return scale
-}
-
-// calibrate times a fixed CPU-bound job: hashing 64 MiB.
-func calibrate() time.Duration {
+// calibrateMiB times a fixed CPU-bound job: hashing n MiB.
+func calibrateMiB(n int) time.Duration {
 	buf := make([]byte, 1<<20)
 	start := time.Now()
 	h := sha256.New()
-	for range 64 {
+	for range n {
 		h.Write(buf)
 	}
 	_ = h.Sum(nil)

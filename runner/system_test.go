@@ -2,9 +2,11 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +42,8 @@ type harness struct {
 	keys   *keyring.Keyring
 	spec   string // keys' specification (a test may rotate to a new key)
 	cancel context.CancelFunc
+	// changes signals at every run change notification (the event waitFor waits on).
+	changes <-chan struct{}
 }
 
 type harnessOpts struct {
@@ -62,7 +66,8 @@ func newHarness(t testing.TB, opts harnessOpts) *harness {
 	})
 	orgs, err := demo.Seed(ctx, gdb, "https://idp.test")
 	require.NoError(t, err)
-	h := &harness{t: t, db: gdb, orgID: orgs["acme"], users: map[string]authz.Subject{}, envs: map[string]string{}}
+	h := &harness{t: t, db: gdb, orgID: orgs["acme"], users: map[string]authz.Subject{}, envs: map[string]string{},
+		changes: dbtest.NotificationsURL(t, dsn, run.ChangesChannel)}
 	for _, u := range demo.Users() {
 		if u.OrgSlug != "acme" {
 			continue
@@ -118,25 +123,23 @@ func (h *harness) requestBucket(env, ws, name string, kind run.Kind) run.Run {
 	return r
 }
 
+// waitFor waits for the run to reach one of want, woken by run change notifications, and
+// fails with its River jobs when it does not within 20 s of idle-machine time.
 func (h *harness) waitFor(id string, want ...run.State) run.Run {
 	h.t.Helper()
 	var r run.Run
-	deadline := time.Now().Add(bench.Deadline(5 * time.Second)) // 20 s on an idle machine
-	for time.Now().Before(deadline) {
+	bench.Eventually(h.t, fmt.Sprintf("run %s to be one of %v", id, want), 20*time.Second, func() (bool, any) {
 		require.NoError(h.t, h.db.Where("id = ?", id).Take(&r).Error)
-		for _, w := range want {
-			if r.State == w {
-				return r
+		seen := r
+		return slices.Contains(want, r.State), bench.Later(func() string {
+			var jobs []struct {
+				Kind, State string
+				Errors      string
 			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	var jobs []struct {
-		Kind, State string
-		Errors      string
-	}
-	h.db.Raw("SELECT kind, state, coalesce(errors::text, '') AS errors FROM river_job WHERE args->>'run_id' = ?", id).Scan(&jobs)
-	h.t.Fatalf("run %s is %s (%s), want %v; jobs: %+v", id, r.State, r.StateReason, want, jobs)
+			h.db.Raw("SELECT kind, state, coalesce(errors::text, '') AS errors FROM river_job WHERE args->>'run_id' = ?", id).Scan(&jobs)
+			return fmt.Sprintf("%s (%s); jobs: %+v", seen.State, seen.StateReason, jobs)
+		})
+	}, bench.Wake(h.changes))
 	return r
 }
 

@@ -159,9 +159,7 @@ func TestDecisionTable(t *testing.T) {
 	f := newDecisionFixture(t, app)
 	// The table's runs must stay as the rows make them: no worker applies an approved
 	// clone (its state would make the others STALE).
-	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	app.StopQueue(t)
 
 	covered := map[string]bool{}
 	for _, row := range decisionTable {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
+	"gantry/models/db/dbtest"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/models/state"
@@ -155,9 +157,7 @@ func TestStateWriteMarksWaitingRunsStale(t *testing.T) {
 	writer := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "orders", "large", "7")), run.PendingApproval)
 	require.Equal(t, waiting.WorkspaceID, blocked.WorkspaceID)
 	// An approved run waits for its apply (no worker takes it here).
-	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	app.StopQueue(t)
 	approve(t, app, admin, approved)
 	require.Equal(t, run.Approved, waitForState(t, app, approved.ID, run.Approved).State)
 
@@ -196,10 +196,15 @@ func TestStateWriteMarksWaitingRunsStale(t *testing.T) {
 	require.NotContains(t, page, `id="reject"`)
 }
 
-// TestDecisionRacingItsDeadline: the deadline is moved (in the database) to the moment
-// a decision arrives. Each time exactly one of "decision recorded" or "409
-// APPROVAL_EXPIRED with the run EXPIRED" happens: never both, never neither, because the
-// deadline is judged by clock_timestamp() after the row lock, when the decision commits.
+// TestDecisionRacingItsDeadline: a decision is judged by clock_timestamp() after it holds
+// the run's row, when it commits, never by when it arrived. The interleavings are forced
+// with PostgreSQL's own locks, so each case happens every time whatever the machine's pace:
+//   - the decision arrives before the deadline and waits for the run's row (another
+//     transaction holds it); the deadline passes meanwhile: 409 APPROVAL_EXPIRED, the run
+//     EXPIRED, nothing recorded;
+//   - the decision is judged (it holds the row) before the deadline moves, and waits for
+//     its audit event; the deadline's move waits for the decision: recorded, approved
+//     before the deadline, never expired.
 func TestDecisionRacingItsDeadline(t *testing.T) {
 	t.Parallel()
 	app := webtest.Start(t)
@@ -207,47 +212,77 @@ func TestDecisionRacingItsDeadline(t *testing.T) {
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	admin := app.NewMember(t, "acme", "Rae Racer", authz.RoleAdmin, false)
 	ctx := authz.WithSubject(context.Background(), admin.Subject(time.Now()))
-	recorded, expiredCount := 0, 0
-	for i := range 16 {
+	pending := func(ws string) run.Run {
 		req := bucketRequest(staging, "eu-west")
-		req.Set("workspace", fmt.Sprintf("race-%d", i))
-		r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
-		// The deadline lands a moment from now: sometimes before the decision commits,
-		// sometimes after.
-		offset := fmt.Sprintf("%d milliseconds", (i%4)*2)
-		var wg sync.WaitGroup
-		var err error
-		wg.Add(2)
+		req.Set("workspace", ws)
+		return waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
+	}
+	late, early := pending("race-late"), pending("race-early")
+	// No job may touch the runs while the test holds their locks.
+	app.StopQueue(t)
+	type answer struct{ err error }
+	approve := func(r run.Run) (<-chan answer, func() (bool, any)) {
+		done := make(chan answer, 1)
 		go func() {
-			defer wg.Done()
-			_, err = app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+			_, err := app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+			done <- answer{err}
 		}()
-		go func() {
-			defer wg.Done()
-			require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = clock_timestamp() + ?::interval WHERE id = ?", offset, r.ID).Error)
-		}()
-		wg.Wait()
+		returned := func() (bool, any) {
+			select {
+			case a := <-done:
+				return true, a.err
+			default:
+				return false, nil
+			}
+		}
+		return done, returned
+	}
+	reload := func(r run.Run) run.Run {
 		var after run.Run
 		require.NoError(t, app.DB.Where("id = ?", r.ID).Take(&after).Error)
-		approvals := auditCount(t, app, r.ID, "run.approved")
-		switch {
-		case err == nil:
-			recorded++
-			require.EqualValues(t, 1, approvals, "a recorded decision is audited once")
-			require.NotNil(t, after.ApprovedBy)
-			require.NotEqual(t, run.Expired, after.State)
-		case errs.CodeOf(err) == errs.CodeApprovalExpired:
-			expiredCount++
-			require.Zero(t, approvals, "a late decision records nothing")
-			require.Nil(t, after.ApprovedBy)
-			require.Equal(t, run.Expired, after.State)
-			require.Contains(t, after.StateReason, "after the deadline")
-		default:
-			t.Fatalf("run %s: neither recorded nor APPROVAL_EXPIRED: %v", r.ID, err)
-		}
+		return after
 	}
-	t.Logf("%d decisions recorded, %d expired", recorded, expiredCount)
-	require.Equal(t, 16, recorded+expiredCount)
+
+	// The deadline passes while the decision waits for the row.
+	holder := app.DB.Begin()
+	defer holder.Rollback()
+	require.NoError(t, holder.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE", late.ID).Error)
+	done, returned := approve(late)
+	dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, holder), 1, returned)
+	require.NoError(t, holder.Exec("UPDATE runs SET decision_deadline = clock_timestamp() WHERE id = ?", late.ID).Error)
+	require.NoError(t, holder.Commit().Error)
+	err := bench.Receive(t, "the late decision's answer", 10*time.Second, done).err
+	require.Equal(t, errs.CodeApprovalExpired, errs.CodeOf(err), "%v", err)
+	after := reload(late)
+	require.Zero(t, auditCount(t, app, late.ID, "run.approved"), "a late decision records nothing")
+	require.Nil(t, after.ApprovedBy)
+	require.Equal(t, run.Expired, after.State)
+	require.Contains(t, after.StateReason, "after the deadline")
+
+	// The decision is judged first; the deadline's move waits for it.
+	chain := app.DB.Begin()
+	defer chain.Rollback()
+	require.NoError(t, chain.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", early.OrganizationID).Error)
+	done, returned = approve(early)
+	dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, chain), 1, returned) // judged, holding the row, waiting to audit
+	move := app.DB.Begin()
+	defer move.Rollback()
+	movePID := dbtest.BackendPID(t, move)
+	moved := make(chan error, 1)
+	go func() {
+		moved <- move.Exec("UPDATE runs SET decision_deadline = clock_timestamp() WHERE id = ?", early.ID).Error
+	}()
+	dbtest.WaitWaiting(t, app.DB, movePID, nil) // the move waits for the decision's row
+	require.NoError(t, chain.Commit().Error)
+	require.NoError(t, bench.Receive(t, "the early decision's answer", 10*time.Second, done).err)
+	require.NoError(t, bench.Receive(t, "the deadline's move", 10*time.Second, moved))
+	require.NoError(t, move.Commit().Error)
+	after = reload(early)
+	require.EqualValues(t, 1, auditCount(t, app, early.ID, "run.approved"), "a recorded decision is audited once")
+	require.NotNil(t, after.ApprovedBy)
+	require.Equal(t, run.Approved, after.State)
+	require.NotNil(t, after.ApprovedAt)
+	require.True(t, after.ApprovedAt.Before(*after.DecisionDeadline), "approved at %s, before the deadline moved to %s", after.ApprovedAt, after.DecisionDeadline)
 }
 
 // TestFiftyConcurrentDecisionsRecordOne: fifty people decide one run at once (approve
@@ -302,9 +337,7 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	ctx := context.Background()
 	writer := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "small", "7")), run.PendingApproval)
-	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	app.StopQueue(t)
 	planning := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
 	work, err := app.System.Runs.BeginPlan(ctx, planning.ID, byHand)
 	require.NoError(t, err)

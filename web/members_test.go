@@ -71,9 +71,7 @@ func TestMembersPage(t *testing.T) {
 	for _, ws := range []string{"void-role", "void-remove", "void-cloud-live", "keep"} {
 		waiting[ws] = waitingIn(t, app, operator, ws)
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx)) // approved runs wait for their apply
+	app.StopQueue(t) // approved runs wait for their apply
 
 	for _, tc := range []struct {
 		name   string
@@ -263,9 +261,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 
 	r = waitForState(t, app, r.ID, run.PendingApproval)
 	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
-	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	app.StopQueue(t)
 	approve(t, app, admin, r)
 	// The window closes between the approval and the apply.
 	require.NoError(t, app.DB.Exec("UPDATE policy_overrides SET expires_at = now() - interval '1 second' WHERE run_id = ?", r.ID).Error)

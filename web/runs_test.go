@@ -9,29 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gantry/bench"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
 
-// waitForState polls the run until it reaches want (or fails the test).
+// waitForState waits for the run to reach want (woken by its change notifications), or
+// fails the test with its state and logs. The base is generous: it only bounds how long a
+// run that never gets there is waited for, and a live run's phases take seconds.
 func waitForState(t testing.TB, app *webtest.App, runID string, want run.State) run.Run {
 	t.Helper()
-	var r run.Run
-	// assert, not require: a run that never got there is reported with its state below.
-	// 60 s on an idle machine: generous, since it only bounds how long a run that never
-	// gets there is waited for, and a live run's phases on a machine busy with other
-	// tests (CI runs packages at once) take many times their idle time.
-	assert.Eventually(t, func() bool {
-		require.NoError(t, app.DB.Where("id = ?", runID).Take(&r).Error)
-		return r.State == want || (r.State.Terminal() && r.State != want)
-	}, bench.Deadline(15*time.Second), 20*time.Millisecond)
-	require.Equal(t, want, r.State, "run is %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app, r))
-	return r
+	return app.WaitForRun(t, runID, want, time.Minute)
 }
 
 // phaseLogs returns the run's plan, apply and verification logs, for failure messages.

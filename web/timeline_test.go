@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -154,9 +153,7 @@ func TestStateNotesGoWithTheirState(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	r := waitingIn(t, app, operator, "noted")
-	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, app.System.Queue.Stop(stopCtx))
+	app.StopQueue(t)
 	approve(t, app, admin, r)
 	waitForState(t, app, r.ID, run.Approved)
 	page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/run"
 )
 
@@ -30,31 +31,38 @@ func (a *App) RequestRun(t testing.TB, c *http.Client, form url.Values) string {
 	return m[1]
 }
 
-// WaitForRun waits (at most timeout) until the run is in want, and fails with the run's
-// logs when it ends elsewhere or does not get there in time.
-func (a *App) WaitForRun(t testing.TB, runID string, want run.State, timeout time.Duration) run.Run {
+// WaitForRun waits until the run is in want, woken by the run's change notifications (the
+// product notifies at commit), and fails with the run's logs when it ends elsewhere or does
+// not get there within base of idle-machine time (bench.Eventually: base × how busy the
+// machine is, re-measured while it waits).
+func (a *App) WaitForRun(t testing.TB, runID string, want run.State, base time.Duration) run.Run {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var r run.Run
-	for {
+	require.NoError(t, a.DB.Where("id = ?", runID).Take(&r).Error)
+	wake, stop := a.Server.Changes.Subscribe(r.OrganizationID, runID)
+	defer stop()
+	bench.Eventually(t, fmt.Sprintf("run %s to be %s", runID, want), base, func() (bool, any) {
 		require.NoError(t, a.DB.Where("id = ?", runID).Take(&r).Error)
-		if r.State == want {
-			return r
-		}
-		if r.State.Terminal() {
+		if r.State != want && r.State.Terminal() {
 			t.Fatalf("run %s ended %s, want %s: %s%s", runID, r.State, want, r.StateReason, a.RunLogs(t, r))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is still %s after %s, want %s: %s%s", runID, r.State, timeout, want, r.StateReason, a.RunLogs(t, r))
-		}
-		time.Sleep(25 * time.Millisecond)
+		return r.State == want, runSeen(r)
+	}, bench.Wake(wake))
+	return r
+}
+
+// runSeen is how a wait reports the run it last saw.
+func runSeen(r run.Run) string {
+	if r.StateReason == "" {
+		return string(r.State)
 	}
+	return fmt.Sprintf("%s (%s)", r.State, r.StateReason)
 }
 
 // RunLogs are a run's stored plan, apply and verify logs, for failure messages.
 func (a *App) RunLogs(t testing.TB, r run.Run) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := bench.Context(context.Background(), 10*time.Second)
 	defer cancel()
 	var b strings.Builder
 	for _, l := range []struct {
@@ -72,4 +80,14 @@ func (a *App) RunLogs(t testing.TB, r run.Run) string {
 		fmt.Fprintf(&b, "\n--- %s log:\n%s", l.name, data)
 	}
 	return b.String()
+}
+
+// StopQueue stops the portal's job queue, waiting for its workers to finish the jobs they
+// run: a test that holds locks no job may wait on, or wants an approved run to wait for
+// its apply, stops it first.
+func (a *App) StopQueue(t testing.TB) {
+	t.Helper()
+	ctx, cancel := bench.Context(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.System.Queue.Stop(ctx), "stopping the job queue (%v)", context.Cause(ctx))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"gantry/bench"
 	catalogfiles "gantry/catalog"
 	"gantry/cmd/gantry/assemble"
 	"gantry/models/db"
@@ -202,7 +203,8 @@ func StartWith(t testing.TB, opts Options) *App {
 	changesDone := make(chan struct{})
 	go func() { app.Server.Changes.Run(runCtx); close(changesDone) }()
 	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Workers finish the job they run first; on a busy database that takes a while.
+		stopCtx, cancel := bench.Context(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = app.System.Queue.Stop(stopCtx)
 		stop()

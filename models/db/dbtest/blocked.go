@@ -1,0 +1,64 @@
+package dbtest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"gantry/bench"
+)
+
+// BackendPID is the server process of the connection tx runs on (a transaction keeps its
+// connection): the holder a WaitBlockedBy waits on.
+func BackendPID(t testing.TB, tx *gorm.DB) int {
+	t.Helper()
+	var pid int
+	if err := tx.Raw("SELECT pg_backend_pid()").Scan(&pid).Error; err != nil {
+		t.Fatalf("dbtest: reading the backend pid: %v", err)
+	}
+	return pid
+}
+
+// WaitBlockedBy waits until at least n sessions wait for a lock that backend holder holds:
+// the barrier of a test whose subject is a contender waiting inside PostgreSQL (a decision
+// waiting for a run's row while its deadline passes, a repeated request waiting for the
+// first's key). It counts only the holder's waiters, so other tests on the same server
+// cannot satisfy it. returned, when not nil, reports whether a contender has already
+// returned (it did not wait, which is the failure the barrier exists to catch) and what it
+// returned; the wait then fails at once.
+func WaitBlockedBy(t testing.TB, gdb *gorm.DB, holder, n int, returned func() (bool, any)) {
+	t.Helper()
+	bench.Eventually(t, fmt.Sprintf("%d sessions to wait for a lock held by backend %d", n, holder), 10*time.Second, func() (bool, any) {
+		if returned != nil {
+			if done, what := returned(); done {
+				t.Fatalf("dbtest: a contender returned before it waited for backend %d: %v", holder, what)
+			}
+		}
+		var waiting int
+		if err := gdb.Raw("SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", holder).Scan(&waiting).Error; err != nil {
+			t.Fatalf("dbtest: reading lock waits: %v", err)
+		}
+		return waiting >= n, fmt.Sprintf("%d waiting", waiting)
+	}, bench.Poll(5*time.Millisecond))
+}
+
+// WaitWaiting waits until backend pid waits for a lock (any holder): the barrier for a
+// statement a test sent on a connection of its own (BackendPID) and expects to queue.
+// returned is as for WaitBlockedBy.
+func WaitWaiting(t testing.TB, gdb *gorm.DB, pid int, returned func() (bool, any)) {
+	t.Helper()
+	bench.Eventually(t, fmt.Sprintf("backend %d to wait for a lock", pid), 10*time.Second, func() (bool, any) {
+		if returned != nil {
+			if done, what := returned(); done {
+				t.Fatalf("dbtest: backend %d returned before it waited for a lock: %v", pid, what)
+			}
+		}
+		var holders int
+		if err := gdb.Raw("SELECT cardinality(pg_blocking_pids(?))", pid).Scan(&holders).Error; err != nil {
+			t.Fatalf("dbtest: reading lock waits: %v", err)
+		}
+		return holders > 0, fmt.Sprintf("blocked by %d sessions", holders)
+	}, bench.Poll(5*time.Millisecond))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/authz"
+	"gantry/models/db/dbtest"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
@@ -114,9 +115,6 @@ func TestRunsAreLockedBeforeTheAuditChain(t *testing.T) {
 		require.NoError(t, probe.Raw("SELECT pg_try_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", approved.OrganizationID).Scan(&free).Error)
 		return free
 	}
-	waitingForARow := func() bool {
-		return countRows(t, app, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')") > 0
-	}
 	for _, change := range []struct {
 		name string
 		run  run.Run
@@ -143,7 +141,16 @@ func TestRunsAreLockedBeforeTheAuditChain(t *testing.T) {
 		require.NoError(t, holder.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE", change.run.ID).Error)
 		done := make(chan error, 1)
 		go func() { done <- change.do() }()
-		require.Eventually(t, waitingForARow, 10*time.Second, 10*time.Millisecond, "%s waits for the run", name)
+		// The change waits for the run held here (counting only this holder's waiters: other
+		// tests share the server).
+		dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, holder), 1, func() (bool, any) {
+			select {
+			case err := <-done:
+				return true, err
+			default:
+				return false, nil
+			}
+		})
 		require.True(t, chainFree(), "%s waits for a run holding no audit chain lock", name)
 		require.NoError(t, holder.Exec("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || ?, 0))", change.run.OrganizationID).Error,
 			"the decision audits: no deadlock")

@@ -108,8 +108,10 @@ type Sweeper interface {
 	SweepLeases(ctx context.Context, replica string) ([]run.Takeover, error)
 }
 
-// sweepLockKey is the advisory lock a replica holds while it sweeps ("gantry-lease-sweep").
-const sweepLockKey = 0x67616e7472795357
+// SweepLockKey is the advisory lock a replica holds while it sweeps ("gantry-lease-sweep").
+// Any session holding it makes every replica skip its passes: a test pauses the sweeper
+// with it, so that only the interleaving it forces can happen.
+const SweepLockKey = 0x67616e7472795357
 
 // LeaseSweeper sweeps expired leases every heartbeat on whichever replica holds the
 // sweeper's advisory lock at that moment: the leader of that pass. A replica that dies
@@ -153,13 +155,13 @@ func (w *LeaseSweeper) Pass(ctx context.Context) error {
 	}
 	defer conn.Close()
 	var mine bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(sweepLockKey)).Scan(&mine); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(SweepLockKey)).Scan(&mine); err != nil {
 		return fmt.Errorf("taking the sweeper's lock: %w", err)
 	}
 	if !mine {
 		return nil
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(sweepLockKey))
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(SweepLockKey))
 	taken, err := w.Runs.SweepLeases(ctx, cfg.Holder)
 	if n, rerr := rescueUnleased(ctx, w.DB, cfg.TTL); rerr != nil {
 		err = errors.Join(err, rerr)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
+	"gantry/models/db/dbtest"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -56,12 +58,11 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	h := newHarness(t, harnessOpts{runner: runner.Delayed(mock.New(), time.Minute), leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond}})
 	h.start()
 	r := h.requestBucket("development", "cancelled", "cancelled", run.KindPlanOnly)
+	// The plan's lease is granted in the transaction that made the run PLANNING.
 	h.waitFor(r.ID, run.Planning)
-	require.Eventually(t, func() bool {
-		var n int64
-		require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&n).Error)
-		return n == 1
-	}, 10*time.Second, 10*time.Millisecond)
+	var leases int64
+	require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&leases).Error)
+	require.EqualValues(t, 1, leases)
 	_, err := h.sys.Runs.Cancel(h.as("operator"), r.ID, "changed my mind")
 	require.NoError(t, err)
 	var jobID int64
@@ -69,7 +70,10 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	sqlDB, err := h.db.DB()
 	require.NoError(t, err)
 	// The worker would sleep a minute; the lost lease stops it at the next heartbeat.
-	require.Eventually(t, func() bool { return jobState(t, sqlDB, jobID) == "completed" }, 10*time.Second, 20*time.Millisecond)
+	bench.Eventually(t, "the plan job to complete", 10*time.Second, func() (bool, any) {
+		state := jobState(t, sqlDB, jobID)
+		return state == "completed", state
+	})
 	require.Equal(t, run.Cancelled, h.waitFor(r.ID, run.Cancelled).State)
 	var artifacts int64
 	require.NoError(t, h.db.Raw("SELECT count(*) FROM artifacts WHERE workspace_id = ? AND kind = 'plan_file'", r.WorkspaceID).Scan(&artifacts).Error)
@@ -116,38 +120,117 @@ func (s interruptedApply) Apply(ctx context.Context, req runner.ApplyRequest) (r
 	}
 }
 
+// attempt is what an apply job's attempt after the first was told by BeginApply.
+type attempt struct {
+	n     int
+	state run.State
+	err   error
+}
+
+// lateAttempts records (ApplyHooks.Begun) every attempt of an apply job after the first.
+func lateAttempts() (runner.ApplyHooks, <-chan attempt) {
+	ch := make(chan attempt, 8)
+	return runner.ApplyHooks{Begun: func(_ string, n int, state run.State, err error) {
+		if n > 1 {
+			ch <- attempt{n, state, err}
+		}
+	}}, ch
+}
+
+// waitJobsFinal waits until every apply job of the run is finalized: no attempt of it can
+// come any more (River rescues running jobs only), so "never applied again" holds for good,
+// not for a window.
+func (h *harness) waitJobsFinal(runID string) {
+	h.t.Helper()
+	bench.Eventually(h.t, "every apply job of run "+runID+" to be finalized", 20*time.Second, func() (bool, any) {
+		var open []string
+		require.NoError(h.t, h.db.Raw("SELECT state FROM river_job WHERE kind = 'run.apply' AND args->>'run_id' = ? AND finalized_at IS NULL", runID).Scan(&open).Error)
+		return len(open) == 0, open
+	}, bench.Poll(50*time.Millisecond))
+}
+
+// applyLease waits for the run's apply lease (granted with RUNNING) and returns it.
+func (h *harness) applyLease(runID string) (jobID, token int64) {
+	h.t.Helper()
+	h.waitFor(runID, run.Running)
+	var lease struct {
+		JobID int64
+		Token int64
+	}
+	require.NoError(h.t, h.db.Raw("SELECT job_id, token FROM run_leases WHERE run_id = ? AND phase = 'apply'", runID).Scan(&lease).Error)
+	require.NotZero(h.t, lease.JobID, "the apply lease is granted with RUNNING")
+	return lease.JobID, lease.Token
+}
+
 // TestALateAttemptNeverInterruptsALiveApply: River may start a second attempt of an
 // apply job whose first attempt still runs (its rescue of a job running long); both
 // carry the same job id. While the first attempt's lease is live the second skips and
 // the apply goes on. When the apply is interrupted from outside, its worker releases
 // the lease as it returns, and River's next attempt marks the run APPLY_INTERRUPTED at
-// once (the lease would run a minute): it is never applied again.
+// once (the lease would run a minute): it is never applied again. The sweeper is paused
+// throughout, so the next attempt is the only one that can act.
 func TestALateAttemptNeverInterruptsALiveApply(t *testing.T) {
 	t.Parallel()
 	slow := interruptedApply{Runner: mock.New(), interrupt: make(chan struct{}), applies: new(atomic.Int32)}
-	h := newHarness(t, harnessOpts{runner: slow, leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond, TTL: time.Minute}})
+	hooks, attempts := lateAttempts()
+	h := newHarness(t, harnessOpts{runner: slow, applyHooks: hooks, leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond, TTL: time.Minute}})
+	dbtest.HoldAdvisoryLock(t, h.db, runner.SweepLockKey)
 	h.start()
 	r := h.requestBucket("development", "late-attempt", "late-attempt", run.KindApply)
-	h.waitFor(r.ID, run.Running)
-	var lease struct {
-		JobID int64
-		Token int64
-	}
-	require.Eventually(t, func() bool {
-		require.NoError(t, h.db.Raw("SELECT job_id, token FROM run_leases WHERE run_id = ? AND phase = 'apply'", r.ID).Scan(&lease).Error)
-		return lease.JobID != 0
-	}, 10*time.Second, 10*time.Millisecond)
+	jobID, token := h.applyLease(r.ID)
 
-	late := run.Claim{JobID: lease.JobID, Holder: "late-attempt", TTL: time.Minute}
+	late := run.Claim{JobID: jobID, Holder: "late-attempt", TTL: time.Minute}
 	_, err := h.sys.Runs.BeginApply(context.Background(), r.ID, late)
 	require.ErrorIs(t, err, run.ErrSkip, "a live lease of the same job is a live worker")
 	require.Equal(t, run.Running, h.waitFor(r.ID, run.Running).State)
-	var token int64
-	require.NoError(t, h.db.Raw("SELECT token FROM run_leases WHERE run_id = ?", r.ID).Scan(&token).Error)
-	require.Equal(t, lease.Token, token, "the live worker keeps its lease")
+	var now int64
+	require.NoError(t, h.db.Raw("SELECT token FROM run_leases WHERE run_id = ?", r.ID).Scan(&now).Error)
+	require.Equal(t, token, now, "the live worker keeps its lease")
 
 	close(slow.interrupt)
-	require.Equal(t, run.ApplyInterrupted, h.waitFor(r.ID, run.ApplyInterrupted).State)
+	next := bench.Receive(t, "the apply job's next attempt", 20*time.Second, attempts)
+	require.ErrorIs(t, next.err, run.ErrSkip, "attempt %d", next.n)
+	require.Equal(t, run.ApplyInterrupted, next.state, "the next attempt found the lease its job left and interrupted the run")
+	interrupted := h.waitFor(r.ID, run.ApplyInterrupted)
+	require.Contains(t, interrupted.StateReason, "stopped mid-apply")
+	h.waitJobsFinal(r.ID)
+	require.Equal(t, int32(1), slow.applies.Load(), "an interrupted apply is never applied again")
+}
+
+// TestASweptApplyIsNeverAppliedAgain: the other order. The apply is interrupted from
+// outside, and the sweeper takes the released lease over before River's next attempt of
+// the job asks (the attempt is held until then): the run is APPLY_INTERRUPTED by the
+// sweeper, and the late attempt finds it so and applies nothing.
+func TestASweptApplyIsNeverAppliedAgain(t *testing.T) {
+	t.Parallel()
+	slow := interruptedApply{Runner: mock.New(), interrupt: make(chan struct{}), applies: new(atomic.Int32)}
+	hooks, attempts := lateAttempts()
+	held, release := make(chan int, 1), make(chan struct{})
+	hooks.Begin = func(ctx context.Context, _ string, n int) {
+		if n > 1 {
+			held <- n
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	h := newHarness(t, harnessOpts{runner: slow, applyHooks: hooks, leases: runner.LeaseConfig{Heartbeat: 100 * time.Millisecond, TTL: time.Minute}})
+	resume := dbtest.HoldAdvisoryLock(t, h.db, runner.SweepLockKey)
+	h.start()
+	r := h.requestBucket("development", "swept-apply", "swept-apply", run.KindApply)
+	h.applyLease(r.ID)
+
+	close(slow.interrupt)
+	bench.Receive(t, "the apply job's next attempt to begin", 20*time.Second, held)
+	resume() // the sweeper may act now; the attempt waits
+	interrupted := h.waitFor(r.ID, run.ApplyInterrupted)
+	require.Contains(t, interrupted.StateReason, "stopped renewing its lease")
+	close(release)
+	next := bench.Receive(t, "the held attempt's answer", 20*time.Second, attempts)
+	require.ErrorIs(t, next.err, run.ErrSkip, "the late attempt begins nothing")
+	h.waitJobsFinal(r.ID)
+	require.Equal(t, interrupted.StateReason, h.waitFor(r.ID, run.ApplyInterrupted).StateReason)
 	require.Equal(t, int32(1), slow.applies.Load(), "an interrupted apply is never applied again")
 }
 

@@ -40,6 +40,8 @@ type QueueConfig struct {
 	DriftDispatchEvery time.Duration
 	// OnApplyStart is the benchmark's hook (see ApplyWorker.OnStart).
 	OnApplyStart func(runID string, pickedUp time.Time)
+	// ApplyHooks are the tests' hooks into each attempt of an apply job (see ApplyHooks).
+	ApplyHooks ApplyHooks
 	// Metrics receives the phases' durations and the jobs' queue latency (nil: none).
 	Metrics *telemetry.Metrics
 	// Leases: the replica id the phase workers hold leases as, the heartbeat (also how
@@ -96,7 +98,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
 	q := &Queue{
 		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan, Leases: cfg.Leases},
-		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, PhaseTimeout: t.Apply, Leases: cfg.Leases, Locks: cfg.StateLocks},
+		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, Hooks: cfg.ApplyHooks, PhaseTimeout: t.Apply, Leases: cfg.Leases, Locks: cfg.StateLocks},
 		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify, Leases: cfg.Leases},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},

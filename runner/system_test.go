@@ -49,6 +49,7 @@ type harness struct {
 type harnessOpts struct {
 	runner       runner.Runner
 	onApplyStart func(string, time.Time)
+	applyHooks   runner.ApplyHooks
 	rescueAfter  time.Duration
 	leases       runner.LeaseConfig
 }
@@ -89,7 +90,7 @@ func newHarness(t testing.TB, opts harnessOpts) *harness {
 	require.NoError(t, err)
 	h.sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: h.keys, CatalogFS: catalogfiles.FS,
 		Runner: opts.runner, BaseURL: "http://gantry.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnApplyStart: opts.onApplyStart, RescueStuckJobsAfter: opts.rescueAfter, Leases: opts.leases})
+		OnApplyStart: opts.onApplyStart, ApplyHooks: opts.applyHooks, RescueStuckJobsAfter: opts.rescueAfter, Leases: opts.leases})
 	require.NoError(t, err)
 	t.Cleanup(h.stop)
 	return h

@@ -166,11 +166,26 @@ type ApplyWorker struct {
 	// OnStart, if set, is called when an apply passed its checks and is about to run,
 	// with when the worker picked the job up (the queue-latency benchmark tells the
 	// queue's part from the checks' part with it).
-	OnStart      func(runID string, pickedUp time.Time)
+	OnStart func(runID string, pickedUp time.Time)
+	// Hooks hear of every attempt of an apply job (nil fields in production).
+	Hooks        ApplyHooks
 	PhaseTimeout time.Duration
 	Leases       LeaseConfig
 	// Locks reserves the workspace's state lock before tofu runs (nil: not reserved).
 	Locks StateReserver
+}
+
+// ApplyHooks let a test see, and hold, each attempt of an apply job: the interleavings of
+// an interrupted apply (the job's next attempt against the sweeper) are forced with them
+// instead of hoped for.
+type ApplyHooks struct {
+	// Begin is called as an attempt is about to ask to begin the apply; it may block (a
+	// test holds a late attempt there until the sweeper has acted).
+	Begin func(ctx context.Context, runID string, attempt int)
+	// Begun hears how BeginApply answered the attempt: err (run.ErrSkip when the attempt
+	// began nothing) and the run's state when BeginApply changed or began it ("" when it
+	// left the run alone).
+	Begun func(runID string, attempt int, state run.State, err error)
 }
 
 // StateReserver takes a workspace's state lock for a run's apply before tofu runs,
@@ -189,7 +204,13 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
+	if w.Hooks.Begin != nil {
+		w.Hooks.Begin(ctx, job.Args.RunID, job.Attempt)
+	}
 	work, err := w.Runs.BeginApply(ctx, job.Args.RunID, w.Leases.claim(job.ID))
+	if w.Hooks.Begun != nil {
+		w.Hooks.Begun(job.Args.RunID, job.Attempt, work.Run.State, err)
+	}
 	switch {
 	case errors.Is(err, run.ErrWorkspaceBusy):
 		return river.JobSnooze(busyRetry)

@@ -86,6 +86,8 @@ type Options struct {
 	RateLimits *web.RateLimits // the portal's rate limits and their clock; nil: none (limits.go)
 	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
 	WorkloadTokenLifetime time.Duration
+	// ApplyHooks hear of (and may hold) each attempt of an apply job.
+	ApplyHooks runner.ApplyHooks
 }
 
 // App is one running Gantry with its provider and database.
@@ -193,7 +195,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint,
-		WorkloadTokenLifetime: opts.WorkloadTokenLifetime})
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
 		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))

@@ -72,6 +72,7 @@ type Config struct {
 	RunnerStateURLs map[string]string
 	MaxWorkers      int
 	OnApplyStart    func(runID string, pickedUp time.Time)
+	ApplyHooks      runner.ApplyHooks // tests' hooks into each attempt of an apply job
 	// Mailer sends notification mail (nil: none is sent); Hooks are the webhook
 	// client's settings.
 	Mailer notify.Mailer
@@ -203,7 +204,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
 		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart})
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart, ApplyHooks: cfg.ApplyHooks})
 	if err != nil {
 		p.ListenPool.Close()
 		return nil, err

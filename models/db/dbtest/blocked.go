@@ -1,7 +1,9 @@
 package dbtest
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,4 +63,34 @@ func WaitWaiting(t testing.TB, gdb *gorm.DB, pid int, returned func() (bool, any
 		}
 		return holders > 0, fmt.Sprintf("blocked by %d sessions", holders)
 	}, bench.Poll(5*time.Millisecond))
+}
+
+// HoldAdvisoryLock takes the session-level advisory lock key on a connection of its own and
+// holds it until release (or the test's end): whatever in the code under test takes that
+// lock with pg_try_advisory_lock skips meanwhile (runner.SweepLockKey pauses the lease
+// sweeper, so a test decides who acts on an expired lease).
+func HoldAdvisoryLock(t testing.TB, gdb *gorm.DB, key int64) (release func()) {
+	t.Helper()
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	ctx := context.Background()
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatalf("dbtest: a connection for the advisory lock: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		conn.Close()
+		t.Fatalf("dbtest: taking advisory lock %d: %v", key, err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, _ = conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", key)
+			conn.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

@@ -168,6 +168,11 @@ func (w *LeaseSweeper) Pass(ctx context.Context) error {
 	} else if n > 0 {
 		w.Logger.WarnContext(ctx, "handed back to the queue jobs a dead portal had fetched before they began", "jobs", n)
 	}
+	if n, ferr := finishMovedOn(ctx, w.DB, cfg.TTL); ferr != nil {
+		err = errors.Join(err, ferr)
+	} else if n > 0 {
+		w.Logger.InfoContext(ctx, "closed phase jobs whose runs had moved on without their completion recorded (a portal died before River recorded it)", "jobs", n)
+	}
 	for _, t := range taken {
 		w.Logger.WarnContext(ctx, "took over an expired lease", "run", t.RunID, "phase", string(t.Phase), "holder", t.Holder,
 			"renewed_at", t.RenewedAt, "expired_at", t.ExpiresAt, "detected_after", t.DetectedAt.Sub(t.ExpiresAt).Round(time.Millisecond).String(),
@@ -200,7 +205,8 @@ func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error
 // took a lease have no lease to expire: without this, they would wait for River's
 // rescue window (hours) while their run sits QUEUED or APPROVED. A phase job running
 // for longer than a lease without one, and a short job (expiry, escalation, a window's
-// deadline, a drift check, a notice's fan-out or mail: River ends them at one minute)
+// deadline, a drift check or the leader's dispatch of them, a notice's fan-out or mail:
+// River ends them at one minute)
 // running for more than 75 s, is handed
 // back to the queue. Running one twice is harmless: each begins in a locked
 // transaction that skips a run already past its phase or leased by a live worker (a
@@ -214,7 +220,7 @@ func (e Enqueuer) Abandon(ctx context.Context, jobID int64, reason string) error
 const (
 	rescuePhaseKinds  = "'run.plan', 'run.apply', 'run.verify'"
 	rescueBeginStates = "('run.plan', 'QUEUED'), ('run.plan', 'PLANNING'), ('run.apply', 'APPROVED'), ('run.apply', 'RUNNING'), ('run.verify', 'VERIFYING')"
-	rescueShortKinds  = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check', 'notify.fanout', 'notify.mail'"
+	rescueShortKinds  = "'run.expire', 'run.escalate', 'breakglass.due', 'drift.check', 'drift.dispatch', 'notify.fanout', 'notify.mail'"
 	shortJobRescue    = 75 * time.Second
 )
 
@@ -232,6 +238,28 @@ func rescueUnleased(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int6
 		ttl.Seconds(), shortJobRescue.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("handing back unbegun jobs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// finishMovedOn closes, as completed, the phase jobs still marked running that have nothing
+// left to do: no lease, begun longer than a lease ago, and their run past the state the job
+// begins from. River records a completion asynchronously after the worker returns, so a
+// portal that dies between its worker's last commit and River's record leaves such a job
+// running until River's rescue window (hours): a phantom in the queue's counts, never a
+// phase to redo. A live portal's late record of the same completion finds the job already
+// final and leaves it (River changes only jobs still running).
+func finishMovedOn(ctx context.Context, sqlDB *sql.DB, ttl time.Duration) (int64, error) {
+	if sqlDB == nil {
+		return 0, nil
+	}
+	res, err := sqlDB.ExecContext(ctx, `UPDATE river_job j SET state = 'completed', finalized_at = now()
+		WHERE state = 'running' AND kind IN (`+rescuePhaseKinds+`) AND attempted_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.job_id = j.id)
+			AND EXISTS (SELECT 1 FROM runs r WHERE r.id = j.args->>'run_id' AND (j.kind, r.state) NOT IN (`+rescueBeginStates+`))`,
+		ttl.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("closing phase jobs whose runs moved on: %w", err)
 	}
 	return res.RowsAffected()
 }

@@ -80,10 +80,13 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	require.Zero(t, artifacts, "the stopped phase recorded nothing")
 }
 
-// TestSweepLeavesJobsWhoseRunMovedOn: River records a job's completion after the run
-// moved on, and under load that lags; a plan job still marked running for a run that
-// is already PLANNED finished its phase and is not handed back to the queue.
-func TestSweepLeavesJobsWhoseRunMovedOn(t *testing.T) {
+// TestSweepClosesJobsWhoseRunMovedOn: River records a job's completion after the run
+// moved on, and under load that lags; a portal that dies in between leaves the job
+// running with nothing to do. A plan job still marked running for a run that is already
+// PLANNED finished its phase: the sweep neither hands it back to the queue (it would plan
+// again) nor leaves it running for River's rescue window (hours); it closes it as
+// completed, once it has run longer than a lease.
+func TestSweepClosesJobsWhoseRunMovedOn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.start()
@@ -92,14 +95,20 @@ func TestSweepLeavesJobsWhoseRunMovedOn(t *testing.T) {
 	h.stop()
 	var jobID int64
 	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
-	// River has not yet recorded the completion: the job still looks running, with no lease.
-	require.NoError(t, h.db.Exec("UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - interval '20 seconds' WHERE id = ?", jobID).Error)
 	sqlDB, err := h.db.DB()
 	require.NoError(t, err)
 	w := &runner.LeaseSweeper{Runs: h.sys.Runs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// River has not yet recorded the completion: the job still looks running, with no lease.
+	require.NoError(t, h.db.Exec("UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - interval '10 seconds' WHERE id = ?", jobID).Error)
 	require.NoError(t, w.Pass(context.Background()))
-	require.Equal(t, "running", jobState(t, sqlDB, jobID), "the job of a run past its phase is done, not stuck")
+	require.Equal(t, "running", jobState(t, sqlDB, jobID), "younger than a lease: its portal may be recording it")
+	require.NoError(t, h.db.Exec("UPDATE river_job SET attempted_at = now() - interval '20 seconds' WHERE id = ?", jobID).Error)
+	require.NoError(t, w.Pass(context.Background()))
+	require.Equal(t, "completed", jobState(t, sqlDB, jobID), "the job of a run past its phase is done, not stuck")
+	var revision int
+	require.NoError(t, h.db.Raw("SELECT plan_revision FROM runs WHERE id = ?", r.ID).Scan(&revision).Error)
+	require.Equal(t, 1, revision, "never planned again")
 }
 
 // interruptedApply is the mock runner with an apply that lasts until it is told it

@@ -2,12 +2,15 @@ package runner_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -37,6 +40,18 @@ func TestJobsWaitForTheirExecutorsPreparation(t *testing.T) {
 	})
 	require.Equal(t, "waiting for the OpenTofu build (30 %)", progress.Waiting())
 	h := newHarness(t, harnessOpts{runner: d})
+	// River reports every snooze once it is stored: the event the wait below wakes on.
+	events, unsubscribe := h.sys.Queue.Client.Subscribe(river.EventKindJobSnoozed)
+	defer unsubscribe()
+	snoozed := make(chan struct{}, 1)
+	go func() {
+		for range events { // ends when unsubscribe closes events
+			select {
+			case snoozed <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	h.start()
 
 	r := h.requestBucket("development", "prep", "prep-bucket", run.KindApply)
@@ -46,7 +61,10 @@ func TestJobsWaitForTheirExecutorsPreparation(t *testing.T) {
 		require.NoError(t, h.db.Raw(`SELECT coalesce(max((metadata->>'snoozes')::int), 0) FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?`, r.ID).Scan(&n).Error)
 		return n
 	}
-	require.Eventually(t, func() bool { return snoozes() >= 2 }, 30*time.Second, 50*time.Millisecond)
+	bench.Eventually(t, "the plan job to be snoozed twice", 30*time.Second, func() (bool, any) {
+		n := snoozes()
+		return n >= 2, fmt.Sprintf("%d snoozes", n)
+	}, bench.Wake(snoozed))
 	var job struct {
 		Attempt int
 		Errors  *string

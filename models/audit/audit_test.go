@@ -34,18 +34,22 @@ func TestChainConcurrentAppendsAndTamperDetection(t *testing.T) {
 	require.NoError(t, err)
 	actor := authz.WithSubject(ctx, authz.Subject{UserID: "usr-1", Name: "Ann", OrganizationID: o.ID, Role: authz.RoleOwner})
 
-	// Concurrent appends must still form one unbroken chain.
+	// Concurrent appends must still form one unbroken chain. Each goroutine keeps its error
+	// for the test's goroutine to check: require may only stop the test from there.
 	var wg sync.WaitGroup
-	for i := range 20 {
+	errs := make([]error, 20)
+	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := log.Record(actor, audit.Entry{Action: "test.event", TargetType: "thing", TargetID: "t",
+			errs[i] = log.Record(actor, audit.Entry{Action: "test.event", TargetType: "thing", TargetID: "t",
 				Data: map[string]any{"i": i, "nested": map[string]any{"z": 1, "a": []int{3, 2}}, "big": int64(1) << 53}})
-			require.NoError(t, err)
 		}()
 	}
 	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "append %d", i)
+	}
 	n, err := log.Verify(ctx, o.ID)
 	require.NoError(t, err)
 	require.Equal(t, 21, n) // 20 + organization.created

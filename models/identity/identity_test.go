@@ -354,13 +354,13 @@ func TestReplicasShareKeys(t *testing.T) {
 	a := identity.NewIssuer(open(), keys, issuerURL, identity.Options{})
 	b := identity.NewIssuer(open(), keys, issuerURL, identity.Options{})
 
-	// Both replicas mint at once on an empty table: exactly one key gets created.
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		tokens []string
-	)
-	for n := range 16 {
+	// Both replicas mint at once on an empty table: exactly one key gets created. Each
+	// goroutine keeps its token and error in its own slot; the test's goroutine checks them
+	// (require may only stop the test from there).
+	var wg sync.WaitGroup
+	tokens := make([]string, 16)
+	errs := make([]error, len(tokens))
+	for n := range tokens {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -368,14 +368,13 @@ func TestReplicasShareKeys(t *testing.T) {
 			if n%2 == 1 {
 				iss = b
 			}
-			token, _, err := iss.Mint(t.Context(), claimsFor(identity.PhaseApply))
-			require.NoError(t, err)
-			mu.Lock()
-			tokens = append(tokens, token)
-			mu.Unlock()
+			tokens[n], _, errs[n] = iss.Mint(t.Context(), claimsFor(identity.PhaseApply))
 		}()
 	}
 	wg.Wait()
+	for n, err := range errs {
+		require.NoError(t, err, "mint %d", n)
+	}
 
 	ja, err := a.JWKS(t.Context())
 	require.NoError(t, err)

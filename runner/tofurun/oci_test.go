@@ -3,10 +3,12 @@ package tofurun_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -180,14 +182,16 @@ func TestOCIRunDetails(t *testing.T) {
 		})
 	}
 
-	// Cancelling the job's context ends the container and says so.
+	// Cancelling the job's context ends the container and says so. It is cancelled at
+	// tofu's first output, so the container is known to run (init goes on for a while:
+	// it installs the providers).
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(150*time.Millisecond, cancel)
 	out.Reset()
 	w := t.TempDir()
 	require.NoError(t, os.CopyFS(w, os.DirFS(work)))
 	require.NoError(t, os.RemoveAll(filepath.Join(w, ".terraform")))
-	_, explain, err = o.Run(ctx, w, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"}, Stdout: &out, Stderr: &out})
+	running := &cancelOnWrite{w: &out, cancel: cancel}
+	_, explain, err = o.Run(ctx, w, tofurun.Command{Args: []string{"init", "-no-color", "-lockfile=readonly"}, Stdout: running, Stderr: running})
 	require.NoError(t, err)
 	require.Contains(t, explain, "cancelled")
 	e.assertClean(t)
@@ -198,6 +202,21 @@ func TestOCIRunDetails(t *testing.T) {
 	require.ErrorContains(t, err, "chmod 0666")
 	require.NoError(t, os.Chmod(e.stateSk, 0o666))
 	require.NoError(t, o.Health(t.Context()))
+}
+
+// cancelOnWrite passes output on to w and cancels at its first write: the event that
+// the job's container runs.
+type cancelOnWrite struct {
+	mu     sync.Mutex // stdout and stderr may be copied on goroutines of their own
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancel()
+	return c.w.Write(p)
 }
 
 type timedExec struct {

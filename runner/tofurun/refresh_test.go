@@ -38,6 +38,8 @@ func (s *slowCloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.used[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")] = true
 		s.mu.Unlock()
+		// Fixed, not a budget: the delay is the subject (each change answered later than
+		// the token lives); a busier machine only makes the requests later still.
 		time.Sleep(s.delay)
 	}
 }

@@ -58,6 +58,16 @@ func hello() {
 	if d, err := time.ParseDuration(os.Getenv("SLEEP")); err == nil {
 		time.Sleep(d)
 	}
+	// WAIT_FOR: run until the test creates this file (the test holds the container running
+	// while it looks at it, whatever the machine's pace); two minutes bound a test that
+	// never does, so no container outlives it.
+	if name := os.Getenv("WAIT_FOR"); name != "" {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(name); err == nil {
+				break
+			}
+		}
+	}
 	code, _ := strconv.Atoi(os.Getenv("EXIT"))
 	os.Exit(code)
 }

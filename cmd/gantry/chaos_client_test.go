@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/apitoken"
 	"gantry/models/authz"
 	"gantry/models/idempotency"
@@ -110,9 +111,11 @@ func (c *chaosAPI) callAt(ctx context.Context, at, token, method, path string, b
 			return 0, nil, err
 		}
 	}
-	deadline := time.Now().Add(cmp.Or(c.patience, 90*time.Second))
+	// Patience is a budget of idle-machine time: a portal restarting on a busy machine takes
+	// longer, and a call that gives up is a problem the chaos reports.
+	budget := bench.NewBudget(cmp.Or(c.patience, 90*time.Second))
 	var last error
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
+	for attempt := 0; !budget.Spent(); attempt++ {
 		if attempt > 0 {
 			c.mu.Lock()
 			c.Retries++

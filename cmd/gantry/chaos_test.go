@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	runpkg "gantry/models/run"
 	"gantry/runner/mock"
@@ -52,6 +53,7 @@ func (c *chaos) run(runs, kills int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The chaos's own rhythm (lanes spread over the kills), not a wait for anything.
 			time.Sleep(time.Duration(i) * period / time.Duration(len(lanes)))
 			c.drive(l)
 		}()
@@ -211,12 +213,13 @@ func (c *chaos) drive(l *lane) {
 var settled = map[string]bool{"SUCCEEDED": true, "FAILED": true, "REJECTED": true, "CANCELLED": true, "EXPIRED": true, "STALE": true,
 	"PLANNED": true, "NO_CHANGES": true, "APPLY_INTERRUPTED": true, "POLICY_BLOCKED": true, "PENDING_APPROVAL": true}
 
-// settle polls run id through the API until it waits for a decision or has ended.
+// settle polls run id through the API until it waits for a decision or has ended, within a
+// budget of 4 minutes of idle-machine time. It runs on a lane's goroutine: a problem,
+// never a Fatal.
 func (c *chaos) settle(l *lane, id string) string {
 	ctx := context.Background()
-	deadline := time.Now().Add(4 * time.Minute)
 	last := ""
-	for time.Now().Before(deadline) {
+	for budget := bench.NewBudget(4 * time.Minute); !budget.Spent(); {
 		status, out, err := c.api.call(ctx, c.tokens[l.Org]["operator"], http.MethodGet, "/api/v1/runs/"+id, nil, "")
 		if err == nil && status == http.StatusOK {
 			var doc struct{ State string }
@@ -273,10 +276,14 @@ func (c *chaos) approve(l *lane, id string) {
 	}
 }
 
-// recover closes an interrupted apply as an admin does once the workspace is checked.
+// recover closes an interrupted apply as an admin does once the workspace is checked. It
+// runs on a lane's goroutine: what goes wrong is a problem, never a Fatal.
 func (c *chaos) recover(l *lane, cr *chaosRun) {
 	var admin struct{ ID, Name string }
-	require.NoError(c.t, c.r.DB.Raw("SELECT id, name FROM users WHERE subject = ?", l.Org+"-admin").Scan(&admin).Error)
+	if err := c.r.DB.Raw("SELECT id, name FROM users WHERE subject = ?", l.Org+"-admin").Scan(&admin).Error; err != nil {
+		c.problem("reading %s's admin: %v", l.Org, err)
+		return
+	}
 	ctx := authz.WithSubject(context.Background(), authz.Subject{UserID: admin.ID, Name: admin.Name, OrganizationID: c.r.Orgs[l.Org], Role: authz.RoleAdmin})
 	r, err := c.r.System.Runs.Recover(ctx, cr.ID, "chaos: the admin checked the workspace after the portal died mid-apply")
 	if err != nil {
@@ -286,9 +293,12 @@ func (c *chaos) recover(l *lane, cr *chaosRun) {
 	cr.State, cr.Recovered = string(r.State), true
 }
 
+// stateOf reads a run's state ("" after reporting a problem); lanes call it.
 func (c *chaos) stateOf(id string) string {
 	var s string
-	require.NoError(c.t, c.r.DB.Raw("SELECT state FROM runs WHERE id = ?", id).Scan(&s).Error)
+	if err := c.r.DB.Raw("SELECT state FROM runs WHERE id = ?", id).Scan(&s).Error; err != nil {
+		c.problem("reading the state of %s: %v", id, err)
+	}
 	return s
 }
 
@@ -300,9 +310,10 @@ var moments = []string{"planning", "applying", "verifying", "waiting", "deciding
 // portal restarted under its replica id.
 func (c *chaos) killAll(n int) {
 	for k := 0; k < n; k++ {
+		// The kills' own rhythm (random moments), not waits for anything.
 		time.Sleep(time.Duration(2000+rand.IntN(4000)) * time.Millisecond)
 		want := moments[k%len(moments)]
-		victim, moment := c.aim(want, time.Now().Add(12*time.Second))
+		victim, moment := c.aim(want, bench.NewBudget(12*time.Second))
 		var at time.Time
 		require.NoError(c.t, c.r.DB.Raw("SELECT clock_timestamp()").Scan(&at).Error)
 		c.fleet.kill(c.t, victim)
@@ -316,9 +327,9 @@ func (c *chaos) killAll(n int) {
 }
 
 // aim finds a portal to kill at moment want: one holding a lease in that phase, any
-// while runs wait for a decision or an approval is in flight; after the deadline,
+// while runs wait for a decision or an approval is in flight; once the budget is spent,
 // any portal, and the moment is named by what it held.
-func (c *chaos) aim(want string, deadline time.Time) (string, string) {
+func (c *chaos) aim(want string, budget *bench.Budget) (string, string) {
 	phase := map[string]string{"planning": "plan", "applying": "apply", "verifying": "verify"}
 	for {
 		ids := c.fleet.ids()
@@ -342,7 +353,7 @@ func (c *chaos) aim(want string, deadline time.Time) (string, string) {
 				}
 			}
 		}
-		if time.Now().After(deadline) {
+		if budget.Spent() {
 			victim := ids[rand.IntN(len(ids))]
 			var held []string
 			require.NoError(c.t, c.r.DB.Raw("SELECT DISTINCT phase FROM run_leases WHERE holder = ?", victim).Scan(&held).Error)
@@ -408,12 +419,11 @@ func (c *chaos) checkSettled(lanes []*lane) {
 	// No job a dead portal held is left running: the sweep hands back a phase job after a
 	// lease and a short one after 75 s. (The audit jobs run for minutes and are left to
 	// River's rescue; the next checkpoint covers a dead one.)
-	var running []string
-	require.Eventually(t, func() bool {
-		running = nil
+	bench.Eventually(t, "no job left running by a dead portal", 30*time.Second, func() (bool, any) {
+		var running []string
 		require.NoError(t, c.r.DB.Raw("SELECT kind || ' ' || args::text || ' attempt ' || attempt FROM river_job WHERE state = 'running' AND attempted_at < now() - interval '90 seconds' AND kind NOT IN ('audit.checkpoint', 'audit.export', 'notify.webhook')").Scan(&running).Error)
-		return len(running) == 0
-	}, 30*time.Second, time.Second, "no job left running by a dead portal: %v", running)
+		return len(running) == 0, running
+	}, bench.Poll(time.Second))
 	// Every applied run is in the ledger exactly once; nothing else is.
 	applies := c.applies()
 	var applied []struct{ ID, ApprovedPlanDigest string }

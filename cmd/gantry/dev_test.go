@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,13 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/db/pgcluster"
 	"gantry/web/webtest"
 )
@@ -25,60 +24,35 @@ import (
 var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)
 var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 
+var banner = regexp.MustCompile(`(?m)^Press Ctrl-C`)
+
 // startDev runs this test binary as `gantry dev` and waits for its banner; env is added
-// to the process's environment.
-func startDev(t testing.TB, dataDir string, env ...string) (cmd *exec.Cmd, appURL, issuer string, output func() string) {
+// to the process's environment. The test's cleanup stops it as Ctrl-C does (it stops
+// its PostgreSQL then).
+func startDev(t testing.TB, dataDir string, env ...string) (dev *process, appURL, issuer string) {
 	t.Helper()
-	args, err := json.Marshal([]string{"dev", "--data-dir", dataDir, "--metrics-addr", "127.0.0.1:0", "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0"})
-	require.NoError(t, err)
-	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(args), "GANTRY_KEYS="), env...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			_ = cmd.Wait()
-		}
-	})
-	var mu sync.Mutex
-	var out strings.Builder
-	banner := make(chan struct{})
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			line := lines.Text()
-			mu.Lock()
-			out.WriteString(line + "\n")
-			if m := runningAt.FindStringSubmatch(line); m != nil {
-				appURL = m[1]
-			}
-			if m := idpAt.FindStringSubmatch(line); m != nil {
-				issuer = m[1]
-			}
-			mu.Unlock()
-			if strings.HasPrefix(line, "Press Ctrl-C") {
-				close(banner)
-			}
-		}
-	}()
-	output = func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return out.String() + stderr.String()
+	dev = startMain(t, append([]string{"GANTRY_KEYS="}, env...), syscall.SIGINT,
+		"dev", "--data-dir", dataDir, "--metrics-addr", "127.0.0.1:0", "--addr", "127.0.0.1:0", "--idp-addr", "127.0.0.1:0", "--sandbox-addr", "127.0.0.1:0")
+	// Woken by its output; its exit fails the wait at once.
+	bench.Eventually(t, "gantry dev's banner", devStartDeadline, func() (bool, any) {
+		dev.alive(t, "gantry dev to come up")
+		return banner.MatchString(dev.out.String()), bench.Later(func() string { return "its output:\n" + dev.out.String() })
+	}, bench.Wake(dev.out.Wrote()))
+	out := dev.out.String()
+	m := runningAt.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	if m := idpAt.FindStringSubmatch(out); m != nil {
+		issuer = m[1]
 	}
-	select {
-	case <-banner:
-	case <-time.After(devStartDeadline):
-		t.Fatalf("gantry dev did not come up:\n%s", output())
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.NotEmpty(t, appURL)
-	return cmd, appURL, issuer, output
+	return dev, m[1], issuer
+}
+
+// stopDev stops gantry dev as Ctrl-C does and requires a clean exit (it stops its
+// PostgreSQL first: a minute of idle-machine time is plenty).
+func stopDev(t testing.TB, dev *process) {
+	t.Helper()
+	require.NoError(t, dev.cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, dev.waitExit(t, time.Minute), dev.out.String())
 }
 
 // TestDevStartsEverything: `gantry dev` brings up PostgreSQL, migrations, the
@@ -91,7 +65,7 @@ func TestDevStartsEverything(t *testing.T) {
 
 	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for start := 1; start <= 2; start++ {
-		cmd, appURL, issuer, output := startDev(t, dataDir)
+		dev, appURL, issuer := startDev(t, dataDir)
 		resp, err := noRedirect.Get(appURL + "/readyz")
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -108,14 +82,13 @@ func TestDevStartsEverything(t *testing.T) {
 		page.Body.Close()
 		require.Contains(t, string(body), "admin@acme.test")
 		require.Contains(t, string(body), "admin-acme")
-		require.Contains(t, output(), "default executor: tofu/", "dev runs live OpenTofu by default")
+		require.Contains(t, dev.out.String(), "default executor: tofu/", "dev runs live OpenTofu by default")
 		if start == 2 {
-			devRunSucceeds(t, appURL, issuer, output)
+			devRunSucceeds(t, appURL, issuer, dev)
 		}
 
-		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-		require.NoError(t, cmd.Wait(), output())
-		require.Contains(t, output(), "Stopped.")
+		stopDev(t, dev)
+		require.Contains(t, dev.out.String(), "Stopped.")
 		_, err = os.Stat(filepath.Join(dataDir, "postgres", "postmaster.pid"))
 		require.True(t, os.IsNotExist(err), "postgres still running after Ctrl-C (start %d)", start)
 		_, err = os.Stat(filepath.Join(dataDir, "postgres", "PG_VERSION"))
@@ -123,8 +96,8 @@ func TestDevStartsEverything(t *testing.T) {
 	}
 }
 
-// devStartDeadline bounds the wait for a start's banner (a busy CI machine is slow to
-// initialise PostgreSQL).
+// devStartDeadline is the budget (of idle-machine time) for a start's banner: a cold start
+// initialises PostgreSQL.
 const devStartDeadline = 90 * time.Second
 
 // TestColdDevServesBeforeTheOpenTofuBuild: a cold `gantry dev` (no data directory, no
@@ -152,7 +125,7 @@ esac
 exec "`+realGo+`" "$@"
 `), 0o755))
 
-	cmd, appURL, issuer, output := startDev(t, dataDir, "PATH="+wrapper+":"+os.Getenv("PATH"), "GANTRY_BIN_DIR="+binDir)
+	dev, appURL, issuer := startDev(t, dataDir, "PATH="+wrapper+":"+os.Getenv("PATH"), "GANTRY_BIN_DIR="+binDir)
 	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noRedirect.Get(appURL + "/healthz")
 	require.NoError(t, err)
@@ -170,7 +143,7 @@ exec "`+realGo+`" "$@"
 	require.Contains(t, string(body), "operator@acme.test", "the sign-in page")
 	_, err = os.Stat(filepath.Join(binDir, "tofu"))
 	require.True(t, os.IsNotExist(err), "OpenTofu is not built yet while the portal already serves")
-	require.NotContains(t, output(), "the OpenTofu toolchain is ready")
+	require.NotContains(t, dev.out.String(), "the OpenTofu toolchain is ready")
 
 	app := &webtest.App{URL: appURL, Issuer: issuer}
 	admin := app.LoggedIn(t, "admin@acme.test")
@@ -180,30 +153,31 @@ exec "`+realGo+`" "$@"
 
 	c := app.LoggedIn(t, "operator@acme.test")
 	runID := devRequestBucket(t, app, c, "cold-start")
-	// The plan job finds the executor preparing more than once: the run waits.
-	deadline := time.Now().Add(30 * time.Second)
+	// The plan job finds the executor preparing more than once: the run waits. Nothing
+	// notifies the run's wait for its executor (the run stays QUEUED): this polls.
 	var page string
-	for time.Now().Before(deadline) {
+	bench.Eventually(t, "the run page to say the run waits for the OpenTofu build", 30*time.Second, func() (bool, any) {
+		dev.alive(t, "the run to wait for the build")
 		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
-		if strings.Contains(page, "Waiting for the OpenTofu build (") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(page, "Waiting for the OpenTofu build ("), bench.Later(func() string { return "the page:\n" + page })
+	}, bench.Poll(100*time.Millisecond))
 	require.Contains(t, page, `data-testid="run-state">QUEUED<`)
 	require.Contains(t, page, `data-testid="executor-wait"`)
 	require.Regexp(t, `Waiting for the OpenTofu build \(\d+ %\)`, page)
 
-	// The build really is being held (not merely not finished yet).
-	require.Eventually(t, func() bool { _, err := os.Stat(held); return err == nil }, 5*time.Minute, 100*time.Millisecond,
-		"the OpenTofu build never reached the gate:\n%s", output())
+	// The build really is being held (not merely not finished yet). A file the stand-in
+	// writes sends no event: this polls.
+	bench.Eventually(t, "the OpenTofu build to reach the gate", 5*time.Minute, func() (bool, any) {
+		dev.alive(t, "the OpenTofu build to reach the gate")
+		_, err := os.Stat(held)
+		return err == nil, bench.Later(func() string { return fmt.Sprintf("%v; gantry dev's output:\n%s", err, dev.out) })
+	}, bench.Poll(100*time.Millisecond))
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
-	devRunEnds(t, app, c, runID, "SUCCEEDED", output)
+	devRunEnds(t, app, c, runID, "SUCCEEDED", dev)
 	_, err = os.Stat(filepath.Join(binDir, "tofu"))
 	require.NoError(t, err, "the build finished into --bin-dir")
-	require.Contains(t, output(), "the OpenTofu toolchain is ready")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	require.NoError(t, cmd.Wait(), output())
+	require.Contains(t, dev.out.String(), "the OpenTofu toolchain is ready")
+	stopDev(t, dev)
 }
 
 // devRequestBucket requests a bucket in development on the default executor and
@@ -222,23 +196,23 @@ func devRequestBucket(t testing.TB, app *webtest.App, c *http.Client, workspace 
 	return m[1]
 }
 
-// devRunEnds waits (at most five minutes: a build may be in front of it) for the run to
-// end and requires it to end in want.
-func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want string, output func() string) string {
+// devRunEnds waits (within five minutes of idle-machine time: a build may be in front of
+// it) for the run to end and requires it to end in want. The run page's live stream
+// wakes the wait at every change of the run; gantry dev's exit fails it at once.
+func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want string, dev *process) string {
 	t.Helper()
+	stream := openEvents(t, c, app.URL+"/runs/"+runID+"/events")
+	defer stream.close()
 	var state, page string
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
+	bench.Eventually(t, fmt.Sprintf("run %s to end", runID), 5*time.Minute, func() (bool, any) {
+		dev.alive(t, fmt.Sprintf("run %s to end", runID))
 		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
 		if s := runState.FindStringSubmatch(page); s != nil {
 			state = s[1]
 		}
-		if state == "SUCCEEDED" || state == "FAILED" {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	require.Equal(t, want, state, "run page:\n%s\n%s", page, output())
+		return state == "SUCCEEDED" || state == "FAILED", state
+	}, bench.Wake(stream.wakes()))
+	require.Equal(t, want, state, "run page:\n%s\n%s", page, dev.out)
 	return page
 }
 
@@ -248,11 +222,11 @@ var runLocation = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
 // devRunSucceeds signs in to a running `gantry dev` as the demo operator and runs a
 // bucket in development (self-service) on the default executor: live OpenTofu against
 // the embedded sandbox cloud, through dev's sockets and state backend.
-func devRunSucceeds(t *testing.T, appURL, issuer string, output func() string) {
+func devRunSucceeds(t *testing.T, appURL, issuer string, dev *process) {
 	t.Helper()
 	app := &webtest.App{URL: appURL, Issuer: issuer}
 	c := app.LoggedIn(t, "operator@acme.test")
-	page := devRunEnds(t, app, c, devRequestBucket(t, app, c, "dev-smoke"), "SUCCEEDED", output)
+	page := devRunEnds(t, app, c, devRequestBucket(t, app, c, "dev-smoke"), "SUCCEEDED", dev)
 	require.NotContains(t, page, "SIMULATED")
 	require.Regexp(t, `data-testid="executor">tofu/(oci · isolated \(runc\)|process · not isolated)<`, page)
 }

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +18,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
+
+	"gantry/bench"
 )
 
 var (
@@ -31,50 +29,19 @@ var (
 )
 
 // startDevOIDC runs this test binary as `gantry dev-oidc` with args and env, waits for
-// its banner and returns the issuer it announced and the banner.
-func startDevOIDC(t *testing.T, args []string, env ...string) (issuer, banner string) {
+// its banner and returns the issuer it announced and its output up to the banner.
+func startDevOIDC(t *testing.T, args []string, env ...string) (issuer, out string) {
 	t.Helper()
-	raw, err := json.Marshal(append([]string{"dev-oidc", "--addr", "127.0.0.1:0"}, args...))
-	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "GANTRY_TEST_MAIN=1", "GANTRY_TEST_ARGS="+string(raw)), env...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-	})
-	var (
-		mu  sync.Mutex
-		out strings.Builder
-	)
-	ready := make(chan struct{})
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			mu.Lock()
-			out.WriteString(lines.Text() + "\n")
-			mu.Unlock()
-			if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("gantry dev-oidc did not come up:\n%s%s", out.String(), stderr.String())
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	m := devOIDCIssuer.FindStringSubmatch(out.String())
-	require.NotNil(t, m, out.String())
-	return m[1], out.String()
+	p := startMain(t, env, syscall.SIGINT, append([]string{"dev-oidc", "--addr", "127.0.0.1:0"}, args...)...)
+	// Woken by its output; its exit fails the wait at once.
+	bench.Eventually(t, "gantry dev-oidc's banner", 30*time.Second, func() (bool, any) {
+		p.alive(t, "gantry dev-oidc to come up")
+		return banner.MatchString(p.out.String()), bench.Later(func() string { return "its output:\n" + p.out.String() })
+	}, bench.Wake(p.out.Wrote()))
+	out = p.out.String()
+	m := devOIDCIssuer.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	return m[1], out
 }
 
 // signInThrough runs the authorization code flow with PKCE against the provider at

@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
+	runpkg "gantry/models/run"
 	"gantry/runner/mock"
 	"gantry/sandbox/cloud"
 )
@@ -117,26 +119,40 @@ func load(t *testing.T, f *fleet, n int, label string, applied func() (int, erro
 	submittedIn := time.Since(start)
 	require.Empty(t, failures, "every request answered 201")
 
-	want := map[string]string{"development": "SUCCEEDED", "production": "PENDING_APPROVAL"}
-	states := func() map[string]string {
-		var rows []struct{ ID, State string }
+	want := map[string]runpkg.State{"development": runpkg.Succeeded, "production": runpkg.PendingApproval}
+	states := func() map[string]runpkg.State {
+		var rows []struct {
+			ID    string
+			State runpkg.State
+		}
 		require.NoError(t, r.DB.Raw("SELECT id, state FROM runs").Scan(&rows).Error)
-		out := map[string]string{}
+		out := map[string]runpkg.State{}
 		for _, row := range rows {
 			out[row.ID] = row.State
 		}
 		return out
 	}
-	var last map[string]string
-	require.Eventually(t, func() bool {
-		last = states()
-		for _, s := range runs {
-			if last[s.id] != want[s.tgt.env] {
-				return false
-			}
+	// Woken by run changes; a run that ends elsewhere, or a portal that exits, fails at
+	// once.
+	var last map[string]runpkg.State
+	bench.Eventually(t, "every run to reach its environment's state", 10*time.Minute, func() (bool, any) {
+		for _, p := range f.live {
+			p.alive(t, "the runs to settle")
 		}
-		return true
-	}, 10*time.Minute, 250*time.Millisecond, "not every run reached its state")
+		last = states()
+		var behind []string
+		for _, s := range runs {
+			got := last[s.id]
+			if got == want[s.tgt.env] {
+				continue
+			}
+			if got.Terminal() {
+				t.Fatalf("run %s (%s) ended %s, want %s", s.id, s.tgt.env, got, want[s.tgt.env])
+			}
+			behind = append(behind, fmt.Sprintf("%s %s", s.id, got))
+		}
+		return len(behind) == 0, fmt.Sprintf("%d runs not there yet, first %v", len(behind), behind[:min(len(behind), 5)])
+	}, bench.Wake(r.changes()))
 	settledIn := time.Since(start)
 	require.Len(t, last, n, "one run per request")
 	applies, err := applied()

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/db/pgcluster"
@@ -69,46 +72,79 @@ func TestPostgresRestarts(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out, &doc))
 		return doc.State
 	}
-	waitState := func(id string, want ...runpkg.State) {
+	// Run changes wake the waits below: the listener dials the database again after a
+	// restart, and that signals too (a change may have committed meanwhile).
+	changes := r.changes()
+	waitState := func(id string, want runpkg.State) {
 		t.Helper()
-		require.Eventually(t, func() bool {
-			st := state(id)
-			for _, w := range want {
-				if st == string(w) {
-					return true
-				}
+		bench.Eventually(t, fmt.Sprintf("run %s to be %s", id, want), 2*time.Minute, func() (bool, any) {
+			portal.alive(t, fmt.Sprintf("run %s to be %s", id, want))
+			st := runpkg.State(state(id))
+			if st != want && st.Terminal() {
+				t.Fatalf("run %s ended %s, want %s:\n%s", id, st, want, portal.out)
 			}
-			return false
-		}, 2*time.Minute, 100*time.Millisecond, "run %s never reached %v (now %s):\n%s", id, want, state(id), portal.out)
+			return st == want, bench.Later(func() string { return fmt.Sprintf("%s; the portal's output:\n%s", st, portal.out) })
+		}, bench.Wake(changes))
 	}
-	leased := func(id, phase string) bool {
-		var n int64
-		require.NoError(t, r.DB.Raw("SELECT count(*) FROM run_leases WHERE run_id = ? AND phase = ?", id, phase).Scan(&n).Error)
-		return n == 1
+	// waitLeased waits until the run holds the lease of phase: granted in the transaction
+	// that moves it into the phase, which notifies. The phase lasts 3 s (--runner-delay),
+	// so a run found in none of the states upTo (those up to the phase) has passed it
+	// unseen: that fails at once.
+	waitLeased := func(id, phase string, upTo ...runpkg.State) {
+		t.Helper()
+		bench.Eventually(t, fmt.Sprintf("run %s to hold a %s lease", id, phase), time.Minute, func() (bool, any) {
+			portal.alive(t, fmt.Sprintf("run %s's %s lease", id, phase))
+			var got struct {
+				Leases int64
+				State  runpkg.State
+			}
+			require.NoError(t, r.DB.Raw("SELECT (SELECT count(*) FROM run_leases WHERE run_id = ? AND phase = ?) AS leases, (SELECT state FROM runs WHERE id = ?) AS state",
+				id, phase, id).Scan(&got).Error)
+			if got.Leases == 0 && !slices.Contains(upTo, got.State) {
+				t.Fatalf("run %s is %s: it passed its %s phase before the test saw the lease", id, got.State, phase)
+			}
+			return got.Leases == 1, fmt.Sprintf("%d leases, run %s", got.Leases, got.State)
+		}, bench.Wake(changes))
 	}
 	probe := func(path string) int {
-		resp, err := http.Get(portal.URL + path)
+		status, err := getStatus(portal.URL + path)
 		require.NoError(t, err, "the portal keeps answering while the database is away")
-		resp.Body.Close()
-		return resp.StatusCode
+		return status
 	}
 	// restart restarts the database with mode, checking the portal's answers while it is
-	// away (the pause is long enough to ask).
+	// away. The pause (3 s, fixed: the window the database stays away, long enough to
+	// ask) is sampled until the restart returns, however long stopping and starting take.
 	restart := func(mode string) {
 		t.Helper()
 		done := make(chan error, 1)
 		go func() { done <- cluster.Restart(ctx, mode, 3*time.Second) }()
-		sawNotReady := false
-		for i := 0; i < 200 && !sawNotReady; i++ {
+		sawNotReady, returned := false, false
+		var restarted error
+	sample:
+		for !sawNotReady {
+			select {
+			case restarted = <-done:
+				returned = true
+				break sample
+			default:
+			}
 			if probe("/readyz") == http.StatusServiceUnavailable {
 				sawNotReady = true
 				require.Equal(t, http.StatusOK, probe("/healthz"), "alive while the database is away")
 			}
-			time.Sleep(25 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond) // the sampling step, not a wait for anything
 		}
 		require.True(t, sawNotReady, "/readyz says not ready while the database is away (%s)", mode)
-		require.NoError(t, <-done)
-		require.Eventually(t, func() bool { return probe("/readyz") == http.StatusOK }, time.Minute, 100*time.Millisecond, "ready again after the %s restart", mode)
+		if !returned {
+			restarted = bench.Receive(t, "the database to restart", time.Minute, done)
+		}
+		require.NoError(t, restarted)
+		// Readiness sends no event: this polls.
+		bench.Eventually(t, fmt.Sprintf("/readyz to answer 200 after the %s restart", mode), time.Minute, func() (bool, any) {
+			portal.alive(t, "the portal to be ready again")
+			status := probe("/readyz")
+			return status == http.StatusOK, status
+		}, bench.Poll(100*time.Millisecond))
 	}
 
 	for _, mode := range []string{"fast", "immediate"} {
@@ -131,13 +167,13 @@ func TestPostgresRestarts(t *testing.T) {
 
 		// A run planning when the database goes away plans on and applies.
 		planning := request("development", "pg-planning-"+mode)
-		require.Eventually(t, func() bool { return leased(planning, "plan") }, time.Minute, 20*time.Millisecond)
+		waitLeased(planning, "plan", runpkg.Queued, runpkg.Planning)
 		restart(mode)
 		waitState(planning, runpkg.Succeeded)
 
 		// A run applying when the database goes away records its apply once.
 		applying := request("development", "pg-applying-"+mode)
-		require.Eventually(t, func() bool { return leased(applying, "apply") }, time.Minute, 20*time.Millisecond)
+		waitLeased(applying, "apply", runpkg.Queued, runpkg.Planning, runpkg.Planned, runpkg.Approved, runpkg.Running)
 		restart(mode)
 		waitState(applying, runpkg.Succeeded)
 	}

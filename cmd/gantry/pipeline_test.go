@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"gantry/bench"
 	"gantry/models/authz"
@@ -39,6 +41,26 @@ func TestPipelineCommands(t *testing.T) {
 		code := run(args, &out, &errOut)
 		return code, out.String() + errOut.String()
 	}
+	// cliAsync runs the CLI as token on a goroutine of its own (the environment is set
+	// first, on the test's goroutine) and delivers its exit code and output. The test
+	// bounds the wait for it with a budget, so a command that waits (--wait) is given a
+	// --timeout (forever) that the budget always ends first.
+	type cliResult struct {
+		code int
+		out  string
+	}
+	const forever = "1h"
+	cliAsync := func(token string, args ...string) <-chan cliResult {
+		t.Helper()
+		t.Setenv("GANTRY_TOKEN", token)
+		done := make(chan cliResult, 1)
+		go func() {
+			var out, errOut bytes.Buffer
+			code := run(args, &out, &errOut)
+			done <- cliResult{code, out.String() + errOut.String()}
+		}()
+		return done
+	}
 	bucket := func(env, workspace, timeout string) []string {
 		return []string{"request", "--template", "bucket", "--env", env, "--workspace", workspace, "--var", "name=" + workspace,
 			"--var", "retention_days=30", "--var", "region=eu-west", "--wait", "--timeout", timeout, "--poll", "50ms"}
@@ -62,16 +84,21 @@ func TestPipelineCommands(t *testing.T) {
 	require.Contains(t, out, "environment: There is no environment named")
 
 	// Development applies without a decision: exit 0.
-	code, out = cli(requesterToken, bucket("development", "cli-dev", "2m")...)
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "SUCCEEDED")
-	require.Regexp(t, reviewURL, out, "the review URL is printed")
+	applied := bench.Receive(t, "gantry request --wait to see the development run applied", 2*time.Minute,
+		cliAsync(requesterToken, bucket("development", "cli-dev", forever)...))
+	require.Equal(t, 0, applied.code, applied.out)
+	require.Contains(t, applied.out, "SUCCEEDED")
+	require.Regexp(t, reviewURL, applied.out, "the review URL is printed")
 
 	// Staging waits for an operator who is not the requester: exit 2 at the timeout.
+	// The 1 s --timeout is the subject (fixed); which state the run is still in after it
+	// depends on the machine's pace (planning may outlast it), so any state before the
+	// decision will do, and the test then waits for the decision's.
 	code, out = cli(requesterToken, bucket("staging", "cli-staging", "1s")...)
 	require.Equal(t, 2, code, out)
-	require.Contains(t, out, "Still PENDING_APPROVAL")
+	require.Regexp(t, `Still (QUEUED|PLANNING|PLANNED|PENDING_APPROVAL) after 1s`, out)
 	waiting := reviewURL.FindStringSubmatch(out)[1]
+	app.WaitForRun(t, waiting, runs.PendingApproval, 20*time.Second)
 
 	// gantry approve binds to the digest the person reviewed: another digest approves
 	// nothing; the reviewed one approves, and the run applies.
@@ -96,21 +123,26 @@ func TestPipelineCommands(t *testing.T) {
 	code, out = cli(approverToken, "approve", waiting, "--plan-digest", review.Evidence.PlanDigest, "--evidence", saved)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "Approved run #1")
-	require.Eventually(t, func() bool { return stateOf(waiting) == runs.Succeeded }, bench.Deadline(5*time.Second), 20*time.Millisecond)
+	app.WaitForRun(t, waiting, runs.Succeeded, 20*time.Second)
 
 	// Rejected while the CLI waits: exit 1.
-	done := make(chan [2]any, 1)
-	t.Setenv("GANTRY_TOKEN", requesterToken)
-	go func() {
-		var out, errOut bytes.Buffer
-		code := run(bucket("staging", "cli-rejected", "2m"), &out, &errOut)
-		done <- [2]any{code, out.String() + errOut.String()}
-	}()
+	wake, stop := app.Server.Changes.Subscribe(app.Orgs["acme"], "")
+	defer stop()
+	done := cliAsync(requesterToken, bucket("staging", "cli-rejected", forever)...)
 	var rejected runs.Run
-	require.Eventually(t, func() bool {
-		return app.DB.Where("template_name = 'bucket' AND state = ?", runs.PendingApproval).Order("created_at DESC").Take(&rejected).Error == nil &&
-			rejected.ID != waiting
-	}, bench.Deadline(5*time.Second), 20*time.Millisecond)
+	bench.Eventually(t, "the CLI's run to wait for its decision", 20*time.Second, func() (bool, any) {
+		select {
+		case got := <-done:
+			t.Fatalf("the CLI returned before its run waited for a decision: %d %s", got.code, got.out)
+		default:
+		}
+		err := app.DB.Where("template_name = 'bucket' AND state = ? AND id <> ?", runs.PendingApproval, waiting).Order("created_at DESC").Take(&rejected).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, "no such run yet"
+		}
+		require.NoError(t, err)
+		return true, nil
+	}, bench.Wake(wake))
 	resp = app.API(t, approverToken, http.MethodGet, "/api/v1/runs/"+rejected.ID+"/review", "")
 	var ev struct {
 		Evidence json.RawMessage `json:"evidence"`
@@ -119,13 +151,9 @@ func TestPipelineCommands(t *testing.T) {
 	resp = app.API(t, approverToken, http.MethodPost, "/api/v1/runs/"+rejected.ID+"/reject",
 		`{"evidence":`+string(ev.Evidence)+`,"reason":"not this bucket"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, webtest.ReadBody(t, resp))
-	select {
-	case got := <-done:
-		require.Equal(t, 1, got[0], got[1])
-		require.Contains(t, got[1], "REJECTED")
-	case <-time.After(bench.Deadline(10 * time.Second)):
-		t.Fatal("the CLI did not see the rejection")
-	}
+	got := bench.Receive(t, "the CLI to see the rejection", 40*time.Second, done)
+	require.Equal(t, 1, got.code, got.out)
+	require.Contains(t, got.out, "REJECTED")
 
 	// gantry runs lists what the token may see.
 	code, out = cli(requesterToken, "runs", "--mine")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/models/demo"
 	"gantry/models/idempotency"
@@ -55,9 +56,8 @@ func TestReplicasShareSignInAndLivePages(t *testing.T) {
 		return got
 	}
 	waitState := func(id string, want runpkg.State) runpkg.Run {
-		require.Eventually(t, func() bool { return current(id).State == want }, 60*time.Second, 50*time.Millisecond,
-			"run %s never %s (it is %s):\n%s", id, want, current(id).State, one.out)
-		return current(id)
+		t.Helper()
+		return r.waitRun(id, want, 60*time.Second, one, two, three)
 	}
 	waitState(rejected, runpkg.PendingApproval)
 	waitState(approved, runpkg.PendingApproval)
@@ -187,12 +187,15 @@ func decision(run runpkg.Run, csrf string) url.Values {
 
 // events is a live stream read as an EventSource reads it.
 type events struct {
-	names, data chan string
-	close       context.CancelFunc
+	frames chan frame // closed when the stream ends
+	close  context.CancelFunc
 }
 
+// frame is one event of a stream.
+type frame struct{ name, data string }
+
 // openEvents opens a live stream with c's cookies and no overall timeout.
-func openEvents(t *testing.T, c *http.Client, address string) *events {
+func openEvents(t testing.TB, c *http.Client, address string) *events {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -205,9 +208,9 @@ func openEvents(t *testing.T, c *http.Client, address string) *events {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	e := &events{names: make(chan string, 256), data: make(chan string, 256), close: cancel}
+	e := &events{frames: make(chan frame, 256), close: cancel}
 	go func() {
-		defer close(e.names)
+		defer close(e.frames)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -220,8 +223,11 @@ func openEvents(t *testing.T, c *http.Client, address string) *events {
 			case strings.HasPrefix(line, "data: "):
 				data = append(data, strings.TrimPrefix(line, "data: "))
 			case line == "" && name != "":
-				e.names <- name
-				e.data <- strings.Join(data, "\n")
+				select {
+				case e.frames <- frame{name, strings.Join(data, "\n")}:
+				case <-ctx.Done():
+					return
+				}
 				name, data = "", nil
 			}
 		}
@@ -232,23 +238,38 @@ func openEvents(t *testing.T, c *http.Client, address string) *events {
 var runStateShown = regexp.MustCompile(`data-testid="run-state">([A-Z_]+)<`)
 
 // nextRunState reads events until the next run event and returns the state it shows.
-// A stream that sends nothing for a minute fails the test (a hang, not a timing
-// assertion).
+// Each event comes within a minute of idle-machine time, or the test fails: a hang, not
+// a timing assertion.
 func (e *events) nextRunState(t *testing.T) string {
 	t.Helper()
 	for {
+		f := bench.Receive(t, "the next event on the stream", time.Minute, e.frames)
+		require.NotEmpty(t, f.name, "the stream ended")
+		if f.name != "run" {
+			continue
+		}
+		m := runStateShown.FindStringSubmatch(f.data)
+		require.NotNil(t, m, "a run event without the run's state: %s", f.data)
+		return m[1]
+	}
+}
+
+// wakes turns the stream's events into a wake-up for bench.Eventually (coalescing: the
+// waiter reads what it waits for again); the stream's end wakes it too. The events
+// themselves are dropped: use either wakes or nextRunState.
+func (e *events) wakes() <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	signal := func() {
 		select {
-		case name, ok := <-e.names:
-			require.True(t, ok, "the stream ended")
-			data := <-e.data
-			if name != "run" {
-				continue
-			}
-			m := runStateShown.FindStringSubmatch(data)
-			require.NotNil(t, m, "a run event without the run's state: %s", data)
-			return m[1]
-		case <-time.After(time.Minute):
-			t.Fatal("no run event on the stream")
+		case wake <- struct{}{}:
+		default:
 		}
 	}
+	go func() {
+		for range e.frames {
+			signal()
+		}
+		signal()
+	}()
+	return wake
 }

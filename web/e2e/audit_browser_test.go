@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,7 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/audit/exportfile"
+	runmodel "gantry/models/run"
 	"gantry/web/webtest"
 )
 
@@ -44,11 +45,7 @@ func TestAuditorInBrowser(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	runPath := resp.Header.Get("Location")
-	require.Eventually(t, func() bool {
-		var state string
-		require.NoError(t, app.DB.Raw("SELECT state FROM runs WHERE id = ?", strings.TrimPrefix(runPath, "/runs/")).Scan(&state).Error)
-		return state == "SUCCEEDED"
-	}, liveTimeout, 50*time.Millisecond, "the run never succeeded")
+	waitForRunRow(t, app, strings.TrimPrefix(runPath, "/runs/"), runmodel.Succeeded)
 
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, auditorEmail, auditorPassword, "Audrey")
@@ -80,8 +77,8 @@ func TestAuditorInBrowser(t *testing.T) {
 	exportURL := location(t, b)
 	require.Regexp(t, `/audit/exports/exp-[a-z0-9]+$`, exportURL)
 	loads := runPageLoads(b, exportURL)
-	require.True(t, run(t, b, "wait for the export to be ready, live", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="export-status"]')?.dataset.status == "ready"`, chromedp.WithPollingTimeout(liveTimeout))))
+	waitForPage(t, b, "the export to be ready, live", `document.querySelector('[data-testid="export-status"]')?.dataset.status == "ready"`,
+		"export-status")
 	require.Equal(t, loads, runPageLoads(b, exportURL), "the export page turned ready in place")
 	require.Contains(t, liveText(t, b, "export-status"), "Ready: 1 event,")
 	screenshotAt(t, b, auditExportScreenshot, 1280, 900, false)
@@ -123,19 +120,23 @@ func TestAuditorInBrowser(t *testing.T) {
 // waitForNewPage waits until the page marked with window.gantryBefore was replaced by
 // one whose address contains part and that finished loading (a form submitted by a
 // click navigates after the click returns; asking meanwhile can meet either page, or
-// none).
+// none). It looks again at every page load the tab reports.
 func waitForNewPage(t *testing.T, b *browser, part string) {
 	t.Helper()
-	deadline := time.Now().Add(stepTimeout)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
-		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
-			`!window.gantryBefore && location.href.includes(%q) && document.readyState === "complete"`, part)))
-		cancel()
-		if err == nil && done {
-			return
+	bench.Eventually(t, fmt.Sprintf("a new page with %q in its address, loaded", part), stepBase, func() (bool, any) {
+		// A probe on a document being replaced may find no page to evaluate in: it
+		// gives up within its budget and counts as not there yet.
+		ctx, cancel := bench.Context(b.ctx, time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Old   bool
+			URL   string
+			State string
+		}](`({old: !!window.gantryBefore, url: location.href, state: document.readyState})`))
+		if err != nil {
+			return false, b.why(ctx, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the page with %q in its address never loaded (at %s)", part, location(t, b))
+		return !v.Old && strings.Contains(v.URL, part) && v.State == "complete",
+			fmt.Sprintf("%s, %s, marked as the old page: %t", v.URL, v.State, v.Old)
+	}, bench.Wake(b.events.loaded))
 }

@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	runmodel "gantry/models/run"
 	"gantry/web/webtest"
 )
 
@@ -76,11 +76,7 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	runPath := resp.Header.Get("Location")
-	var r struct{ State, WorkspaceID string }
-	require.Eventually(t, func() bool {
-		require.NoError(t, app.DB.Raw("SELECT state, workspace_id FROM runs WHERE id = ?", strings.TrimPrefix(runPath, "/runs/")).Scan(&r).Error)
-		return r.State == "PENDING_APPROVAL"
-	}, liveTimeout, 50*time.Millisecond, "the run never waited for a decision")
+	r := waitForRunRow(t, app, strings.TrimPrefix(runPath, "/runs/"), runmodel.PendingApproval)
 
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")

@@ -2,15 +2,16 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/breakglass"
 	runmodel "gantry/models/run"
 	"gantry/sandbox/api"
@@ -152,15 +153,18 @@ func TestBreakglassInBrowser(t *testing.T) {
 	ad.do(t, "approve it", chromedp.Evaluate[chromedp.Void](`document.getElementById("approve").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
 	waitForRunState(t, ad, "SUCCEEDED")
-	deadline := time.Now().Add(liveTimeout)
-	for {
+	// The codification's success starts a drift check, and the drift check's result
+	// codifies the window in the transaction that moves that run (which notifies): any
+	// change of a run of the organization is worth a look.
+	wake, stop := app.Server.Changes.Subscribe(w.OrganizationID, "")
+	defer stop()
+	bench.Eventually(t, "window "+id+" to be codified", liveBase, func() (bool, any) {
 		require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
-		if w.State == breakglass.Codified || time.Now().After(deadline) {
-			break
+		if w.State == breakglass.Closed {
+			t.Fatalf("window %s was closed, not codified: %s", id, w.StateReason)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.Equal(t, breakglass.Codified, w.State, w.StateReason)
+		return w.State == breakglass.Codified, fmt.Sprintf("%s (%s)", w.State, w.StateReason)
+	}, bench.Wake(wake))
 	op.do(t, "see the window codified", chromedp.Navigate(app.URL+paths.BreakglassWindow(id)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="window-state"]`)))
 	require.Equal(t, "codified", text(t, op, chromedp.CSS(`[data-testid="window-state"]`)))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -41,17 +43,28 @@ const (
 	phoneScreenshot = "/tmp/gantry-env-390.png"
 )
 
-// The browser's deadlines, longer on a busy machine (bench.Deadline: 4 times the base
-// on an idle one): CI runs the live OpenTofu tests of other packages beside these.
-var (
-	// overallTimeout bounds every browser step of a tab together (60 s idle); stepTimeout
-	// bounds each wait (15 s idle), so a missing element fails fast with its own message.
-	overallTimeout = bench.Deadline(15 * time.Second)
-	stepTimeout    = bench.Deadline(15 * time.Second / 4)
-	// browserLifetime is a hard stop for Chromium itself (its start included), a little
-	// longer than overallTimeout so a failure can still be captured.
-	browserLifetime = overallTimeout + 30*time.Second
+// How long the browser may take, in idle-machine time: each is a bench budget (base ×
+// how busy the machine is, re-measured while it runs), made when the step starts, so a
+// step that meets a busy machine (CI runs the live OpenTofu tests of other packages
+// beside these) is allowed for at the pace of that moment.
+const (
+	// stepBase bounds one browser step (its actions and the DOM waits in them), so a
+	// missing element fails fast, naming the step.
+	stepBase = 15 * time.Second
+	// liveBase bounds a wait for a page to change by itself (over SSE, or an htmx
+	// request after typing), or for a run to reach a state.
+	liveBase = 20 * time.Second
+	// tabBase bounds every step of a tab together.
+	tabBase = 60 * time.Second
+	// browserBase is a hard stop for Chromium itself (its start included), longer than
+	// tabBase so that a failure can still be captured.
+	browserBase = tabBase + 30*time.Second
 )
+
+// untilCancelled leaves a chromedp poll without a timeout of its own in the page: the
+// step's budget context ends it (a timer in the page would count real time, whatever
+// the pace of the machine).
+var untilCancelled = chromedp.WithPollingTimeout(0)
 
 func TestEnvironmentsInBrowser(t *testing.T) {
 	chrome := chromePath(t) // fail fast, before the database and servers start
@@ -144,8 +157,8 @@ func submitNewEnvironment(t *testing.T, b *browser, name, tier string) {
 // requireHTMXLoaded checks that the vendored htmx ran on the current page.
 func requireHTMXLoaded(t *testing.T, b *browser) {
 	t.Helper()
-	version := run(t, b, "read htmx.version", chromedp.Poll[string](`typeof htmx === "object" && htmx.version`,
-		chromedp.WithPollingTimeout(5*time.Second)))
+	version := runWithin(t, b, "read htmx.version", 5*time.Second, chromedp.Poll[string](`typeof htmx === "object" && htmx.version`,
+		untilCancelled))
 	require.NotEmpty(t, version, "htmx did not load")
 }
 
@@ -174,16 +187,11 @@ func requireCSPViolationsAreSeen(t *testing.T, b *browser) {
 		s.textContent = "window.cspControl = true";
 		document.body.appendChild(s);
 	})()`))
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range b.events.messages()[before:] {
-			if m.isCSPViolation() {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("an inline script was not reported as a CSP violation; messages since: %v", b.events.messages()[before:])
+	// Woken by the tab's listener at every console message and log entry it records.
+	bench.Eventually(t, "an inline script reported as a CSP violation", 5*time.Second, func() (bool, any) {
+		since := b.events.messages()[before:]
+		return slices.ContainsFunc(since, consoleMessage.isCSPViolation), fmt.Sprintf("messages since: %v", since)
+	}, bench.Wake(b.events.console))
 }
 
 // requireStaticAssetsOK checks that the page loaded htmx and the stylesheet from
@@ -233,46 +241,89 @@ func captureLayouts(t *testing.T, b *browser) {
 
 // browser is one headless Chromium tab and what it reported.
 type browser struct {
-	ctx    context.Context // the tab, with the overall deadline
+	ctx    context.Context // the tab, with the budget of all its steps together
 	events *browserEvents
 }
 
-// do runs actions with the step timeout and fails the test with what on error.
+// do runs actions as one step, within stepBase of idle-machine time, and fails the test
+// with what on error.
 func (b *browser) do(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
-	defer cancel()
-	require.NoError(t, chromedp.Do(ctx, actions...), "browser step failed: %s", what)
+	runWithin(t, b, what, stepBase, chromedp.Steps(actions...))
 }
 
-// run runs one action that returns a value, with the step timeout.
+// run runs one action that returns a value, as one step within stepBase.
 func run[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	return runWithin(t, b, what, stepBase, action)
+}
+
+// runWithin runs one action as a step whose budget, base of idle-machine time, starts
+// now; it fails the test naming the step and, when the step ran out of time, whose
+// budget was spent (the step's or the tab's) with the pace allowed for.
+func runWithin[T any](t *testing.T, b *browser, what string, base time.Duration, action chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := bench.Context(b.ctx, base)
 	defer cancel()
 	v, err := chromedp.Run(ctx, action)
-	require.NoError(t, err, "browser step failed: %s", what)
+	if err != nil {
+		t.Fatalf("browser step failed: %s: %s", what, b.why(ctx, err))
+	}
 	return v
+}
+
+// why is a failed step's error, with the reason its context ended if it did.
+func (b *browser) why(ctx context.Context, err error) string {
+	switch {
+	case b.ctx.Err() != nil:
+		return fmt.Sprintf("%v (the tab's budget for all its steps: %v)", err, context.Cause(b.ctx))
+	case ctx.Err() != nil:
+		return fmt.Sprintf("%v (the step's budget: %v)", err, context.Cause(ctx))
+	}
+	return err.Error()
+}
+
+// peek evaluates expression for a failure message: its string value, or why there is none.
+func peek(b *browser, expression string) string {
+	ctx, cancel := bench.Context(b.ctx, stepBase)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expression))
+	if err != nil {
+		return "(unreadable: " + b.why(ctx, err) + ")"
+	}
+	return v
+}
+
+// waitForPage waits, within liveBase of idle-machine time, until the JavaScript
+// expression holds on the page b shows, checked in the page at every animation frame;
+// on failure it says what the element with data-testid shows then.
+func waitForPage(t *testing.T, b *browser, what, expression, shows string) {
+	t.Helper()
+	ctx, cancel := bench.Context(b.ctx, liveBase)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expression, untilCancelled)); err != nil {
+		t.Fatalf("waiting for %s: %s; %s shows %q", what, b.why(ctx, err), shows, peek(b, liveTextOf(shows)))
+	}
 }
 
 func text[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
 	t.Helper()
 	// A document the browser replaced between finding a node and reading it (the page
 	// was still settling after a redirect) answers "No node with given id found": the
-	// selector is asked again, a few times, before that counts as a failure.
-	for range 3 {
-		ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
-		v, err := chromedp.Run(ctx, chromedp.Text(sel, chromedp.NodeVisible))
-		cancel()
-		if err == nil {
-			return strings.TrimSpace(v)
+	// selector is asked again, on the document that replaced it, until a read succeeds;
+	// any other error fails at once.
+	var v string
+	bench.Eventually(t, fmt.Sprintf("the text of %v", sel), stepBase, func() (bool, any) {
+		ctx, cancel := bench.Context(b.ctx, stepBase)
+		defer cancel()
+		var err error
+		v, err = chromedp.Run(ctx, chromedp.Text(sel, chromedp.NodeVisible))
+		if err != nil && !strings.Contains(err.Error(), "No node with given id found") {
+			t.Fatalf("browser step failed: read the text of %v: %s", sel, b.why(ctx, err))
 		}
-		if !strings.Contains(err.Error(), "No node with given id found") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return strings.TrimSpace(run(t, b, fmt.Sprintf("read the text of %v", sel), chromedp.Text(sel, chromedp.NodeVisible)))
+		return err == nil, err
+	}, bench.Poll(100*time.Millisecond))
+	return strings.TrimSpace(v)
 }
 
 func value[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
@@ -295,7 +346,7 @@ func location(t *testing.T, b *browser) string {
 func startBrowser(t *testing.T, path string) *browser {
 	t.Helper()
 	profile := t.TempDir()
-	root, cancelRoot := context.WithTimeout(context.Background(), browserLifetime)
+	root, cancelRoot := bench.Context(context.Background(), browserBase)
 	t.Cleanup(cancelRoot)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(root,
 		chromedp.ExecPath(path),
@@ -314,17 +365,22 @@ func startBrowser(t *testing.T, path string) *browser {
 	)
 	t.Cleanup(cancelAlloc) // waits for Chromium to exit, before the profile is removed
 
-	events := &browserEvents{}
+	events := &browserEvents{console: make(chan struct{}, 1), loaded: make(chan struct{}, 1)}
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx,
 		chromedp.WithListener(events.record),
 		chromedp.WithLogf(t.Logf),
 	)
 	t.Cleanup(cancelTab)
-	// The first Do starts the browser and binds its life to tabCtx, which has no
-	// step deadline; later steps use children with deadlines.
-	require.NoError(t, chromedp.Do(tabCtx), "starting Chromium at %s", path)
+	// The first Do starts the browser and binds its life to tabCtx, which has no step
+	// budget (only root's); later steps use children with budgets.
+	if err := chromedp.Do(tabCtx); err != nil {
+		if root.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, context.Cause(root))
+		}
+		t.Fatalf("starting Chromium at %s: %v", path, err)
+	}
 
-	ctx, cancel := context.WithTimeout(tabCtx, overallTimeout)
+	ctx, cancel := bench.Context(tabCtx, tabBase)
 	t.Cleanup(cancel)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -336,7 +392,7 @@ func startBrowser(t *testing.T, path string) *browser {
 
 // captureFailure saves a screenshot of the tab and logs its URL, HTML and console.
 func captureFailure(t *testing.T, tabCtx context.Context, events *browserEvents) {
-	ctx, cancel := context.WithTimeout(tabCtx, 10*time.Second)
+	ctx, cancel := bench.Context(tabCtx, 10*time.Second)
 	defer cancel()
 	for _, m := range events.messages() {
 		t.Logf("browser console: %s", m)
@@ -391,11 +447,16 @@ func chromePath(t testing.TB) string {
 }
 
 // browserEvents collects, from the tab's event loop, console output, log entries,
-// uncaught exceptions and HTTP responses.
+// uncaught exceptions and HTTP responses, and signals the waits that watch them.
 type browserEvents struct {
-	mu        sync.Mutex
-	console   []consoleMessage
-	responses []response
+	mu         sync.Mutex
+	messageLog []consoleMessage
+	responses  []response
+
+	// console receives a signal at every message recorded, loaded at every page load
+	// (the load event: the document's readyState is "complete"). Signals coalesce: a
+	// wait reads what was recorded anyway.
+	console, loaded chan struct{}
 }
 
 // consoleMessage is one console API call ("console.error"), uncaught exception
@@ -433,32 +494,49 @@ type response struct {
 	status    int64
 }
 
-// record is a chromedp listener: it runs on the tab's read loop, so it only copies.
+// record is a chromedp listener: it runs on the tab's read loop, so it only copies,
+// and signals without blocking.
 func (e *browserEvents) record(ev any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch ev := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
-		e.console = append(e.console, consoleMessage{kind: "console." + string(ev.Type), text: argsText(ev.Args)})
+		e.message(consoleMessage{kind: "console." + string(ev.Type), text: argsText(ev.Args)})
 	case *runtime.EventExceptionThrown:
 		d := ev.ExceptionDetails
 		msg := d.Text
 		if d.Exception != nil {
 			msg += " " + d.Exception.Description
 		}
-		e.console = append(e.console, consoleMessage{kind: "exception", text: msg, url: fmt.Sprintf("%s:%d", d.URL, d.LineNumber)})
+		e.message(consoleMessage{kind: "exception", text: msg, url: fmt.Sprintf("%s:%d", d.URL, d.LineNumber)})
 	case *log.EventEntryAdded:
 		en := ev.Entry
-		e.console = append(e.console, consoleMessage{kind: "log." + string(en.Level), source: string(en.Source), text: en.Text, url: en.URL})
+		e.message(consoleMessage{kind: "log." + string(en.Level), source: string(en.Source), text: en.Text, url: en.URL})
 	case *network.EventResponseReceived:
 		e.responses = append(e.responses, response{url: ev.Response.URL, kind: string(ev.Type), status: ev.Response.Status})
+	case *page.EventLoadEventFired:
+		signal(e.loaded)
+	}
+}
+
+// message records m (e.mu held) and signals the console's waits.
+func (e *browserEvents) message(m consoleMessage) {
+	e.messageLog = append(e.messageLog, m)
+	signal(e.console)
+}
+
+// signal wakes the wait on ch, if any, without blocking the tab's read loop.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default: // a signal is already pending
 	}
 }
 
 func (e *browserEvents) messages() []consoleMessage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]consoleMessage(nil), e.console...)
+	return append([]consoleMessage(nil), e.messageLog...)
 }
 
 func (e *browserEvents) responseList() []response {

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/idempotency"
 	"gantry/models/risk"
 	runmodel "gantry/models/run"
@@ -370,14 +371,17 @@ func count(t *testing.T, b *browser, selector string) int {
 	return run(t, b, "count "+selector, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, selector)))
 }
 
-// waitForFocus waits until the element with id has the focus.
+// waitForFocus waits until the element with id has the focus, within stepBase of
+// idle-machine time.
 func waitForFocus(t *testing.T, b *browser, id string) {
 	t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.PollFunction[bool](`(id) => document.activeElement && document.activeElement.id === id`,
-		chromedp.WithPollingArgs(id), chromedp.WithPollingTimeout(stepTimeout)))
+	ctx, cancel := bench.Context(b.ctx, stepBase)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](`(id) => document.activeElement && document.activeElement.id === id`,
+		chromedp.WithPollingArgs(id), untilCancelled))
 	if err != nil {
-		active, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(e => e ? e.tagName + "#" + e.id : "(none)")(document.activeElement)`))
-		require.NoError(t, err, "waiting for the focus on #%s; it is on %s", id, active)
+		t.Fatalf("waiting for the focus on #%s: %s; it is on %s", id, b.why(ctx, err),
+			peek(b, `(e => e ? e.tagName + "#" + e.id : "(none)")(document.activeElement)`))
 	}
 }
 

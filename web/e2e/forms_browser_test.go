@@ -55,9 +55,8 @@ func TestRequestFormErrorsInBrowser(t *testing.T) {
 	b.do(t, "correct the name", chromedp.Click(chromedp.ID("input-name"), chromedp.NodeVisible),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("input-name").select()`),
 		chromedp.SendKeys(chromedp.ID("input-name"), "good-name"))
-	_, err := chromedp.Run(b.ctx, chromedp.PollFunction[bool](`() => document.getElementById("input-name").getAttribute("aria-invalid") === "false"`,
-		chromedp.WithPollingTimeout(stepTimeout)))
-	require.NoError(t, err, "aria-invalid follows the inline validation")
+	runWithin(t, b, "wait for aria-invalid to follow the inline validation", stepBase, chromedp.PollFunction[bool](
+		`() => document.getElementById("input-name").getAttribute("aria-invalid") === "false"`, untilCancelled))
 	require.Equal(t, "", liveText(t, b, "error-inputs.name"), "the name's message is gone")
 	require.Equal(t, "true", attribute(t, b, chromedp.ID("input-retention_days"), "aria-invalid"), "the other mistake stays marked")
 	requireNoCSPViolations(t, b)

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/web/webtest"
 )
 
@@ -37,11 +38,11 @@ func TestInboxInBrowser(t *testing.T) {
 	count := func(b *browser) string { return liveText(t, b, "inbox-count") }
 	waitCount := func(b *browser, want string) {
 		t.Helper()
-		deadline := time.Now().Add(stepTimeout)
-		for count(b) != want && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		require.Equal(t, want, count(b), "the navigation's count")
+		// The page is the subject: its count changes over its live stream, in place.
+		bench.Eventually(t, "the navigation's count to read "+want, stepBase, func() (bool, any) {
+			got := count(b)
+			return got == want, got
+		}, bench.Poll(50*time.Millisecond))
 	}
 
 	admin := startBrowser(t, chrome)

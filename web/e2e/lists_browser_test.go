@@ -41,9 +41,8 @@ func TestWorkspaceListInBrowser(t *testing.T) {
 
 	// Typing narrows the list in place.
 	b.do(t, "type part of a name", chromedp.SendKeys(chromedp.ID("workspaces-q"), "billing-004"))
-	require.True(t, run(t, b, "wait for the narrowed list", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="workspaces-found"]')?.innerText.trim() == "10 workspaces match"`,
-		chromedp.WithPollingTimeout(liveTimeout))), "found: %s", liveText(t, b, "workspaces-found"))
+	waitForPage(t, b, "the narrowed list", `document.querySelector('[data-testid="workspaces-found"]')?.innerText.trim() == "10 workspaces match"`,
+		"workspaces-found")
 	require.Equal(t, 10, rowCount(t, b))
 	require.Equal(t, loads, runPageLoads(b, list), "the list narrowed without a page load")
 	require.Contains(t, location(t, b), "q=billing-004", "the address says what is shown")
@@ -55,9 +54,8 @@ func TestWorkspaceListInBrowser(t *testing.T) {
 	// As a person's choice does: the select's value, then its input event (htmx's trigger).
 	b.do(t, "choose staging", chromedp.SetValue(chromedp.ID("workspaces-environment"), staging),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("workspaces-environment").dispatchEvent(new Event("input", {bubbles: true}))`))
-	require.True(t, run(t, b, "wait for staging's svc workspaces", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="workspaces-found"]')?.innerText.trim() == "150 workspaces match"`,
-		chromedp.WithPollingTimeout(liveTimeout))), "found: %s", liveText(t, b, "workspaces-found"))
+	waitForPage(t, b, "staging's svc workspaces", `document.querySelector('[data-testid="workspaces-found"]')?.innerText.trim() == "150 workspaces match"`,
+		"workspaces-found")
 	q, err := url.Parse(location(t, b))
 	require.NoError(t, err)
 	require.Equal(t, staging, q.Query().Get("environment"))

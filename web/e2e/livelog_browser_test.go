@@ -8,12 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	runmodel "gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -64,7 +64,9 @@ func (g *gatedPlan) Plan(ctx context.Context, req runner.PlanRequest) (runner.Pl
 // SUCCEEDED with the plan's whole log in place of the live one.
 func TestChangeWithLiveLogInBrowser(t *testing.T) {
 	chrome := chromePath(t)
-	gate := &gatedPlan{Runner: mock.New(), holding: make(chan struct{}), say: make(chan string), release: make(chan struct{})}
+	// say holds a line: the test's send never waits for a plan that is gone (the line
+	// then never shows, and waitForText says so); the next is sent once the line showed.
+	gate := &gatedPlan{Runner: mock.New(), holding: make(chan struct{}), say: make(chan string, 1), release: make(chan struct{})}
 	app := webtest.StartWith(t, webtest.Options{Runner: gate})
 	operatorHTTP := app.LoggedIn(t, operatorEmail)
 	dev := app.OrgEnvironmentID(t, "acme", "development")
@@ -95,11 +97,7 @@ func TestChangeWithLiveLogInBrowser(t *testing.T) {
 	require.NotNil(t, m, "after submitting, the browser should be on a run page, not %s", runURL)
 	runID := m[1]
 	require.NotEqual(t, applied.ID, runID)
-	select {
-	case <-gate.holding:
-	case <-time.After(liveTimeout):
-		t.Fatal("the change's plan never started")
-	}
+	bench.Receive(t, "the change's plan to start and hold", liveBase, gate.holding)
 	run(t, b, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryE2ENoReload = true`))
 	loads := runPageLoads(b, runURL)
 
@@ -107,11 +105,11 @@ func TestChangeWithLiveLogInBrowser(t *testing.T) {
 	waitForRunState(t, b, "PLANNING")
 	require.Equal(t, "current", stage(t, b, "Plan (init, plan, show -json)")["status"])
 	waitForText(t, b, "the held plan's first line", `[data-testid="live-log"]`,
-		`s => s.includes("this plan is held open by the test")`, liveTimeout)
+		`s => s.includes("this plan is held open by the test")`, liveBase)
 	for _, line := range []string{"Refreshing the test's view of the bucket...\n", "Still planning, as the test asks [1 line]\n"} {
 		gate.say <- line
 		waitForText(t, b, "a line written while the phase runs", `[data-testid="live-log"]`,
-			fmt.Sprintf(`s => s.includes(%q)`, strings.TrimSpace(line)), liveTimeout)
+			fmt.Sprintf(`s => s.includes(%q)`, strings.TrimSpace(line)), liveBase)
 	}
 	seqs := run(t, b, "read the chunks shown", chromedp.Evaluate[[]int](
 		`[...document.querySelectorAll('[data-testid="live-log"] span[data-seq]')].map(s => +s.dataset.seq)`))

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	runmodel "gantry/models/run"
 	"gantry/web/webtest"
 )
 
@@ -75,11 +76,7 @@ func BenchmarkBytesPerNavigation(b *testing.B) {
 	webtest.ReadBody(b, resp)
 	require.Equal(b, http.StatusSeeOther, resp.StatusCode)
 	runPath := resp.Header.Get("Location")
-	var r struct{ State, WorkspaceID string }
-	require.Eventually(b, func() bool {
-		require.NoError(b, app.DB.Raw("SELECT state, workspace_id FROM runs WHERE id = ?", runPath[len("/runs/"):]).Scan(&r).Error)
-		return r.State == "PENDING_APPROVAL"
-	}, liveTimeout, 50*time.Millisecond)
+	r := waitForRunRow(b, app, runPath[len("/runs/"):], runmodel.PendingApproval)
 	require.NoError(b, app.DB.Exec(`INSERT INTO workspaces (id, organization_id, environment_id, name, template_name, last_run_at)
 		SELECT 'ws-nav' || lpad(g::text, 4, '0'), ?, ?, 'service-' || lpad(g::text, 4, '0'), 'bucket', now() - g * interval '1 minute'
 		FROM generate_series(1, 200) AS g`, app.Orgs["acme"], staging).Error)

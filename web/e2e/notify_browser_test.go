@@ -1,15 +1,20 @@
 package e2e_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
+	"gantry/models/notify"
+	"gantry/web/devmail"
 	"gantry/web/webtest"
 )
 
@@ -57,34 +62,35 @@ func TestNotificationsInBrowser(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	runID := strings.TrimPrefix(resp.Header.Get("Location"), "/runs/")
-	select {
-	case e := <-got:
-		require.Equal(t, "decision.waiting", e)
-	case <-time.After(liveTimeout):
-		t.Fatal("the webhook received nothing")
-	}
+	require.Equal(t, "decision.waiting", bench.Receive(t, "the webhook's first event", liveBase, got))
 
 	admin.do(t, "open the delivery log", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="webhooks"] a`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="webhooks"] a`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="deliveries"]`)))
 	require.NotContains(t, liveText(t, admin, "deliveries"), secret)
-	deadline := time.Now().Add(liveTimeout)
-	for !strings.Contains(run(t, admin, "read the log", chromedp.Evaluate[string](`document.querySelector('[data-testid="deliveries"]').innerHTML`)), `data-status="delivered"`) &&
-		time.Now().Before(deadline) {
-		admin.do(t, "reload the log", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="deliveries"]`)))
-	}
+	// The delivery job records the answer after the receiver gave it: wait for the job,
+	// then read the log (it is not live) once more.
+	wake := jobsFinished(t, app)
+	bench.Eventually(t, "a delivery recorded as delivered", liveBase, func() (bool, any) {
+		var statuses []string
+		require.NoError(t, app.DB.Model(&notify.Delivery{}).Where("organization_id = ?", app.Orgs["acme"]).Pluck("status", &statuses).Error)
+		return slices.Contains(statuses, string(notify.DeliveryDelivered)), statuses
+	}, bench.Wake(wake))
+	admin.do(t, "reload the log", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="deliveries"]`)))
+	require.Contains(t, run(t, admin, "read the log", chromedp.Evaluate[string](`document.querySelector('[data-testid="deliveries"]').innerHTML`)),
+		`data-status="delivered"`)
 	require.Contains(t, liveText(t, admin, "deliveries"), "HTTP 204")
 	requireAccessible(t, admin, "the webhook's page")
 	screenshotAt(t, admin, webhookScreenshot, 1280, 800, false)
 	admin.do(t, "reset the viewport", chromedp.ResetViewport())
 
-	// The caught mail, and its link.
+	// The caught mail, and its link: the catcher says when it caught it.
+	ctx, cancel := bench.Context(context.Background(), liveBase)
+	_, err := app.Mail.Wait(ctx, func(m devmail.Message) bool { return strings.Contains(m.Subject+"\n"+m.Text, "billing-assets #1") })
+	cancel()
+	require.NoError(t, err, "the mail about billing-assets #1 (%v)", context.Cause(ctx))
 	admin.do(t, "open the caught mail", chromedp.Navigate(app.URL+"/dev/mail"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
-	deadline = time.Now().Add(liveTimeout)
-	for !strings.Contains(run(t, admin, "read the page", chromedp.Evaluate[string](`document.querySelector("main").innerText`)), "billing-assets #1") &&
-		time.Now().Before(deadline) {
-		admin.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
-	}
+	require.Contains(t, run(t, admin, "read the page", chromedp.Evaluate[string](`document.querySelector("main").innerText`)), "billing-assets #1")
 	requireAccessible(t, admin, "/dev/mail")
 	screenshotAt(t, admin, devMailScreenshot, 1280, 800, false)
 	admin.do(t, "reset the viewport", chromedp.ResetViewport())
@@ -97,4 +103,19 @@ func TestNotificationsInBrowser(t *testing.T) {
 	admin.do(t, "open the notification settings", chromedp.Click(chromedp.CSS(`a.account-link`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("save-preferences")))
 	requireAccessible(t, admin, "/settings/notifications")
+}
+
+// jobsFinished signals whenever a job of the portal's queue completes, fails, is
+// cancelled or snoozed (River's events, in process), until the test ends.
+func jobsFinished(t *testing.T, app *webtest.App) <-chan struct{} {
+	events, cancel := app.System.Queue.Client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	t.Cleanup(cancel)
+	wake := make(chan struct{}, 1)
+	go func() {
+		for range events { // until cancel closes events
+			signal(wake)
+		}
+	}()
+	return wake
 }

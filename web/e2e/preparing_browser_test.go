@@ -73,8 +73,8 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	loads := runPageLoads(b, app.URL+runPath)
 
 	set(1141)
-	require.True(t, run(t, b, "wait for the progress to move by itself", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="executor-wait"] progress')?.value == 70`, chromedp.WithPollingTimeout(liveTimeout))))
+	waitForPage(t, b, "the progress to move by itself", `document.querySelector('[data-testid="executor-wait"] progress')?.value == 70`,
+		"executor-wait")
 	require.Contains(t, liveText(t, b, "executor-wait"), "Waiting for the OpenTofu build (70 %)")
 	screenshotAt(t, b, waitingRunScreenshot, 1280, 800, false)
 
@@ -84,17 +84,18 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-preparing"]`)))
 	require.Contains(t, liveText(t, admin, "executor-tofu/oci"), "Waiting for the OpenTofu build (70 %)")
 	set(1467)
-	require.True(t, run(t, admin, "wait for the executors page to refresh itself", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="executor-tofu/oci"] progress')?.value == 90`, chromedp.WithPollingTimeout(liveTimeout))))
+	// The page refreshes itself every 2 s (hx-trigger), well within liveBase.
+	waitForPage(t, admin, "the executors page to refresh itself", `document.querySelector('[data-testid="executor-tofu/oci"] progress')?.value == 90`,
+		"executor-tofu/oci")
 	screenshotAt(t, admin, executorsScreenshot, 1280, 800, false)
 
 	require.NoError(t, deferred.Resolve(builtRunner{Runner: mock.New(), name: "tofu/oci"}))
-	require.True(t, run(t, b, "wait for the run to succeed, live", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="run-state"]')?.textContent.trim() == "SUCCEEDED"`, chromedp.WithPollingTimeout(liveTimeout))))
+	waitForPage(t, b, "the run to succeed, live", `document.querySelector('[data-testid="run-state"]')?.textContent.trim() == "SUCCEEDED"`,
+		"run-state")
 	require.Zero(t, run(t, b, "look for the waiting notice", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="executor-wait"]').length`)))
 	require.Equal(t, loads, runPageLoads(b, app.URL+runPath), "the run page updated in place")
-	require.True(t, run(t, admin, "wait for the executor to show healthy", chromedp.Poll[bool](
-		`document.querySelector('[data-testid="executor-tofu/oci"]')?.textContent.includes("healthy")`, chromedp.WithPollingTimeout(liveTimeout))))
+	waitForPage(t, admin, "the executor to show healthy", `document.querySelector('[data-testid="executor-tofu/oci"]')?.textContent.includes("healthy")`,
+		"executor-tofu/oci")
 	require.False(t, strings.Contains(liveText(t, admin, "executors"), "preparing"))
 	requireNoCSPViolations(t, b)
 	requireNoCSPViolations(t, admin)
@@ -105,6 +106,10 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 // node swapped out reads as empty.
 func liveText(t *testing.T, b *browser, testid string) string {
 	t.Helper()
-	return run(t, b, "read "+testid, chromedp.Evaluate[string](
-		fmt.Sprintf(`document.querySelector('[data-testid=%q]')?.innerText.trim() ?? ""`, testid)))
+	return run(t, b, "read "+testid, chromedp.Evaluate[string](liveTextOf(testid)))
+}
+
+// liveTextOf is liveText's JavaScript expression.
+func liveTextOf(testid string) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid=%q]')?.innerText.trim() ?? ""`, testid)
 }

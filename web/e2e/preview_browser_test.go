@@ -28,9 +28,7 @@ func TestRequestPreviewInBrowser(t *testing.T) {
 
 	waitFor := func(what, testid, want string) {
 		t.Helper()
-		require.True(t, run(t, b, what, chromedp.Poll[bool](
-			`(document.querySelector('[data-testid="`+testid+`"]')?.innerText ?? "").includes(`+jsString(want)+`)`,
-			chromedp.WithPollingTimeout(liveTimeout))), "%s: %s", what, liveText(t, b, testid))
+		waitForPage(t, b, what, `(document.querySelector('[data-testid="`+testid+`"]')?.innerText ?? "").includes(`+jsString(want)+`)`, testid)
 	}
 	b.do(t, "choose development and name it", chromedp.SetValue(chromedp.ID("environment"), dev),
 		chromedp.SendKeys(chromedp.ID("input-name"), "preview-net"))

@@ -1,16 +1,17 @@
 package e2e_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	runmodel "gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -327,7 +328,7 @@ func TestReviewShowsReplaceBeforeCreatesInBrowser(t *testing.T) {
 	// The raw plan, on demand.
 	require.Empty(t, run(t, b, "read the empty raw plan", chromedp.Evaluate[string](`document.getElementById("raw-plan").textContent`)))
 	b.do(t, "show the plan as text", chromedp.Click(chromedp.ID("show-raw"), chromedp.NodeVisible))
-	raw := waitForText(t, b, "the raw plan", "#raw-plan", `s => s.includes("must be replaced")`, stepTimeout)
+	raw := waitForText(t, b, "the raw plan", "#raw-plan", `s => s.includes("must be replaced")`, stepBase)
 	require.Contains(t, raw, "SIMULATED")
 	require.Contains(t, raw, db.Address)
 	require.Contains(t, raw, markupNote, "the plan text, as tofu printed it")
@@ -413,22 +414,22 @@ func requestRunHTTP(t *testing.T, app *webtest.App, c *http.Client, form url.Val
 	return m[1]
 }
 
-// waitForRunRow polls the database until the run is in state want; it gives up early
-// when the run ends in another state, and says why.
-func waitForRunRow(t *testing.T, app *webtest.App, id string, want runmodel.State) runmodel.Run {
+// waitForRunRow waits until the run is in state want, within liveBase of idle-machine
+// time, re-reading the row at each of the run's change notifications (the product
+// notifies at the commit of every state change); it gives up early when the run ends in
+// another state, or is blocked by policy, and says why.
+func waitForRunRow(t testing.TB, app *webtest.App, id string, want runmodel.State) runmodel.Run {
 	t.Helper()
 	var r runmodel.Run
-	deadline := time.Now().Add(liveTimeout)
-	for {
+	require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
+	wake, stop := app.Server.Changes.Subscribe(r.OrganizationID, id)
+	defer stop()
+	bench.Eventually(t, fmt.Sprintf("run %s to be %s", id, want), liveBase, func() (bool, any) {
 		require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
-		if r.State == want || r.State.Terminal() || (r.State == runmodel.PolicyBlocked && want != runmodel.PolicyBlocked) {
-			break
+		if r.State != want && (r.State.Terminal() || r.State == runmodel.PolicyBlocked) {
+			t.Fatalf("run %s is %s, waiting for %s: %s%s", id, r.State, want, r.StateReason, app.RunLogs(t, r))
 		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.Equal(t, want, r.State, "run %s: %s", id, r.StateReason)
+		return r.State == want, fmt.Sprintf("%s (%s)", r.State, r.StateReason)
+	}, bench.Wake(wake))
 	return r
 }

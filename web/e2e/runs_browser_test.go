@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -28,10 +27,6 @@ const (
 	runPhoneScreenshot    = "/tmp/gantry-run-390.png"
 	requestWideScreenshot = "/tmp/gantry-request-1280.png"
 )
-
-// liveTimeout bounds a wait for the run page to change by itself, over SSE (20 s on an
-// idle machine, longer on a busy one).
-var liveTimeout = bench.Deadline(5 * time.Second)
 
 // endStates are the states after which a run never changes again, and PLANNED, where
 // a dry run stops: a wait for another state gives up as soon as the run is in one.
@@ -88,10 +83,10 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 	storageError := `[data-testid="error-inputs.storage_gb"]`
 	retype(t, b, "input-storage_gb", "5000")
 	msg := waitForText(t, b, "the storage size's inline error", storageError,
-		`s => s.includes("from 10 to 1000")`, stepTimeout)
+		`s => s.includes("from 10 to 1000")`, stepBase)
 	require.Equal(t, "Enter a number from 10 to 1000.", msg)
 	retype(t, b, "input-storage_gb", "20")
-	waitForText(t, b, "the storage size's inline error to clear", storageError, `s => s === ""`, stepTimeout)
+	waitForText(t, b, "the storage size's inline error to clear", storageError, `s => s === ""`, stepBase)
 	require.Equal(t, "20", value(t, b, storage))
 	require.Equal(t, "orders", value(t, b, chromedp.ID("input-name")))
 	require.Equal(t, "orders-db", value(t, b, chromedp.ID("workspace")))
@@ -227,21 +222,35 @@ func signInAs(t *testing.T, b *browser, app *webtest.App, email, password, first
 // first one then finds no node (seen in CI).
 func settle(t *testing.T, b *browser) {
 	t.Helper()
-	probe := func() (float64, bool) {
-		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+	// The document is identified by its performance.timeOrigin, once loaded.
+	probe := func() (float64, string) {
+		// A probe on a document being replaced may find no page to evaluate in: it
+		// gives up within its budget and counts as not settled.
+		ctx, cancel := bench.Context(b.ctx, time.Second)
 		defer cancel()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.readyState === "complete" ? performance.timeOrigin : -1`))
-		return v, err == nil && v > 0
-	}
-	deadline := time.Now().Add(stepTimeout)
-	for time.Now().Before(deadline) {
-		first, ok := probe()
-		time.Sleep(150 * time.Millisecond)
-		if second, ok2 := probe(); ok && ok2 && first == second {
-			return
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Origin float64
+			State  string
+			URL    string
+		}](`({origin: performance.timeOrigin, state: document.readyState, url: location.href})`))
+		if err != nil {
+			return 0, b.why(ctx, err)
 		}
+		if v.State != "complete" {
+			return 0, fmt.Sprintf("%s is %s", v.URL, v.State)
+		}
+		return v.Origin, fmt.Sprintf("%s, loaded at %.0f", v.URL, v.Origin)
 	}
-	t.Fatalf("the page never settled (at %s)", location(t, b))
+	// Settled is the same loaded document at two probes 150 ms apart. The window is
+	// fixed: it is what "stays" means here; no event says a document will not be
+	// replaced.
+	last := 0.0
+	bench.Eventually(t, "the page to settle (one loaded document for 150 ms)", stepBase, func() (bool, any) {
+		origin, seen := probe()
+		settled := origin > 0 && origin == last
+		last = origin
+		return settled, seen
+	}, bench.Poll(150*time.Millisecond))
 }
 
 // retype replaces what the input with id holds by typing: it selects the whole value,
@@ -255,48 +264,43 @@ func retype(t *testing.T, b *browser, id, keys string) {
 }
 
 // waitForText polls the text of the element matching selector until the JavaScript
-// predicate accepts it, and returns that text. The element may be replaced meanwhile
-// (htmx swaps it).
-func waitForText(t *testing.T, b *browser, what, selector, predicate string, timeout time.Duration) string {
+// predicate accepts it, within base of idle-machine time, and returns that text. The
+// element may be replaced meanwhile (htmx swaps it).
+func waitForText(t *testing.T, b *browser, what, selector, predicate string, base time.Duration) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	ctx, cancel := bench.Context(b.ctx, base)
 	defer cancel()
 	got, err := chromedp.Run(ctx, chromedp.PollFunction[struct{ Text string }](`(selector) => {
 		const el = document.querySelector(selector);
 		if (!el) return false;
 		const s = el.textContent.trim();
 		return (`+predicate+`)(s) ? {text: s} : false;
-	}`, chromedp.WithPollingArgs(selector), chromedp.WithPollingInterval(50*time.Millisecond),
-		chromedp.WithPollingTimeout(timeout)))
+	}`, chromedp.WithPollingArgs(selector), chromedp.WithPollingInterval(50*time.Millisecond), untilCancelled))
 	if err != nil {
-		last, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](fmt.Sprintf(
+		t.Fatalf("waiting for %s: %s; last text: %q", what, b.why(ctx, err), peek(b, fmt.Sprintf(
 			`(document.querySelector(%q) || {textContent: "(no element)"}).textContent.trim()`, selector)))
-		require.NoError(t, err, "waiting for %s; last text: %q", what, last)
 	}
 	return got.Text
 }
 
-// waitForRunState waits, without reloading, until the run page shows state want; it
-// gives up early when the run ends in another state.
+// waitForRunState waits, without reloading, until the run page shows state want, within
+// liveBase of idle-machine time; it gives up early when the run ends in another state.
 func waitForRunState(t *testing.T, b *browser, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, liveTimeout)
+	ctx, cancel := bench.Context(b.ctx, liveBase)
 	defer cancel()
 	got, err := chromedp.Run(ctx, chromedp.PollFunction[string](`(want, ends) => {
 		const el = document.querySelector('[data-testid="run-state"]');
 		if (!el) return false;
 		const s = el.textContent.trim();
 		return s === want || ends.includes(s) ? s : false;
-	}`, chromedp.WithPollingArgs(want, endStates), chromedp.WithPollingInterval(50*time.Millisecond),
-		chromedp.WithPollingTimeout(liveTimeout)))
+	}`, chromedp.WithPollingArgs(want, endStates), chromedp.WithPollingInterval(50*time.Millisecond), untilCancelled))
 	if err != nil {
-		last, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](
+		t.Fatalf("waiting for the run page to show %s: %s; it shows %q", want, b.why(ctx, err), peek(b,
 			`(document.querySelector('[data-testid="run-state"]') || {textContent: "(no run-state)"}).textContent.trim()`))
-		require.NoError(t, err, "waiting for the run page to show %s; it shows %q", want, last)
 	}
 	if got != want {
-		reason, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](
-			`(document.querySelector('[data-testid="run-reason"]') || {textContent: ""}).textContent.trim()`))
+		reason := peek(b, `(document.querySelector('[data-testid="run-reason"]') || {textContent: ""}).textContent.trim()`)
 		t.Fatalf("the run page shows %s (%s), waiting for %s", got, reason, want)
 	}
 }

@@ -2,12 +2,12 @@
 // cluster (runner/kube/kubecluster) for the tasks:
 //
 //	go run ./cmd/k8scluster build     # the pinned binary, into the user cache (task k8s:build)
-//	go run ./cmd/k8scluster up        # start, or reuse, the cluster in .data/k8s (task k8s:up)
+//	go run ./cmd/k8scluster up        # start, or reuse, the machine's cluster (task k8s:up)
 //	go run ./cmd/k8scluster down      # stop it by its PID files and clean up, once no test uses it (task k8s:down)
 //	go run ./cmd/k8scluster status    # which components run; exit 1 unless healthy
 //
-// -dir picks another state directory (default .data/k8s of the source tree, the one the tests
-// share: runner/kube/kubecluster/kubetest).
+// -dir picks another state directory (default the machine's, /var/lib/gantry/k8s or
+// $GANTRY_K8S_DIR: the one the tests of every checkout share, runner/kube/kubecluster/kubetest).
 package main
 
 import (
@@ -29,7 +29,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("k8scluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "state directory (default: .data/k8s of the source tree)")
+	dir := fs.String("dir", "", "state directory (default: "+kubecluster.DefaultDir()+", the machine's)")
 	force := fs.Bool("force", false, "down: stop the cluster even while tests use it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: k8scluster [-dir DIR] [-force] build|up|down|status")
@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *dir == "" {
-		*dir = kubecluster.DefaultDir(root)
+		*dir = kubecluster.DefaultDir()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s (%s)\n", path, kubecluster.BinaryVersion(ctx, path))
 	case "up":
-		c, err := kubecluster.Start(ctx, kubecluster.Options{Dir: *dir, RepoRoot: root, Log: stderr})
+		c, err := kubecluster.Start(ctx, kubecluster.Options{Dir: *dir, RepoRoot: root, Log: stderr, Owner: kubecluster.OwnerDeveloper})
 		if err != nil {
 			return fail(stderr, err)
 		}
@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		if !*force {
 			// A test in another process may be using the cluster: wait for it.
-			unlock, err := kubecluster.LockUsers(ctx, *dir, true)
+			unlock, err := kubecluster.LockUsers(ctx, *dir, true, "k8scluster down", stderr)
 			if err != nil {
 				return fail(stderr, fmt.Errorf("%w (-force stops it anyway)", err))
 			}

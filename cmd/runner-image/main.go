@@ -3,7 +3,7 @@
 // is reused), gantry-phase, the provider mirror and the plugin cache of the catalog's lock
 // files, as an OCI image layout tar named gantry.local/runner:<content tag>. It prints the
 // name to give gantry as --kube-image. With -import it also imports the image into the
-// running test cluster in .data/k8s; nothing is pulled or pushed.
+// machine's running test cluster (/var/lib/gantry/k8s); nothing is pulled or pushed.
 package main
 
 import (
@@ -22,7 +22,7 @@ import (
 
 func main() {
 	out := flag.String("o", ".data/images/runner.tar", "where to write the image layout tar")
-	imp := flag.Bool("import", false, "also import the image into the running test cluster in .data/k8s (go tool task k8s:up)")
+	imp := flag.Bool("import", false, "also import the image into the machine's running test cluster (/var/lib/gantry/k8s) (go tool task k8s:up)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -69,7 +69,7 @@ func run(ctx context.Context, out string, imp bool) error {
 		return nil
 	}
 	// Only a cluster that runs: importing never starts one.
-	_, cluster, err := kubecluster.Status(ctx, kubecluster.DefaultDir(root))
+	_, cluster, err := kubecluster.Status(ctx, kubecluster.DefaultDir())
 	if err != nil {
 		return fmt.Errorf("importing into the test cluster (start it with go tool task k8s:up): %w", err)
 	}

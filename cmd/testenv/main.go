@@ -9,10 +9,11 @@
 // and one migrated template), and removes it when the command exits. The
 // exit code is the command's.
 //
-// The Kubernetes test cluster is started by the first test that needs it
-// (runner/kube/kubecluster/kubetest, in .data/k8s); testenv stops it when the
-// command exits if it was not running before, so a test run leaves no
-// cluster behind but keeps one a developer started with `task k8s:up`.
+// The machine's Kubernetes test cluster is started by the first test that
+// needs it (runner/kube/kubecluster/kubetest, in /var/lib/gantry/k8s); when
+// the command exits, testenv stops it if the tests started it and no other
+// test run on the machine still goes on, so a test run leaves no cluster
+// behind but keeps one a developer started with `task k8s:up`.
 package main
 
 import (
@@ -85,10 +86,23 @@ func run(args []string) int {
 	default:
 	}
 	cmd.Env = env
-	k8sDir := kubecluster.DefaultDir(".") // the Taskfile runs testenv from the source tree's root
-	k8sWasRunning := kubecluster.Running(k8sDir)
+	// The machine's Kubernetes test cluster is started by the first test that needs it. This
+	// run counts among the machine's test runs until it ends; the last run to end stops a
+	// cluster the tests started, and leaves one a developer started with k8s:up.
+	k8sDir := kubecluster.DefaultDir()
+	testRun, joinErr := kubecluster.JoinTestRun(k8sDir)
 	code := runChild(cmd, sigs)
-	if !k8sWasRunning && kubecluster.Running(k8sDir) {
+	if joinErr != nil {
+		// Not root, say: no test here could have started the cluster either.
+		return code
+	}
+	last := testRun.Leave()
+	defer testRun.Close()
+	switch {
+	case !kubecluster.Running(k8sDir) || kubecluster.StartedBy(k8sDir) != kubecluster.OwnerTests:
+	case !last:
+		fmt.Fprintf(os.Stderr, "testenv: left the Kubernetes test cluster (%s) running: another test run on this machine uses it, and the last to end stops it\n", k8sDir)
+	default:
 		if err := stopKubernetes(k8sDir); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: stopping the Kubernetes test cluster the tests started: %v\n", err)
 			return max(code, 1)
@@ -98,12 +112,12 @@ func run(args []string) int {
 	return code
 }
 
-// stopKubernetes stops the test cluster in dir once no test (of this run or another one
-// sharing the checkout) uses it.
+// stopKubernetes stops the test cluster in dir once no test (of this run or another one,
+// plain `go test` included) uses it.
 func stopKubernetes(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	unlock, err := kubecluster.LockUsers(ctx, dir, true)
+	unlock, err := kubecluster.LockUsers(ctx, dir, true, "cmd/testenv at the end of its run", os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"gantry/bench"
 	"gantry/deploy/portalimage"
 	"gantry/models/db/dbtest"
 	"gantry/models/keyring"
@@ -33,9 +34,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
-// installDeadline bounds the wait for the pods to become ready: the image is imported, not
-// pulled, so this is the kubelet starting containers on a busy machine, not a measure.
-const installDeadline = 5 * time.Minute
+// installBudget bounds the wait for the pods to become ready, in idle-machine time (a
+// bench budget): the image is imported, not pulled, so this is the kubelet starting
+// containers, not a measure.
+const installBudget = 5 * time.Minute
 
 // TestChartInstallsOnTheTestCluster installs the chart on the real single-node cluster:
 // the image built from this tree and imported into the node's containerd (never pulled),
@@ -239,65 +241,112 @@ func startDevOIDC(t *testing.T, bin, addr, redirect, secret string) string {
 	cmd.Env = append(os.Environ(), "GANTRY_DEV_OIDC_CLIENT_SECRET="+secret)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
+	// The issuer line is the event; stdout's end (the process exited) closes issuer, so a
+	// provider that fails to start fails the test at once rather than at the budget's end.
 	issuer := make(chan string, 1)
 	go func() {
+		defer close(issuer)
 		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			if m := devOIDCIssuer.FindStringSubmatch(lines.Text()); m != nil {
+		announced := false
+		for lines.Scan() { // read to the end: a full pipe would stall the provider
+			if m := devOIDCIssuer.FindStringSubmatch(lines.Text()); m != nil && !announced {
 				issuer <- m[1]
+				announced = true
 			}
 		}
 	}()
-	select {
-	case is := <-issuer:
-		return is
-	case <-time.After(30 * time.Second):
-		t.Fatalf("gantry dev-oidc did not start:\n%s", stderr.String())
-		return ""
+	b := bench.NewBudget(30 * time.Second)
+	for {
+		timer := time.NewTimer(min(b.Left(), time.Second) + time.Millisecond)
+		select {
+		case is, ok := <-issuer:
+			timer.Stop()
+			if !ok {
+				t.Fatalf("gantry dev-oidc exited before it announced its issuer:\n%s", stderr)
+			}
+			return is
+		case <-timer.C:
+			if b.Spent() {
+				t.Fatalf("gantry dev-oidc did not announce its issuer within %s:\n%s", b, stderr)
+			}
+		}
 	}
 }
 
-// waitReady waits until n pods of the portal in ns are ready and returns them. When they
-// do not become ready, it fails with their states, events and logs.
+// lockedBuffer is a process's stderr, safe to read while the process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitReady waits until n pods of the portal in ns are ready and returns them, woken by a
+// watch on those pods. When they do not become ready within installBudget of idle-machine
+// time, it fails with their states, events and logs.
 func waitReady(t *testing.T, clientset *kubernetes.Clientset, ns string, n int) []corev1.Pod {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), installDeadline)
-	defer cancel()
 	selector := "app.kubernetes.io/name=gantry,app.kubernetes.io/component=portal"
-	for {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err, "watching the portal's pods")
+	defer w.Stop()
+	changed := make(chan struct{}, 1)
+	go func() {
+		// Ends when w.Stop closes the result channel (or the API server ends the watch:
+		// the wait's slow safety-net poll covers the rest).
+		for range w.ResultChan() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	var ready []corev1.Pod
+	bench.Eventually(t, fmt.Sprintf("%d ready portal pods", n), installBudget, func() (bool, any) {
 		list, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err == nil {
-			var ready []corev1.Pod
-			for _, p := range list.Items {
-				for _, cond := range p.Status.Conditions {
-					if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-						ready = append(ready, p)
-					}
+		if err != nil { // the API server may be busy: the next event or poll asks again
+			return false, bench.Later(func() string {
+				return fmt.Sprintf("listing the pods: %v\n%s", err, diagnose(clientset, ns, selector))
+			})
+		}
+		ready = ready[:0]
+		for _, p := range list.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					ready = append(ready, p)
 				}
 			}
-			if len(ready) == n {
-				return ready
-			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the portal's pods did not become ready:\n%s", diagnose(clientset, ns, selector))
-		case <-time.After(time.Second):
-		}
-	}
+		return len(ready) == n, bench.Later(func() string {
+			return fmt.Sprintf("%d of %d ready:\n%s", len(ready), len(list.Items), diagnose(clientset, ns, selector))
+		})
+	}, bench.Wake(changed))
+	return ready
 }
 
 // diagnose describes the pods of selector in ns: phase, container states, the namespace's
 // events and each container's log tail.
 func diagnose(clientset *kubernetes.Clientset, ns, selector string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := bench.Context(context.Background(), 30*time.Second)
 	defer cancel()
 	var b strings.Builder
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})

@@ -21,7 +21,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
+	"gantry/bench"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/runner/kube"
@@ -235,13 +237,57 @@ func TestHealthAndSweep(t *testing.T) {
 	dead, other := launch("replica-a"), launch("replica-b")
 	restarted, err := kube.NewJobLauncher(kube.JobConfig{Client: p.ce.client, Namespace: p.ce.ns, Image: p.ce.image, Replica: "replica-a"})
 	require.NoError(t, err)
+	changed := namespaceChanges(t, p.ce)
 	n, err := restarted.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Eventually(t, func() bool {
-		left := strings.Join(p.ce.leftovers(t), " ")
-		return !strings.Contains(left, dead) && strings.Contains(left, "job/"+other) && strings.Contains(left, "secret/"+other)
-	}, time.Minute, 200*time.Millisecond, "replica-a's Job, pod and Secret go; replica-b's stay: %v", p.ce.leftovers(t))
+	// The deletions finish in the background (the pod goes after its Job): wait for them,
+	// woken by the namespace's watch events.
+	bench.Eventually(t, "replica-a's Job, pod and Secret to go while replica-b's stay", time.Minute, func() (bool, any) {
+		all := p.ce.leftovers(t)
+		left := strings.Join(all, " ")
+		return !strings.Contains(left, dead) && strings.Contains(left, "job/"+other) && strings.Contains(left, "secret/"+other), all
+	}, bench.Wake(changed))
+}
+
+// namespaceChanges signals at every change to a Job, pod or Secret in ce's namespace for
+// the rest of the test: the event a wait on what the namespace holds wakes on, instead of
+// listing it over and over. A watch the API server ends is not renewed; the wait's slow
+// safety-net poll covers the rest.
+func namespaceChanges(t testing.TB, ce *clusterEnv) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	jobs, err := ce.client.BatchV1().Jobs(ce.ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "watching the Jobs of %s", ce.ns)
+	pods, err := ce.client.CoreV1().Pods(ce.ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "watching the pods of %s", ce.ns)
+	secrets, err := ce.client.CoreV1().Secrets(ce.ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "watching the Secrets of %s", ce.ns)
+	for _, w := range []watch.Interface{jobs, pods, secrets} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	return wake
 }
 
 // TestPodMemoryLimit: a phase over its pod's memory limit fails saying so, in the runc
@@ -252,14 +298,15 @@ func TestPodMemoryLimit(t *testing.T) {
 	dev := e.OrgEnvironmentID(t, "acme", "development")
 	id := e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "30"))
 	var r run.Run
-	deadline := time.Now().Add(phaseWait)
-	for {
+	require.NoError(t, e.DB.Where("id = ?", id).Take(&r).Error)
+	// Any end will do (the assertions below say which one it must be): woken by the run's
+	// change notifications.
+	wake, stop := e.App.Server.Changes.Subscribe(r.OrganizationID, id)
+	defer stop()
+	bench.Eventually(t, "run "+id+" to end", phaseWait, func() (bool, any) {
 		require.NoError(t, e.DB.Where("id = ?", id).Take(&r).Error)
-		if r.State.Terminal() || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return r.State.Terminal(), r.State
+	}, bench.Wake(wake))
 	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, e.App.RunLogs(t, r))
 	require.Contains(t, r.StateReason, "exceeded its memory limit of 16 MiB", e.App.RunLogs(t, r))
 	t.Logf("reason: %s", r.StateReason)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"gantry/bench"
 	catalogfiles "gantry/catalog"
 	"gantry/runner/kube"
 	"gantry/runner/kube/kubecluster"
@@ -125,21 +126,15 @@ func (ce *clusterEnv) leftovers(t testing.TB) []string {
 	return left
 }
 
-// requireNothingLeft waits (a background deletion takes a moment) until the namespace
-// holds no Job, pod or Secret of Gantry's.
+// requireNothingLeft waits (a background deletion takes a moment), woken by the
+// namespace's watches, until it holds no Job, pod or Secret of Gantry's; within is a budget
+// of idle-machine time.
 func (ce *clusterEnv) requireNothingLeft(t testing.TB, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	bench.Eventually(t, "nothing left in namespace "+ce.ns, within, func() (bool, any) {
 		left := ce.leftovers(t)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind after %s: %s", within, strings.Join(left, ", "))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(left) == 0, strings.Join(left, ", ")
+	}, bench.Wake(namespaceChanges(t, ce)))
 }
 
 // recorder launches through a Launcher, records every spec, and acts once per phase when

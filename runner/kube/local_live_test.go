@@ -16,11 +16,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
+	"gantry/models/db/dbtest"
 	"gantry/models/run"
+	"gantry/runner"
 	"gantry/runner/kube"
 	"gantry/runner/tofu"
 )
 
+// phaseWait is the budget (idle-machine time, bench.Eventually) of a wait for a live phase.
 const phaseWait = 3 * time.Minute
 
 func startLocal(t *testing.T, opts envOptions) (*env, *localLauncher) {
@@ -98,14 +102,46 @@ func phasesOf(specs []kube.PodSpec) []string {
 
 // slowWrites answers every change of a cloud object late (after it was made).
 func slowWrites(delay time.Duration) func(http.Handler) http.Handler {
+	wrap, _ := writeSeen(delay)
+	return wrap
+}
+
+// writeSeen is slowWrites that also closes written once the cloud has made its first
+// change: a test that kills an apply "mid-apply" waits for it, so the apply had a side
+// effect when it was killed, whatever the machine's pace (tofu's "Creating..." comes before
+// the request).
+func writeSeen(delay time.Duration) (wrap func(http.Handler) http.Handler, written <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
 			if r.Method != http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/") {
+				once.Do(func() { close(ch) })
 				time.Sleep(delay)
 			}
 		})
-	}
+	}, ch
+}
+
+// interruptedForGood checks what an apply killed from outside leaves, with the lease
+// sweeper paused (so the job's next attempt is the only one that can act): the run
+// APPLY_INTERRUPTED by that attempt ("stopped mid-apply"), every apply job of the run
+// finalized (no attempt can come any more: "never again" holds for good, not for a
+// window), and the plan attempted exactly once (it was killed after its first write).
+func interruptedForGood(t *testing.T, e *env, r run.Run) run.Run {
+	t.Helper()
+	r = e.App.WaitForRun(t, r.ID, run.ApplyInterrupted, phaseWait)
+	require.Contains(t, r.StateReason, "stopped mid-apply")
+	bench.Eventually(t, "every apply job of run "+r.ID+" to be finalized", phaseWait, func() (bool, any) {
+		var open []string
+		require.NoError(t, e.DB.Raw("SELECT state FROM river_job WHERE kind = 'run.apply' AND args->>'run_id' = ? AND finalized_at IS NULL", r.ID).Scan(&open).Error)
+		return len(open) == 0, open
+	}, bench.Poll(100*time.Millisecond))
+	require.NoError(t, e.DB.Where("id = ?", r.ID).Take(&r).Error)
+	require.Equal(t, run.ApplyInterrupted, r.State)
+	require.Len(t, e.applies(t, r), 1, "the plan was attempted once")
+	return r
 }
 
 // TestPodKilledMidApplyIsInterrupted: gantry-phase (and its tofu) killed while the apply
@@ -114,8 +150,11 @@ func slowWrites(delay time.Duration) func(http.Handler) http.Handler {
 // again by a fresh pod.
 func TestPodKilledMidApplyIsInterrupted(t *testing.T) {
 	t.Parallel()
-	e, l := startLocal(t, envOptions{cloud: slowWrites(2 * time.Second)})
+	cloud, written := writeSeen(2 * time.Second)
+	e, l := startLocal(t, envOptions{cloud: cloud})
 	l.killOn = map[string]string{kube.PhasePlan: "$ tofu plan", kube.PhaseApply: "Creating..."}
+	l.killAfter = map[string]<-chan struct{}{kube.PhaseApply: written}
+	dbtest.HoldAdvisoryLock(t, e.DB, runner.SweepLockKey)
 	operator := e.LoggedIn(t, "operator@acme.test")
 	admin := e.LoggedIn(t, "admin@acme.test")
 	staging := e.OrgEnvironmentID(t, "acme", "staging")
@@ -123,16 +162,8 @@ func TestPodKilledMidApplyIsInterrupted(t *testing.T) {
 	r := e.App.WaitForRun(t, e.App.RequestRun(t, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
 	require.Equal(t, []string{kube.PhasePlan, kube.PhasePlan}, phasesOf(l.launched()), "the killed plan was planned again")
 	approve(t, e.App, admin, r)
-	r = e.App.WaitForRun(t, r.ID, run.ApplyInterrupted, phaseWait)
-	// The job's next attempt (BeginApply) or the sweeper, whichever comes first after the
-	// worker released the lease, interrupts it.
-	require.Regexp(t, `stopped (mid-apply|renewing its lease)`, r.StateReason)
-	// Long enough for any retry to have applied again.
-	time.Sleep(5 * time.Second)
-	require.NoError(t, e.DB.Where("id = ?", r.ID).Take(&r).Error)
-	require.Equal(t, run.ApplyInterrupted, r.State)
+	interruptedForGood(t, e, r)
 	require.Equal(t, []string{kube.PhasePlan, kube.PhasePlan, kube.PhaseApply}, phasesOf(l.launched()), "one apply pod, never another")
-	require.LessOrEqual(t, len(e.applies(t, r)), 1, "the plan was attempted at most once")
 	require.Zero(t, e.Portal.Sessions())
 }
 
@@ -161,16 +192,7 @@ func TestProtocolFailureFailsThePhase(t *testing.T) {
 	dev := e.OrgEnvironmentID(t, "acme", "development")
 	e.App.WaitForRun(t, e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "30")), run.Succeeded, phaseWait)
 	second := e.App.RequestRun(t, operator, bucketInputs(dev, "other-logs", "30"))
-	deadline := time.Now().Add(phaseWait)
-	var r run.Run
-	for {
-		require.NoError(t, e.DB.Where("id = ?", second).Take(&r).Error)
-		if r.State.Terminal() || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.Equal(t, run.Failed, r.State, r.StateReason)
+	r := e.App.WaitForRun(t, second, run.Failed, phaseWait)
 	require.Contains(t, r.StateReason, "gantry-phase failed: reading the phase's description")
 	require.Contains(t, r.StateReason, "403")
 	require.Zero(t, e.Portal.Sessions())

@@ -31,6 +31,9 @@ type localLauncher struct {
 	// killOn, when set, SIGKILLs a phase's gantry-phase (and so its tofu) as soon as its
 	// log shows the phase's string, once per phase: a pod deleted mid-phase.
 	killOn map[string]string
+	// killAfter, for a phase of killOn, delays the kill until the channel is closed (the
+	// cloud has made its first change): a kill that lands mid-apply, not before it.
+	killAfter map[string]<-chan struct{}
 
 	mu      sync.Mutex
 	started []kube.PodSpec
@@ -76,11 +79,26 @@ func (l *localLauncher) Launch(ctx context.Context, spec kube.PodSpec) (kube.Pod
 	}
 	out := spec.Log
 	l.mu.Lock()
-	watch := l.killOn[spec.Phase]
+	watch, after := l.killOn[spec.Phase], l.killAfter[spec.Phase]
 	delete(l.killOn, spec.Phase) // once: the next attempt runs to its end
 	l.mu.Unlock()
 	if watch != "" {
-		out = &killer{w: spec.Log, watch: []byte(watch), kill: p.kill}
+		kill := p.kill
+		if after != nil {
+			var once sync.Once
+			kill = func() {
+				once.Do(func() {
+					go func() {
+						select {
+						case <-after:
+							p.kill()
+						case <-p.done:
+						}
+					}()
+				})
+			}
+		}
+		out = &killer{w: spec.Log, watch: []byte(watch), kill: kill}
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -19,7 +19,7 @@ import (
 func main() {
 	out := flag.String("o", ".data/images/gantry.tar", "where to write the image layout tar")
 	tag := flag.String("tag", "", "the image's tag (default: the chart's appVersion, the tag it installs)")
-	imp := flag.Bool("import", false, "also import the image into the running test cluster in .data/k8s (go tool task k8s:up)")
+	imp := flag.Bool("import", false, "also import the image into the machine's running test cluster (/var/lib/gantry/k8s) (go tool task k8s:up)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -59,8 +59,8 @@ func run(ctx context.Context, out, tag string, imp bool) error {
 		return nil
 	}
 	// Only a cluster that runs: importing never starts one.
-	// The directory task k8s:up and the tests use (kubetest.Dir).
-	_, cluster, err := kubecluster.Status(ctx, filepath.Join(root, ".data", "k8s"))
+	// The machine's test cluster, which task k8s:up and the tests use.
+	_, cluster, err := kubecluster.Status(ctx, kubecluster.DefaultDir())
 	if err != nil {
 		return fmt.Errorf("importing into the test cluster (start it with go tool task k8s:up): %w", err)
 	}

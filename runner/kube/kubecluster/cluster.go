@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -58,10 +59,6 @@ const (
 	maxUnixSocketPathLength = 100 // sun_path is 108 bytes; containerd adds ".ttrpc"
 )
 
-// DefaultDir is the state directory of the cluster of the source tree at repoRoot: the one
-// `go tool task k8s:up` starts and the tests share (kubetest).
-func DefaultDir(repoRoot string) string { return filepath.Join(repoRoot, ".data", "k8s") }
-
 // Options says where and how to start a cluster.
 type Options struct {
 	// Dir is the state directory (created when missing).
@@ -76,6 +73,10 @@ type Options struct {
 	NodeIP string
 	// Log receives progress; nil discards it.
 	Log io.Writer
+	// Owner says who starts the cluster, should Start have to: OwnerTests (the tests; the
+	// last test run to end stops it) or OwnerDeveloper (task k8s:up; it runs until k8s:down).
+	// Reusing a cluster the tests started for a developer hands it over. Default OwnerTests.
+	Owner Owner
 }
 
 // Cluster is a running cluster.
@@ -147,17 +148,21 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	defer unlock()
 
-	if c, err := l.healthy(ctx); err == nil {
-		c.Reused = true
-		return c, nil
-	}
-	if err := CheckTools(); err != nil {
-		return nil, err
-	}
 	if o.RepoRoot == "" {
 		if o.RepoRoot, err = tofu.RepoRoot("."); err != nil {
 			return nil, err
 		}
+	}
+	if c, err := l.reuse(ctx, o); err == nil {
+		return c, nil
+	} else if len(l.running()) == len(startOrder()) {
+		// Every component runs but the cluster does not answer as healthy even given time:
+		// other tests, in other checkouts too, may be using it, so it is not pulled from
+		// under them; the error says what is wrong.
+		return nil, fmt.Errorf("the cluster in %s runs but is not healthy (`go tool task k8s:down` stops it once no test uses it): %w\n%s", dir, err, Diagnose(dir))
+	}
+	if err := CheckTools(); err != nil {
+		return nil, err
 	}
 	binary := o.Binary
 	if binary == "" {
@@ -200,6 +205,9 @@ func (c *Cluster) start(ctx context.Context, o Options, binary string) error {
 	if err := l.writeConfigs(ip); err != nil {
 		return fmt.Errorf("writing the configuration: %w", err)
 	}
+	if err := l.record(ip, binary, o.Owner); err != nil {
+		return fmt.Errorf("recording the start: %w", err)
+	}
 	l.rotateLogs()
 	// The bridge with the gateway address before any pod: host services can listen on it now.
 	if err := ensureBridge(); err != nil {
@@ -208,24 +216,16 @@ func (c *Cluster) start(ctx context.Context, o Options, binary string) error {
 	began := time.Now()
 	since := func() time.Duration { return time.Since(began).Round(time.Millisecond) }
 
-	peer := "http://127.0.0.1:" + strconv.Itoa(etcdPeerPort)
-	client := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
-	if err := l.spawn("etcd", "etcd", "--name", "gantry", "--data-dir", l.path("etcd"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "gantry="+peer,
-		// A test cluster: its data is thrown away at every Stop, so durability buys nothing.
-		"--unsafe-no-fsync", "--logger", "zap", "--log-outputs", "stderr"); err != nil {
-		return err
-	}
-	if err := l.waitFor(ctx, "etcd", func(ctx context.Context) error { return etcdHealthy(ctx) }); err != nil {
+	if err := l.startEtcd(ctx); err != nil {
 		return err
 	}
 	c.Timings.EtcdHealthy = since()
 
-	if err := l.spawn("containerd", "containerd", "--config", l.path("containerd", "config.toml")); err != nil {
+	containerd, err := l.spawn("containerd", "containerd", "--config", l.path("containerd", "config.toml"))
+	if err != nil {
 		return err
 	}
-	if err := l.waitFor(ctx, "containerd", func(ctx context.Context) error { return l.ctr(ctx, nil, "version") }); err != nil {
+	if err := l.waitFor(ctx, "containerd", containerd, func(ctx context.Context) error { return l.ctr(ctx, nil, "version") }); err != nil {
 		return err
 	}
 	if err := c.ensurePauseImage(ctx, o.RepoRoot, o.Log); err != nil {
@@ -233,8 +233,8 @@ func (c *Cluster) start(ctx context.Context, o Options, binary string) error {
 	}
 	c.Timings.ContainerdReady = since()
 
-	if err := l.spawn("kube-apiserver", binary, "kube-apiserver",
-		"--etcd-servers", client,
+	apiserver, err := l.spawn("kube-apiserver", binary, "kube-apiserver",
+		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdPort),
 		"--secure-port", strconv.Itoa(apiServerPort), "--advertise-address", ip,
 		"--tls-cert-file", l.pki("apiserver.crt"), "--tls-private-key-file", l.pki("apiserver.key"),
 		"--client-ca-file", l.pki("ca.crt"),
@@ -246,52 +246,124 @@ func (c *Cluster) start(ctx context.Context, o Options, binary string) error {
 		"--service-account-key-file", l.pki("sa.pub"), "--service-account-signing-key-file", l.pki("sa.key"),
 		"--service-cluster-ip-range", ServiceCIDR,
 		"--authorization-mode", "Node,RBAC",
-		"--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		"--enable-priority-and-fairness=false", "--profiling=false")
+	if err != nil {
 		return err
 	}
 	clientset, err := c.Client()
 	if err != nil {
 		return err
 	}
-	if err := l.waitFor(ctx, "kube-apiserver", func(ctx context.Context) error { return apiServerReady(ctx, clientset) }); err != nil {
+	if err := l.waitFor(ctx, "kube-apiserver", apiserver, func(ctx context.Context) error { return apiServerReady(ctx, clientset) }); err != nil {
 		return err
 	}
 	c.Timings.APIServerReady = since()
 
 	serving := []string{"--tls-cert-file", l.pki("loopback-serving.crt"), "--tls-private-key-file", l.pki("loopback-serving.key"), "--bind-address", "127.0.0.1"}
 	cm := l.kubeconfigPath("controller-manager")
-	if err := l.spawn("kube-controller-manager", binary, append([]string{"kube-controller-manager",
+	controllerManager, err := l.spawn("kube-controller-manager", binary, append([]string{"kube-controller-manager",
 		"--kubeconfig", cm, "--authentication-kubeconfig", cm, "--authorization-kubeconfig", cm,
 		"--use-service-account-credentials", "--root-ca-file", l.pki("ca.crt"),
 		"--service-account-private-key-file", l.pki("sa.key"), "--leader-elect=false",
-		"--secure-port", strconv.Itoa(controllerManagerPort)}, serving...)...); err != nil {
+		"--secure-port", strconv.Itoa(controllerManagerPort)}, serving...)...)
+	if err != nil {
 		return err
 	}
 	sched := l.kubeconfigPath("scheduler")
-	if err := l.spawn("kube-scheduler", binary, append([]string{"kube-scheduler",
+	scheduler, err := l.spawn("kube-scheduler", binary, append([]string{"kube-scheduler",
 		"--kubeconfig", sched, "--authentication-kubeconfig", sched, "--authorization-kubeconfig", sched,
-		"--leader-elect=false", "--secure-port", strconv.Itoa(schedulerPort)}, serving...)...); err != nil {
+		"--leader-elect=false", "--secure-port", strconv.Itoa(schedulerPort)}, serving...)...)
+	if err != nil {
 		return err
 	}
-	if err := l.spawn("kubelet", binary, "kubelet",
+	kubelet, err := l.spawn("kubelet", binary, "kubelet",
 		"--config", l.path("kubelet", "config.yaml"), "--kubeconfig", l.kubeconfigPath("kubelet"),
-		"--root-dir", l.path("kubelet"), "--hostname-override", NodeName, "--node-ip", ip); err != nil {
+		"--root-dir", l.path("kubelet"), "--hostname-override", NodeName, "--node-ip", ip)
+	if err != nil {
 		return err
 	}
-	if err := l.waitFor(ctx, "kubelet", func(ctx context.Context) error { return nodeReady(ctx, clientset) }); err != nil {
+	if err := l.waitFor(ctx, "kubelet", kubelet, func(ctx context.Context) error { return nodeReady(ctx, clientset) }); err != nil {
 		return err
 	}
 	c.Timings.NodeReady = since()
-	if err := l.waitFor(ctx, "kube-controller-manager", func(ctx context.Context) error { return podsAdmissible(ctx, clientset) }); err != nil {
+	if err := l.waitFor(ctx, "kube-controller-manager", controllerManager, func(ctx context.Context) error { return podsAdmissible(ctx, clientset) }); err != nil {
 		return err
 	}
-	if err := l.waitFor(ctx, "kube-scheduler", func(ctx context.Context) error { return l.healthz(ctx, schedulerPort) }); err != nil {
+	if err := l.waitFor(ctx, "kube-scheduler", scheduler, func(ctx context.Context) error { return l.healthz(ctx, schedulerPort) }); err != nil {
 		return err
 	}
 	c.Timings.PodsAdmissible = since()
 	fmt.Fprintf(o.Log, "kubernetes cluster up in %s: etcd %s, containerd %s, apiserver %s, node Ready %s, pods admissible %s\n",
 		l.dir, c.Timings.EtcdHealthy, c.Timings.ContainerdReady, c.Timings.APIServerReady, c.Timings.NodeReady, c.Timings.PodsAdmissible)
 	return nil
+}
+
+// startEtcd starts etcd and waits until it is healthy. Should it exit because a port was taken
+// (a process of the cluster stopped just before may not have been reaped yet; anything else
+// binding 2379 or 2380 in the moment between the port check and etcd's bind), it waits for the
+// ports and tries once more; any other exit is reported with etcd's real exit status.
+func (l layout) startEtcd(ctx context.Context) error {
+	peer := "http://127.0.0.1:" + strconv.Itoa(etcdPeerPort)
+	client := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	for attempt := 1; ; attempt++ {
+		etcd, err := l.spawn("etcd", "etcd", "--name", "gantry", "--data-dir", l.path("etcd"),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "gantry="+peer,
+			// A test cluster: its data is thrown away at every Stop, so durability buys nothing.
+			"--unsafe-no-fsync", "--logger", "zap", "--log-outputs", "stderr")
+		if err != nil {
+			return err
+		}
+		err = l.waitFor(ctx, "etcd", etcd, func(ctx context.Context) error { return etcdHealthy(ctx) })
+		var exited *exitedError
+		if attempt == 1 && errors.As(err, &exited) && exited.addressInUse() {
+			if err := l.waitPortsFree(ctx); err != nil {
+				return errors.Join(exited, err)
+			}
+			continue
+		}
+		return err
+	}
+}
+
+// reuseWait is how long Start gives a cluster whose every component runs to answer as
+// healthy before it reports it broken: its apiserver answers readyz within milliseconds on an
+// idle machine, but on one that other builds keep busy (load 20 seen in CI) an answer or the
+// node's status update can take many seconds, and a running cluster must never be torn down
+// for being slow while other tests use it.
+const reuseWait = 2 * time.Minute
+
+// reuse returns the cluster running in the directory once it answers as healthy, waiting up to
+// reuseWait while every component runs. A cluster the tests started that a developer now asks
+// for is handed over to the developer; one that runs another binary than this source tree
+// pins is used all the same, with a note (it is the machine's, and its users may be of
+// another checkout).
+func (l layout) reuse(ctx context.Context, o Options) (*Cluster, error) {
+	ctx, cancel := context.WithTimeout(ctx, reuseWait)
+	defer cancel()
+	for {
+		c, err := l.healthy(ctx)
+		if err == nil {
+			c.Reused = true
+			if o.Owner == OwnerDeveloper && Owner(l.recorded("owner")) != OwnerDeveloper {
+				_ = os.WriteFile(l.path("run", "owner"), []byte(string(OwnerDeveloper)+"\n"), 0o644)
+			}
+			if want, err := CacheDir(o.RepoRoot); err == nil && o.Binary == "" {
+				if have := l.recorded("binary"); have != "" && filepath.Dir(have) != want {
+					fmt.Fprintf(o.Log, "kubecluster: reusing the machine's test cluster in %s, which runs %s; this source tree pins %s (`go tool task k8s:down` once no test uses it, to restart it with this tree's)\n", l.dir, have, want)
+				}
+			}
+			return c, nil
+		}
+		if len(l.running()) != len(startOrder()) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // healthy returns the running cluster when every component runs, the apiserver is ready and
@@ -353,4 +425,24 @@ func PIDs(dir string) map[string]int {
 		}
 	}
 	return out
+}
+
+// Diagnose describes the cluster in dir for a failure report: each component, whether it
+// runs, and the end of its log (how it ended, when it did), then who uses the cluster.
+func Diagnose(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err.Error()
+	}
+	l := layout{dir: abs}
+	var b strings.Builder
+	for _, c := range startOrder() {
+		state := "not running"
+		if pid := l.pid(c); pid != 0 {
+			state = fmt.Sprintf("running (pid %d)", pid)
+		}
+		fmt.Fprintf(&b, "--- %s: %s; the end of %s:\n%s\n", c, state, l.logFile(c), l.logTail(c))
+	}
+	fmt.Fprintf(&b, "--- users: %s\n", holders(abs))
+	return b.String()
 }

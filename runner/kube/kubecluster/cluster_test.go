@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"gantry/bench"
 	"gantry/runner/kube/kubecluster"
 	"gantry/runner/kube/kubecluster/kubetest"
 	"gantry/runner/ociimage"
@@ -139,6 +141,11 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	kubepods, err := filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	require.NoError(t, err)
 	require.Empty(t, kubepods)
+	for _, port := range []string{"2379", "2380", "6443", "10248", "10257", "10259"} {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+		require.NoError(t, err, "Stop returns once the cluster's ports bind again")
+		ln.Close()
+	}
 	require.False(t, kubecluster.Running(dir))
 	require.NoError(t, kubecluster.Stop(ctx, dir), "stopping a stopped cluster")
 
@@ -157,41 +164,33 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	require.True(t, again.Reused, "a healthy cluster is reused")
 }
 
+// waitJobComplete waits (a budget of two minutes of idle-machine time: a pod starts in
+// seconds) until the Job completes, failing at once if it fails.
 func waitJobComplete(ctx context.Context, t *testing.T, c *kubernetes.Clientset, ns, name string) {
 	t.Helper()
-	for {
+	bench.Eventually(t, "job "+ns+"/"+name+" to complete", 2*time.Minute, func() (bool, any) {
 		job, err := c.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		for _, cond := range job.Status.Conditions {
 			if cond.Status == corev1.ConditionTrue {
 				require.NotEqual(t, batchv1.JobFailed, cond.Type, "job failed: %s", cond.Message)
 				if cond.Type == batchv1.JobComplete {
-					return
+					return true, nil
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("job %s/%s did not complete: %v", ns, name, job.Status)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return false, job.Status
+	}, bench.Poll(100*time.Millisecond))
 }
 
+// waitPodRunning waits until the pod runs.
 func waitPodRunning(ctx context.Context, t *testing.T, c *kubernetes.Clientset, ns, name string) {
 	t.Helper()
-	for {
+	bench.Eventually(t, "pod "+ns+"/"+name+" to run", 2*time.Minute, func() (bool, any) {
 		pod, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
-		if pod.Status.Phase == corev1.PodRunning {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("pod %s/%s is not running: %v", ns, name, pod.Status)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return pod.Status.Phase == corev1.PodRunning, pod.Status
+	}, bench.Poll(100*time.Millisecond))
 }
 
 // processesNaming lists the live processes (other than this one) whose command line names dir.

@@ -1,7 +1,6 @@
 package kubecluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
-	"time"
 )
 
 // What the cluster needs of the machine: the Debian packages, root, free ports, the node's
@@ -78,42 +75,4 @@ func detectNodeIP() (string, error) {
 		}
 	}
 	return "", errors.New("no global IPv4 address on any interface for the node (set Options.NodeIP)")
-}
-
-// LockUsers takes the lock on dir/users.lock that orders the cluster's users and whoever stops
-// it: shared for a user (a test using the cluster), exclusive for a stop that must not pull the
-// cluster from under a test in another process. It waits until it gets the lock or ctx ends;
-// unlock releases it (so does the process's exit). A process holding it shared must not ask
-// for it exclusively: it would wait for itself.
-func LockUsers(ctx context.Context, dir string, exclusive bool) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "users.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing the file drops the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			if exclusive {
-				return nil, fmt.Errorf("the cluster in %s is still in use by a test: %w", dir, ctx.Err())
-			}
-			return nil, fmt.Errorf("the cluster in %s is being stopped: %w", dir, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -20,8 +20,9 @@ import (
 )
 
 // waitFor polls check until it succeeds. It gives up when the context ends or the component
-// exits, with the last error and the end of the component's log.
-func (l layout) waitFor(ctx context.Context, component string, check func(context.Context) error) error {
+// exits, with the last error, how the component ended (its real exit status: s is the
+// process this Start spawned and reaps) and the end of its log.
+func (l layout) waitFor(ctx context.Context, component string, s *spawned, check func(context.Context) error) error {
 	var last error
 	for {
 		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -30,15 +31,31 @@ func (l layout) waitFor(ctx context.Context, component string, check func(contex
 		if last == nil {
 			return nil
 		}
-		if l.pid(component) == 0 {
-			return fmt.Errorf("%s exited while starting (%v); the end of %s:\n%s", component, last, l.logFile(component), l.logTail(component))
-		}
 		select {
+		case <-s.exited:
+			return &exitedError{component: component, status: s.exitErr(), last: last, log: l.logFile(component), tail: l.logTail(component)}
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last: %v); the end of %s:\n%s", component, ctx.Err(), last, l.logFile(component), l.logTail(component))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// exitedError is a component that exited while Start waited for it.
+type exitedError struct {
+	component string
+	status    error // how it ended: "exit status 1", "signal: killed"
+	last      error // what the readiness check last said
+	log, tail string
+}
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("%s exited while starting (%v; the check last said: %v); the end of %s:\n%s", e.component, e.status, e.last, e.log, e.tail)
+}
+
+// addressInUse reports whether the component exited because a port it binds was taken.
+func (e *exitedError) addressInUse() bool {
+	return strings.Contains(e.tail, "address already in use")
 }
 
 // logTail returns the last lines of a component's log.

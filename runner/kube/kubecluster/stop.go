@@ -45,6 +45,7 @@ func Stop(ctx context.Context, dir string) error {
 // under the directory, the kubepods cgroups, the bridge. The cluster's objects go with etcd's
 // data (the next Start begins empty); the PKI and containerd's images stay for the next Start.
 func (l layout) stop(ctx context.Context) error {
+	ran := len(l.running()) > 0
 	var errs []error
 	for _, c := range []string{"kube-controller-manager", "kube-scheduler"} {
 		errs = append(errs, l.stopComponent(c, componentStopGrace))
@@ -58,9 +59,9 @@ func (l layout) stop(ctx context.Context) error {
 	if l.pid("containerd") != 0 {
 		l.killTasks(ctx)
 	}
-	for _, pid := range l.strays() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		l.waitGone(pid, 5*time.Second)
+	for _, p := range l.strays() {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		waitGone(p, 5*time.Second)
 	}
 	for _, c := range []string{"containerd", "kube-apiserver", "etcd"} {
 		errs = append(errs, l.stopComponent(c, componentStopGrace))
@@ -79,7 +80,35 @@ func (l layout) stop(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, removeCgroups("kubepods"), deleteBridge(), removeCNIResults())
+	if ran {
+		// A process that has exited may hold its ports a moment longer (the kernel closes
+		// its sockets as it reaps it): Stop returns only once they bind again, so a Start
+		// right after it never finds them taken.
+		errs = append(errs, l.waitPortsFree(ctx))
+	}
 	return errors.Join(errs...)
+}
+
+// portsFreeWait bounds how long Stop waits for the cluster's ports to bind again after its
+// processes have gone: seconds at most on any machine; longer means another process holds one.
+const portsFreeWait = time.Minute
+
+// waitPortsFree waits until every port of the cluster binds again.
+func (l layout) waitPortsFree(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, portsFreeWait)
+	defer cancel()
+	nodeIP := l.nodeIP()
+	for {
+		err := portsFree(nodeIP)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after stopping the cluster: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // deletePods deletes every pod with a one-second grace period and waits (up to half a minute)

@@ -1,11 +1,13 @@
-// Package kubetest gives tests the real single-node Kubernetes cluster of this test run.
+// Package kubetest gives tests the real single-node Kubernetes cluster of this machine.
 //
-// One cluster, shared by every test package, in the checkout's well-known state directory
-// `.data/k8s` (the one `go tool task k8s:up` uses), started by whichever test asks first. Why
-// this and not a cluster that cmd/testenv starts up front, the way it starts PostgreSQL:
+// One cluster per machine, shared by every test package of every checkout, in the machine-wide
+// state directory kubecluster.DefaultDir (/var/lib/gantry/k8s, the one `go tool task k8s:up`
+// uses), started by whichever test asks first. Why this and not a cluster per checkout, or one
+// that cmd/testenv starts up front, the way it starts PostgreSQL:
 //   - the cluster holds machine-wide resources (ports 2379/6443/10250, the kubepods cgroups, the
-//     pod bridge), so there can only be one at a time anyway; a fixed directory lets the tests
-//     reuse a cluster a developer already runs instead of failing on its ports;
+//     pod bridge), so there can only be one at a time anyway: two checkouts each with its own
+//     directory fought over the ports; one directory lets them share the cluster and count its
+//     users in one place;
 //   - most packages never need it: started lazily, it costs nothing to a run (or a `go test` of
 //     a few packages) that reaches no Kubernetes test, and the first run's binary build (five
 //     minutes) happens only when a test needs it;
@@ -13,13 +15,17 @@
 //     in the directory, so one process starts the cluster and the others wait and reuse it.
 //
 // A test that stops the cluster (kubecluster's own) calls Exclusive: every Cluster caller holds
-// a shared lock on .data/k8s/users.lock until its test ends, Exclusive takes it exclusively, so
-// no test anywhere loses the cluster while it uses it.
+// a shared lock on the directory's users.lock until its test ends; Exclusive takes it
+// exclusively (and shuts a gate in front of it so that new users wait behind the stop), so no
+// test anywhere loses the cluster while it uses it. Whoever waits says whom for.
 //
-// It is stopped at the end of `go tool task test`: cmd/testenv notes whether a cluster ran in
-// .data/k8s before the tests and stops it afterwards if the tests started it (once no test,
-// of this run or another, holds the users lock below). A plain `go test`
-// leaves it running for the next run (`go tool task k8s:down` stops it).
+// A test process that uses the cluster joins the machine's test runs (kubecluster.JoinTestRun)
+// until it exits, as cmd/testenv does for a whole `go tool task test`; the last run to end
+// stops a cluster the tests started (never one a developer started with k8s:up). A plain
+// `go test` leaves it running for the next run (`go tool task k8s:down` stops it).
+//
+// When a test that used the cluster fails, the end of every component's log is printed into
+// its output.
 //
 // Tests share the cluster: each works in a namespace of its own (Namespace).
 package kubetest
@@ -30,6 +36,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +51,7 @@ import (
 // busy machine) and the start itself (seconds).
 const startTimeout = 30 * time.Minute
 
-// Cluster starts (or reuses) the cluster of this test run. It fails the test, saying what to
+// Cluster starts (or reuses) the machine's test cluster. It fails the test, saying what to
 // install, when the machine lacks what the cluster needs; it never skips.
 func Cluster(t testing.TB) *kubecluster.Cluster {
 	t.Helper()
@@ -55,11 +62,14 @@ func Cluster(t testing.TB) *kubecluster.Cluster {
 	if err := kubecluster.CheckTools(); err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
+	dir := kubecluster.DefaultDir()
+	joinTestRun(t, dir)
 	// Held until the test ends: an Exclusive test in another package waits for it.
-	lockUsers(t, kubecluster.DefaultDir(root), false)
+	useShared(t, dir, root)
+	diagnoseOnFailure(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := kubecluster.Start(ctx, kubecluster.Options{Dir: kubecluster.DefaultDir(root), RepoRoot: root, Log: t.Output()})
+	c, err := kubecluster.Start(ctx, kubecluster.Options{Dir: dir, RepoRoot: root, Log: t.Output(), Owner: kubecluster.OwnerTests})
 	if err != nil {
 		t.Fatalf("kubetest: starting the test cluster: %v", err)
 	}
@@ -71,10 +81,10 @@ func Cluster(t testing.TB) *kubecluster.Cluster {
 	return c
 }
 
-// Exclusive waits until no test (in any package) uses the cluster and keeps others from
-// starting to until the test ends; the test may then stop and start the cluster in the returned
-// state directory. It returns that directory and the source tree's root. A test that called
-// Cluster must not call Exclusive (it would wait for itself).
+// Exclusive waits until no test (in any package of any checkout) uses the cluster and keeps
+// others from starting to until the test ends; the test may then stop and start the cluster
+// in the returned state directory. It returns that directory and the source tree's root. A
+// test that called Cluster must not call Exclusive (it would wait for itself).
 func Exclusive(t testing.TB) (dir, repoRoot string) {
 	t.Helper()
 	root, err := tofu.RepoRoot(".")
@@ -84,20 +94,77 @@ func Exclusive(t testing.TB) (dir, repoRoot string) {
 	if err := kubecluster.CheckTools(); err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
-	lockUsers(t, kubecluster.DefaultDir(root), true)
-	return kubecluster.DefaultDir(root), root
-}
-
-// lockUsers takes the cluster's users lock (kubecluster.LockUsers) until the test ends.
-func lockUsers(t testing.TB, dir string, exclusive bool) {
-	t.Helper()
+	dir = kubecluster.DefaultDir()
+	joinTestRun(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	unlock, err := kubecluster.LockUsers(ctx, dir, exclusive)
+	unlock, err := kubecluster.LockUsers(ctx, dir, true, who(t, root), t.Output())
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
 	t.Cleanup(unlock)
+	diagnoseOnFailure(t, dir)
+	return dir, root
+}
+
+func who(t testing.TB, root string) string { return t.Name() + " in " + root }
+
+// The process's shared hold on the users lock: the first test to need it takes it (waiting
+// behind a pending stop), tests that overlap it in the same process share it, and the last to
+// end lets it go. A second hold from the same process must not queue behind a stop that is
+// waiting for the first: it would wait for itself.
+var shared struct {
+	sync.Mutex
+	n      int
+	unlock func()
+}
+
+func useShared(t testing.TB, dir, root string) {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.n == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		unlock, err := kubecluster.LockUsers(ctx, dir, false, who(t, root), t.Output())
+		if err != nil {
+			t.Fatalf("kubetest: %v", err)
+		}
+		shared.unlock = unlock
+	}
+	shared.n++
+	t.Cleanup(func() {
+		shared.Lock()
+		defer shared.Unlock()
+		if shared.n--; shared.n == 0 {
+			shared.unlock()
+		}
+	})
+}
+
+// The process's place among the machine's test runs, held until it exits.
+var run struct {
+	sync.Once
+	err error
+}
+
+func joinTestRun(t testing.TB, dir string) {
+	t.Helper()
+	run.Do(func() { _, run.err = kubecluster.JoinTestRun(dir) })
+	if run.err != nil {
+		t.Fatalf("kubetest: %v", run.err)
+	}
+}
+
+// diagnoseOnFailure prints the state of every component and the end of its log into the
+// test's output should the test fail: a cluster that misbehaved explains itself where the
+// failure is read, not in files a CI machine throws away.
+func diagnoseOnFailure(t testing.TB, dir string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kubetest: the test cluster after this failure:\n%s", kubecluster.Diagnose(dir))
+		}
+	})
 }
 
 // Namespace creates a namespace of the test's own in c, deleted (with everything in it) when

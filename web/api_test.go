@@ -3,12 +3,12 @@ package web_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
@@ -44,16 +44,22 @@ func decodeJSON[T any](t *testing.T, body string) T {
 	return v
 }
 
-// pollRun reads the run through the API until it is in want or finished elsewhere.
+// pollRun reads the run through the API until it is in want or finished elsewhere,
+// reading again at each of the run's change notifications.
 func (c *apiChecker) pollRun(token, id string, want run.State) apiRunDoc {
 	c.t.Helper()
+	var org string
+	require.NoError(c.t, c.app.DB.Raw("SELECT organization_id FROM runs WHERE id = ?", id).Scan(&org).Error)
+	require.NotEmpty(c.t, org, "no run %s", id)
+	changed, stop := c.app.Server.Changes.Subscribe(org, id)
+	defer stop()
 	var r apiRunDoc
-	assert.Eventually(c.t, func() bool {
+	bench.Eventually(c.t, fmt.Sprintf("run %s to be %s through the API", id, want), 20*time.Second, func() (bool, any) {
 		status, body := c.call(token, http.MethodGet, "/api/v1/runs/"+id, nil)
 		require.Equal(c.t, http.StatusOK, status, body)
 		r = decodeJSON[apiRunDoc](c.t, body)
-		return r.State == string(want) || (r.Finished && r.State != string(want))
-	}, bench.Deadline(5*time.Second), 50*time.Millisecond)
+		return r.State == string(want) || r.Finished, r.State
+	}, bench.Wake(changed))
 	require.Equal(c.t, string(want), r.State)
 	return r
 }

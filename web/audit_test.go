@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/audit/exportfile"
 	"gantry/models/run"
 	"gantry/web/webtest"
@@ -33,14 +34,23 @@ func requestExport(t testing.TB, app *webtest.App, c *http.Client, csrf string, 
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	loc := resp.Header.Get("Location")
 	require.Regexp(t, `^/audit/exports/exp-[a-z0-9]+$`, loc)
-	require.Eventually(t, func() bool {
+	// Woken by each attempt of an export job (the job writes the export, then finishes).
+	exported := jobsFinished(t, app, "audit.export")
+	bench.Eventually(t, "export "+loc+" to be ready", 30*time.Second, func() (bool, any) {
 		page := webtest.ReadBody(t, app.Get(t, c, loc))
-		return regexpReady.MatchString(page)
-	}, 30*time.Second, 100*time.Millisecond, "export %s never became ready", loc)
+		status := "no status"
+		if m := exportStatus.FindStringSubmatch(page); m != nil {
+			status = m[1]
+		}
+		if status == "failed" {
+			t.Fatalf("export %s failed: %s", loc, page)
+		}
+		return status == "ready", status
+	}, bench.Wake(exported))
 	return loc[len("/audit/exports/"):]
 }
 
-var regexpReady = regexp.MustCompile(`data-status="ready"`)
+var exportStatus = regexp.MustCompile(`data-testid="export-status" data-status="([a-z]+)"`)
 
 func TestAuditHistoryForAuditors(t *testing.T) {
 	t.Parallel()

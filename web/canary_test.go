@@ -27,6 +27,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/artifact"
 	"gantry/models/authz"
 	"gantry/models/bundle"
@@ -575,13 +576,13 @@ func pgDump(t *testing.T, dsn string) []byte {
 		require.NotEmpty(t, matches, "pg_dump not found in $PATH or /usr/lib/postgresql/*/bin: install postgresql-client")
 		bin = matches[len(matches)-1]
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := bench.Context(t.Context(), time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "--no-password", "--dbname="+dsn)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "pg_dump: %s", stderr.String())
+	require.NoError(t, err, "pg_dump (%v): %s", context.Cause(ctx), stderr.String())
 	require.Contains(t, string(out), "COPY public.environments", "the dump has the data")
 	return out
 }
@@ -592,16 +593,39 @@ func pgVersion(path string) int {
 	return v
 }
 
-// lockedBuffer is a log sink safe for concurrent writers.
+// lockedBuffer is a log sink safe for concurrent writers. Written signals after each
+// write: the event a test waiting for a log line wakes on.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	n, err := l.b.Write(p)
+	select {
+	case l.signal() <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return n, err
+}
+
+// Written receives a signal after writes (they coalesce: one pending at most), so a
+// waiter reads the whole buffer again after each.
+func (l *lockedBuffer) Written() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.signal()
+}
+
+// signal is the channel Written returns, made on first use (l.mu held).
+func (l *lockedBuffer) signal() chan struct{} {
+	if l.wrote == nil {
+		l.wrote = make(chan struct{}, 1)
+	}
+	return l.wrote
 }
 
 func (l *lockedBuffer) String() string {

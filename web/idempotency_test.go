@@ -6,10 +6,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/db/dbtest"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -97,12 +99,30 @@ func TestDoubleApproveDecidesOnce(t *testing.T) {
 	require.Equal(t, run.PendingApproval, waitForState(t, app, r.ID, run.PendingApproval).State)
 
 	// A double click: two requests with one key in flight at once, then a third later.
+	// In flight at once, whatever the machine's pace: the test holds the run's row, so the
+	// request that reserved the key waits for it inside its transaction, and the other
+	// waits for that request's key; only once both wait is the run let go.
+	holder := app.DB.Begin()
+	t.Cleanup(func() { holder.Rollback() }) // a failing test lets the contenders go too
+	require.NoError(t, holder.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE", r.ID).Error)
 	var wg sync.WaitGroup
 	answers := make([]*http.Response, 3)
+	postErrs := make([]error, 2)
+	var finished atomic.Int32
 	for i := range 2 {
-		wg.Go(func() { answers[i] = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", form) })
+		wg.Go(func() {
+			defer finished.Add(1)
+			answers[i], postErrs[i] = app.TryPostForm(admin, "/runs/"+r.ID+"/approve", form)
+		})
 	}
+	dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, holder), 2, func() (bool, any) {
+		return finished.Load() > 0, "an answer before the run was let go"
+	})
+	require.NoError(t, holder.Rollback().Error)
 	wg.Wait()
+	for i, err := range postErrs {
+		require.NoError(t, err, "request %d", i)
+	}
 	answers[2] = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", form)
 	for i, resp := range answers {
 		body := webtest.ReadBody(t, resp)

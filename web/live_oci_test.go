@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/oci"
@@ -74,7 +75,7 @@ func runcServe(t testing.TB, ln net.Listener, h http.Handler) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := bench.Context(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
@@ -162,9 +163,9 @@ func startRuncWith(t testing.TB, opts runcOptions) runcApp {
 	}
 	runcServe(t, cloudLn, cloudHandler)
 
-	hctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	hctx, cancel := bench.Context(t.Context(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, ociExec.Health(hctx))
+	require.NoError(t, ociExec.Health(hctx), "executor health (%v)", context.Cause(hctx))
 	return runcApp{App: app, cloudDir: cloudDir, exec: ex, tofu: ociExec, runner: tr}
 }
 
@@ -234,6 +235,8 @@ func TestLiveRunsInRunc(t *testing.T) {
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	// The bases of the waits below (WaitForRun spends them at the machine's pace): a live
+	// phase in a container takes seconds to a minute on an idle machine.
 	const phase = 2 * time.Minute
 
 	first := app.App.WaitForRun(t, app.App.RequestRun(t, operator, runcPostgresInputs(staging, run.KindApply)), run.PendingApproval, phase)
@@ -288,15 +291,15 @@ func TestRuncJobLimits(t *testing.T) {
 
 	id := app.App.RequestRun(t, operator, runcPostgresInputs(staging, run.KindApply))
 	var r run.Run
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
+	changed, stop := app.Server.Changes.Subscribe(r.OrganizationID, id)
+	defer stop()
+	bench.Eventually(t, "run "+id+" to end its plan", 2*time.Minute, func() (bool, any) {
 		require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
-		if r.State.Terminal() || r.State == run.PendingApproval {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "run %s is still %s: %s", id, r.State, app.App.RunLogs(t, r))
-		time.Sleep(25 * time.Millisecond)
-	}
+		return r.State.Terminal() || r.State == run.PendingApproval, bench.Later(func() string {
+			return string(r.State) + app.App.RunLogs(t, r)
+		})
+	}, bench.Wake(changed))
 	logs := app.App.RunLogs(t, r)
 	require.Equal(t, run.Failed, r.State, "%s%s", r.StateReason, logs)
 	require.Contains(t, r.StateReason, "exceeded its memory limit of 8 MiB", logs)

@@ -37,6 +37,8 @@ func (l *lateWrites) wrap(next http.Handler) http.Handler {
 			l.mu.Lock()
 			l.used = append(l.used, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 			l.mu.Unlock()
+			// Fixed, not a budget: the delay outlasting the token's life is the subject
+			// (a busy machine only makes the apply longer still).
 			time.Sleep(l.delay)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/runner/tofu"
@@ -210,6 +211,7 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 type killingExecutor struct {
 	tofurun.Executor
 	writing <-chan struct{}
+	killed  func()        // called once a killed apply's tofu has exited
 	kills   *atomic.Int32 // how many applies are still to be killed
 }
 
@@ -225,6 +227,7 @@ func (k killingExecutor) Run(ctx context.Context, dir string, c tofurun.Command)
 			case <-ctx.Done():
 			}
 		}()
+		defer k.killed()
 	}
 	return k.Executor.Run(ctx, dir, c)
 }
@@ -233,23 +236,28 @@ func (k killingExecutor) Run(ctx context.Context, dir string, c tofurun.Command)
 // the next run of the workspace then locks, plans and applies normally.
 func TestLiveApplyKilled(t *testing.T) {
 	t.Parallel()
-	// A database's creation reaches the cloud (which records the attempt in its applies
-	// ledger) 5 s after tofu sent it; tofu is killed as soon as it is sent.
-	writing := make(chan struct{})
-	var once sync.Once
-	slowDatabases := func(next http.Handler) http.Handler {
+	// tofu is killed as soon as it sent a database's creation; the creation reaches the
+	// cloud (which records the attempt in its applies ledger) only once tofu has exited,
+	// so tofu never hears the answer. reached closes when the cloud has answered it.
+	writing, exited, reached := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	lateDatabases := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/v1/database") {
-				once.Do(func() { close(writing) })
-				time.Sleep(5 * time.Second)
+			if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/v1/database") && first.CompareAndSwap(false, true) {
+				close(writing)
+				select {
+				case <-exited:
+				case <-t.Context().Done(): // tofu was never killed: the test fails on the run's state
+				}
+				defer close(reached)
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
 	var kills atomic.Int32
 	kills.Store(1)
-	app := startLiveWith(t, liveOptions{Cloud: slowDatabases, Exec: func(e tofurun.Executor, _ string) tofurun.Executor {
-		return killingExecutor{Executor: e, writing: writing, kills: &kills}
+	app := startLiveWith(t, liveOptions{Cloud: lateDatabases, Exec: func(e tofurun.Executor, _ string) tofurun.Executor {
+		return killingExecutor{Executor: e, writing: writing, killed: sync.OnceFunc(func() { close(exited) }), kills: &kills}
 	}})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
@@ -274,7 +282,9 @@ func TestLiveApplyKilled(t *testing.T) {
 	next := waitForState(t, app.App, app.App.RequestRun(t, operator, form), run.PendingApproval)
 	approve(t, app.App, admin, next)
 	next = waitForState(t, app.App, next.ID, run.Succeeded)
-	// The killed apply tried once and was never tried again.
+	// The killed apply tried once (its creation reached the cloud after tofu died) and
+	// was never tried again.
+	bench.Receive(t, "the killed apply's creation to reach the cloud", time.Minute, reached)
 	app.appliedOnce(t, r, next)
 }
 

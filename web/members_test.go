@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/authz"
+	"gantry/models/db/dbtest"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/risk"
@@ -204,16 +206,29 @@ func TestEscalationActs(t *testing.T) {
 	require.True(t, p.Approve.Allowed(), "escalated: admins decide too: %s", p.Approve.Reason())
 	require.True(t, p.Deciders.Escalated)
 
+	// Five at once, whatever the machine's pace: the test holds the run's row, so each
+	// queues for it, and lets it go only once all five wait.
+	const escalations = 5
+	holder := app.DB.Begin()
+	t.Cleanup(func() { holder.Rollback() }) // a failing test lets the contenders go too
+	require.NoError(t, holder.Exec("SELECT id FROM runs WHERE id = ? FOR UPDATE", r.ID).Error)
+	escalateErrs := make([]error, escalations)
+	var finished atomic.Int32
 	var wg sync.WaitGroup
-	for range 5 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := app.System.Runs.EscalateIfDue(ctx, r.ID)
-			require.NoError(t, err)
-		}()
+	for i := range escalations {
+		wg.Go(func() {
+			defer finished.Add(1)
+			_, escalateErrs[i] = app.System.Runs.EscalateIfDue(ctx, r.ID)
+		})
 	}
+	dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, holder), escalations, func() (bool, any) {
+		return finished.Load() > 0, "an escalation ended while the run was held"
+	})
+	require.NoError(t, holder.Rollback().Error)
 	wg.Wait()
+	for i, err := range escalateErrs {
+		require.NoError(t, err, "escalation %d", i)
+	}
 	require.EqualValues(t, 1, auditCount(t, app, r.ID, "run.escalated"), "recorded exactly once per run and row")
 	var escalated run.Run
 	require.NoError(t, app.DB.Where("id = ?", r.ID).Take(&escalated).Error)

@@ -6,16 +6,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
@@ -60,25 +63,59 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 	return r
 }
 
-// wait returns the first request for which match holds, waiting for it.
+// wait returns the first request for which match holds, waiting for it (woken by each
+// request that arrives).
 func (r *receiver) wait(t *testing.T, match func(received) bool) received {
 	t.Helper()
-	deadline := time.After(bench.Deadline(10 * time.Second))
-	for {
+	var found received
+	bench.Eventually(t, "a matching webhook request", 40*time.Second, func() (bool, any) {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		for _, g := range r.got {
 			if match(g) {
-				r.mu.Unlock()
-				return g
+				found = g
+				return true, nil
 			}
 		}
-		r.mu.Unlock()
-		select {
-		case <-r.arrived:
-		case <-deadline:
-			t.Fatalf("no matching webhook request; got %d", len(r.got))
+		return false, fmt.Sprintf("%d requests, none matching", len(r.got))
+	}, bench.Wake(r.arrived))
+	return found
+}
+
+// jobsFinished signals whenever the portal's job queue has stored the outcome of an
+// attempt at a job of one of kinds (completed, failed, cancelled or snoozed): the event a
+// test waiting for what such a job writes wakes on. Signals coalesce (one pending at
+// most): the waiter reads what it waits for again after each.
+func jobsFinished(t testing.TB, app *webtest.App, kinds ...string) <-chan struct{} {
+	t.Helper()
+	events, cancel := app.System.Queue.Client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range events { // ends when cancel (or the queue stopping) closes events
+			if ev.Job != nil && slices.Contains(kinds, ev.Job.Kind) {
+				select {
+				case wake <- struct{}{}:
+				default: // a signal is already pending
+				}
+			}
 		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return wake
+}
+
+var deliveryStatus = regexp.MustCompile(`data-status="([a-z]+)"`)
+
+// deliveryStatuses are the statuses a hook's delivery log shows, for a wait's report.
+func deliveryStatuses(page string) []string {
+	var out []string
+	for _, m := range deliveryStatus.FindAllStringSubmatch(page, -1) {
+		out = append(out, m[1])
 	}
+	return out
 }
 
 func event(e notify.Event) func(received) bool {
@@ -115,10 +152,10 @@ func signature(secret, ts string, body []byte) string {
 
 func waitForMail(t *testing.T, app *webtest.App, match func(devmail.Message) bool) devmail.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bench.Deadline(10*time.Second))
+	ctx, cancel := bench.Context(context.Background(), 40*time.Second)
 	defer cancel()
 	m, err := app.Mail.Wait(ctx, match)
-	require.NoError(t, err)
+	require.NoError(t, err, "waiting for mail (%v)", context.Cause(ctx))
 	return m
 }
 
@@ -212,10 +249,11 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	// The hook's delivery log, as the admin sees it: the delivery job records the answer
 	// once the hook has answered, so the page may say pending for a moment.
 	var page string
-	require.Eventually(t, func() bool {
+	delivered := jobsFinished(t, app, "notify.webhook")
+	bench.Eventually(t, "every delivery recorded as delivered", 20*time.Second, func() (bool, any) {
 		page = webtest.ReadBody(t, app.Get(t, admin, "/settings/webhooks/"+hookID))
-		return strings.Contains(page, `data-status="delivered"`) && !strings.Contains(page, `data-status="pending"`)
-	}, bench.Deadline(5*time.Second), 50*time.Millisecond, "every delivery recorded as delivered")
+		return strings.Contains(page, `data-status="delivered"`) && !strings.Contains(page, `data-status="pending"`), deliveryStatuses(page)
+	}, bench.Wake(delivered))
 	require.Contains(t, page, "HTTP 200")
 
 	// Another organization's admin finds nothing; an operator manages no hooks.
@@ -249,13 +287,19 @@ func TestFailingWebhookIsRetriedWithBackoff(t *testing.T) {
 	failing := newReceiver(t, http.StatusInternalServerError)
 	hookID, _ := addHook(t, app, admin, "flaky", failing.URL, "json", notify.DecisionWaiting)
 
+	// Woken by each attempt the fan-out and the deliveries make; the gaps between attempts
+	// are the hook's backoff, the subject below.
+	attempted := jobsFinished(t, app, "notify.fanout", "notify.webhook")
 	first := waitingIn(t, app, operator, "flaky-one")
 	var d notify.Delivery
-	require.Eventually(t, func() bool {
+	bench.Eventually(t, "the delivery to fail after its last attempt", 60*time.Second, func() (bool, any) {
 		// The delivery appears when the fan-out job has run: until then, not yet.
 		err := app.DB.Where("webhook_id = ? AND run_id = ?", hookID, first.ID).Take(&d).Error
-		return err == nil && d.Status == notify.DeliveryFailed
-	}, bench.Deadline(15*time.Second), 50*time.Millisecond)
+		if err != nil {
+			return false, err
+		}
+		return d.Status == notify.DeliveryFailed, fmt.Sprintf("%s after %d attempts", d.Status, d.Attempts)
+	}, bench.Wake(attempted))
 	require.Equal(t, 3, d.Attempts)
 	require.Equal(t, 500, *d.LastStatusCode)
 	var tries []notify.Attempt
@@ -277,11 +321,11 @@ func TestFailingWebhookIsRetriedWithBackoff(t *testing.T) {
 
 	// Two more failures turn the hook off after the fifth in a row.
 	waitingIn(t, app, operator, "flaky-two")
-	require.Eventually(t, func() bool {
+	bench.Eventually(t, "the hook to be turned off", 60*time.Second, func() (bool, any) {
 		var on bool
 		require.NoError(t, app.DB.Raw("SELECT enabled FROM webhooks WHERE id = ?", hookID).Scan(&on).Error)
-		return !on
-	}, bench.Deadline(15*time.Second), 50*time.Millisecond)
+		return !on, "still on"
+	}, bench.Wake(attempted))
 	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM audit_events WHERE action = 'webhook.disabled' AND target_id = ?", hookID))
 	require.Contains(t, webtest.ReadBody(t, app.Get(t, admin, "/settings/webhooks/"+hookID)), "turned off by Gantry after 5 failed attempts in a row")
 
@@ -302,10 +346,13 @@ func TestFailingWebhookIsRetriedWithBackoff(t *testing.T) {
 	again := failing.wait(t, func(g received) bool { return g.at.After(mark) })
 	require.Equal(t, string(notify.DecisionWaiting), again.header.Get("Gantry-Event"))
 	var redelivered notify.Delivery
-	require.Eventually(t, func() bool {
+	bench.Eventually(t, "the redelivery to be recorded delivered", 20*time.Second, func() (bool, any) {
 		err := app.DB.Where("redelivery_of = ?", d.ID).Take(&redelivered).Error
-		return err == nil && redelivered.Status == notify.DeliveryDelivered
-	}, bench.Deadline(5*time.Second), 50*time.Millisecond)
+		if err != nil {
+			return false, err
+		}
+		return redelivered.Status == notify.DeliveryDelivered, redelivered.Status
+	}, bench.Wake(attempted))
 }
 
 // TestWebhookTargetsAreGuarded: without --webhook-allow-private, loopback, private,

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/db/pgcluster"
 	"gantry/models/run"
 	"gantry/sandbox/client"
@@ -65,16 +67,25 @@ func (g *cloudGate) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// portalLog collects the portal's JSON log (its access log among it).
+// portalLog collects the portal's JSON log (its access log among it); wrote signals
+// after each write (signals coalesce), the event a wait for a log line wakes on.
 type portalLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
 }
+
+func newPortalLog() *portalLog { return &portalLog{wrote: make(chan struct{}, 1)} }
 
 func (l *portalLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.Write(p)
+	n, err := l.buf.Write(p)
+	select {
+	case l.wrote <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return n, err
 }
 
 // refused counts the requests to path, or under it, that the access log shows answered
@@ -120,7 +131,7 @@ func TestPostgresRestartDuringALiveApply(t *testing.T) {
 	require.NoError(t, cluster.EnsureDatabase(ctx, "gantry"))
 
 	gate := newCloudGate()
-	logs := &portalLog{}
+	logs := newPortalLog()
 	app := startLiveWith(t, liveOptions{DatabaseURL: cluster.URL("gantry"), Log: logs, Cloud: gate.wrap})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	dev := app.OrgEnvironmentID(t, "acme", "development")
@@ -140,25 +151,34 @@ func TestPostgresRestartDuringALiveApply(t *testing.T) {
 		restartCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
+		// The pause is fixed, not a budget: it is only an upper bound (the cancel below ends
+		// it once the test has seen what it waits for), and it never elapses.
 		go func() { done <- cluster.Restart(restartCtx, mode, 5*time.Minute) }()
-		require.Eventually(t, func() bool { return probe("/readyz") == http.StatusServiceUnavailable }, time.Minute, 25*time.Millisecond,
-			"/readyz says not ready while the database is away (%s)", mode)
+		// Readiness and the server's pid file have no event: they are polled.
+		bench.Eventually(t, fmt.Sprintf("/readyz to say not ready while the database is away (%s)", mode), time.Minute, func() (bool, any) {
+			status := probe("/readyz")
+			return status == http.StatusServiceUnavailable, status
+		}, bench.Poll(25*time.Millisecond))
 		require.Equal(t, http.StatusOK, probe("/healthz"), "alive while the database is away")
 		release()
-		require.Eventually(t, func() bool { return logs.refused(statePath) > before }, 2*time.Minute, 50*time.Millisecond,
-			"tofu goes on to store the apply's state while the database is away, and is told 503")
+		bench.Eventually(t, "tofu to go on storing the apply's state while the database is away, and be told 503", 2*time.Minute, func() (bool, any) {
+			n := logs.refused(statePath)
+			return n > before, fmt.Sprintf("%d refusals logged", n)
+		}, bench.Wake(logs.wrote))
 		require.Equal(t, http.StatusServiceUnavailable, probe("/readyz"), "still away")
 		require.Equal(t, http.StatusOK, probe("/healthz"))
 		cancel()
 		<-done // context.Canceled in its pause, or a stop cut short: either way the server is going down
-		require.Eventually(t, func() bool {
+		bench.Eventually(t, "the server to be down", time.Minute, func() (bool, any) {
 			_, err := os.Stat(filepath.Join(pgDir, "postmaster.pid"))
-			return os.IsNotExist(err)
-		}, time.Minute, 25*time.Millisecond, "the server is down")
+			return os.IsNotExist(err), err
+		}, bench.Poll(25*time.Millisecond))
 		cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: pgDir, Port: cluster.Port()})
 		require.NoError(t, err)
-		require.Eventually(t, func() bool { return probe("/readyz") == http.StatusOK }, time.Minute, 100*time.Millisecond,
-			"ready again after the %s restart", mode)
+		bench.Eventually(t, fmt.Sprintf("/readyz to say ready again after the %s restart", mode), time.Minute, func() (bool, any) {
+			status := probe("/readyz")
+			return status == http.StatusOK, status
+		}, bench.Poll(100*time.Millisecond))
 	}
 
 	var runs []run.Run
@@ -166,24 +186,29 @@ func TestPostgresRestartDuringALiveApply(t *testing.T) {
 		release := gate.arm(t)
 		id := app.App.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"pg-restart"},
 			"kind": {"apply"}, "inputs.name": {"pg-restart-bucket"}, "inputs.retention_days": {step.retention}})
-		select {
-		case held := <-gate.entered:
-			require.True(t, strings.HasPrefix(held, step.change), held)
-		case <-time.After(3 * time.Minute):
-			var r run.Run
-			require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
-			t.Fatalf("the apply never reached the cloud: run is %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app.App, r))
-		}
 		var r run.Run
+		change := receiveUntil(t, "the apply to reach the cloud", 3*time.Minute, gate.entered, func(string) bool { return true }, func() any {
+			if err := app.DB.Where("id = ?", id).Take(&r).Error; err != nil {
+				return err
+			}
+			return fmt.Sprintf("run is %s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app.App, r))
+		})
+		require.True(t, strings.HasPrefix(change, step.change), change)
 		require.NoError(t, app.DB.Where("id = ?", id).Take(&r).Error)
 		require.Equal(t, run.Running, r.State, "the apply is inside tofu")
 
+		// Woken by the run's changes (the portal's listener reconnects after the restart
+		// and signals every subscriber then, as notices may have been missed).
+		changed, stop := app.Server.Changes.Subscribe(r.OrganizationID, id)
 		outage(step.mode, "/state/"+r.WorkspaceID, release)
-
-		require.Eventually(t, func() bool {
+		bench.Eventually(t, "run "+id+" to end", 3*time.Minute, func() (bool, any) {
 			// The test's own pool may hold a connection the restart broke: ask again.
-			return app.DB.Where("id = ?", id).Take(&r).Error == nil && r.State.Terminal()
-		}, 3*time.Minute, 100*time.Millisecond, "run %s never ended", id)
+			if err := app.DB.Where("id = ?", id).Take(&r).Error; err != nil {
+				return false, err
+			}
+			return r.State.Terminal(), r.State
+		}, bench.Wake(changed))
+		stop()
 		require.Equal(t, run.Succeeded, r.State, "%s: %s\n%s", r.State, r.StateReason, phaseLogs(t, app.App, r))
 		var held int64
 		require.NoError(t, app.DB.Raw("SELECT count(*) FROM state_locks WHERE workspace_id = ? AND lock_id IS NOT NULL", r.WorkspaceID).Scan(&held).Error)

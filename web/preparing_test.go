@@ -77,18 +77,11 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 	set(1304)
 	waitLine := func(want string) {
 		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				require.True(t, ok, "the stream ended before %q", want)
-				if strings.Contains(l, want) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("the stream never sent %q", want)
-			}
-		}
+		var last string
+		receiveUntil(t, fmt.Sprintf("the stream to send %q", want), 15*time.Second, lines, func(l string) bool {
+			last = l
+			return strings.Contains(l, want)
+		}, func() any { return fmt.Sprintf("last %q", last) })
 	}
 	waitLine("Waiting for the OpenTofu build (80 %)")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/web"
@@ -120,17 +121,18 @@ func TestSignInRateLimitedPerAddress(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusFound, resp.StatusCode, "a minute later the address may sign in again")
 
+	// Woken by each write to the log.
 	var line map[string]any
-	require.Eventually(t, func() bool {
+	bench.Eventually(t, "the refusal's log line", 5*time.Second, func() (bool, any) {
 		sc := bufio.NewScanner(strings.NewReader(log.String()))
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), `"msg":"rate limited"`) && strings.Contains(sc.Text(), limitedID) {
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
-				return true
+				return true, nil
 			}
 		}
-		return false
-	}, 5*time.Second, 20*time.Millisecond, "the refusal is logged")
+		return false, "no line for " + limitedID
+	}, bench.Wake(log.Written()))
 	require.Equal(t, limitedID, line["request_id"])
 	require.Equal(t, "sign-in", line["limit"])
 	require.Equal(t, "203.0.113.7", line["remote_ip"])

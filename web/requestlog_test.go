@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/web/webtest"
 )
@@ -24,18 +26,20 @@ func TestRequestLogLinesCarryTheRequestID(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	id := resp.Header.Get("X-Request-Id")
 	require.NotEmpty(t, id)
+	// The access line is written once the answer went out: wait for it, woken by each
+	// write to the log.
 	var line map[string]any
-	require.Eventually(t, func() bool {
+	bench.Eventually(t, "the request's access log line", 5*time.Second, func() (bool, any) {
 		sc := bufio.NewScanner(strings.NewReader(log.String()))
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), `"msg":"request"`) && strings.Contains(sc.Text(), id) {
 				require.Equal(t, 1, strings.Count(sc.Text(), `"request_id"`), "the id once: %s", sc.Text())
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
-				return true
+				return true, nil
 			}
 		}
-		return false
-	}, 5e9, 2e7)
+		return false, "no line for " + id
+	}, bench.Wake(log.Written()))
 	require.Equal(t, id, line["request_id"])
 	require.Equal(t, "/api/v1/templates", line["route"])
 }

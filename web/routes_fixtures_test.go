@@ -152,11 +152,14 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		fx.runs[r.ID] = r
 	}
 
+	// A delivery row appears when the notice's fan-out job has run: woken by each.
+	fannedOut := jobsFinished(t, app, "notify.fanout")
 	for _, x := range []*tenantObjects{&fx.acme, &fx.globex} {
-		require.Eventually(t, func() bool {
-			return app.DB.Raw("SELECT id FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at LIMIT 1", x.webhook).
-				Scan(&x.delivery).Error == nil && x.delivery != ""
-		}, bench.Deadline(10*time.Second), 50*time.Millisecond, "a delivery of %s", x.webhook)
+		bench.Eventually(t, "a delivery of "+x.webhook, 40*time.Second, func() (bool, any) {
+			require.NoError(t, app.DB.Raw("SELECT id FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at LIMIT 1", x.webhook).
+				Scan(&x.delivery).Error)
+			return x.delivery != "", "none yet"
+		}, bench.Wake(fannedOut))
 	}
 
 	// The review page's sections, as it draws them (each has its own pager route).
@@ -285,7 +288,7 @@ type answer struct {
 // event. Whatever the call, the answer is never a 5xx.
 func (fx *routeFixtures) send(t routeT, c call) answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := bench.Context(t.Context(), 10*time.Second)
 	defer cancel()
 	var body io.Reader
 	contentType := c.contentType
@@ -325,7 +328,7 @@ func (fx *routeFixtures) send(t routeT, c call) answer {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	resp, err := client.Do(req)
-	require.NoError(t, err, c.String())
+	require.NoError(t, err, "%s (%v)", c, context.Cause(ctx))
 	defer resp.Body.Close()
 	var b []byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -342,7 +345,7 @@ func (fx *routeFixtures) send(t routeT, c call) answer {
 		b = buf.Bytes()
 	} else {
 		b, err = io.ReadAll(resp.Body)
-		require.NoError(t, err, c.String())
+		require.NoError(t, err, "%s (%v)", c, context.Cause(ctx))
 	}
 	a := answer{status: resp.StatusCode, body: string(b), location: resp.Header.Get("Location"),
 		contentType: resp.Header.Get("Content-Type")}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -137,20 +138,46 @@ func openStream(t *testing.T, app *webtest.App, c *http.Client, path, lastEventI
 }
 
 // until reads events until done says so of all the events read so far, and returns
-// them. A stream that stops sending fails the test (after a minute: a hang, not a
-// timing assertion).
+// them. A stream that ends first, or sends nothing more for a minute of idle-machine time
+// (a hang, not a timing assertion), fails the test.
 func (s *sseStream) until(t *testing.T, what string, done func([]sseEvent) bool) []sseEvent {
 	t.Helper()
-	for !done(s.seen) {
+	if done(s.seen) {
+		return s.seen
+	}
+	receiveUntil(t, what+" on the stream", time.Minute, s.events, func(ev sseEvent) bool {
+		s.seen = append(s.seen, ev)
+		return done(s.seen)
+	}, func() any { return names(s.seen) })
+	return s.seen
+}
+
+// receiveUntil receives values from ch until done holds for one, and returns it, within
+// base of idle-machine time for the whole wait (bench.Receive's budget, over many
+// values). A closed ch or a spent budget fails the test, saying what it waited for and
+// what seen reports.
+func receiveUntil[T any](t testing.TB, what string, base time.Duration, ch <-chan T, done func(T) bool, seen func() any) T {
+	t.Helper()
+	b := bench.NewBudget(base)
+	for {
+		timer := time.NewTimer(min(b.Left(), time.Second) + time.Millisecond)
 		select {
-		case ev, ok := <-s.events:
-			require.True(t, ok, "the stream ended waiting for %s; it sent %v", what, names(s.seen))
-			s.seen = append(s.seen, ev)
-		case <-time.After(time.Minute):
-			t.Fatalf("no %s on the stream; it sent %v", what, names(s.seen))
+		case v, ok := <-ch:
+			timer.Stop()
+			if !ok {
+				t.Fatalf("waited for %s: it ended first; it sent %v", what, seen())
+			}
+			if done(v) {
+				return v
+			}
+		case <-timer.C:
+		}
+		// Checked after values too: a stream that keeps sending other things spends the
+		// budget as one that sends nothing does.
+		if b.Spent() {
+			t.Fatalf("waited for %s: not within %s; it sent %v", what, b, seen())
 		}
 	}
-	return s.seen
 }
 
 func names(evs []sseEvent) []string {
@@ -217,11 +244,7 @@ func TestLiveLogStream(t *testing.T) {
 	dev := app.OrgEnvironmentID(t, "acme", "development")
 	runID := app.RequestRun(t, operator, url.Values{"template": {"bucket"}, "environment": {dev}, "workspace": {"chatty"},
 		"kind": {"apply"}, "inputs.name": {liveSecret}})
-	select {
-	case <-held.held:
-	case <-time.After(time.Minute):
-		t.Fatal("the plan never started")
-	}
+	bench.Receive(t, "the held plan to start", time.Minute, held.held)
 
 	// The page, mid-plan: one stream (the run's, on the body), the live log section
 	// ready for the plan's log.

@@ -244,26 +244,44 @@ func TestRunEventsStreamSince(t *testing.T) {
 
 	resp := app.Get(t, operator, streamURL)
 	defer resp.Body.Close()
-	first := make(chan string, 1)
+	events := make(chan string, 16) // "<name> <data>"
 	go func() {
+		defer close(events)
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var name string
+		var data strings.Builder
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data: ") && strings.Contains(line, `data-testid="run-state"`) {
-				first <- line
-				return
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data.WriteString(strings.TrimPrefix(line, "data: "))
+			case line == "" && name != "":
+				events <- name + " " + data.String()
+				name = ""
+				data.Reset()
 			}
 		}
-		close(first)
 	}()
+	var last string
+	seen := func() any { return last }
+	// The stream sends its live log section ("log-phase") right after it decided, from
+	// since, whether to send the run: reading up to it proves that decision was made on
+	// the run as the page shows it, before the change below.
+	first := receiveUntil(t, "the stream's first section", 15*time.Second, events, func(e string) bool {
+		last = e
+		return strings.HasPrefix(e, "log-phase ") || strings.HasPrefix(e, "run ")
+	}, seen)
+	require.True(t, strings.HasPrefix(first, "log-phase "), "the unchanged run was not sent again: %s", first)
 	admin := app.LoggedIn(t, "admin@acme.test")
 	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", decisionForm(t, app, admin, r))
 	webtest.ReadBody(t, approve)
 	require.Equal(t, http.StatusSeeOther, approve.StatusCode)
-	select {
-	case line := <-first:
-		require.NotContains(t, line, ">PENDING_APPROVAL<", "the unchanged state was not sent again")
-	case <-time.After(15 * time.Second):
-		t.Fatal("no event after the change")
-	}
+	changed := receiveUntil(t, "the changed run", 15*time.Second, events, func(e string) bool {
+		last = e
+		return strings.HasPrefix(e, "run ")
+	}, seen)
+	require.Contains(t, changed, `data-testid="run-state"`, changed)
+	require.NotContains(t, changed, ">PENDING_APPROVAL<", "the first run event is the changed run")
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"gantry/runner/tofu"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,14 +15,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"gantry/handlers"
+	"gantry/models/db/dbtest"
 	"gantry/models/state"
 	"gantry/models/state/statetest"
+	"gantry/runner/tofu"
 )
 
 // The tests below speak to the state backend over HTTP exactly as OpenTofu's http
@@ -64,16 +66,27 @@ type stateAnswer struct {
 	status int
 	header http.Header
 	body   []byte
+	err    error // the request got no answer (send only; do fails the test)
 }
 
 func (c *tofuClient) do(method, url string, body []byte, edit ...func(*http.Request)) stateAnswer {
 	c.t.Helper()
+	a := c.send(method, url, body, edit...)
+	require.NoError(c.t, a.err)
+	return a
+}
+
+// send is do returning the error in the answer instead of failing the test: for a
+// client on a goroutine of the test's own.
+func (c *tofuClient) send(method, url string, body []byte, edit ...func(*http.Request)) stateAnswer {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, url, r)
-	require.NoError(c.t, err)
+	if err != nil {
+		return stateAnswer{err: err}
+	}
 	if c.user != "" {
 		req.SetBasicAuth(c.user, c.pass)
 	}
@@ -86,11 +99,12 @@ func (c *tofuClient) do(method, url string, body []byte, edit ...func(*http.Requ
 		e(req)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(c.t, err)
+	if err != nil {
+		return stateAnswer{err: err}
+	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	require.NoError(c.t, err)
-	return stateAnswer{status: resp.StatusCode, header: resp.Header, body: data}
+	return stateAnswer{status: resp.StatusCode, header: resp.Header, body: data, err: err}
 }
 
 func (c *tofuClient) get() stateAnswer { return c.do(http.MethodGet, c.address, nil) }
@@ -101,9 +115,17 @@ func tofuLockInfo(id, operation string) []byte {
 
 // lock sends LOCK with a LockInfo of id and remembers it on a 200, as tofu does.
 func (c *tofuClient) lock(id string) stateAnswer {
+	c.t.Helper()
+	a := c.tryLock(id)
+	require.NoError(c.t, a.err)
+	return a
+}
+
+// tryLock is lock returning the error in the answer (for a client on a goroutine).
+func (c *tofuClient) tryLock(id string) stateAnswer {
 	info := tofuLockInfo(id, "OperationTypeApply")
-	a := c.do(handlers.MethodLock, c.lockAddress, info)
-	if a.status == http.StatusOK {
+	a := c.send(handlers.MethodLock, c.lockAddress, info)
+	if a.err == nil && a.status == http.StatusOK {
 		c.lockID, c.lockInfo = id, info
 	}
 	return a
@@ -516,14 +538,31 @@ func TestStateConcurrentLock(t *testing.T) {
 		u, p := f.Issue(t, f.WorkspaceID, f.Run(t, f.OrgID, f.WorkspaceID), state.PhasePlan)
 		clients[i] = newTofu(t, base, f.WorkspaceID, u, p)
 	}
+	// All of them racing at once, whatever the machine's pace: the test holds the
+	// workspace's lock row, so every LOCK queues for it in the database, and lets it go
+	// only once all of them wait.
+	require.NoError(t, f.DB.Exec("INSERT INTO state_locks (workspace_id, organization_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+		f.WorkspaceID, f.OrgID).Error)
+	holder := f.DB.Begin()
+	t.Cleanup(func() { holder.Rollback() }) // a failing test lets the contenders go too
+	require.NoError(t, holder.Exec("SELECT workspace_id FROM state_locks WHERE workspace_id = ? FOR UPDATE", f.WorkspaceID).Error)
 	answers := make([]stateAnswer, racers)
+	var finished atomic.Int32
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		wg.Go(func() { answers[i] = c.lock(fmt.Sprintf("00000000-0000-4000-8000-%012d", i)) })
+		wg.Go(func() {
+			defer finished.Add(1)
+			answers[i] = c.tryLock(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+		})
 	}
+	dbtest.WaitBlockedBy(t, f.DB, dbtest.BackendPID(t, holder), racers, func() (bool, any) {
+		return finished.Load() > 0, "an answer while the lock row was held"
+	})
+	require.NoError(t, holder.Rollback().Error)
 	wg.Wait()
 	winner := -1
 	for i, a := range answers {
+		require.NoError(t, a.err, "racer %d", i)
 		if a.status == http.StatusOK {
 			require.Equal(t, -1, winner, "two winners")
 			winner = i

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/runner"
@@ -29,6 +31,72 @@ func openWindowOn(t *testing.T, app *webtest.App, r run.Run) string {
 	return id
 }
 
+// gatedPhases is the mock, except that a phase the test armed (the next plan, or the
+// next apply) waits, once begun, until the test releases it: the run stays PLANNING or
+// RUNNING for as long as the test needs, whatever the machine's pace. (A phase delayed
+// by a fixed time was a window a busy machine could miss.)
+type gatedPhases struct {
+	runner.Runner
+	mu    sync.Mutex
+	armed map[string]*phaseGate // "plan" or "apply": the gate the next one waits at
+}
+
+// phaseGate holds one phase: entered receives its run's id once it waits; release lets
+// it go on.
+type phaseGate struct {
+	entered chan string
+	open    chan struct{}
+	release func()
+}
+
+func newGatedPhases() *gatedPhases {
+	return &gatedPhases{Runner: mock.New(), armed: map[string]*phaseGate{}}
+}
+
+// arm makes the next phase of kind ("plan" or "apply") to begin wait at the gate it
+// returns; the test's end releases the gate at the latest.
+func (g *gatedPhases) arm(t *testing.T, kind string) *phaseGate {
+	gate := &phaseGate{entered: make(chan string, 1), open: make(chan struct{})}
+	gate.release = sync.OnceFunc(func() { close(gate.open) })
+	t.Cleanup(gate.release)
+	g.mu.Lock()
+	g.armed[kind] = gate
+	g.mu.Unlock()
+	return gate
+}
+
+// hold waits at the gate armed for kind, if any, taking it: the phase after goes on.
+func (g *gatedPhases) hold(ctx context.Context, kind, runID string) error {
+	g.mu.Lock()
+	gate := g.armed[kind]
+	delete(g.armed, kind)
+	g.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	gate.entered <- runID
+	select {
+	case <-gate.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gatedPhases) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
+	if err := g.hold(ctx, "plan", req.RunID); err != nil {
+		return runner.PlanResult{}, err
+	}
+	return g.Runner.Plan(ctx, req)
+}
+
+func (g *gatedPhases) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
+	if err := g.hold(ctx, "apply", req.RunID); err != nil {
+		return runner.ApplyResult{}, err
+	}
+	return g.Runner.Apply(ctx, req)
+}
+
 // TestNothingAppliesWhileAWindowIsOpen: while a break-glass window is open on a
 // workspace, approving a run of it is refused (CONFLICT, naming the window), a plan
 // finishing then goes STALE instead of waiting for a decision, and an approved run
@@ -36,7 +104,8 @@ func openWindowOn(t *testing.T, app *webtest.App, r run.Run) string {
 // waiting run STALE and an approved one EXPIRED, and is refused while a run applies.
 func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	t.Parallel()
-	app := webtest.StartWith(t, webtest.Options{Runner: runner.Delayed(mock.New(), 1500*time.Millisecond)})
+	gated := newGatedPhases()
+	app := webtest.StartWith(t, webtest.Options{Runner: gated})
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
@@ -52,9 +121,14 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	require.NotContains(t, webtest.ReadBody(t, app.Get(t, admin, "/runs/"+waiting.ID+"/review")), `id="approve"`, "no approve button meanwhile")
 	require.Equal(t, run.PendingApproval, waitForState(t, app, waiting.ID, run.PendingApproval).State)
 
-	// A plan that finishes while it is open goes STALE.
-	other := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(staging, "us-east")), run.Planning)
+	// A plan that finishes while it is open goes STALE: the plan is held while the
+	// window opens.
+	plan := gated.arm(t, "plan")
+	otherID := app.RequestRun(t, operator, bucketRequest(staging, "us-east"))
+	require.Equal(t, otherID, bench.Receive(t, "the plan of "+otherID+" to begin", time.Minute, plan.entered), "the plan held")
+	other := waitForState(t, app, otherID, run.Planning)
 	openWindowOn(t, app, other)
+	plan.release()
 	stale := waitForState(t, app, other.ID, run.Stale)
 	require.Contains(t, stale.StateReason, "is open on this workspace")
 
@@ -76,11 +150,15 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	require.NoError(t, app.System.Runs.WindowOpened(ctx, fourth.OrganizationID, fourth.WorkspaceID, "bgw-test"))
 	require.Contains(t, waitForState(t, app, fourth.ID, run.Stale).StateReason, "break-glass window bgw-test opened")
 
-	// A window does not open while a run applies.
+	// A window does not open while a run applies: the apply is held meanwhile.
 	dev := app.OrgEnvironmentID(t, "acme", "development")
-	applying := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "eu-west")), run.Running)
+	apply := gated.arm(t, "apply")
+	applyingID := app.RequestRun(t, operator, bucketRequest(dev, "eu-west"))
+	require.Equal(t, applyingID, bench.Receive(t, "the apply of "+applyingID+" to begin", time.Minute, apply.entered), "the apply held")
+	applying := waitForState(t, app, applyingID, run.Running)
 	err := app.System.Runs.WindowOpened(ctx, applying.OrganizationID, applying.WorkspaceID, "bgw-test")
 	require.True(t, errors.Is(err, errs.ErrConflict), "%v", err)
 	require.Contains(t, err.Error(), "applying")
+	apply.release()
 	waitForState(t, app, applying.ID, run.Succeeded)
 }

@@ -23,26 +23,34 @@ func BackendPID(t testing.TB, tx *gorm.DB) int {
 	return pid
 }
 
-// WaitBlockedBy waits until at least n sessions wait for a lock that backend holder holds:
-// the barrier of a test whose subject is a contender waiting inside PostgreSQL (a decision
+// WaitBlockedBy waits until at least n sessions queue behind backend holder: each waits for
+// a lock the holder holds, or for a session that does (several sessions waiting for one row
+// queue one behind the other, and only the first waits on the holder itself). It is the
+// barrier of a test whose subject is a contender waiting inside PostgreSQL (a decision
 // waiting for a run's row while its deadline passes, a repeated request waiting for the
-// first's key). It counts only the holder's waiters, so other tests on the same server
-// cannot satisfy it. returned, when not nil, reports whether a contender has already
-// returned (it did not wait, which is the failure the barrier exists to catch) and what it
-// returned; the wait then fails at once.
+// first's key). It counts only the holder's queue, so other tests on the same server cannot
+// satisfy it. returned, when not nil, reports whether a contender has already returned (it
+// did not wait, which is the failure the barrier exists to catch) and what it returned; the
+// wait then fails at once.
 func WaitBlockedBy(t testing.TB, gdb *gorm.DB, holder, n int, returned func() (bool, any)) {
 	t.Helper()
-	bench.Eventually(t, fmt.Sprintf("%d sessions to wait for a lock held by backend %d", n, holder), 10*time.Second, func() (bool, any) {
+	bench.Eventually(t, fmt.Sprintf("%d sessions to queue behind backend %d", n, holder), 10*time.Second, func() (bool, any) {
 		if returned != nil {
 			if done, what := returned(); done {
-				t.Fatalf("dbtest: a contender returned before it waited for backend %d: %v", holder, what)
+				t.Fatalf("dbtest: a contender returned before it queued behind backend %d: %v", holder, what)
 			}
 		}
-		var waiting int
-		if err := gdb.Raw("SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", holder).Scan(&waiting).Error; err != nil {
+		var queued int
+		if err := gdb.Raw(`WITH RECURSIVE waiting AS MATERIALIZED (
+				SELECT pid, pg_blocking_pids(pid) AS blockers FROM pg_stat_activity WHERE wait_event_type = 'Lock'),
+			queued(pid) AS (
+				SELECT pid FROM waiting WHERE ? = ANY(blockers)
+				UNION
+				SELECT w.pid FROM waiting w JOIN queued q ON q.pid = ANY(w.blockers))
+			SELECT count(*) FROM queued`, holder).Scan(&queued).Error; err != nil {
 			t.Fatalf("dbtest: reading lock waits: %v", err)
 		}
-		return waiting >= n, fmt.Sprintf("%d waiting", waiting)
+		return queued >= n, fmt.Sprintf("%d queued", queued)
 	}, bench.Poll(5*time.Millisecond))
 }
 

@@ -124,6 +124,19 @@ func LockUsers(ctx context.Context, dir string, exclusive bool, who string, log 
 		kind, how = "stops the cluster", syscall.LOCK_EX
 	}
 	waiting := func() string { return holders(dir) }
+	if exclusive {
+		// Users that already wait go first: a stop that ends and another that follows at
+		// once (a stop test run many times) would otherwise take the gate again before a
+		// waiting user polls it, and starve it.
+		if err := letWaitersIn(ctx, dir, log, who, waiting); err != nil {
+			users.Close()
+			gate.Close()
+			return nil, err
+		}
+	} else {
+		waits := register(dir, who+" waits to use the cluster", waitingEntry)
+		defer os.Remove(waits)
+	}
 	if err := flockWait(ctx, gate, how, log, who, waiting); err != nil {
 		users.Close()
 		gate.Close()
@@ -141,7 +154,7 @@ func LockUsers(ctx context.Context, dir string, exclusive bool, who string, log 
 		gate.Close() // a user only passes the gate; a stop keeps it shut until it is done
 		gate = nil
 	}
-	entry := register(dir, who+" "+kind)
+	entry := register(dir, who+" "+kind, holderEntry)
 	return func() {
 		os.Remove(entry)
 		users.Close() // closing the file drops the lock
@@ -176,35 +189,88 @@ func flockWait(ctx context.Context, f *os.File, how int, log io.Writer, who stri
 	}
 }
 
+// letWaitersIn waits until no user is registered as waiting (each has passed the gate).
+func letWaitersIn(ctx context.Context, dir string, log io.Writer, who string, waiting func() string) error {
+	began := time.Now()
+	var next time.Duration
+	for waitingUsers(dir) > 0 {
+		if waited := time.Since(began); waited >= next {
+			fmt.Fprintf(log, "kubecluster: %s lets the users that wait go first (%s so far): %s\n", who, waited.Round(time.Second), waiting())
+			next += time.Minute
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("letting the waiting users of the cluster in %s go first: %w (%s)", dir, ctx.Err(), waiting())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 var registered atomic.Int64
 
-// register writes users/<pid>.<start>.<n> saying who holds the lock, and returns its name.
-func register(dir, text string) string {
+// The kinds of entries in users/: a holder of either lock, or a user waiting to get it.
+const (
+	holderEntry  = "h"
+	waitingEntry = "w"
+)
+
+// register writes users/<pid>.<start>.<n>.<kind> saying who holds or waits for the lock, and
+// returns its name.
+func register(dir, text, kind string) string {
 	me, _ := lookup(os.Getpid())
-	name := filepath.Join(dir, "users", fmt.Sprintf("%d.%d.%d", me.pid, me.start, registered.Add(1)))
+	name := filepath.Join(dir, "users", fmt.Sprintf("%d.%d.%d.%s", me.pid, me.start, registered.Add(1), kind))
 	_ = os.WriteFile(name, []byte(fmt.Sprintf("%s since %s", text, time.Now().Format("15:04:05"))), 0o644)
 	return name
 }
 
-// holders lists who holds the locks now ("pid 123: TestX in /src/a uses the cluster since
-// 10:04:05"), dropping the entries of processes that have gone.
-func holders(dir string) string {
-	entries, _ := os.ReadDir(filepath.Join(dir, "users"))
-	var out []string
-	for _, e := range entries {
-		parts := strings.Split(e.Name(), ".")
-		name := filepath.Join(dir, "users", e.Name())
-		if len(parts) != 3 {
+// entry is one registered holder or waiter, of a live process.
+type entry struct {
+	pid     int
+	waiting bool
+	text    string
+}
+
+// entries lists the registered entries of live processes, removing those of processes that
+// have gone (the kernel dropped their locks).
+func entries(dir string) []entry {
+	files, _ := os.ReadDir(filepath.Join(dir, "users"))
+	var out []entry
+	for _, f := range files {
+		parts := strings.Split(f.Name(), ".")
+		name := filepath.Join(dir, "users", f.Name())
+		if len(parts) != 4 {
 			continue
 		}
 		pid, _ := strconv.Atoi(parts[0])
 		start, _ := strconv.ParseUint(parts[1], 10, 64)
 		if !(proc{pid: pid, start: start}).alive() {
-			os.Remove(name) // a process that died holding the lock: the kernel dropped it
+			os.Remove(name)
 			continue
 		}
 		text, _ := os.ReadFile(name)
-		out = append(out, fmt.Sprintf("pid %d: %s", pid, text))
+		out = append(out, entry{pid: pid, waiting: parts[3] == waitingEntry, text: string(text)})
+	}
+	return out
+}
+
+// waitingUsers counts the users registered as waiting.
+func waitingUsers(dir string) int {
+	n := 0
+	for _, e := range entries(dir) {
+		if e.waiting {
+			n++
+		}
+	}
+	return n
+}
+
+// holders lists who holds or waits for the locks now ("pid 123: TestX in /src/a uses the
+// cluster since 10:04:05").
+func holders(dir string) string {
+	var out []string
+	for _, e := range entries(dir) {
+		out = append(out, fmt.Sprintf("pid %d: %s", e.pid, e.text))
 	}
 	if len(out) == 0 {
 		return "nobody registered (a process of an older Gantry, or one about to register)"

@@ -128,12 +128,13 @@ func TestTheLastRunToEndIsTold(t *testing.T) {
 func TestHoldersForgetTheDead(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "users"), 0o755))
-	entry := register(dir, "TestAlive in /src/a uses the cluster")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "users", "1.1.1"), []byte("TestGone uses the cluster"), 0o644))
+	entry := register(dir, "TestAlive in /src/a uses the cluster", holderEntry)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "users", "1.1.1.w"), []byte("TestGone waits to use the cluster"), 0o644))
 	got := holders(dir)
 	require.Contains(t, got, "TestAlive in /src/a uses the cluster")
 	require.NotContains(t, got, "TestGone")
-	require.NoFileExists(t, filepath.Join(dir, "users", "1.1.1"))
+	require.NoFileExists(t, filepath.Join(dir, "users", "1.1.1.w"))
+	require.Zero(t, waitingUsers(dir), "a waiter that died waits for nothing")
 	require.NoError(t, os.Remove(entry))
 }
 
@@ -176,4 +177,46 @@ func readFile(t *testing.T, name string) string {
 	data, err := os.ReadFile(name)
 	require.NoError(t, err)
 	return string(data)
+}
+
+// TestUsersWaitingGoBeforeTheNextStop: a user waiting behind a stop gets the cluster before
+// a stop that asks while it waits (a stop test run many times in a row would otherwise take
+// the gate again every time before the waiting user polls it).
+func TestUsersWaitingGoBeforeTheNextStop(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	first, err := LockUsers(ctx, dir, true, "TestStop#1", io.Discard)
+	require.NoError(t, err)
+
+	userLog := make(lineWriter, 16)
+	user := make(chan func(), 1)
+	go func() {
+		unlock, err := LockUsers(ctx, dir, false, "TestUser", userLog)
+		if err == nil {
+			user <- unlock
+		}
+	}()
+	waitLine(t, userLog, "TestUser waits for the test cluster")
+
+	secondLog := make(lineWriter, 16)
+	second := make(chan func(), 1)
+	go func() {
+		unlock, err := LockUsers(ctx, dir, true, "TestStop#2", secondLog)
+		if err == nil {
+			second <- unlock
+		}
+	}()
+	line := waitLine(t, secondLog, "TestStop#2 lets the users that wait go first")
+	require.Contains(t, line, "TestUser waits to use the cluster")
+
+	first()
+	unlockUser := bench.Receive(t, "the waiting user to get the cluster before the next stop", 10*time.Second, user)
+	select {
+	case <-second:
+		t.Fatal("the next stop got the cluster while a user held it")
+	default:
+	}
+	unlockUser()
+	bench.Receive(t, "the next stop, once the user is done", 10*time.Second, second)()
 }

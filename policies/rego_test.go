@@ -13,6 +13,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/stretchr/testify/require"
+
+	"gantry/bench"
 )
 
 // ruleSources reads rules/*.rego from disk: the rule modules and their tests, by path.
@@ -48,7 +50,7 @@ func TestRegoTests(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := bench.Context(context.Background(), time.Minute)
 	defer cancel()
 	ch, err := tester.NewRunner().SetCompiler(newCompiler()).SetTimeout(10*time.Second).Run(ctx, mods)
 	require.NoError(t, err)

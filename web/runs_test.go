@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/web/webtest"
@@ -197,14 +198,9 @@ func TestRunEventsStream(t *testing.T) {
 		}
 	}()
 	next := func() string {
-		select {
-		case e, ok := <-events:
-			require.True(t, ok, "stream ended early")
-			return e
-		case <-time.After(15 * time.Second):
-			t.Fatal("no event")
-			return ""
-		}
+		e := bench.Receive(t, "the stream's next event", 15*time.Second, events)
+		require.NotEmpty(t, e, "the stream ended early")
+		return e
 	}
 	require.Contains(t, next(), ">PENDING_APPROVAL<", "the current state comes at once")
 

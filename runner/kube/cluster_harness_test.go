@@ -39,7 +39,7 @@ var runnerImage struct {
 func importRunnerImage(t testing.TB, c *kubecluster.Cluster, tc tofu.Toolchain, root string) string {
 	t.Helper()
 	runnerImage.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		ctx, cancel := bench.Context(context.Background(), 15*time.Minute)
 		defer cancel()
 		dir := t.TempDir()
 		bin, err := kube.BuildPhase(ctx, root, dir)
@@ -96,7 +96,7 @@ func startOnCluster(t *testing.T, opts envOptions) (*env, *clusterEnv) {
 		return ce.rec
 	}
 	e := start(t, opts)
-	hctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	hctx, cancel := bench.Context(t.Context(), time.Minute)
 	defer cancel()
 	require.NoError(t, e.Runner.Health(hctx))
 	return e, ce

@@ -5,6 +5,7 @@ package kube_test
 // the test cluster needs (kubetest says which); they fail without them.
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gantry/bench"
 	"gantry/models/db/dbtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
@@ -104,7 +106,7 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 	e, ce := startOnCluster(t, envOptions{cloud: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if slow.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/") {
-				select {
+				select { // the slow cloud under test, not a wait
 				case <-r.Context().Done():
 				case <-time.After(time.Minute):
 				}
@@ -122,12 +124,7 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 	refreshing := make(chan kube.PodSpec, 1)
 	ce.rec.on(kube.PhasePlan, "Refreshing state...", func(spec kube.PodSpec) { refreshing <- spec })
 	id := e.App.RequestRun(t, operator, bucketInputs(dev, "logs", "60"))
-	var spec kube.PodSpec
-	select {
-	case spec = <-refreshing:
-	case <-time.After(phaseWait):
-		t.Fatal("the plan never began refreshing")
-	}
+	spec := bench.Receive(t, "the plan to begin refreshing", phaseWait, refreshing)
 	_, err := ce.client.BatchV1().Jobs(ce.ns).Get(t.Context(), spec.Job, metav1.GetOptions{})
 	require.NoError(t, err, "the plan's Job runs")
 	resp := e.PostForm(t, operator, "/runs/"+id+"/cancel", url.Values{"_csrf": {e.CSRF(t, operator)}, "idempotency_key": {idempotency.NewKey()},
@@ -136,6 +133,9 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	e.App.WaitForRun(t, id, run.Cancelled, time.Minute)
 	// The phase returns (its session closes) only once its Job, pod and Secret are gone.
-	require.Eventually(t, func() bool { return e.Portal.Sessions() == 0 }, 2*time.Minute, 100*time.Millisecond, "the cancelled phase returned")
+	bench.Eventually(t, "the cancelled phase to return", 2*time.Minute, func() (bool, any) {
+		n := e.Portal.Sessions()
+		return n == 0, fmt.Sprintf("%d phase sessions open", n)
+	}, bench.Poll(100*time.Millisecond))
 	require.Empty(t, ce.leftovers(t))
 }

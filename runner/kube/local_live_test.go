@@ -118,7 +118,7 @@ func writeSeen(delay time.Duration) (wrap func(http.Handler) http.Handler, writt
 			next.ServeHTTP(w, r)
 			if r.Method != http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/") {
 				once.Do(func() { close(ch) })
-				time.Sleep(delay)
+				time.Sleep(delay) // the slow cloud under test, not a wait
 			}
 		})
 	}, ch

@@ -39,7 +39,7 @@ const helloLine = "hello from a Job on the gantry test cluster"
 func TestJobRunsWithALocallyBuiltImage(t *testing.T) {
 	c := kubetest.Cluster(t)
 	ns := kubetest.Namespace(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := bench.Context(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	bin := filepath.Join(t.TempDir(), "hello")
@@ -101,7 +101,7 @@ func TestJobRunsWithALocallyBuiltImage(t *testing.T) {
 // again for the tests after it, measuring the start, and a further Start reuses it.
 func TestStopLeavesNothingBehind(t *testing.T) {
 	dir, root := kubetest.Exclusive(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // a first run builds the binary
+	ctx, cancel := bench.Context(context.Background(), 30*time.Minute) // a first run builds the binary
 	defer cancel()
 	c, err := kubecluster.Start(ctx, kubecluster.Options{Dir: dir, RepoRoot: root, Log: t.Output()})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -176,27 +177,7 @@ func TestRunEventsStream(t *testing.T) {
 	resp := app.Get(t, viewer, "/runs/"+runID+"/events")
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	events := make(chan string, 64)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var name string
-		var data strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data.WriteString(strings.TrimPrefix(line, "data: "))
-			case line == "" && name != "":
-				events <- name + " " + data.String()
-				name = ""
-				data.Reset()
-			}
-		}
-	}()
+	events := streamEvents(resp.Body)
 	next := func() string {
 		e := bench.Receive(t, "the stream's next event", 15*time.Second, events)
 		require.NotEmpty(t, e, "the stream ended early")
@@ -240,26 +221,7 @@ func TestRunEventsStreamSince(t *testing.T) {
 
 	resp := app.Get(t, operator, streamURL)
 	defer resp.Body.Close()
-	events := make(chan string, 16) // "<name> <data>"
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var name string
-		var data strings.Builder
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case strings.HasPrefix(line, "event: "):
-				name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data.WriteString(strings.TrimPrefix(line, "data: "))
-			case line == "" && name != "":
-				events <- name + " " + data.String()
-				name = ""
-				data.Reset()
-			}
-		}
-	}()
+	events := streamEvents(resp.Body)
 	var last string
 	seen := func() any { return last }
 	// The stream sends its live log section ("log-phase") right after it decided, from
@@ -280,4 +242,30 @@ func TestRunEventsStreamSince(t *testing.T) {
 	}, seen)
 	require.Contains(t, changed, `data-testid="run-state"`, changed)
 	require.NotContains(t, changed, ">PENDING_APPROVAL<", "the first run event is the changed run")
+}
+
+// streamEvents reads a server-sent event stream until it ends (then closes the channel),
+// sending each event as "<name> <data>".
+func streamEvents(body io.Reader) <-chan string {
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var name string
+		var data strings.Builder
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data.WriteString(strings.TrimPrefix(line, "data: "))
+			case line == "" && name != "":
+				events <- name + " " + data.String()
+				name = ""
+				data.Reset()
+			}
+		}
+	}()
+	return events
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"gantry/bench"
 	catalogfiles "gantry/catalog"
@@ -104,47 +102,17 @@ func TestServeRunsPhasesAsJobs(t *testing.T) {
 	require.Equal(t, runpkg.Succeeded, got.State, "%s\n%s", got.StateReason, p.out)
 	require.Equal(t, kube.Name, got.Runner)
 
-	// Woken by watches of the namespace's Jobs and of gantry's Secrets (started before
-	// the first List, so no deletion goes unseen).
+	// Woken by watches of the namespace (started before the first List, so no deletion
+	// goes unseen).
 	client, err := c.Client()
 	require.NoError(t, err)
 	secretsOfGantry := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=gantry"}
-	jobWatch, err := client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	defer jobWatch.Stop()
-	secretWatch, err := client.CoreV1().Secrets(ns).Watch(ctx, secretsOfGantry)
-	require.NoError(t, err)
-	defer secretWatch.Stop()
+	changes := kubetest.Changes(t, client, ns)
 	bench.Eventually(t, "the Jobs and Secrets of the phases to be gone", time.Minute, func() (bool, any) {
 		jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		secrets, err := client.CoreV1().Secrets(ns).List(ctx, secretsOfGantry)
 		require.NoError(t, err)
 		return len(jobs.Items) == 0 && len(secrets.Items) == 0, fmt.Sprintf("%d Jobs, %d Secrets", len(jobs.Items), len(secrets.Items))
-	}, bench.Wake(watchWake(ctx, jobWatch, secretWatch)))
-}
-
-// watchWake signals (coalescing) at every event of the watches, until ctx ends or they
-// stop; a wait woken by it Lists again.
-func watchWake(ctx context.Context, watches ...watch.Interface) <-chan struct{} {
-	wake := make(chan struct{}, 1)
-	for _, w := range watches {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case _, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	return wake
+	}, bench.Wake(changes))
 }

@@ -21,7 +21,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"gantry/bench"
 	"gantry/models/idempotency"
@@ -250,44 +249,10 @@ func TestHealthAndSweep(t *testing.T) {
 	}, bench.Wake(changed))
 }
 
-// namespaceChanges signals at every change to a Job, pod or Secret in ce's namespace for
-// the rest of the test: the event a wait on what the namespace holds wakes on, instead of
-// listing it over and over. A watch the API server ends is not renewed; the wait's slow
-// safety-net poll covers the rest.
+// namespaceChanges signals at every change to a Job, pod or Secret in ce's namespace.
 func namespaceChanges(t testing.TB, ce *clusterEnv) <-chan struct{} {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	wake := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	jobs, err := ce.client.BatchV1().Jobs(ce.ns).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err, "watching the Jobs of %s", ce.ns)
-	pods, err := ce.client.CoreV1().Pods(ce.ns).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err, "watching the pods of %s", ce.ns)
-	secrets, err := ce.client.CoreV1().Secrets(ce.ns).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err, "watching the Secrets of %s", ce.ns)
-	for _, w := range []watch.Interface{jobs, pods, secrets} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case _, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	return wake
+	return kubetest.Changes(t, ce.client, ce.ns)
 }
 
 // TestPodMemoryLimit: a phase over its pod's memory limit fails saying so, in the runc

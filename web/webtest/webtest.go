@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -30,7 +29,6 @@ import (
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/demo"
-	"gantry/models/idempotency"
 	"gantry/models/keyring"
 	"gantry/models/notify"
 	"gantry/runner"
@@ -360,22 +358,11 @@ func (a *App) Get(t testing.TB, c *http.Client, path string) *http.Response {
 	return resp
 }
 
-// PostForm posts form to path with c.
+// PostForm posts form to path with c, with a fresh idempotency key as a browser sends it
+// (every Gantry form carries one; a test leaves it out by setting the field to "").
 func (a *App) PostForm(t testing.TB, c *http.Client, path string, form url.Values) *http.Response {
 	t.Helper()
-	if !form.Has(idempotency.Field) {
-		// As a browser sends it: every Gantry form carries a fresh idempotency key. A
-		// test leaves it out by setting it to "".
-		form = maps.Clone(form)
-		if form == nil {
-			form = url.Values{}
-		}
-		form.Set(idempotency.Field, idempotency.NewKey())
-	}
-	req, err := http.NewRequest(http.MethodPost, a.URL+path, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.Do(req)
+	resp, err := a.TryPostForm(c, path, form)
 	require.NoError(t, err)
 	return resp
 }

@@ -42,6 +42,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"gantry/runner/kube/kubecluster"
 	"gantry/runner/tofu"
@@ -205,4 +207,51 @@ func namespaceName(test string) string {
 		name = "test"
 	}
 	return name
+}
+
+// Changes signals at every change to a Job, pod or Secret in namespace ns for the rest of
+// the test: the event a wait on what the namespace holds wakes on, instead of listing it
+// over and over. The watches start before the caller's first List, so no change goes
+// unseen; a watch the API server ends is not renewed, and the wait's slow safety-net poll
+// covers the rest.
+func Changes(t testing.TB, client kubernetes.Interface, ns string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	jobs, err := client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("kubetest: watching the Jobs of %s: %v", ns, err)
+	}
+	pods, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("kubetest: watching the pods of %s: %v", ns, err)
+	}
+	secrets, err := client.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("kubetest: watching the Secrets of %s: %v", ns, err)
+	}
+	for _, w := range []watch.Interface{jobs, pods, secrets} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	return wake
 }

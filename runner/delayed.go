@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"time"
 )
 
@@ -35,7 +37,13 @@ func (x delayed) Preparing() (Preparation, bool) {
 	return Preparation{}, false
 }
 
-func (x delayed) wait(ctx context.Context) error {
+// wait waits d, first saying so in the phase's live log: a person watching the run sees
+// why nothing happens, and a test sees the phase running in its worker (the line is
+// stored once the worker has begun the phase, holding its lease).
+func (x delayed) wait(ctx context.Context, log io.Writer, phase string) error {
+	if log != nil {
+		fmt.Fprintf(log, "# waiting %s before the %s (--runner-delay, for demos and tests)\n", x.d, phase)
+	}
 	select {
 	case <-time.After(x.d):
 		return nil
@@ -45,21 +53,21 @@ func (x delayed) wait(ctx context.Context) error {
 }
 
 func (x delayed) Plan(ctx context.Context, req PlanRequest) (PlanResult, error) {
-	if err := x.wait(ctx); err != nil {
+	if err := x.wait(ctx, req.Log, "plan"); err != nil {
 		return PlanResult{}, err
 	}
 	return x.Runner.Plan(ctx, req)
 }
 
 func (x delayed) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
-	if err := x.wait(ctx); err != nil {
+	if err := x.wait(ctx, req.Log, "apply"); err != nil {
 		return ApplyResult{}, err
 	}
 	return x.Runner.Apply(ctx, req)
 }
 
 func (x delayed) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
-	if err := x.wait(ctx); err != nil {
+	if err := x.wait(ctx, req.Log, "verification"); err != nil {
 		return VerifyResult{}, err
 	}
 	return x.Runner.Verify(ctx, req)

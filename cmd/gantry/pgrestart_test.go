@@ -16,6 +16,7 @@ import (
 	"gantry/bench"
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/db/dbtest"
 	"gantry/models/db/pgcluster"
 	runpkg "gantry/models/run"
 	"gantry/runner/mock"
@@ -106,6 +107,18 @@ func TestPostgresRestarts(t *testing.T) {
 			return got.Leases == 1, fmt.Sprintf("%d leases, run %s", got.Leases, got.State)
 		}, bench.Wake(changes))
 	}
+	// waitLogged waits until a live log chunk of the run's phase is stored (notified on
+	// run.LogChannel): the phase runs in its worker.
+	logs := dbtest.NotificationsURL(t, cluster.URL("gantry"), runpkg.LogChannel)
+	waitLogged := func(id, phase string) {
+		t.Helper()
+		bench.Eventually(t, fmt.Sprintf("run %s's %s to log its first line", id, phase), time.Minute, func() (bool, any) {
+			portal.alive(t, fmt.Sprintf("run %s's %s log", id, phase))
+			var chunks int64
+			require.NoError(t, r.DB.Raw("SELECT count(*) FROM run_log_chunks WHERE run_id = ? AND phase = ?", id, phase).Scan(&chunks).Error)
+			return chunks > 0, bench.Later(func() string { return fmt.Sprintf("no %s log yet; run %s", phase, state(id)) })
+		}, bench.Wake(logs))
+	}
 	probe := func(path string) int {
 		status, err := getStatus(portal.URL + path)
 		require.NoError(t, err, "the portal keeps answering while the database is away")
@@ -171,9 +184,15 @@ func TestPostgresRestarts(t *testing.T) {
 		restart(mode)
 		waitState(planning, runpkg.Succeeded)
 
-		// A run applying when the database goes away records its apply once.
+		// A run applying when the database goes away records its apply once. The restart
+		// comes once the apply runs in its worker (its first live log line is stored), not
+		// as soon as its lease is visible: a restart then could cut the worker's connection
+		// before it read the commit that began the apply, and the run, begun with nobody
+		// applying it, ends APPLY_INTERRUPTED when its lease expires (seen in CI under
+		// load: a lost commit acknowledgement, which this test is not about).
 		applying := request("development", "pg-applying-"+mode)
 		waitLeased(applying, "apply", runpkg.Queued, runpkg.Planning, runpkg.Planned, runpkg.Approved, runpkg.Running)
+		waitLogged(applying, "apply")
 		restart(mode)
 		waitState(applying, runpkg.Succeeded)
 	}

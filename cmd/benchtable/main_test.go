@@ -24,6 +24,7 @@ const stream = `{"Action":"start","Package":"gantry/web"}
 {"Action":"output","Package":"gantry/runner","Output":"BenchmarkApprovalToApplyStart-2 \t 1\t 5 ns/op\t 8000 p50_ms\t 8000 p99_ms\t 3 timeouts\n"}
 not json at all
 {"Action":"output","Package":"gantry/policies","Output":"--- FAIL: BenchmarkEvaluate10k\n"}
+{"Action":"start","Package":"gantry/models/review"}
 `
 
 // fakeProbe advances ten seconds, two CPU seconds and 0.5 of load average per reading.
@@ -84,6 +85,8 @@ func TestParseAndTable(t *testing.T) {
 		"gantry/policies BenchmarkEvaluate10k: no ratio (did not run or did not finish), goal ≤ 5",
 		"gantry/models/review BenchmarkLoad10k: no ratio (did not run or did not finish), goal ≥ 2",
 	}, MissedRatios(goals, res), "a ratio goal without a figure is missed; the absolute ones are not counted")
+	delete(res.Ran, "gantry/models/review")
+	require.Len(t, MissedRatios(goals, res), 1, "a package that was not asked for misses nothing")
 	res.Figures["gantry/web"]["BenchmarkRequestToPendingApproval50"]["ratio"] = 1.35
 	require.Equal(t, "gantry/web BenchmarkRequestToPendingApproval50: ratio 1.35, goal ≤ 1.1", MissedRatios(goals, res)[0])
 }

@@ -101,10 +101,12 @@ func (l *localLauncher) Launch(ctx context.Context, spec kube.PodSpec) (kube.Pod
 		out = &killer{w: spec.Log, watch: []byte(watch), kill: kill}
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	// Before Start: the killer may kill the pod from Start's output copying goroutine,
+	// which exec starts once cmd.Process is set.
+	p.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p.cmd = cmd
 	l.mu.Lock()
 	l.started = append(l.started, spec)
 	l.mu.Unlock()

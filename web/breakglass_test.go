@@ -318,15 +318,6 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	require.Contains(t, report, "2 drift checks found unowned drift, 1 found drift from a break-glass window, 1 found none")
 }
 
-var runRedirect = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
-
-func runIDOf(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	m := runRedirect.FindStringSubmatch(resp.Header.Get("Location"))
-	require.NotNil(t, m, resp.Header.Get("Location"))
-	return m[1]
-}
-
 func userIDOf(t *testing.T, app *webtest.App, email string) string {
 	t.Helper()
 	var id string

@@ -82,13 +82,6 @@ func (l liveApp) appliedOnce(t *testing.T, runs ...run.Run) {
 	}
 }
 
-func approve(t *testing.T, app *webtest.App, c *http.Client, r run.Run) {
-	t.Helper()
-	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", decisionForm(t, app, c, r))
-	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-}
-
 // TestLiveRunsWithOpenTofu: a database on a network is planned, approved, applied and
 // verified with real OpenTofu and the sandbox provider; an engine version change plans a
 // replace with its reason; a destroy run removes everything.

@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,4 +44,45 @@ func TestRequestLogLinesCarryTheRequestID(t *testing.T) {
 	}, bench.Wake(log.Written()))
 	require.Equal(t, id, line["request_id"])
 	require.Equal(t, "/api/v1/templates", line["route"])
+}
+
+// lockedBuffer is a log sink safe for concurrent writers. Written signals after each
+// write: the event a test waiting for a log line wakes on.
+type lockedBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := l.b.Write(p)
+	select {
+	case l.signal() <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return n, err
+}
+
+// Written receives a signal after writes (they coalesce: one pending at most), so a
+// waiter reads the whole buffer again after each.
+func (l *lockedBuffer) Written() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.signal()
+}
+
+// signal is the channel Written returns, made on first use (l.mu held).
+func (l *lockedBuffer) signal() chan struct{} {
+	if l.wrote == nil {
+		l.wrote = make(chan struct{}, 1)
+	}
+	return l.wrote
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

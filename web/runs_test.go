@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,14 @@ func decisionForm(t *testing.T, app *webtest.App, c *http.Client, r run.Run) url
 		v.Set("reason", "checked with the data owner")
 	}
 	return v
+}
+
+// approve approves r as c through the run page's form.
+func approve(t *testing.T, app *webtest.App, c *http.Client, r run.Run) {
+	t.Helper()
+	resp := app.PostForm(t, c, "/runs/"+r.ID+"/approve", decisionForm(t, app, c, r))
+	webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 }
 
 func TestRequestApproveApplyFlow(t *testing.T) {
@@ -268,4 +277,14 @@ func streamEvents(body io.Reader) <-chan string {
 		}
 	}()
 	return events
+}
+
+var runRedirect = regexp.MustCompile(`^/runs/(run-[a-z0-9]+)$`)
+
+// runIDOf is the id of the run a response redirects to.
+func runIDOf(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	m := runRedirect.FindStringSubmatch(resp.Header.Get("Location"))
+	require.NotNil(t, m, resp.Header.Get("Location"))
+	return m[1]
 }

@@ -24,8 +24,6 @@ import (
 var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)
 var idpAt = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 
-var banner = regexp.MustCompile(`(?m)^Press Ctrl-C`)
-
 // startDev runs this test binary as `gantry dev` and waits for its banner; env is added
 // to the process's environment. The test's cleanup stops it as Ctrl-C does (it stops
 // its PostgreSQL then).

@@ -26,6 +26,8 @@ var (
 	devOIDCIssuer = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 	devOIDCSecret = regexp.MustCompile(`client secret \(generated.*\): ([0-9a-f]+)`)
 	loginFormID   = regexp.MustCompile(`name="id" value="([^"]+)"`)
+	// banner ends the start-up output of gantry dev and gantry dev-oidc.
+	banner = regexp.MustCompile(`(?m)^Press Ctrl-C`)
 )
 
 // startDevOIDC runs this test binary as `gantry dev-oidc` with args and env, waits for

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (bin/tofu, built from tools/tofu): the sensitive-input part of TestSecretsNeverLeak.
+
 package web_test
 
 import (

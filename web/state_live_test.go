@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (bin/tofu, built from tools/tofu).
+
 package web_test
 
 import (

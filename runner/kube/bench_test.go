@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs the machine's Kubernetes test cluster, runc (both as root) and live OpenTofu (bin/tofu, built from tools/tofu).
+
 package kube_test
 
 import (

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs the machine's Kubernetes test cluster (as root) and live OpenTofu (bin/tofu, built from tools/tofu).
+
 package kube_test
 
 // The checks the runc executor passes, on the real cluster: a pod's isolation (what it

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (bin/tofu, built from tools/tofu) and gantry-phase built from source.
+
 package kube_test
 
 // The tests' harness: Gantry (webtest) with the tofu/kubernetes executor, its runner

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (bin/tofu, built from tools/tofu) and gantry-phase built from source.
+
 package kube_test
 
 // The phase protocol end to end without a cluster: every phase's gantry-phase runs as a

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (bin/tofu, built from tools/tofu) and gantry-phase built from source.
+
 package kube_test
 
 // localLauncher runs each phase's gantry-phase as a local process instead of a pod:

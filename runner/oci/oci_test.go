@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs runc (as root).
+
 package oci
 
 import (

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs runc (as root) and live OpenTofu (bin/tofu, built from tools/tofu).
+
 package tofurun_test
 
 // The OCI executor tests' harness: a state backend, the sockets, a runc setup and the

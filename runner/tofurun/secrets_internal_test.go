@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs root, as the runc executor does: it lends a directory to another uid.
+
 package tofurun
 
 import (

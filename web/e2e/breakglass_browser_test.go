@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs a browser (chromium, driven by chromedp) and live OpenTofu (bin/tofu, built from tools/tofu).
+
 package e2e_test
 
 import (

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs a browser (chromium, driven by chromedp).
+
 // Package e2e_test drives the whole application with a real headless Chromium:
 // sign-in through the development OpenID Provider, the environment pages, and the
 // browser's own verdict on the Content-Security-Policy.

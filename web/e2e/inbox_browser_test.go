@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs a browser (chromium, driven by chromedp).
+
 package e2e_test
 
 import (

@@ -1,3 +1,7 @@
+//go:build !fast
+
+// Live: needs the machine's Kubernetes test cluster (as root).
+
 package kubecluster_test
 
 import (

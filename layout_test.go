@@ -3,16 +3,26 @@
 // models never reach up; views do no I/O; handlers and web never touch the database;
 // the run aggregate asks other aggregates through interfaces instead of importing
 // them. `go tool task lint` runs it, and TestDependencyRulesFire shows every rule
-// catches a planted import.
+// catches a planted import. TestLiveTestsCarryTheFastTag keeps `go tool task test:fast`
+// true: a test file that needs a browser, runc, Kubernetes or live OpenTofu is left out of
+// it by its build constraint; TestPlantedLiveTestIsCaught shows the rule fire.
 package gantry_test
 
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/build/constraint"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -203,5 +213,341 @@ func TestPlantedImportIsCaught(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the planted import was not caught: want %q in\n%s", want, got)
 		}
+	}
+}
+
+// A live test needs what `go tool task test:fast` leaves out: a browser, runc, the
+// Kubernetes test cluster, live OpenTofu (built from tools/tofu) or root. Its file says so with a
+// build constraint, so that `go test -tags fast` skips it, and a line that names the need:
+//
+//	//go:build !fast
+//
+//	// Live: needs runc, as root.
+//
+// TestLiveTestsCarryTheFastTag holds this for every use of a liveMarker and every test
+// that fails unless it runs as root. A test that
+// reaches one through a helper of a tagged file fails to compile with -tags fast (`go vet
+// -tags fast ./...` in lint); what a child process does (`gantry dev` builds OpenTofu) is
+// beyond both, and its file is tagged by hand.
+
+// liveMarker is a package, or some of its identifiers, whose use makes a test live.
+type liveMarker struct {
+	Path  string   // the import path; with a trailing "/", every package under it
+	Names []string // the identifiers that need it; none: any use of the package
+	Needs string
+}
+
+var liveMarkers = []liveMarker{
+	{Path: "github.com/chromedp/", Needs: "a browser"},
+	{Path: "gantry/runner/kube/kubecluster/kubetest", Needs: "the Kubernetes test cluster"},
+	{Path: "gantry/runner/kube/kubecluster", Names: []string{"Start", "Stop"}, Needs: "the Kubernetes test cluster"},
+	{Path: "gantry/runner/oci", Names: []string{"Executor"}, Needs: "runc"},
+	{Path: "gantry/runner/tofurun", Names: []string{"NewOCI", "OCIConfig"}, Needs: "runc"},
+	{Path: "gantry/runner/tofurun", Names: []string{"Process"}, Needs: "live OpenTofu"},
+	{Path: "gantry/runner/tofu", Names: []string{"PrepareToolchain", "Build", "EnsureBinary", "EnsureBinaryIn", "BuildProvider", "BuildFwd"},
+		Needs: "live OpenTofu"},
+	{Path: "gantry/runner/kube", Names: []string{"BuildPhase", "RunnerImage"}, Needs: "live OpenTofu"},
+	{Path: "gantry/web/webtest", Names: []string{"StartLive"}, Needs: "live OpenTofu"},
+}
+
+func (m liveMarker) matches(path, name string) bool {
+	if prefix, ok := strings.CutSuffix(m.Path, "/"); ok {
+		if !under(path, prefix) {
+			return false
+		}
+	} else if path != m.Path {
+		return false
+	}
+	return len(m.Names) == 0 || slices.Contains(m.Names, name)
+}
+
+// liveNeeds lists what the test file at path (relative to the module root) needs of
+// liveMarkers, or an empty list.
+func liveNeeds(path string, src []byte) ([]string, *ast.File, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ParseComments)
+	if err != nil {
+		return nil, nil, err
+	}
+	var needs []string
+	need := func(m liveMarker, what string) {
+		if n := m.Needs + " (" + what + ")"; !slices.Contains(needs, n) {
+			needs = append(needs, n)
+		}
+	}
+	imports := map[string]string{} // local name -> import path
+	for _, im := range f.Imports {
+		p, err := strconv.Unquote(im.Path.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imports[name] = p
+		for _, m := range liveMarkers {
+			if len(m.Names) == 0 && m.matches(p, "") {
+				need(m, p)
+			}
+		}
+	}
+	// pkg.Name, pkg an import: a use of a marked package. (A local that shadows an import
+	// name is resolved by the parser and has an Obj.)
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Obj == nil {
+				if p, ok := imports[x.Name]; ok {
+					for _, m := range liveMarkers {
+						if len(m.Names) > 0 && m.matches(p, sel.Sel.Name) {
+							need(m, x.Name+"."+sel.Sel.Name)
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+	// `if os.Geteuid() != 0 { t.Fatal(...) }` (or an error returned): a test that fails
+	// unless it runs as root, which test:fast never needs.
+	ast.Inspect(f, func(n ast.Node) bool {
+		if stmt, ok := n.(*ast.IfStmt); ok && notRoot(stmt.Cond, imports) && fails(stmt.Body) {
+			need(liveMarker{Needs: "root"}, "os.Geteuid() != 0 fails it")
+		}
+		return true
+	})
+	// Inside a marked package (its own tests), the names it declares elsewhere are used
+	// unqualified: the parser leaves them unresolved (selectors and composite literal keys
+	// are never on that list).
+	if !strings.HasSuffix(f.Name.Name, "_test") {
+		self := "gantry"
+		if dir := filepath.ToSlash(filepath.Dir(path)); dir != "." {
+			self += "/" + dir
+		}
+		for _, id := range f.Unresolved {
+			for _, m := range liveMarkers {
+				if len(m.Names) > 0 && m.matches(self, id.Name) {
+					need(m, id.Name)
+				}
+			}
+		}
+	}
+	return needs, f, nil
+}
+
+// notRoot reports whether cond is `os.Geteuid() != 0`.
+func notRoot(cond ast.Expr, imports map[string]string) bool {
+	b, ok := cond.(*ast.BinaryExpr)
+	if !ok || b.Op != token.NEQ {
+		return false
+	}
+	call, ok := b.X.(*ast.CallExpr)
+	zero, _ := b.Y.(*ast.BasicLit)
+	if !ok || zero == nil || zero.Value != "0" {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Geteuid" {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && x.Obj == nil && imports[x.Name] == "os"
+}
+
+// fails reports whether body fails the test (t.Fatal, t.Fatalf, t.FailNow) or makes an
+// error (errors.New, fmt.Errorf) for its caller to fail it with.
+func fails(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				switch sel.Sel.Name {
+				case "Fatal", "Fatalf", "FailNow", "New", "Errorf":
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// leftOutOfFast reports whether f's build constraint excludes it under -tags fast (on this
+// machine's GOOS and GOARCH), and the "// Live: needs ..." line before its package clause.
+func leftOutOfFast(f *ast.File) (excluded bool, says string) {
+	for _, g := range f.Comments {
+		if g.Pos() >= f.Package {
+			break
+		}
+		for _, c := range g.List {
+			if constraint.IsGoBuild(c.Text) {
+				if expr, err := constraint.Parse(c.Text); err == nil {
+					excluded = !expr.Eval(func(tag string) bool {
+						return tag == "fast" || tag == runtime.GOOS || tag == runtime.GOARCH || tag == "unix"
+					})
+				}
+			}
+			if strings.HasPrefix(c.Text, "// Live: needs ") {
+				says = c.Text
+			}
+		}
+	}
+	return excluded, says
+}
+
+// liveProblems is what the test file at path breaks of the rule.
+func liveProblems(path string, src []byte) ([]string, error) {
+	needs, f, err := liveNeeds(path, src)
+	if err != nil {
+		return nil, err
+	}
+	excluded, says := leftOutOfFast(f)
+	var out []string
+	if len(needs) > 0 && !excluded {
+		out = append(out, fmt.Sprintf("%s needs %s: it must begin with `//go:build !fast` and a `// Live: needs ...` line, or test:fast runs it",
+			path, strings.Join(needs, ", ")))
+	}
+	if excluded && says == "" {
+		out = append(out, fmt.Sprintf("%s is left out of test:fast (//go:build !fast) without a `// Live: needs ...` line saying why", path))
+	}
+	return out, nil
+}
+
+// testFiles lists the module's _test.go files (testdata and other modules left out).
+func testFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == "." {
+				return nil
+			}
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "bin" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // another module (tools/tofu, tools/helm, ...)
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestLiveTestsCarryTheFastTag: test:fast is chosen by what the tests use, not by a list
+// of names: every test file that uses a liveMarker is left out by its build constraint and
+// says why.
+func TestLiveTestsCarryTheFastTag(t *testing.T) {
+	t.Parallel()
+	files := testFiles(t)
+	live := 0
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		problems, err := liveProblems(path, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+		if needs, _, _ := liveNeeds(path, src); len(needs) > 0 {
+			live++
+		}
+	}
+	t.Logf("%d test files, %d of them use a live marker", len(files), live)
+}
+
+// TestPlantedLiveTestIsCaught: a rule is only worth having if a planted violation makes
+// it fire. A real live file with its constraint removed, every marker used from an
+// untagged file (and, inside its own package, unqualified), a test that fails unless it
+// runs as root and a tagged file that does not say why are reported; the tagged forms and look-alikes (a method named Start) are not.
+func TestPlantedLiveTestIsCaught(t *testing.T) {
+	t.Parallel()
+	caught := func(path, src string) []string {
+		t.Helper()
+		got, err := liveProblems(path, []byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, src)
+		}
+		return got
+	}
+	const tag = "//go:build !fast\n\n// Live: needs it.\n\n"
+
+	// A live file of the tree, its constraint dropped.
+	real, err := os.ReadFile(filepath.Join("web", "live_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untagged := strings.Replace(string(real), "//go:build !fast", "", 1)
+	if got := caught("web/live_test.go", untagged); len(got) != 1 || !strings.Contains(got[0], "webtest.StartLive") {
+		t.Errorf("web/live_test.go without its constraint was not caught: %v", got)
+	}
+	if got := caught("web/live_test.go", string(real)); len(got) != 0 {
+		t.Errorf("web/live_test.go as it is was reported: %v", got)
+	}
+
+	for _, m := range liveMarkers {
+		path := strings.TrimSuffix(m.Path, "/")
+		if strings.HasSuffix(m.Path, "/") {
+			path += "/chromedp"
+		}
+		names := m.Names
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, name := range names {
+			use := "var _ = m." + name + "\n"
+			if name == "" {
+				use = ""
+			}
+			src := fmt.Sprintf("package planted_test\n\nimport m %q\n\n%s", path, use)
+			if got := caught("planted/planted_test.go", src); len(got) != 1 {
+				t.Errorf("%s.%s used from an untagged file was not caught: %v", path, name, got)
+			}
+			if got := caught("planted/planted_test.go", tag+src); len(got) != 0 {
+				t.Errorf("%s.%s used from a tagged file was reported: %v", path, name, got)
+			}
+			if name == "" || !strings.HasPrefix(path, "gantry/") {
+				continue
+			}
+			// Inside the marked package itself, unqualified.
+			dir := strings.TrimPrefix(path, "gantry/")
+			inside := fmt.Sprintf("package %s\n\nvar _ = %s\n", filepath.Base(dir), name)
+			if got := caught(dir+"/planted_test.go", inside); len(got) != 1 {
+				t.Errorf("%s used unqualified inside %s was not caught: %v", name, path, got)
+			}
+		}
+	}
+
+	// Look-alikes: a method, a field, a struct key and a local of a marked name.
+	alike := "package kubecluster\n\nimport \"os/exec\"\n\ntype opts struct{ Start int }\n\n" +
+		"func f(c *exec.Cmd) { _ = c.Start(); _ = opts{Start: 1}; Stop := 2; _ = Stop }\n"
+	if got := caught("runner/kube/kubecluster/planted_test.go", alike); len(got) != 0 {
+		t.Errorf("look-alikes were reported: %v", got)
+	}
+	// A test that fails unless it runs as root; one that merely branches on it is fine.
+	root := "package planted_test\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\n" +
+		"func TestRoot(t *testing.T) {\n\tif os.Geteuid() != 0 {\n\t\tt.Fatal(\"needs root\")\n\t}\n}\n"
+	if got := caught("planted/planted_test.go", root); len(got) != 1 || !strings.Contains(got[0], "root") {
+		t.Errorf("a test that needs root was not caught: %v", got)
+	}
+	branches := strings.Replace(root, "t.Fatal(\"needs root\")", "t.Log(\"as itself\")", 1)
+	if got := caught("planted/planted_test.go", branches); len(got) != 0 {
+		t.Errorf("a test that branches on root was reported: %v", got)
+	}
+	if got := caught("planted/planted_test.go", "//go:build !fast\n\npackage planted_test\n"); len(got) != 1 {
+		t.Errorf("a tagged file that does not say why was not caught: %v", got)
 	}
 }

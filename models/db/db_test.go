@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -45,6 +46,35 @@ func TestTranslateEncodingErrors(t *testing.T) {
 	err := gdb.Raw("SELECT ?::int", "x").Scan(&n).Error
 	require.Error(t, err)
 	require.Equal(t, errs.CodeInternal, errs.CodeOf(db.Translate(err)))
+}
+
+// TestPoolKeepsItsConnections: connections that were busy at once are kept for the
+// next queries instead of closed as they come back (database/sql keeps two unless
+// told), so overlapping work does not start PostgreSQL backends anew each time.
+func TestPoolKeepsItsConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gdb, err := db.Open(ctx, dbtest.NewURL(t))
+	require.NoError(t, err)
+	sqlDB, err := gdb.DB()
+	require.NoError(t, err)
+	t.Cleanup(func() { sqlDB.Close() })
+	const busy = 8
+	for range 2 {
+		conns := make([]*sql.Conn, busy)
+		for i := range conns {
+			conns[i], err = sqlDB.Conn(ctx)
+			require.NoError(t, err)
+			require.NoError(t, conns[i].PingContext(ctx))
+		}
+		for _, c := range conns {
+			require.NoError(t, c.Close())
+		}
+	}
+	st := sqlDB.Stats()
+	require.Zero(t, st.MaxIdleClosed, "connections closed as they came back")
+	require.Equal(t, busy, st.OpenConnections, "the second round reused the first round's connections")
+	require.Equal(t, busy, st.Idle)
 }
 
 // TestUnavailable: a database that cannot be reached, or that is shutting down, is

@@ -276,6 +276,14 @@ func TestModeChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	waitForState(t, app, r.ID, run.Succeeded)
+	// Neither the bundle changed nor is the run risk 3, and the worker evaluated again
+	// all the same: it does before every apply (README), and stored the new result (the
+	// rule's mode is part of it) under the unchanged bundle.
+	require.NotNil(t, r.RiskClass)
+	require.Less(t, *r.RiskClass, 3)
+	var bundles []string
+	require.NoError(t, app.DB.Raw("SELECT bundle_digest FROM policy_evaluations WHERE run_id = ? ORDER BY created_at", r.ID).Scan(&bundles).Error)
+	require.Equal(t, []string{r.PolicyBundleDigest, r.PolicyBundleDigest}, bundles, "the approved evaluation and the one before the apply")
 
 	// With the mode in force the same failure blocks for good at plan time.
 	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)

@@ -2,7 +2,9 @@ package gantry_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,3 +39,39 @@ func TestEveryTaskParses(t *testing.T) {
 	}
 }
 
+// TestGenerateSkipsTemplWhileCurrent: `generate`, a dependency of dev, build and the
+// tests, is up to date while views/templ.sum matches the templates and the generated
+// code, so a fresh clone never builds templ; a changed template makes it run again.
+func TestGenerateSkipsTemplWhileCurrent(t *testing.T) {
+	dir := t.TempDir()
+	cp := exec.Command("cp", "-r", "Taskfile.yml", "views", dir)
+	if out, err := cp.CombinedOutput(); err != nil {
+		t.Fatalf("copying: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("mkdir", "-p", filepath.Join(dir, ".ci")).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := exec.Command("cp", ".ci/templ-sum", filepath.Join(dir, ".ci")).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	status := func() error {
+		return exec.Command("go", "tool", "task", "--dir", dir, "--status", "generate").Run()
+	}
+	if err := status(); err != nil {
+		t.Fatalf("generate is not up to date in a copy of the checkout (run go tool task generate and commit views/templ.sum): %v", err)
+	}
+	templ := filepath.Join(dir, "views", "layout.templ")
+	f, err := os.OpenFile(templ, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n// changed\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if status() == nil {
+		t.Fatal("a changed template left generate up to date")
+	}
+}

@@ -29,7 +29,16 @@ type buildPart struct {
 	label    string
 	total    int
 	seen     map[string]struct{}
+	mirrored int // compiled by another process that builds it (see mirrorProgress)
 	finished bool
+}
+
+// done is how many of the part's packages are compiled.
+func (part *buildPart) done() int {
+	if part.finished {
+		return part.total
+	}
+	return min(max(len(part.seen), part.mirrored), part.total)
 }
 
 // Counts returns what happens now and the packages compiled (or found built) of those
@@ -42,13 +51,32 @@ func (p *BuildProgress) Counts() (step string, done, total int) {
 	defer p.mu.Unlock()
 	for _, part := range p.parts {
 		total += part.total
-		if part.finished {
-			done += part.total
-		} else {
-			done += min(len(part.seen), part.total)
-		}
+		done += part.done()
 	}
 	return p.step, done, total
+}
+
+// countsOf returns the count of one build.
+func (p *BuildProgress) countsOf(label string) (done, total int) {
+	if p == nil {
+		return 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	part := p.part(label)
+	return part.done(), part.total
+}
+
+// mirror takes the count of a build another process runs.
+func (p *BuildProgress) mirror(label string, done, total int, who string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	part := p.part(label)
+	part.mirrored, part.total = done, total
+	p.step = fmt.Sprintf("%s (%d of %d packages)", who, part.done(), total)
+	p.mu.Unlock()
 }
 
 // SetStep says what happens now.

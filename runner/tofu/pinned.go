@@ -59,17 +59,23 @@ func EnsurePinned(ctx context.Context, b PinnedBuild, log io.Writer) (string, er
 		b.Progress.finish(label)
 		return b.Path, nil
 	}
-	if b.Progress != nil {
-		if err := b.Build(b.Path).Count(ctx, b.Progress); err != nil {
-			return "", err
-		}
+	// The build is counted even when the caller does not count it: a process waiting
+	// for this one reads the count (publishProgress).
+	progress := b.Progress
+	if progress == nil {
+		progress = &BuildProgress{}
+	}
+	if err := b.Build(b.Path).Count(ctx, progress); err != nil {
+		return "", err
 	}
 	dir := filepath.Dir(b.Path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
 	b.Progress.SetStep("waiting for another process building " + label)
+	stopMirror := mirrorProgress(progressFile(b.Path), label, b.Progress)
 	unlock, err := FileLock(filepath.Join(dir, "."+filepath.Base(b.Path)+".lock"))
+	stopMirror()
 	if err != nil {
 		return "", fmt.Errorf("locking the %s build: %w", label, err)
 	}
@@ -82,7 +88,10 @@ func EnsurePinned(ctx context.Context, b PinnedBuild, log io.Writer) (string, er
 	started := time.Now()
 	tmp := filepath.Join(dir, "."+filepath.Base(b.Path)+".tmp-"+strconv.Itoa(os.Getpid()))
 	defer os.Remove(tmp) // gone after the rename; cleans up after a failed build
-	if err := b.Build(tmp).Run(ctx, b.Progress, log); err != nil {
+	stopPublish := publishProgress(progressFile(b.Path), label, progress)
+	err = b.Build(tmp).Run(ctx, progress, log)
+	stopPublish()
+	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", label, b.Want, err)
 	}
 	if got := b.Version(ctx, tmp); got != b.Want {

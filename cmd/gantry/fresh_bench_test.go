@@ -1,0 +1,274 @@
+//go:build !fast
+
+// Live: needs live OpenTofu (built from tools/tofu from nothing), runc and the network to the Go module proxy.
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/bench"
+	"gantry/models/idempotency"
+	"gantry/web/webtest"
+)
+
+// BenchmarkFreshMachineStart runs the README's first command, `go tool task dev`, exactly as
+// written, in a fresh clone of this checkout's HEAD, as a newcomer's machine would find it:
+// GOCACHE and GOMODCACHE point at empty directories for the command's processes only (the
+// modules come from the module proxy; the module cache is removed afterwards with `go clean
+// -modcache` under the same variable), and the clone has no bin/ and no .data/. It
+// reports, in seconds from the command's start:
+//
+//   - runner_build_s: go-task built (its first line);
+//   - generate_s, installs_s: the end of `generate` and of the package installs (Debian
+//     packages cannot be uninstalled on a shared machine: missing ones are installed and
+//     measured, present ones take no time — the figure says which it met);
+//   - gantry_build_s: gantry dev's first line (Gantry compiled);
+//   - serve_s: /healthz answering (goal ≤ 240);
+//   - opentofu_s: bin/tofu built (cmd/tofubuild's "ready" line);
+//   - toolchain_ready_s: the provider and gantry-fwd built too, the live executor ready;
+//   - first_plan_s, first_live_run_s: a bucket requested in development through the API
+//     (as soon as the portal serves) reaching its review or apply, then SUCCEEDED (goal ≤ 600);
+//
+// with load_at_start and cpu_s, the CPU seconds of the command's process tree; a step whose
+// line a commit does not print (GANTRY_FRESH_REV=f2c7d85 has no cmd/tofubuild) is not
+// reported. It needs the
+// ports `go tool task dev` uses (8080, 5556, 8790, 9464) free. Run with -benchtime=1x: one
+// start takes many minutes. Not in CI (go tool task bench).
+func BenchmarkFreshMachineStart(b *testing.B) {
+	for _, port := range []string{"8080", "5556", "8790", "9464"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		require.NoError(b, err, "go tool task dev needs port %s: stop what listens there", port)
+		ln.Close()
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(b, err)
+	scratch, err := os.MkdirTemp("", "gantry-fresh-")
+	require.NoError(b, err)
+	// Run as root, gantry dev's PostgreSQL runs as the postgres user: it must reach .data/.
+	require.NoError(b, os.Chmod(scratch, 0o755))
+	clone, gocache, gomodcache := filepath.Join(scratch, "gantry"), filepath.Join(scratch, "gocache"), filepath.Join(scratch, "gomodcache")
+	env := freshEnv(gocache, gomodcache)
+	b.Cleanup(func() {
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = env
+		if out, err := clean.CombinedOutput(); err != nil {
+			b.Logf("go clean -modcache: %v\n%s", err, out)
+		}
+		_ = os.RemoveAll(scratch)
+	})
+	out, err := exec.Command("git", "clone", "--quiet", root, clone).CombinedOutput()
+	require.NoError(b, err, "git clone: %s", out)
+	// GANTRY_FRESH_REV measures another commit the same way (the figures before a change).
+	if rev := os.Getenv("GANTRY_FRESH_REV"); rev != "" {
+		out, err := exec.Command("git", "-C", clone, "checkout", "--quiet", rev).CombinedOutput()
+		require.NoError(b, err, "git checkout %s: %s", rev, out)
+	}
+
+	load := loadAverage()
+	cmd := exec.Command("go", "tool", "task", "dev")
+	cmd.Dir, cmd.Env = clone, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C for the whole tree at the end
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	marks := newStepMarks()
+	var tail lockedTail
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			tail.add(sc.Text())
+			marks.see(sc.Text())
+		}
+	}()
+
+	b.ResetTimer()
+	start := time.Now()
+	require.NoError(b, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); w.Close(); close(exited) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		<-exited
+	}
+	b.Cleanup(stop)
+	since := func(t time.Time) float64 { return t.Sub(start).Seconds() }
+	alive := func(what string) {
+		select {
+		case <-exited:
+			b.Fatalf("go tool task dev ended while waiting for %s; its last lines:\n%s", what, tail.String())
+		default:
+		}
+	}
+
+	// The portal: /healthz. Waits are budgets of idle-machine time, generous: the whole
+	// point is to measure how long it takes.
+	client := &http.Client{Timeout: 2 * time.Second}
+	bench.Eventually(b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
+		alive("/healthz")
+		resp, err := client.Get("http://127.0.0.1:8080/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, bench.Poll(100*time.Millisecond))
+	served := time.Now()
+
+	// A newcomer's first live run, requested at once: it waits in QUEUED for the toolchain.
+	app := &webtest.App{URL: "http://127.0.0.1:8080", Issuer: "http://127.0.0.1:5556"}
+	c := app.LoggedIn(b, "operator@acme.test")
+	runID := freshRequest(b, app, c)
+	var planned time.Time
+	var state string
+	bench.Eventually(b, "the first live run to end", 60*time.Minute, func() (bool, any) {
+		alive("the first live run")
+		state = freshRunState(b, app, c, runID)
+		if planned.IsZero() && state != "QUEUED" && state != "PLANNING" {
+			planned = time.Now()
+		}
+		return state == "SUCCEEDED" || state == "FAILED" || state == "POLICY_BLOCKED", bench.Later(func() string {
+			return state + "; the last lines:\n" + tail.String()
+		})
+	}, bench.Poll(time.Second))
+	require.Equal(b, "SUCCEEDED", state, "the last lines:\n%s", tail.String())
+	ended := time.Now()
+	b.StopTimer()
+	stop()
+
+	m := marks.snapshot()
+	require.False(b, m["toolchain"].IsZero(), "gantry dev never said its toolchain was ready:\n%s", tail.String())
+	b.ReportMetric(load, "load_at_start")
+	for _, step := range []struct{ mark, metric string }{
+		{"runner", "runner_build_s"}, {"generate", "generate_s"}, {"installs", "installs_s"},
+		{"gantry", "gantry_build_s"}, {"opentofu", "opentofu_s"}, {"toolchain", "toolchain_ready_s"},
+	} {
+		if t := m[step.mark]; !t.IsZero() {
+			b.ReportMetric(since(t), step.metric)
+		}
+	}
+	b.ReportMetric(since(served), "serve_s")
+	b.ReportMetric(since(planned), "first_plan_s")
+	b.ReportMetric(since(ended), "first_live_run_s")
+	if u := cmd.ProcessState.SysUsage(); u != nil {
+		ru := u.(*syscall.Rusage)
+		b.ReportMetric(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), "cpu_s")
+	}
+}
+
+// freshEnv is this process's environment for a newcomer's command: empty Go caches, no
+// Gantry settings, the local Go toolchain only.
+func freshEnv(gocache, gomodcache string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "GOCACHE", name == "GOMODCACHE", name == "GOFLAGS", name == "GOTOOLCHAIN",
+			name == "TF_CLI_CONFIG_FILE", strings.HasPrefix(name, "GANTRY_"), strings.HasPrefix(name, "TEST_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GOCACHE="+gocache, "GOMODCACHE="+gomodcache, "GOTOOLCHAIN=local")
+}
+
+// freshRequest requests a bucket in development through the API, as the signed-in
+// operator's browser session would (cookie, CSRF token, idempotency key), and returns the
+// run's id.
+func freshRequest(b testing.TB, app *webtest.App, c *http.Client) string {
+	body := `{"template":"bucket","environment":"development","workspace":"fresh-start","kind":"apply","inputs":{"name":"fresh-start-bucket"}}`
+	req, err := http.NewRequest(http.MethodPost, app.URL+"/api/v1/requests", strings.NewReader(body))
+	require.NoError(b, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", app.CSRF(b, c))
+	req.Header.Set("Idempotency-Key", idempotency.NewKey())
+	resp, err := c.Do(req)
+	require.NoError(b, err)
+	answer := webtest.ReadBody(b, resp)
+	require.Equal(b, http.StatusCreated, resp.StatusCode, answer)
+	var created struct{ ID string }
+	require.NoError(b, json.Unmarshal([]byte(answer), &created))
+	require.NotEmpty(b, created.ID, answer)
+	return created.ID
+}
+
+// freshRunState reads the run's state through the API.
+func freshRunState(b testing.TB, app *webtest.App, c *http.Client, runID string) string {
+	answer := webtest.ReadBody(b, app.Get(b, c, "/api/v1/runs/"+runID))
+	var r struct{ State string }
+	require.NoError(b, json.Unmarshal([]byte(answer), &r), answer)
+	return r.State
+}
+
+// loadAverage is the 1-minute load average.
+func loadAverage() float64 {
+	var load float64
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		_, _ = fmt.Sscan(string(data), &load)
+	}
+	return load
+}
+
+// stepMarks are the moments `go tool task dev`'s output shows each step done.
+type stepMarks struct {
+	mu    sync.Mutex
+	marks map[string]time.Time
+}
+
+func newStepMarks() *stepMarks { return &stepMarks{marks: map[string]time.Time{}} }
+
+// stepLines are the first lines that end each step: go-task's first line (it is built),
+// the dev task's install command (generate done), its .ci/dev command (installs done),
+// gantry dev's first line (Gantry built), cmd/tofubuild's "ready" and gantry dev's
+// toolchain message.
+var stepLines = []struct{ mark, prefix string }{
+	{"runner", "task: "},
+	{"generate", "task: [dev] .ci/install-packages"},
+	{"installs", "task: [dev] .ci/dev"},
+	{"gantry", "Starting the private PostgreSQL cluster"},
+	{"opentofu", "OpenTofu: ready"},
+}
+
+func (s *stepMarks) see(line string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range stepLines {
+		if _, ok := s.marks[l.mark]; !ok && strings.HasPrefix(line, l.prefix) {
+			s.marks[l.mark] = now
+		}
+	}
+	if _, ok := s.marks["toolchain"]; !ok && strings.Contains(line, "the OpenTofu toolchain is ready") {
+		s.marks["toolchain"] = now
+	}
+}
+
+func (s *stepMarks) snapshot() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]time.Time, len(s.marks))
+	for k, v := range s.marks {
+		out[k] = v
+	}
+	return out
+}

@@ -26,28 +26,15 @@ func progressFile(path string) string {
 // publishProgress writes label's count in p to file every progressEvery until the
 // returned stop is called, which removes the file.
 func publishProgress(file, label string, p *BuildProgress) (stop func()) {
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			n, total := p.countsOf(label)
-			tmp := file + ".tmp-" + strconv.Itoa(os.Getpid())
-			if os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", n, total), 0o644) == nil {
-				_ = os.Rename(tmp, file)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
+	tmp := file + ".tmp-" + strconv.Itoa(os.Getpid())
+	end := repeat(func() {
+		n, total := p.countsOf(label)
+		if os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", n, total), 0o644) == nil {
+			_ = os.Rename(tmp, file)
 		}
-	}()
+	})
 	return func() {
-		close(done)
-		<-ended
+		end()
 		_ = os.Remove(file)
 	}
 }
@@ -58,6 +45,16 @@ func mirrorProgress(file, label string, p *BuildProgress) (stop func()) {
 	if p == nil {
 		return func() {}
 	}
+	return repeat(func() {
+		if n, total, ok := readProgress(file); ok {
+			p.mirror(label, n, total, "another process is building "+label)
+		}
+	})
+}
+
+// repeat calls f at once and then every progressEvery, on a goroutine of its own, until
+// the returned stop is called; stop returns once f has run for the last time.
+func repeat(f func()) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
@@ -65,9 +62,7 @@ func mirrorProgress(file, label string, p *BuildProgress) (stop func()) {
 		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		for {
-			if n, total, ok := readProgress(file); ok {
-				p.mirror(label, n, total, "another process is building "+label)
-			}
+			f()
 			select {
 			case <-done:
 				return

@@ -20,7 +20,6 @@ func TestGood(t *testing.T) {
 	t.Run("one", func(t *testing.T) {})
 	t.Run("two", func(t *testing.T) {})
 }
-func TestSkipped(t *testing.T) { t.Skip("not here") }
 func FuzzSeeds(f *testing.F) { f.Add(1); f.Fuzz(func(t *testing.T, n int) {}) }
 `,
 	"failing/failing_test.go": `package failing
@@ -53,7 +52,7 @@ func TestSummaryOfARealRun(t *testing.T) {
 
 	s, err := Read(bytes.NewReader(out))
 	require.NoError(t, err)
-	require.Equal(t, Count{Passed: 2, Failed: 1, Skipped: 1}, s.Tests, "TestGood, TestFine; TestBroken; TestSkipped")
+	require.Equal(t, Count{Passed: 2, Failed: 1}, s.Tests, "TestGood, TestFine; TestBroken")
 	require.Equal(t, Count{Passed: 1}, s.Fuzz)
 	require.Equal(t, Count{Passed: 3, Failed: 1}, s.Subtests, "one, two, the fuzz seed; inner")
 	require.Equal(t, Count{Passed: 1, Failed: 3}, s.Packages)
@@ -65,10 +64,24 @@ func TestSummaryOfARealRun(t *testing.T) {
 	require.False(t, s.OK())
 
 	text := s.Text(3)
-	require.Contains(t, text, "top-level tests: 2 passed, 1 failed, 1 skipped")
+	require.Contains(t, text, "top-level tests: 2 passed, 1 failed, 0 skipped")
 	require.Contains(t, text, "FAILED package planted/boom: panic: the database did not start")
 	require.Contains(t, text, "the 3 slowest top-level tests:")
 	require.Equal(t, 3, strings.Count(text, " s  planted/"), text)
+}
+
+// A skipped test is counted apart (the events as go test writes them; the suite itself
+// skips nothing, so no planted package does).
+func TestSkipsAreCounted(t *testing.T) {
+	s, err := Read(strings.NewReader(`{"Action":"skip","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"skip","Package":"p","Test":"TestA/sub","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestB","Elapsed":0.5}
+{"Action":"pass","Package":"p","Elapsed":0.6}
+`))
+	require.NoError(t, err)
+	require.Equal(t, Count{Passed: 1, Skipped: 1}, s.Tests)
+	require.Equal(t, Count{Skipped: 1}, s.Subtests)
+	require.Contains(t, s.Text(1), "top-level tests: 1 passed, 0 failed, 1 skipped")
 }
 
 func TestAnEmptyRunIsNotAPass(t *testing.T) {

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -48,4 +51,19 @@ func OpenLoop(rate float64, d time.Duration, do func() error) Load {
 		out.P50, out.P99 = latencies[n/2], latencies[min(n-1, n*99/100)]
 	}
 	return out
+}
+
+// LoadAverage is the machine's 1-minute load average (0 where /proc/loadavg cannot be
+// read): benchmark rows record it beside their figures, and a row taken above 1 is not idle.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

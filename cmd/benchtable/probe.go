@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gantry/bench"
 )
 
 // procProbe reads Linux's /proc: the load average and the CPU time of root and every
@@ -19,18 +21,7 @@ const clockTick = time.Second / 100
 
 func (procProbe) Now() time.Time { return time.Now() }
 
-func (procProbe) Load() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func (procProbe) Load() float64 { return bench.LoadAverage() }
 
 func (p procProbe) CPU() time.Duration {
 	stats := map[int]procStat{}

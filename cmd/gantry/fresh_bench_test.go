@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -80,7 +79,7 @@ func BenchmarkFreshMachineStart(b *testing.B) {
 		require.NoError(b, err, "git checkout %s: %s", rev, out)
 	}
 
-	load := loadAverage()
+	load := bench.LoadAverage()
 	cmd := exec.Command("go", "tool", "task", "dev")
 	cmd.Dir, cmd.Env = clone, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C for the whole tree at the end
@@ -218,15 +217,6 @@ func freshRunState(b testing.TB, app *webtest.App, c *http.Client, runID string)
 	var r struct{ State string }
 	require.NoError(b, json.Unmarshal([]byte(answer), &r), answer)
 	return r.State
-}
-
-// loadAverage is the 1-minute load average.
-func loadAverage() float64 {
-	var load float64
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		_, _ = fmt.Sscan(string(data), &load)
-	}
-	return load
 }
 
 // stepMarks are the moments `go tool task dev`'s output shows each step done.

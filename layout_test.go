@@ -95,8 +95,8 @@ var rules = []rule{
 	{Prefix: "gantry/bench", Bans: []string{"gantry/"},
 		Why: "benchmark support is a leaf"},
 	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/cmd/benchtable", "gantry/web/webtest",
-		"gantry/runner/kube/kubecluster/kubetest", "gantry/models/db/dbtest"},
-		Why: "only tests, benchmarks, their harnesses (webtest, kubetest, dbtest: budgets for their waits) and the summary tool use benchmark support; the product never does"},
+		"gantry/runner/kube/kubecluster/kubetest", "gantry/models/db/dbtest", "gantry/runner/tofu/tofutest"},
+		Why: "only tests, benchmarks, their harnesses (webtest, kubetest, dbtest, tofutest: budgets for their waits) and the summary tool use benchmark support; the product never does"},
 	{Prefix: "gantry", Bans: []string{"gantry/deploy"}, Except: []string{"gantry/deploy"},
 		Why: "deploy/ holds the Helm chart and its checks (render, validate, install, the portal's image): tests and tasks use them, the product never does"},
 }
@@ -246,6 +246,7 @@ var liveMarkers = []liveMarker{
 	{Path: "gantry/runner/tofurun", Names: []string{"Process"}, Needs: "live OpenTofu"},
 	{Path: "gantry/runner/tofu", Names: []string{"PrepareToolchain", "Build", "EnsureBinary", "EnsureBinaryIn", "BuildProvider", "BuildFwd"},
 		Needs: "live OpenTofu"},
+	{Path: "gantry/runner/tofu/tofutest", Names: []string{"Toolchain", "Build", "Binary"}, Needs: "live OpenTofu"},
 	{Path: "gantry/runner/kube", Names: []string{"BuildPhase", "RunnerImage"}, Needs: "live OpenTofu"},
 	{Path: "gantry/web/webtest", Names: []string{"StartLive"}, Needs: "live OpenTofu"},
 }

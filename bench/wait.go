@@ -141,8 +141,9 @@ func Context(parent context.Context, base time.Duration) (context.Context, conte
 type WaitOption func(*waitOptions)
 
 type waitOptions struct {
-	wake <-chan struct{}
-	poll time.Duration
+	wake     <-chan struct{}
+	poll     time.Duration
+	progress func() any
 }
 
 // Wake makes Eventually check again whenever wake delivers: the event the wait is for. Polling
@@ -153,6 +154,13 @@ func Wake(wake <-chan struct{}) WaitOption {
 
 // Poll sets how often Eventually checks without an event (default 20 ms).
 func Poll(d time.Duration) WaitOption { return func(o *waitOptions) { o.poll = d } }
+
+// Progress makes the budget a budget of no progress: it starts again whenever progress,
+// read at every check, reports a value other than the last (compared with ==: a string or
+// a comparable struct). A wait for work of unknown length that says how far it has come
+// (a build counting its packages) then fails when the work stops progressing, not at a
+// fixed minute.
+func Progress(progress func() any) WaitOption { return func(o *waitOptions) { o.progress = progress } }
 
 // Eventually waits until check reports done, checking at once, then at every wake-up (Wake) or
 // poll, on the test's goroutine (so check may itself fail the test). When base of
@@ -165,13 +173,24 @@ func Eventually(t testing.TB, what string, base time.Duration, check func() (don
 		opt(&o)
 	}
 	b := NewBudget(base)
-	var seen any
+	var seen, progress any
+	if o.progress != nil {
+		progress = o.progress()
+	}
 	for {
 		var done bool
 		if done, seen = check(); done {
 			return
 		}
+		if o.progress != nil {
+			if now := o.progress(); now != progress {
+				progress, b = now, NewBudget(base)
+			}
+		}
 		if b.Spent() {
+			if o.progress != nil {
+				t.Fatalf("waited for %s: no progress within %s (still at %v); last seen: %v", what, b, progress, seen)
+			}
 			t.Fatalf("waited for %s: not within %s; last seen: %v", what, b, seen)
 		}
 		timer := time.NewTimer(min(o.poll, b.Left()+time.Millisecond))

@@ -79,6 +79,34 @@ func TestEventuallySaysWhatItSaw(t *testing.T) {
 	Eventually(t, "the event", time.Hour, func() (bool, any) { return ready.Load(), ready.Load() }, Wake(wake), Poll(time.Hour))
 }
 
+// TestProgressRestartsTheBudget: a wait whose work progresses outlasts its budget many
+// times over; once the work stops progressing, the budget runs out and says where it
+// stopped.
+func TestProgressRestartsTheBudget(t *testing.T) {
+	at("1", t)
+	rec := &recordingT{TB: t}
+	start := time.Now()
+	var compiled int
+	func() {
+		defer func() { require.Equal(t, rec, recover()) }()
+		Eventually(rec, "the build", 30*time.Millisecond, func() (bool, any) {
+			return false, "QUEUED"
+		}, Progress(func() any {
+			// 10 ms a package for 200 ms, then the build hangs at 20 packages.
+			compiled = min(int(time.Since(start)/(10*time.Millisecond)), 20)
+			return fmt.Sprintf("%d of 100 packages", compiled)
+		}), Poll(time.Millisecond))
+	}()
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "the budget restarted while the build progressed")
+	require.Contains(t, rec.fatal, "waited for the build: no progress within 30ms of idle-machine time")
+	require.Contains(t, rec.fatal, "(still at 20 of 100 packages); last seen: QUEUED")
+
+	// Done while progressing: returns.
+	n := 0
+	Eventually(t, "the build", 30*time.Millisecond, func() (bool, any) { n++; return n == 50, n },
+		Progress(func() any { return n }), Poll(time.Millisecond))
+}
+
 // TestContextEndsWhenItsBudgetIsSpent: the cause says it was the budget, and at what pace.
 func TestContextEndsWhenItsBudgetIsSpent(t *testing.T) {
 	at("1", t)

@@ -37,6 +37,7 @@ import (
 	"gantry/models/bundle"
 	"gantry/models/run"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
 	"gantry/sandbox/cloud"
@@ -189,8 +190,7 @@ type canaryApp struct {
 // recording executor.
 func startCanary(t *testing.T) canaryApp {
 	t.Helper()
-	tc, err := tofu.PrepareToolchain(t.Context(), "..", t.TempDir(), testLogWriter{t})
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, "..", t.TempDir(), testLogWriter{t})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	a := canaryApp{cloudDir: t.TempDir(), cloudLog: &lockedBuffer{}}

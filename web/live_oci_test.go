@@ -27,6 +27,7 @@ import (
 	"gantry/runner"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/cloud"
 	"gantry/web"
@@ -106,8 +107,7 @@ func startRuncWith(t testing.TB, opts runcOptions) runcApp {
 	limits := opts.limits
 	runcRequire(t)
 	tools := t.TempDir()
-	tc, err := tofu.PrepareToolchain(t.Context(), "..", tools, testLogWriter{t})
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, "..", tools, testLogWriter{t})
 	fwd, err := tofu.BuildFwd(t.Context(), "..", tools)
 	require.NoError(t, err)
 

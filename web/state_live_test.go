@@ -16,7 +16,7 @@ import (
 
 	"gantry/models/state"
 	"gantry/models/state/statetest"
-	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 )
 
 // TestStateWithRealTofu runs the pinned OpenTofu (built on demand into bin/tofu by
@@ -24,8 +24,7 @@ import (
 // it runs offline.
 func TestStateWithRealTofu(t *testing.T) {
 	t.Parallel()
-	bin, err := tofu.EnsureBinary(context.Background(), "..", testLogWriter{t})
-	require.NoError(t, err)
+	bin := tofutest.Binary(t, "..", testLogWriter{t})
 	f := statetest.New(t)
 	base := stateServer(t, f)
 	dir := t.TempDir()

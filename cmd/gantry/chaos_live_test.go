@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/sandbox/cloud"
 )
 
@@ -84,8 +85,7 @@ func liveArgs(t *testing.T, f *fleet, executor, cloudDir, work string) []string 
 	}
 	root, err := tofu.RepoRoot(".")
 	require.NoError(t, err)
-	tc, fwd, err := tofu.Build{Root: root, Dir: t.TempDir(), Fwd: oci, Log: testLog{t}}.Run(t.Context())
-	require.NoError(t, err)
+	tc, fwd := tofutest.Build(t, tofu.Build{Root: root, Dir: t.TempDir(), Fwd: oci, Log: testLog{t}})
 
 	front := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

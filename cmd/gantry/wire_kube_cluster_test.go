@@ -27,6 +27,7 @@ import (
 	"gantry/runner/kube"
 	"gantry/runner/kube/kubecluster/kubetest"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/sandbox/cloud"
 )
 
@@ -41,8 +42,7 @@ func TestServeRunsPhasesAsJobs(t *testing.T) {
 	ctx := t.Context()
 	root, err := tofu.RepoRoot(".")
 	require.NoError(t, err)
-	tc, err := tofu.PrepareToolchain(ctx, root, t.TempDir(), io.Discard)
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, root, t.TempDir(), io.Discard)
 	phase, err := kube.BuildPhase(ctx, root, t.TempDir())
 	require.NoError(t, err)
 	locks, err := kube.CatalogLocks(catalogfiles.FS)

@@ -31,6 +31,7 @@ import (
 	"gantry/runner/kube/kubecluster/kubetest"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 )
 
@@ -52,8 +53,7 @@ const phaseStarts = 20
 func BenchmarkPhaseStart(b *testing.B) {
 	root, err := tofu.RepoRoot(".")
 	require.NoError(b, err)
-	tc, err := tofu.PrepareToolchain(b.Context(), root, b.TempDir(), logWriter{b})
-	require.NoError(b, err)
+	tc := tofutest.Toolchain(b, root, b.TempDir(), logWriter{b})
 	config := emptyConfig(b)
 	kubeRunner, kubeLaunch := benchKube(b, tc, root)
 	runcRunner := benchRunc(b, tc, root)

@@ -33,6 +33,7 @@ import (
 	"gantry/runner/kube/kubecluster/kubetest"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/web/webtest"
 )
 
@@ -51,8 +52,7 @@ func startProbe(t *testing.T) probeEnv {
 	require.NoError(t, err)
 	root, err := tofu.RepoRoot(".")
 	require.NoError(t, err)
-	tc, err := tofu.PrepareToolchain(t.Context(), root, t.TempDir(), logWriter{t})
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, root, t.TempDir(), logWriter{t})
 	ce := &clusterEnv{cluster: c, client: client, ns: kubetest.Namespace(t, c), image: importRunnerImage(t, c, tc, root)}
 	ce.launcher, err = kube.NewJobLauncher(kube.JobConfig{Client: client, Namespace: ce.ns, Image: ce.image, Replica: "probe",
 		Limits: oci.Limits{MemoryBytes: 256 << 20, CPUs: 1}})

@@ -32,6 +32,7 @@ import (
 	"gantry/runner/kube"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/sandbox/cloud"
 	"gantry/web"
 	"gantry/web/webtest"
@@ -73,8 +74,7 @@ func start(t testing.TB, opts envOptions) *env {
 	}
 	root, err := tofu.RepoRoot(".")
 	require.NoError(t, err)
-	tc, err := tofu.PrepareToolchain(t.Context(), root, t.TempDir(), logWriter{t})
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, root, t.TempDir(), logWriter{t})
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", net.JoinHostPort(opts.host, "0"))
 		require.NoError(t, err, "listening on %s (for pods to reach)", opts.host)

@@ -28,6 +28,7 @@ import (
 	"gantry/runner"
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/sandboxtest"
 )
@@ -131,8 +132,7 @@ func setupOCI(t *testing.T) *ociEnv {
 	requireRunc(t)
 	e := &ociEnv{dir: t.TempDir(), state: &stateBackend{}}
 	var err error
-	e.tc, err = tofu.PrepareToolchain(t.Context(), "../..", e.dir, io.Discard)
-	require.NoError(t, err)
+	e.tc = tofutest.Toolchain(t, "../..", e.dir, io.Discard)
 	e.fwd, err = tofu.BuildFwd(t.Context(), "../..", e.dir)
 	require.NoError(t, err)
 

@@ -30,6 +30,7 @@ import (
 	"gantry/models/state/statetest"
 	"gantry/runner"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
 	"gantry/sandbox/sandboxtest"
@@ -86,8 +87,7 @@ func (e *fewRetries) Run(ctx context.Context, dir string, c tofurun.Command) (in
 func TestApplyPushesTheStateTofuCouldNotStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	tc, err := tofu.PrepareToolchain(t.Context(), "../..", dir, io.Discard)
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, "../..", dir, io.Discard)
 	cat, err := catalog.Load(t.Context(), catalogfiles.FS, &catalog.MemoryPins{})
 	require.NoError(t, err)
 	entry, err := cat.Get("bucket")

@@ -14,6 +14,7 @@ import (
 
 	"gantry/runner"
 	"gantry/runner/tofu"
+	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/cloud"
 )
@@ -54,8 +55,7 @@ func StartLive(t testing.TB, opts LiveOptions) Live {
 	t.Helper()
 	root, err := tofu.RepoRoot(".")
 	require.NoError(t, err)
-	tc, err := tofu.PrepareToolchain(t.Context(), root, t.TempDir(), logWriter{t})
-	require.NoError(t, err)
+	tc := tofutest.Toolchain(t, root, t.TempDir(), logWriter{t})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cloudDir := t.TempDir()

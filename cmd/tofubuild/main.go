@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -45,38 +44,14 @@ func main() {
 // run builds OpenTofu unless it is built, writing a progress line to out every interval.
 func run(ctx context.Context, root, binDir string, every time.Duration, out io.Writer) error {
 	var p tofu.BuildProgress
+	p.SetStep("checking bin/tofu")
 	started := time.Now()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				fmt.Fprintln(out, progressLine(&p, time.Since(started)))
-			}
-		}
-	}()
+	stop := tofu.Report(out, "OpenTofu", &p, every)
 	path, err := tofu.EnsureBinaryIn(ctx, root, binDir, &p, out)
+	stop()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "OpenTofu: ready, %s (%s)\n", path, time.Since(started).Round(time.Second))
 	return nil
-}
-
-// progressLine says how far the build has come: "OpenTofu: compiling OpenTofu (338 of
-// 1399 packages), 4m0s". The step names the count once the build has counted a package.
-func progressLine(p *tofu.BuildProgress, elapsed time.Duration) string {
-	step, done, total := p.Counts()
-	if step == "" {
-		step = "checking bin/tofu"
-	}
-	if total > 0 && !strings.HasSuffix(step, " packages)") {
-		step += fmt.Sprintf(" (%d of %d packages)", done, total)
-	}
-	return fmt.Sprintf("OpenTofu: %s, %s", step, elapsed.Round(time.Second))
 }

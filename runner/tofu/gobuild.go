@@ -135,34 +135,68 @@ type GoBuild struct {
 	Dir     string   // the module directory the build runs in
 	Package string   // what is built: "github.com/opentofu/opentofu/cmd/tofu", "./cmd/gantry-fwd"
 	Flags   []string // build flags before the package (-trimpath, -ldflags ..., -o out)
+
+	// CacheOnly compiles what Package imports into the Go build cache and links nothing,
+	// in the environment as it is (CGO_ENABLED included): a `go run` of Package with the
+	// same Flags then compiles Package alone and links. (A go build of a main package
+	// links it even when the binary is thrown away, and a second link is what `go run`,
+	// which keeps its own cache of linked programs, would do anyway.) Flags hold no -o.
+	CacheOnly bool
 }
 
-// env is the build's environment: static binaries, the same for list and build.
-func (b GoBuild) env() []string { return append(os.Environ(), "CGO_ENABLED=0") }
-
-// Count asks `go list -deps` which packages the build needs and records their number in
-// p (it also downloads missing modules, which the build would do anyway).
-func (b GoBuild) Count(ctx context.Context, p *BuildProgress) error {
-	if p == nil {
-		return nil
+// env is the build's environment: static binaries, the same for list and build; a
+// CacheOnly build's is the environment of the `go run` that follows it.
+func (b GoBuild) env() []string {
+	if b.CacheOnly {
+		return os.Environ()
 	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-mod=readonly", "-deps", b.Package)
+	return append(os.Environ(), "CGO_ENABLED=0")
+}
+
+// list asks `go list -deps` which packages the build compiles (it also downloads missing
+// modules, which the build would do anyway; the go command's "go: downloading" lines are
+// kept for the error).
+func (b GoBuild) list(ctx context.Context) ([]string, error) {
+	args := []string{"list", "-mod=readonly", "-deps"}
+	if b.CacheOnly {
+		args = append(args, "-f", `{{if ne .Name "main"}}{{.ImportPath}}{{end}}`)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, b.Package)...)
 	cmd.Dir, cmd.Env = b.Dir, b.env()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("listing the packages of %s: %v: %s", b.Label, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("listing the packages of %s: %v: %s", b.Label, err, strings.TrimSpace(stderr.String()))
 	}
-	p.expect(b.Label, bytes.Count(out, []byte("\n")))
+	return strings.Fields(string(out)), nil
+}
+
+// Count records in p how many packages the build needs.
+func (b GoBuild) Count(ctx context.Context, p *BuildProgress) error {
+	if p == nil {
+		return nil
+	}
+	pkgs, err := b.list(ctx)
+	if err != nil {
+		return err
+	}
+	p.expect(b.Label, len(pkgs))
 	return nil
 }
 
 // Run builds, counting every package compiled into p; the compiler's messages and
 // everything else go to log.
 func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error {
+	pkgs := []string{b.Package}
+	if b.CacheOnly {
+		var err error
+		if pkgs, err = b.list(ctx); err != nil {
+			return err
+		}
+	}
 	args := append([]string{"build", "-mod=readonly", "-json", "-v"}, b.Flags...)
-	cmd := exec.CommandContext(ctx, "go", append(args, b.Package)...)
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir, cmd.Env = b.Dir, b.env()
 	// The go command's stderr and the messages read from its events both go to log, from
 	// two goroutines: one lock, and no ReadFrom (a bytes.Buffer's would drop the other's

@@ -3,6 +3,7 @@ package tofu
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,4 +78,43 @@ func TestGoBuildFailureKeepsTheCompilersMessages(t *testing.T) {
 	nothing.SetStep("x")
 	_, done, total = nothing.Counts()
 	require.Zero(t, done+total)
+}
+
+// TestCacheOnlyLeavesGoRunItsOwnPackage: a CacheOnly build with an empty build cache
+// compiles every package the program imports and links nothing; `go run` with the same
+// flags then compiles the main package alone (-v names each package it compiles).
+func TestCacheOnlyLeavesGoRunItsOwnPackage(t *testing.T) {
+	t.Setenv("GOCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "")
+	dir := tinyModule(t, `fmt.Println(greet.Hello())`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(
+		"package main\n\nimport (\n\t\"fmt\"\n\n\t\"tiny/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "greet"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "greet", "greet.go"), []byte(
+		"package greet\n\nfunc Hello() string { return \"hi\" }\n"), 0o644))
+	b := GoBuild{Label: "tiny", Dir: dir, Package: ".", Flags: []string{"-trimpath"}, CacheOnly: true}
+
+	var p BuildProgress
+	require.NoError(t, b.Count(t.Context(), &p))
+	require.NoError(t, b.Run(t.Context(), &p, t.Output()))
+	_, done, total := p.Counts()
+	require.Equal(t, total, done)
+	p.mu.Lock()
+	_, greetCompiled := p.parts[0].seen["tiny/greet"]
+	_, mainCompiled := p.parts[0].seen["tiny"]
+	p.mu.Unlock()
+	require.True(t, greetCompiled, "the program's own library is compiled")
+	require.False(t, mainCompiled, "the main package is left to go run")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 3, "nothing linked into the module: %v", entries)
+
+	run := exec.Command("go", "run", "-trimpath", "-v", ".")
+	run.Dir = dir
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	out, err := run.Output()
+	require.NoError(t, err, stderr.String())
+	require.Equal(t, "hi\n", string(out))
+	require.Equal(t, "tiny\n", stderr.String(), "go run compiled only the main package")
 }

@@ -1,0 +1,57 @@
+package tofu
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProgressLine(t *testing.T) {
+	var p BuildProgress
+	require.Equal(t, "OpenTofu: starting, 2s", ProgressLine("OpenTofu", &p, 1500*time.Millisecond))
+	p.SetStep("waiting for another process building OpenTofu")
+	require.Equal(t, "OpenTofu: waiting for another process building OpenTofu, 1m1s", ProgressLine("OpenTofu", &p, 61*time.Second))
+	p.expect("Gantry", 1040)
+	p.compiled("Gantry", "gantry/models/run")
+	require.Equal(t, "Gantry: compiling Gantry (1 of 1040 packages), 10s", ProgressLine("Gantry", &p, 10*time.Second))
+	p.SetStep("downloading modules")
+	require.Equal(t, "Gantry: downloading modules (1 of 1040 packages), 10s", ProgressLine("Gantry", &p, 10*time.Second))
+}
+
+// TestReportWritesALineEveryInterval: a line per interval while the build runs, none
+// after stop.
+func TestReportWritesALineEveryInterval(t *testing.T) {
+	var p BuildProgress
+	p.SetStep("compiling OpenTofu")
+	var out syncBuffer
+	stop := Report(&out, "OpenTofu", &p, 20*time.Millisecond)
+	time.Sleep(110 * time.Millisecond)
+	stop()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, out.String())
+	require.True(t, strings.HasPrefix(lines[0], "OpenTofu: compiling OpenTofu, "), lines[0])
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, len(lines), strings.Count(out.String(), "\n"), "nothing after stop")
+}
+
+// syncBuffer is a bytes.Buffer written from one goroutine and read from another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

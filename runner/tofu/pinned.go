@@ -65,6 +65,8 @@ func EnsurePinned(ctx context.Context, b PinnedBuild, log io.Writer) (string, er
 	if progress == nil {
 		progress = &BuildProgress{}
 	}
+	// Minutes on a fresh machine: the module proxy serves hundreds of modules.
+	progress.SetStep("downloading the modules of " + label + " and listing its packages")
 	if err := b.Build(b.Path).Count(ctx, progress); err != nil {
 		return "", err
 	}

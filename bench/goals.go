@@ -86,6 +86,10 @@ var Goals = []Goal{
 		Why: "bin/tofu built (cmd/tofubuild ready)"},
 	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineStart", Metric: "cpu_s", Report: true,
 		Why: "CPU seconds of the command's process tree"},
+	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineTest", Metric: "first_test_s", Report: true,
+		Why: "go tool task test on a fresh clone, empty GOCACHE and GOMODCACHE, to the first test's start"},
+	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineTest", Metric: "runner_build_s", Report: true,
+		Why: "the task runner built (go-task's first line)"},
 	// An approval starts its apply at once (issue 3), every re-check of DESIGN §3 made
 	// (issue 30): the total holds both parts. The queue's part: commit of APPROVED to
 	// the worker picking the job up (transactional enqueue, LISTEN/NOTIFY, fetch). The

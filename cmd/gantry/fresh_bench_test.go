@@ -37,7 +37,7 @@ import (
 //   - generate_s, installs_s: the end of `generate` and of the package installs (Debian
 //     packages cannot be uninstalled on a shared machine: missing ones are installed and
 //     measured, present ones take no time — the figure says which it met);
-//   - gantry_build_s: gantry dev's first line (Gantry compiled);
+//   - gantry_build_s: gantry dev's first line (Gantry compiled and linked);
 //   - serve_s: /healthz answering (goal ≤ 240);
 //   - opentofu_s: bin/tofu built (cmd/tofubuild's "ready" line);
 //   - toolchain_ready_s: the provider and gantry-fwd built too, the live executor ready;
@@ -55,6 +55,88 @@ func BenchmarkFreshMachineStart(b *testing.B) {
 		require.NoError(b, err, "go tool task dev needs port %s: stop what listens there", port)
 		ln.Close()
 	}
+	f := startFresh(b, "dev")
+
+	// The portal: /healthz. Waits are budgets of idle-machine time, generous: the whole
+	// point is to measure how long it takes.
+	client := &http.Client{Timeout: 2 * time.Second}
+	bench.Eventually(b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
+		f.alive("/healthz")
+		resp, err := client.Get("http://127.0.0.1:8080/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, bench.Poll(100*time.Millisecond))
+	served := time.Now()
+
+	// A newcomer's first live run, requested at once: it waits in QUEUED for the toolchain.
+	app := &webtest.App{URL: "http://127.0.0.1:8080", Issuer: "http://127.0.0.1:5556"}
+	c := app.LoggedIn(b, "operator@acme.test")
+	runID := freshRequest(b, app, c)
+	var planned time.Time
+	var state string
+	bench.Eventually(b, "the first live run to end", 60*time.Minute, func() (bool, any) {
+		f.alive("the first live run")
+		state = freshRunState(b, app, c, runID)
+		if planned.IsZero() && state != "QUEUED" && state != "PLANNING" {
+			planned = time.Now()
+		}
+		return state == "SUCCEEDED" || state == "FAILED" || state == "POLICY_BLOCKED", bench.Later(func() string {
+			return state + "; the last lines:\n" + f.tail.String()
+		})
+	}, bench.Poll(100*time.Millisecond))
+	require.Equal(b, "SUCCEEDED", state, "the last lines:\n%s", f.tail.String())
+	ended := time.Now()
+	b.StopTimer()
+	f.stop()
+
+	m := f.marks.snapshot()
+	require.False(b, m["toolchain"].IsZero(), "gantry dev never said its toolchain was ready:\n%s", f.tail.String())
+	f.report(m, "gantry", "opentofu", "toolchain")
+	b.ReportMetric(f.since(served), "serve_s")
+	b.ReportMetric(f.since(planned), "first_plan_s")
+	b.ReportMetric(f.since(ended), "first_live_run_s")
+}
+
+// BenchmarkFreshMachineTest is BenchmarkFreshMachineStart with the README's second
+// command, `go tool task test`: it reports when the first test starts (first_test_s, the
+// first "run" event of the tests' JSON stream; a figure, no goal) with the steps before
+// it, then stops the command (the whole suite from nothing is what `.ci/run` on a fresh
+// clone measures). Run with -benchtime=1x; not in CI.
+func BenchmarkFreshMachineTest(b *testing.B) {
+	f := startFresh(b, "test")
+	bench.Eventually(b, "the first test to start", 30*time.Minute, func() (bool, any) {
+		f.alive("the first test")
+		events, err := os.ReadFile(f.jsonFile)
+		return err == nil && strings.Contains(string(events), `"Action":"run"`), bench.Later(f.tail.String)
+	}, bench.Poll(100*time.Millisecond))
+	started := time.Now()
+	b.StopTimer()
+	f.stop()
+	f.report(f.marks.snapshot())
+	b.ReportMetric(f.since(started), "first_test_s")
+}
+
+// freshStart is a README command running in a fresh clone with empty Go caches.
+type freshStart struct {
+	b        *testing.B
+	cmd      *exec.Cmd
+	start    time.Time
+	load     float64
+	marks    *stepMarks
+	tail     *lockedTail
+	exited   chan struct{}
+	stopped  bool
+	jsonFile string // the tests' JSON stream (GOTESTSUM_JSONFILE), for `test`
+}
+
+// startFresh clones this checkout's HEAD (or GANTRY_FRESH_REV) into a scratch directory
+// and starts `go tool task <task>` in it with empty Go caches, in a process group of its
+// own; the benchmark's timer runs from the start. Cleanup stops the command as Ctrl-C
+// does and removes the clone and the caches.
+func startFresh(b *testing.B, task string) *freshStart {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(b, err)
 	scratch, err := os.MkdirTemp("", "gantry-fresh-")
@@ -79,100 +161,69 @@ func BenchmarkFreshMachineStart(b *testing.B) {
 		require.NoError(b, err, "git checkout %s: %s", rev, out)
 	}
 
-	load := bench.LoadAverage()
-	cmd := exec.Command("go", "tool", "task", "dev")
-	cmd.Dir, cmd.Env = clone, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C for the whole tree at the end
+	f := &freshStart{b: b, load: bench.LoadAverage(), marks: newStepMarks(task), tail: &lockedTail{}, exited: make(chan struct{}),
+		jsonFile: filepath.Join(scratch, "tests.json")}
+	f.cmd = exec.Command("go", "tool", "task", task)
+	f.cmd.Dir, f.cmd.Env = clone, append(env, "GOTESTSUM_JSONFILE="+f.jsonFile)
+	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C for the whole tree at the end
 	r, w := io.Pipe()
-	cmd.Stdout, cmd.Stderr = w, w
-	marks := newStepMarks()
-	var tail lockedTail
+	f.cmd.Stdout, f.cmd.Stderr = w, w
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			tail.add(sc.Text())
-			marks.see(sc.Text())
+			f.tail.add(sc.Text())
+			f.marks.see(sc.Text())
 		}
 	}()
-
 	b.ResetTimer()
-	start := time.Now()
-	require.NoError(b, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); w.Close(); close(exited) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		<-exited
+	f.start = time.Now()
+	require.NoError(b, f.cmd.Start())
+	go func() { _ = f.cmd.Wait(); w.Close(); close(f.exited) }()
+	b.Cleanup(f.stop)
+	return f
+}
+
+// alive fails the benchmark when the command has ended while it waited for what.
+func (f *freshStart) alive(what string) {
+	select {
+	case <-f.exited:
+		f.b.Fatalf("go tool task ended while waiting for %s; its last lines:\n%s", what, f.tail.String())
+	default:
 	}
-	b.Cleanup(stop)
-	since := func(t time.Time) float64 { return t.Sub(start).Seconds() }
-	alive := func(what string) {
-		select {
-		case <-exited:
-			b.Fatalf("go tool task dev ended while waiting for %s; its last lines:\n%s", what, tail.String())
-		default:
-		}
+}
+
+// stop sends Ctrl-C to the command's process group and waits for it to end.
+func (f *freshStart) stop() {
+	if f.stopped {
+		return
 	}
+	f.stopped = true
+	_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGINT)
+	<-f.exited
+}
 
-	// The portal: /healthz. Waits are budgets of idle-machine time, generous: the whole
-	// point is to measure how long it takes.
-	client := &http.Client{Timeout: 2 * time.Second}
-	bench.Eventually(b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
-		alive("/healthz")
-		resp, err := client.Get("http://127.0.0.1:8080/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	}, bench.Poll(100*time.Millisecond))
-	served := time.Now()
+func (f *freshStart) since(t time.Time) float64 { return t.Sub(f.start).Seconds() }
 
-	// A newcomer's first live run, requested at once: it waits in QUEUED for the toolchain.
-	app := &webtest.App{URL: "http://127.0.0.1:8080", Issuer: "http://127.0.0.1:5556"}
-	c := app.LoggedIn(b, "operator@acme.test")
-	runID := freshRequest(b, app, c)
-	var planned time.Time
-	var state string
-	bench.Eventually(b, "the first live run to end", 60*time.Minute, func() (bool, any) {
-		alive("the first live run")
-		state = freshRunState(b, app, c, runID)
-		if planned.IsZero() && state != "QUEUED" && state != "PLANNING" {
-			planned = time.Now()
-		}
-		return state == "SUCCEEDED" || state == "FAILED" || state == "POLICY_BLOCKED", bench.Later(func() string {
-			return state + "; the last lines:\n" + tail.String()
-		})
-	}, bench.Poll(time.Second))
-	require.Equal(b, "SUCCEEDED", state, "the last lines:\n%s", tail.String())
-	ended := time.Now()
-	b.StopTimer()
-	stop()
-
-	m := marks.snapshot()
-	require.False(b, m["toolchain"].IsZero(), "gantry dev never said its toolchain was ready:\n%s", tail.String())
-	b.ReportMetric(load, "load_at_start")
-	for _, step := range []struct{ mark, metric string }{
-		{"runner", "runner_build_s"}, {"generate", "generate_s"}, {"installs", "installs_s"},
-		{"gantry", "gantry_build_s"}, {"opentofu", "opentofu_s"}, {"toolchain", "toolchain_ready_s"},
-	} {
-		if t := m[step.mark]; !t.IsZero() {
-			b.ReportMetric(since(t), step.metric)
+// report reports the load at the start, the steps every command shows (and the marks
+// named), and the CPU seconds of the stopped command's process tree.
+func (f *freshStart) report(m map[string]time.Time, marks ...string) {
+	f.b.ReportMetric(f.load, "load_at_start")
+	for _, mark := range append([]string{"runner", "generate", "installs"}, marks...) {
+		if t := m[mark]; !t.IsZero() {
+			f.b.ReportMetric(f.since(t), stepMetric[mark])
 		}
 	}
-	b.ReportMetric(since(served), "serve_s")
-	b.ReportMetric(since(planned), "first_plan_s")
-	b.ReportMetric(since(ended), "first_live_run_s")
-	if u := cmd.ProcessState.SysUsage(); u != nil {
+	if u := f.cmd.ProcessState.SysUsage(); u != nil {
 		ru := u.(*syscall.Rusage)
-		b.ReportMetric(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), "cpu_s")
+		f.b.ReportMetric(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), "cpu_s")
 	}
+}
+
+// stepMetric names each mark's metric.
+var stepMetric = map[string]string{
+	"runner": "runner_build_s", "generate": "generate_s", "installs": "installs_s",
+	"gantry": "gantry_build_s", "opentofu": "opentofu_s", "toolchain": "toolchain_ready_s",
 }
 
 // freshEnv is this process's environment for a newcomer's command: empty Go caches, no
@@ -219,31 +270,39 @@ func freshRunState(b testing.TB, app *webtest.App, c *http.Client, runID string)
 	return r.State
 }
 
-// stepMarks are the moments `go tool task dev`'s output shows each step done.
+// stepMarks are the moments `go tool task <task>`'s output shows each step done.
 type stepMarks struct {
 	mu    sync.Mutex
+	lines []stepLine
 	marks map[string]time.Time
 }
 
-func newStepMarks() *stepMarks { return &stepMarks{marks: map[string]time.Time{}} }
+type stepLine struct{ mark, prefix string }
 
-// stepLines are the first lines that end each step: go-task's first line (it is built),
-// the dev task's install command (generate done), its .ci/dev command (installs done),
-// gantry dev's first line (Gantry built), cmd/tofubuild's "ready" and gantry dev's
-// toolchain message.
-var stepLines = []struct{ mark, prefix string }{
-	{"runner", "task: "},
-	{"generate", "task: [dev] .ci/install-packages"},
-	{"installs", "task: [dev] .ci/dev"},
-	{"gantry", "Starting the private PostgreSQL cluster"},
-	{"opentofu", "OpenTofu: ready"},
+// newStepMarks watches for the first lines that end each step: go-task's first line (it
+// is built), the task's install command (generate done), the command after it (installs
+// done) and, for dev, gantry dev's first line (Gantry built), cmd/tofubuild's "ready" and
+// gantry dev's toolchain message.
+func newStepMarks(task string) *stepMarks {
+	lines := []stepLine{
+		{"runner", "task: "},
+		{"generate", "task: [" + task + "] .ci/install-packages"},
+	}
+	switch task {
+	case "dev":
+		lines = append(lines, stepLine{"installs", "task: [dev] .ci/dev"},
+			stepLine{"gantry", "Starting the private PostgreSQL cluster"}, stepLine{"opentofu", "OpenTofu: ready"})
+	case "test":
+		lines = append(lines, stepLine{"installs", "task: [test] go run ./cmd/testenv"})
+	}
+	return &stepMarks{lines: lines, marks: map[string]time.Time{}}
 }
 
 func (s *stepMarks) see(line string) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, l := range stepLines {
+	for _, l := range s.lines {
 		if _, ok := s.marks[l.mark]; !ok && strings.HasPrefix(line, l.prefix) {
 			s.marks[l.mark] = now
 		}

@@ -36,6 +36,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *root, *binDir, *every, os.Stderr); err != nil {
+		if ctx.Err() != nil {
+			// Stopped on request (Ctrl-C on `go tool task dev`): not a failure to report,
+			// and what it compiled stays in the Go build cache.
+			fmt.Fprintln(os.Stderr, "OpenTofu: build stopped; the next start resumes it from the Go build cache")
+			return
+		}
 		fmt.Fprintln(os.Stderr, "tofubuild:", err)
 		os.Exit(1)
 	}

@@ -50,25 +50,9 @@ import (
 // ports `go tool task dev` uses (8080, 5556, 8790, 9464) free. Run with -benchtime=1x: one
 // start takes many minutes. Not in CI (go tool task bench).
 func BenchmarkFreshMachineStart(b *testing.B) {
-	for _, port := range []string{"8080", "5556", "8790", "9464"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-		require.NoError(b, err, "go tool task dev needs port %s: stop what listens there", port)
-		ln.Close()
-	}
+	requireDevPorts(b)
 	f := startFresh(b, "dev")
-
-	// The portal: /healthz. Waits are budgets of idle-machine time, generous: the whole
-	// point is to measure how long it takes.
-	client := &http.Client{Timeout: 2 * time.Second}
-	bench.Eventually(b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
-		f.alive("/healthz")
-		resp, err := client.Get("http://127.0.0.1:8080/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	}, bench.Poll(100*time.Millisecond))
+	f.waitServing(100 * time.Millisecond)
 	served := time.Now()
 
 	// A newcomer's first live run, requested at once: it waits in QUEUED for the toolchain.
@@ -106,32 +90,16 @@ func BenchmarkFreshMachineStart(b *testing.B) {
 // (serve_s, goal ≤ 5). The Go caches are the machine's own, left as they are. Run with
 // -benchtime=1x; not in CI.
 func BenchmarkSecondCloneStart(b *testing.B) {
-	for _, port := range []string{"8080", "5556", "8790", "9464"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-		require.NoError(b, err, "go tool task dev needs port %s: stop what listens there", port)
-		ln.Close()
-	}
-	serving := func(f *freshStart) {
-		client := &http.Client{Timeout: 2 * time.Second}
-		bench.Eventually(b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
-			f.alive("/healthz")
-			resp, err := client.Get("http://127.0.0.1:8080/healthz")
-			if err != nil {
-				return false, err.Error()
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, resp.Status
-		}, bench.Poll(20*time.Millisecond))
-	}
+	requireDevPorts(b)
 	first := startClone(b, "dev", false)
-	serving(first)
+	first.waitServing(20 * time.Millisecond)
 	first.stop()
 	// The first clone's OpenTofu build (a link from the build cache) may still be running
 	// in the stopped tree's last moments: the second starts on a quiet machine.
 	time.Sleep(5 * time.Second)
 
 	second := startClone(b, "dev", false)
-	serving(second)
+	second.waitServing(20 * time.Millisecond)
 	served := time.Now()
 	b.StopTimer()
 	second.stop()
@@ -230,6 +198,30 @@ func startClone(b *testing.B, task string, fresh bool) *freshStart {
 	go func() { _ = f.cmd.Wait(); w.Close(); close(f.exited) }()
 	b.Cleanup(f.stop)
 	return f
+}
+
+// requireDevPorts fails the benchmark unless the ports `go tool task dev` uses are free.
+func requireDevPorts(b *testing.B) {
+	for _, port := range []string{"8080", "5556", "8790", "9464"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		require.NoError(b, err, "go tool task dev needs port %s: stop what listens there", port)
+		ln.Close()
+	}
+}
+
+// waitServing waits for gantry dev's /healthz to answer, checking every poll. The wait is
+// a budget of idle-machine time, generous: the point is to measure how long it takes.
+func (f *freshStart) waitServing(poll time.Duration) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	bench.Eventually(f.b, "/healthz to answer", 30*time.Minute, func() (bool, any) {
+		f.alive("/healthz")
+		resp, err := client.Get("http://127.0.0.1:8080/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, bench.Poll(poll))
 }
 
 // alive fails the benchmark when the command has ended while it waited for what.

@@ -75,6 +75,17 @@ var rules = []rule{
 		Why: "the domain layer knows nothing of HTTP, pages, workers or wiring"},
 	{Prefix: "gantry/models/run", Bans: []string{"gantry/models/state", "gantry/models/org", "gantry/models/catalog", "gantry/models/identity"},
 		Why: "runs ask other aggregates through the interfaces in models/run/deps.go, never by importing (and querying) them"},
+	// Foundations below the run lifecycle (issue 32): they implement what runs need with
+	// models/runport's vocabulary and are handed to runs by the composition root.
+	{Prefix: "gantry/models/org", Bans: []string{"gantry/models/run"},
+		Why: "members stand below runs: what runs need of them is in models/runport"},
+	{Prefix: "gantry/models/state", Bans: []string{"gantry/models/run"},
+		Why: "the state backend stands below runs: what runs need of it is in models/runport"},
+	{Prefix: "gantry/models/catalog", Bans: []string{"gantry/models/run"},
+		Why: "the catalog stands below runs: what runs need of it is in models/runport"},
+	{Prefix: "gantry/models/runport", Bans: []string{"gantry/models/run", "gantry/models/org", "gantry/models/state", "gantry/models/catalog",
+		"gantry/models/db", "gorm.io"},
+		Why: "the vocabulary runs share with their foundations is a leaf: no aggregate, no database"},
 	{Prefix: "gantry/views", Bans: []string{"gantry/models", "gantry/handlers", "gantry/cmd", "gorm.io", "github.com/labstack/echo", "net/http!"},
 		Why: "views are pure: typed props in, HTML out, no I/O"},
 	{Prefix: "gantry/handlers", Bans: []string{"gorm.io", "gantry/models/db", "gantry/web!", "gantry/cmd", "github.com/riverqueue"},

@@ -2,25 +2,27 @@ package catalog
 
 import (
 	"gantry/models/bundle"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
-// ForRuns adapts the catalog to what requesting a run needs (run.Catalog).
-func ForRuns(c *Catalog) run.Catalog { return runCatalog{c} }
+// ForRuns adapts the catalog to what requesting a run needs (run.Catalog, which the
+// composition root hands it to: the catalog does not import models/run).
+func ForRuns(c *Catalog) RunCatalog { return RunCatalog{c} }
 
-type runCatalog struct{ c *Catalog }
+// RunCatalog is the catalog as requesting a run sees it.
+type RunCatalog struct{ c *Catalog }
 
 // masked stands in for a sensitive value wherever inputs are stored or shown.
 const masked = "(sensitive)"
 
-func (rc runCatalog) Validate(name string, raw map[string]string) (run.Validated, error) {
+func (rc RunCatalog) Validate(name string, raw map[string]string) (runport.Validated, error) {
 	e, err := rc.c.Get(name)
 	if err != nil {
-		return run.Validated{}, err
+		return runport.Validated{}, err
 	}
 	values, v := e.Template.ValidateInputs(raw)
 	if v != nil {
-		return run.Validated{}, v
+		return runport.Validated{}, v
 	}
 	display := make(map[string]any, len(values))
 	var sensitive map[string]any
@@ -38,11 +40,11 @@ func (rc runCatalog) Validate(name string, raw map[string]string) (run.Validated
 		}
 		display[in.Name] = val
 	}
-	return run.Validated{Template: e.Template.Name, Version: e.Template.Version, ModuleDigest: e.ModuleDigest, Inputs: values, Display: display,
+	return runport.Validated{Template: e.Template.Name, Version: e.Template.Version, ModuleDigest: e.ModuleDigest, Inputs: values, Display: display,
 		Sensitive: sensitive}, nil
 }
 
-func (rc runCatalog) Generate(v run.Validated, workspaceID, stateAddress string) (bundle.Bundle, error) {
+func (rc RunCatalog) Generate(v runport.Validated, workspaceID, stateAddress string) (bundle.Bundle, error) {
 	e, err := rc.c.Get(v.Template)
 	if err != nil {
 		return bundle.Bundle{}, err
@@ -50,17 +52,17 @@ func (rc runCatalog) Generate(v run.Validated, workspaceID, stateAddress string)
 	return e.Generate(GenerateInput{WorkspaceID: workspaceID, Inputs: v.Inputs, StateAddress: stateAddress})
 }
 
-func (rc runCatalog) Facts(name string) (run.TemplateFacts, error) {
+func (rc RunCatalog) Facts(name string) (runport.TemplateFacts, error) {
 	e, err := rc.c.Get(name)
 	if err != nil {
-		return run.TemplateFacts{}, err
+		return runport.TemplateFacts{}, err
 	}
 	t := e.Template
-	return run.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices}, nil
+	return runport.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices}, nil
 }
 
-func (rc runCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }
+func (rc RunCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }
 
-func (rc runCatalog) Inputs(name string, config []byte, sealed map[string]any) ([]run.InputValue, error) {
+func (rc RunCatalog) Inputs(name string, config []byte, sealed map[string]any) ([]runport.InputValue, error) {
 	return rc.c.Inputs(name, config, sealed)
 }

@@ -9,7 +9,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"gantry/models/bundle"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Secrets reads back, from a config bundle Generate wrote for template name before
@@ -91,7 +91,7 @@ func bundleArguments(config []byte, name string, any bool) map[string]cty.Value 
 // bundle only declares (var.<name>) takes its value from sealed, the run's sealed
 // values (validated: a string, float64 or bool), encoded as a literal would be, so an
 // older bundle's literal and a sealed value compare alike.
-func (c *Catalog) Inputs(name string, config []byte, sealed map[string]any) ([]run.InputValue, error) {
+func (c *Catalog) Inputs(name string, config []byte, sealed map[string]any) ([]runport.InputValue, error) {
 	e, err := c.Get(name)
 	if err != nil {
 		return nil, err
@@ -109,9 +109,9 @@ func (c *Catalog) Inputs(name string, config []byte, sealed map[string]any) ([]r
 			args[in.Name] = v
 		}
 	}
-	out := make([]run.InputValue, 0, len(e.Template.Inputs))
+	out := make([]runport.InputValue, 0, len(e.Template.Inputs))
 	for _, in := range e.Template.Inputs {
-		iv := run.InputValue{Name: in.Name, Label: in.Label, Divergence: in.Divergence, Sensitive: in.Sensitive}
+		iv := runport.InputValue{Name: in.Name, Label: in.Label, Divergence: in.Divergence, Sensitive: in.Sensitive}
 		if v, ok := args[in.Name]; ok {
 			if text, err := ctyjson.Marshal(v, v.Type()); err == nil {
 				iv.Value, iv.Set = string(text), true

@@ -12,7 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"gantry/models/catalog"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // sensitiveBucket is the catalog with the bucket's name input marked sensitive.
@@ -79,7 +79,7 @@ func TestSensitiveInputsAreNotInTheBundle(t *testing.T) {
 	require.Empty(t, c.Secrets("bucket", tarball), "nothing to read back: the value is sealed with the run")
 	in, err := c.Inputs("bucket", tarball, map[string]any{"name": "quiet-bucket"})
 	require.NoError(t, err)
-	require.Equal(t, run.InputValue{Name: "name", Label: "Bucket name", Divergence: "fixed", Sensitive: true, Value: `"quiet-bucket"`, Set: true}, in[0],
+	require.Equal(t, runport.InputValue{Name: "name", Label: "Bucket name", Divergence: "fixed", Sensitive: true, Value: `"quiet-bucket"`, Set: true}, in[0],
 		"a promotion compares the sealed value, encoded as a literal is")
 	in, err = c.Inputs("bucket", tarball, nil)
 	require.NoError(t, err)

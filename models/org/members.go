@@ -13,7 +13,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/errs"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Members administers the memberships of the subject's organization (the members
@@ -23,11 +23,11 @@ import (
 type Members struct {
 	db        *gorm.DB
 	audit     *audit.Log
-	approvals run.MemberWatcher
+	approvals runport.MemberWatcher
 }
 
 // NewMembers returns the members service; approvals is the run lifecycle.
-func NewMembers(gdb *gorm.DB, log *audit.Log, approvals run.MemberWatcher) *Members {
+func NewMembers(gdb *gorm.DB, log *audit.Log, approvals runport.MemberWatcher) *Members {
 	return &Members{db: gdb, audit: log, approvals: approvals}
 }
 

@@ -21,7 +21,7 @@ import (
 	"gantry/models/db"
 	"gantry/models/errs"
 	"gantry/models/notify"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Organization is a tenant: everything in Gantry belongs to exactly one.
@@ -144,28 +144,28 @@ func cleanGroups(in []string) []string {
 // Member is what the run rules need to know about user userID in organization orgID
 // (run.Members): name, role, cloud.live and groups; errs.ErrNotFound when the user is
 // not a member. It checks no permission: the run service authorizes its own subject.
-func (s *Service) Member(ctx context.Context, orgID, userID string) (run.Member, error) {
+func (s *Service) Member(ctx context.Context, orgID, userID string) (runport.Member, error) {
 	var rows []MembershipView
 	err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? AND m.user_id = ?`, orgID, userID).Scan(&rows).Error
 	if err != nil {
-		return run.Member{}, fmt.Errorf("reading membership: %w", err)
+		return runport.Member{}, fmt.Errorf("reading membership: %w", err)
 	}
 	if len(rows) == 0 {
-		return run.Member{}, fmt.Errorf("member %s: %w", userID, errs.ErrNotFound)
+		return runport.Member{}, fmt.Errorf("member %s: %w", userID, errs.ErrNotFound)
 	}
 	return memberOf(rows[0]), nil
 }
 
 // List is every member of organization orgID as the run rules see them (run.Members:
 // who may decide its waiting runs). It checks no permission.
-func (s *Service) List(ctx context.Context, orgID string) ([]run.OrgMember, error) {
+func (s *Service) List(ctx context.Context, orgID string) ([]runport.OrgMember, error) {
 	var rows []MembershipView
 	if err := db.Conn(ctx, s.db).Raw(memberQuery+` WHERE m.organization_id = ? ORDER BY m.user_id`, orgID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("reading memberships: %w", err)
 	}
-	out := make([]run.OrgMember, len(rows))
+	out := make([]runport.OrgMember, len(rows))
 	for i, m := range rows {
-		out[i] = run.OrgMember{UserID: m.UserID, Member: memberOf(m)}
+		out[i] = runport.OrgMember{UserID: m.UserID, Member: memberOf(m)}
 	}
 	return out, nil
 }
@@ -188,12 +188,12 @@ func (s *Service) Contacts(ctx context.Context, orgID string, userIDs []string) 
 	return out, nil
 }
 
-func memberOf(m MembershipView) run.Member {
+func memberOf(m MembershipView) runport.Member {
 	name := m.UserName
 	if name == "" {
 		name = m.UserEmail
 	}
-	return run.Member{Name: name, Role: m.Role, CloudLive: m.CloudLive, Groups: m.Groups}
+	return runport.Member{Name: name, Role: m.Role, CloudLive: m.CloudLive, Groups: m.Groups}
 }
 
 const memberQuery = `

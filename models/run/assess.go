@@ -30,11 +30,6 @@ type Assessment struct {
 	Cost           review.Cost
 }
 
-// ClassifyOptions are the classification options of a template's resource types.
-func (f TemplateFacts) ClassifyOptions() classify.Options {
-	return classify.Options{Irreversible: f.Irreversible, OrgScoped: f.OrgScoped}
-}
-
 // assess runs the plan gates on run r's plan.
 func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
 	facts, err := s.catalog.Facts(r.TemplateName)

@@ -35,12 +35,6 @@ type deciderRow struct {
 
 func (deciderRow) TableName() string { return "run_deciders" }
 
-// OrgMember is a member of an organization as the rules see it.
-type OrgMember struct {
-	UserID string
-	Member
-}
-
 // awaitsDecision reports whether run r waits for a person's decision: approval, or the
 // override of a soft policy block.
 func (r Run) awaitsDecision() bool { return r.State == PendingApproval || r.SoftBlocked() }

@@ -385,12 +385,3 @@ func (s *Service) voidAll(ctx context.Context, orgID, userID, reason string, ids
 func IsConflict(err error) bool {
 	return errors.Is(err, ErrInvalidTransition) || errors.Is(err, ErrStaleEvidence)
 }
-
-// MemberWatcher is what the members service (models/org) calls, in the transaction
-// that changes a member: demoting or removing a member or taking cloud.live away sends
-// that member's approvals that have not started applying back to waiting; any change
-// rewrites which waiting runs the member may decide (Service implements it).
-type MemberWatcher interface {
-	VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error
-	RefreshDecidersOf(ctx context.Context, orgID, userID string) error
-}

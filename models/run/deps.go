@@ -42,14 +42,6 @@ type Environments interface {
 	DriftSchedules(ctx context.Context) ([]environment.DriftSchedule, error)
 }
 
-// Member is what the rules need to know about a member of an organization.
-type Member struct {
-	Name      string
-	Role      authz.Role
-	CloudLive bool
-	Groups    []string
-}
-
 // Members is what runs need of memberships (org.Service): a member's role, cloud.live
 // and groups; errs.ErrNotFound when the user is no longer a member.
 type Members interface {
@@ -104,20 +96,6 @@ type StateVersions interface {
 	ResourcesOf(ctx context.Context, orgID, id string) ([]StateResource, error)
 }
 
-// StateVersionInfo is one state version: its workspace, serial and the run that wrote
-// it ("" for none).
-type StateVersionInfo struct {
-	ID, WorkspaceID string
-	Serial          int
-	RunID           string
-	CreatedAt       time.Time
-}
-
-// StateResource is one managed resource instance of a state version.
-type StateResource struct {
-	Address, Type, ID string
-}
-
 // Windows is what runs need of break-glass windows (breakglass.Store): the window open
 // on a workspace (nothing of it is approved or applied meanwhile), the windows a drift
 // is attributed to, and telling windows awaiting codification what a drift check found.
@@ -151,12 +129,6 @@ type Policies interface {
 // MatrixSource gives an organization's current approval matrix (risk.Store).
 type MatrixSource interface {
 	Current(ctx context.Context, orgID string) (risk.Version, error)
-}
-
-// RunnerInfo names an executor this deployment offers and whether it only simulates.
-type RunnerInfo struct {
-	Name      string
-	Simulated bool
 }
 
 // Runners are the executors on offer: the deployment's default and every runner an

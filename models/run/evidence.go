@@ -7,30 +7,6 @@ import (
 	"gantry/models/errs"
 )
 
-// NoPredecessor is the predecessor of a plan computed against a workspace without
-// state: "none" is evidence too (a state written since makes the plan stale).
-const NoPredecessor = "none"
-
-// Predecessor is the state version a plan was computed from (DESIGN §3): its id,
-// serial, lineage and digest, or VersionID NoPredecessor when there was none.
-type Predecessor struct {
-	VersionID string
-	Serial    int
-	Lineage   string
-	Digest    string
-}
-
-// None reports whether the plan was computed against no state.
-func (p Predecessor) None() bool { return p.VersionID == NoPredecessor }
-
-// String names the predecessor for a person, e.g. "serial 4 (sv-…)" or "no state".
-func (p Predecessor) String() string {
-	if p.None() {
-		return "no state"
-	}
-	return fmt.Sprintf("serial %d (%s)", p.Serial, p.VersionID)
-}
-
 // Evidence is everything a decision is taken on (DESIGN §3): the run, the plan revision
 // and digest, the config bundle digest, the predecessor state, and the policy
 // evaluation with its result and bundle digests. The review page carries it, every

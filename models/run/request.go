@@ -20,21 +20,6 @@ import (
 	"gantry/models/workspace"
 )
 
-// Validated is a request's template inputs after the catalog checked them.
-type Validated struct {
-	Template     string
-	Version      string
-	ModuleDigest string
-	Inputs       map[string]any // typed values, as the generated config gets them
-	Display      map[string]any // the same with sensitive values masked: what is stored and shown
-	// Sensitive are the values of the template's sensitive inputs (a subset of Inputs):
-	// the generated config bundle only declares them, the run keeps them sealed
-	// (variables.go) and its runner gets them as TF_VAR_ environment variables.
-	Sensitive map[string]any
-	// Runner is the executor the environment's jobs run on (set by Service.Validate).
-	Runner RunnerInfo
-}
-
 // Catalog is what requesting a run needs from the template catalog.
 type Catalog interface {
 	// Validate checks raw inputs for template name: errs.ErrNotFound for an unknown
@@ -55,26 +40,6 @@ type Catalog interface {
 	// a run's live log masks besides the sealed values (every literal argument, when the
 	// catalog no longer offers the template).
 	Secrets(name string, config []byte) []string
-}
-
-// InputValue is one input of a template as a config bundle holds it (Value its JSON,
-// Set false when the bundle has none), with its manifest's label, divergence kind and
-// sensitivity.
-type InputValue struct {
-	Name, Label, Divergence string
-	Sensitive               bool
-	Value                   string
-	Set                     bool
-}
-
-// TemplateFacts are a template's resource-type facts from its manifest.
-type TemplateFacts struct {
-	Version      string
-	Source       string // "catalog": every template comes from the pinned catalog
-	Irreversible []string
-	OrgScoped    []string
-	OrgPolicy    []string // the org-scoped types that are organization policies
-	Prices       map[string]float64
 }
 
 // Request is what a person submits to start a run.

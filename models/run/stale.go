@@ -7,16 +7,6 @@ import (
 	"time"
 )
 
-// StateWatcher is what the state backend (models/state) calls, in the transaction that
-// stores a new state version of a workspace: the run lifecycle marks that workspace's
-// runs still waiting on the old state STALE there and then (DESIGN §3). The backend
-// calls LockWaiting once it holds the workspace's state lock and before it audits the
-// write, then StateWritten after storing the version.
-type StateWatcher interface {
-	LockWaiting(ctx context.Context, orgID, workspaceID string) error
-	StateWritten(ctx context.Context, orgID, workspaceID string, written Predecessor, byRunID string) error
-}
-
 // LockWaiting locks the runs of the workspace a state write may mark STALE, before the
 // write's first audit event (update's lock order). While the writer holds the
 // workspace's state lock no other run starts waiting on that workspace (FinishPlan

@@ -13,7 +13,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/db"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Latest returns the newest state version of workspaceID in organization orgID, or
@@ -102,7 +102,7 @@ func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockI
 // record stores a state version under the workspace's state lock (held by the caller)
 // and tells runs: it locks the waiting runs before auditing the version (the lock
 // order of the run lifecycle), then marks them STALE.
-func (s *Store) record(ctx context.Context, orgID, workspaceID, runID string, h stateHeader, data []byte, audited map[string]any, runs run.StateWatcher) error {
+func (s *Store) record(ctx context.Context, orgID, workspaceID, runID string, h stateHeader, data []byte, audited map[string]any, runs runport.StateWatcher) error {
 	if err := runs.LockWaiting(ctx, orgID, workspaceID); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Store) record(ctx context.Context, orgID, workspaceID, runID string, h 
 // RecordApplied stores the state a runner returned instead of writing it through the
 // backend (the SIMULATED mock) as run runID's version, under the same lineage and
 // serial rules and telling runs as a backend write does, and returns its id.
-func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte, runs run.StateWatcher) (string, error) {
+func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID string, data []byte, runs runport.StateWatcher) (string, error) {
 	h, err := parseState(data)
 	if err != nil {
 		return "", err
@@ -135,7 +135,7 @@ func (s *Store) RecordApplied(ctx context.Context, orgID, workspaceID, runID str
 
 // HoldSteady takes workspaceID's state lock, shared, until the transaction in ctx ends:
 // no state version is written meanwhile, so a predecessor read now stays the newest
-// until the reader commits (a run finishing its plan; see run.StateWatcher).
+// until the reader commits (a run finishing its plan; see runport.StateWatcher).
 func (s *Store) HoldSteady(ctx context.Context, orgID, workspaceID string) error {
 	conn := db.Conn(ctx, s.db)
 	err := conn.Exec(`INSERT INTO state_locks (workspace_id, organization_id) VALUES (?, ?) ON CONFLICT (workspace_id) DO NOTHING`,
@@ -190,21 +190,21 @@ func (s *Store) store(ctx context.Context, orgID, workspaceID, runID string, h s
 }
 
 // Predecessor is the workspace's newest version as the predecessor of a plan computed
-// now (run.NoPredecessor when it has no state).
-func (s *Store) Predecessor(ctx context.Context, orgID, workspaceID string) (run.Predecessor, error) {
+// now (runport.NoPredecessor when it has no state).
+func (s *Store) Predecessor(ctx context.Context, orgID, workspaceID string) (runport.Predecessor, error) {
 	v, err := s.Latest(ctx, orgID, workspaceID)
 	switch {
 	case errors.Is(err, ErrNoState):
-		return run.Predecessor{VersionID: run.NoPredecessor}, nil
+		return runport.Predecessor{VersionID: runport.NoPredecessor}, nil
 	case err != nil:
-		return run.Predecessor{}, err
+		return runport.Predecessor{}, err
 	}
 	return v.Predecessor(), nil
 }
 
 // Predecessor is v as the predecessor of a plan.
-func (v Version) Predecessor() run.Predecessor {
-	return run.Predecessor{VersionID: v.ID, Serial: int(v.Serial), Lineage: v.Lineage, Digest: v.SHA256}
+func (v Version) Predecessor() runport.Predecessor {
+	return runport.Predecessor{VersionID: v.ID, Serial: int(v.Serial), Lineage: v.Lineage, Digest: v.SHA256}
 }
 
 // Content returns the decrypted state of version id of organization orgID.

@@ -9,7 +9,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/db"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // WorkspaceState is what a workspace's page shows of its state: its versions, newest
@@ -119,12 +119,12 @@ func readState(data []byte) ([]Resource, []Output, error) {
 
 // VersionInfo is state version id of orgID as the run lifecycle asks for it (a
 // rollback), errs.ErrNotFound when orgID has no such version.
-func (s *Store) VersionInfo(ctx context.Context, orgID, id string) (run.StateVersionInfo, error) {
+func (s *Store) VersionInfo(ctx context.Context, orgID, id string) (runport.StateVersionInfo, error) {
 	var v Version
 	if err := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id).Take(&v).Error; err != nil {
-		return run.StateVersionInfo{}, fmt.Errorf("state version %s: %w", id, db.Translate(err))
+		return runport.StateVersionInfo{}, fmt.Errorf("state version %s: %w", id, db.Translate(err))
 	}
-	out := run.StateVersionInfo{ID: v.ID, WorkspaceID: v.WorkspaceID, Serial: int(v.Serial), CreatedAt: v.CreatedAt}
+	out := runport.StateVersionInfo{ID: v.ID, WorkspaceID: v.WorkspaceID, Serial: int(v.Serial), CreatedAt: v.CreatedAt}
 	if v.RunID != nil {
 		out.RunID = *v.RunID
 	}
@@ -132,7 +132,7 @@ func (s *Store) VersionInfo(ctx context.Context, orgID, id string) (run.StateVer
 }
 
 // ResourcesOf lists the managed resources state version id of orgID holds.
-func (s *Store) ResourcesOf(ctx context.Context, orgID, id string) ([]run.StateResource, error) {
+func (s *Store) ResourcesOf(ctx context.Context, orgID, id string) ([]runport.StateResource, error) {
 	data, err := s.Content(ctx, orgID, id)
 	if err != nil {
 		return nil, err
@@ -141,9 +141,9 @@ func (s *Store) ResourcesOf(ctx context.Context, orgID, id string) ([]run.StateR
 	if err != nil {
 		return nil, fmt.Errorf("reading state version %s: %w", id, err)
 	}
-	out := make([]run.StateResource, len(resources))
+	out := make([]runport.StateResource, len(resources))
 	for i, r := range resources {
-		out[i] = run.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
+		out[i] = runport.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/errs"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Phase is the job phase a credential was issued for.
@@ -158,11 +158,13 @@ func NewStore(gdb *gorm.DB, artifacts *artifact.Store, log *audit.Log) *Store {
 // transaction, so the runs still waiting on the old state go STALE with it (DESIGN §3).
 type Service struct {
 	*Store
-	runs run.StateWatcher
+	runs runport.StateWatcher
 }
 
 // NewService returns the backend over st, telling runs about every write.
-func NewService(st *Store, runs run.StateWatcher) *Service { return &Service{Store: st, runs: runs} }
+func NewService(st *Store, runs runport.StateWatcher) *Service {
+	return &Service{Store: st, runs: runs}
+}
 
 // Unavailable reports whether err means the backend's database is away (restarting,
 // shutting down, unreachable): nothing was done, and the same request succeeds once it

@@ -19,7 +19,7 @@ import (
 	"gantry/models/db"
 	"gantry/models/db/dbtest"
 	"gantry/models/keyring"
-	"gantry/models/run"
+	"gantry/models/runport"
 	"gantry/models/state"
 )
 
@@ -136,7 +136,7 @@ func StateJSON(serial int, lineage, extra string) []byte {
 `, serial, lineage, extra)
 }
 
-// Watcher records the writes the backend reports (run.StateWatcher), with whether the
+// Watcher records the writes the backend reports (runport.StateWatcher), with whether the
 // report came inside a transaction (it must: the stale marking commits with the write).
 type Watcher struct {
 	mu     sync.Mutex
@@ -146,7 +146,7 @@ type Watcher struct {
 // Write is one report.
 type Write struct {
 	WorkspaceID string
-	Written     run.Predecessor
+	Written     runport.Predecessor
 	ByRunID     string
 	InTx        bool
 }
@@ -155,7 +155,7 @@ type Write struct {
 func (w *Watcher) LockWaiting(context.Context, string, string) error { return nil }
 
 // StateWritten records the report.
-func (w *Watcher) StateWritten(ctx context.Context, orgID, workspaceID string, written run.Predecessor, byRunID string) error {
+func (w *Watcher) StateWritten(ctx context.Context, orgID, workspaceID string, written runport.Predecessor, byRunID string) error {
 	_, inTx := db.SQLTx(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,0 +1,23 @@
+package run
+
+import "gantry/models/runport"
+
+// The vocabulary runs share with the aggregates below them is defined in models/runport,
+// so that org, state and catalog implement what runs need without importing models/run;
+// these names keep it at hand inside the run lifecycle.
+type (
+	Member           = runport.Member
+	OrgMember        = runport.OrgMember
+	MemberWatcher    = runport.MemberWatcher
+	Predecessor      = runport.Predecessor
+	StateWatcher     = runport.StateWatcher
+	StateVersionInfo = runport.StateVersionInfo
+	StateResource    = runport.StateResource
+	Validated        = runport.Validated
+	RunnerInfo       = runport.RunnerInfo
+	InputValue       = runport.InputValue
+	TemplateFacts    = runport.TemplateFacts
+)
+
+// NoPredecessor is runport.NoPredecessor: a plan computed against no state.
+const NoPredecessor = runport.NoPredecessor

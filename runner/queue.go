@@ -97,9 +97,9 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	// The workers' executors are timed for the metrics; cfg.Runners stays as given.
 	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
 	q := &Queue{
-		plan:     &PlanWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Changes: cfg.Changes, Logger: cfg.Logger, PhaseTimeout: t.Plan, Leases: cfg.Leases},
-		apply:    &ApplyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, OnStart: cfg.OnApplyStart, Hooks: cfg.ApplyHooks, PhaseTimeout: t.Apply, Leases: cfg.Leases, Locks: cfg.StateLocks},
-		verify:   &VerifyWorker{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: t.Verify, Leases: cfg.Leases},
+		plan:     &PlanWorker{phase: cfg.phase(t.Plan), Changes: cfg.Changes},
+		apply:    &ApplyWorker{phase: cfg.phase(t.Apply), OnStart: cfg.OnApplyStart, Hooks: cfg.ApplyHooks, Locks: cfg.StateLocks},
+		verify:   &VerifyWorker{phase: cfg.phase(t.Verify)},
 		expire:   &ExpireWorker{},
 		escalate: &EscalateWorker{},
 		export:   &AuditExportWorker{},
@@ -265,4 +265,10 @@ func (q *Queue) Stop(ctx context.Context) error {
 		return q.Client.StopAndCancel(context.Background())
 	}
 	return nil
+}
+
+// phase is what the phase workers share, with timeout as the phase's own (the run
+// lifecycle is bound later, Bind).
+func (cfg QueueConfig) phase(timeout time.Duration) phase {
+	return phase{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: timeout, Leases: cfg.Leases}
 }

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -425,3 +426,56 @@ func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
 
 // byHand is the lease claim of a phase a test begins itself, outside the queue.
 var byHand = run.Claim{JobID: -1, Holder: "test"}
+
+// failingExecutor is the mock whose plan or verification fails, saying so in its log.
+type failingExecutor struct {
+	runner.Runner
+	plan, verify error
+}
+
+func (f failingExecutor) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
+	if f.plan != nil {
+		return runner.PlanResult{Log: []byte("planning...\n")}, f.plan
+	}
+	return f.Runner.Plan(ctx, req)
+}
+
+func (f failingExecutor) Verify(ctx context.Context, req runner.VerifyRequest) (runner.VerifyResult, error) {
+	if f.verify != nil {
+		return runner.VerifyResult{Log: []byte("refreshing...\n")}, f.verify
+	}
+	return f.Runner.Verify(ctx, req)
+}
+
+// TestAFailingExecutorFailsThePhase: the plan and verification workers' shared opening
+// and ending: an executor's error fails the run with what failed and why, and keeps the
+// executor's log.
+func TestAFailingExecutorFailsThePhase(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		exec   failingExecutor
+		reason string
+		log    string
+		stored func(run.Run) *string
+	}{
+		{"plan", failingExecutor{Runner: mock.New(), plan: errors.New("disk full")}, "plan failed: disk full", "planning...",
+			func(r run.Run) *string { return r.PlanLogArtifactID }},
+		{"verification", failingExecutor{Runner: mock.New(), verify: errors.New("cloud unreachable")}, "verification failed: cloud unreachable", "refreshing...",
+			func(r run.Run) *string { return r.VerifyLogArtifactID }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, harnessOpts{runner: c.exec})
+			h.start()
+			r := h.requestBucket("development", "failing-"+c.name, "failing-"+c.name+"-bucket", run.KindApply)
+			r = h.waitFor(r.ID, run.Failed, run.Succeeded)
+			require.Equal(t, run.Failed, r.State)
+			require.Equal(t, c.reason, r.StateReason)
+			require.NotNil(t, c.stored(r), "the executor's log is kept")
+			log, err := h.sys.Runs.Artifact(h.as("operator"), r, c.stored(r))
+			require.NoError(t, err)
+			require.Contains(t, string(log), c.log)
+		})
+	}
+}

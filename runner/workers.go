@@ -34,17 +34,74 @@ type Lifecycle interface {
 // lost lease: the sweeper already closed this job and moved the run on.
 func skipped(err error) bool { return errors.Is(err, run.ErrSkip) || errors.Is(err, run.ErrLeaseLost) }
 
-// PlanWorker plans runs.
-type PlanWorker struct {
-	river.WorkerDefaults[PlanArgs]
-	Runs    Lifecycle
-	Runners RunnerSet
-	Creds   CredentialSource
-	// Changes reads who changed a drifted resource (nil: drift is reported unattributed).
-	Changes      ChangeLog
+// phase is what every phase worker (plan, apply, verify) works with: the run lifecycle,
+// the executors, the job credentials, the log, how long a phase may take and its lease.
+type phase struct {
+	Runs         Lifecycle
+	Runners      RunnerSet
+	Creds        CredentialSource
 	Logger       *slog.Logger
 	PhaseTimeout time.Duration
 	Leases       LeaseConfig
+}
+
+// opened is a phase job past its opening: its lease held (and renewed) under ctx, the
+// run's executor, the job's credentials and its live log. close revokes the credentials,
+// then lets the lease go.
+type opened struct {
+	ctx   context.Context
+	rn    Runner
+	creds Credentials
+	live  *LiveLog
+	close func()
+}
+
+// open is the opening of a plan or a verification begun under work's lease: it holds
+// the lease, finds the run's executor and issues the job's credentials. When it reports
+// done, the job ends there with err: an executor that is no longer offered fails the run
+// (nil once recorded), credentials that cannot be issued go back to River (err).
+func (p *phase) open(ctx context.Context, r run.Run, l run.Lease, secrets []string) (o opened, done bool, err error) {
+	ctx, release := hold(ctx, p.Runs, l, p.Leases, p.Logger)
+	rn, err := p.Runners.For(r.Runner)
+	if err != nil {
+		_, ferr := p.Runs.FailPhase(ctx, l, nil, err.Error())
+		release()
+		return opened{}, true, ignoreSkip(ferr)
+	}
+	creds, revoke, err := credentialsFor(ctx, p.Creds, rn, r, l, p.PhaseTimeout)
+	if err != nil {
+		release()
+		return opened{}, true, err
+	}
+	live := liveLogFor(ctx, p.Runs, p.Logger, r, l, secrets, creds)
+	return opened{ctx: ctx, rn: rn, creds: creds, live: live, close: func() { revoke(); release() }}, false, nil
+}
+
+// failed ends a plan or a verification whose executor returned err. A lost lease ends
+// the job quietly (the sweeper took the run over and queued the phase again); a worker
+// shutting down or timed out, or a process killed from outside, goes back to River,
+// whose next attempt runs the phase again (safe: neither changes anything); otherwise
+// the run fails saying what failed, with the executor's log.
+func (p *phase) failed(ctx context.Context, l run.Lease, log []byte, what string, err error) error {
+	if lost(ctx) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	_, ferr := p.Runs.FailPhase(ctx, l, log, what+" failed: "+err.Error())
+	return ignoreSkip(ferr)
+}
+
+// PlanWorker plans runs.
+type PlanWorker struct {
+	river.WorkerDefaults[PlanArgs]
+	phase
+	// Changes reads who changed a drifted resource (nil: drift is reported unattributed).
+	Changes ChangeLog
 }
 
 func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return w.PhaseTimeout }
@@ -66,36 +123,19 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	if work.Restarted {
 		w.Logger.WarnContext(ctx, "planning again after an interrupted attempt", "run", job.Args.RunID, "attempt", job.Attempt)
 	}
-	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
-	defer release()
-	rn, err := w.Runners.For(work.Run.Runner)
-	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
-		return ignoreSkip(ferr)
-	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
-	if err != nil {
+	o, done, err := w.open(ctx, work.Run, work.Lease, work.Secrets)
+	if done {
 		return err
 	}
-	defer revoke()
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
-	res, err := rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
+	defer o.close()
+	ctx, creds, live := o.ctx, o.creds, o.live
+	res, err := o.rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
 		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Variables: Variables(work.Variables), Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
 	// The stored log is the runner's whole log, which holds what it printed in clear.
 	res.Log = live.Mask(res.Log)
 	if err != nil {
-		if lost(ctx) {
-			return nil // the sweeper took the run over and queued a fresh plan
-		}
-		if ctx.Err() != nil {
-			return ctx.Err() // shutting down or timed out: let River retry; planning again is safe
-		}
-		if errors.Is(err, ErrInterrupted) {
-			return err // the plan's process was killed from outside: River's next attempt plans again
-		}
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "plan failed: "+err.Error())
-		return ignoreSkip(ferr)
+		return w.failed(ctx, work.Lease, res.Log, "plan", err)
 	}
 	out := run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges}
 	if work.Run.Kind == run.KindDrift && res.HasChanges {
@@ -156,21 +196,18 @@ func ignoreSkip(err error) error {
 	return err
 }
 
-// ApplyWorker applies approved runs, one at a time per workspace.
+// ApplyWorker applies approved runs, one at a time per workspace. Its opening is its
+// own: from the checks on, a failure ends the run ("nothing was applied"), and the state
+// lock is reserved between the credentials and the apply.
 type ApplyWorker struct {
 	river.WorkerDefaults[ApplyArgs]
-	Runs    Lifecycle
-	Runners RunnerSet
-	Creds   CredentialSource
-	Logger  *slog.Logger
+	phase
 	// OnStart, if set, is called when an apply passed its checks and is about to run,
 	// with when the worker picked the job up (the queue-latency benchmark tells the
 	// queue's part from the checks' part with it).
 	OnStart func(runID string, pickedUp time.Time)
 	// Hooks hear of every attempt of an apply job (nil fields in production).
-	Hooks        ApplyHooks
-	PhaseTimeout time.Duration
-	Leases       LeaseConfig
+	Hooks ApplyHooks
 	// Locks reserves the workspace's state lock before tofu runs (nil: not reserved).
 	Locks StateReserver
 }
@@ -300,12 +337,7 @@ func stateHeader(state []byte) (int, string, error) {
 // VerifyWorker runs the refresh-only comparison after an apply.
 type VerifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
-	Runs         Lifecycle
-	Runners      RunnerSet
-	Creds        CredentialSource
-	Logger       *slog.Logger
-	PhaseTimeout time.Duration
-	Leases       LeaseConfig
+	phase
 }
 
 func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return w.PhaseTimeout }
@@ -321,35 +353,18 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	if err != nil {
 		return err
 	}
-	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
-	defer release()
-	rn, err := w.Runners.For(work.Run.Runner)
-	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error())
-		return ignoreSkip(ferr)
-	}
-	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
-	if err != nil {
+	o, done, err := w.open(ctx, work.Run, work.Lease, work.Secrets)
+	if done {
 		return err
 	}
-	defer revoke()
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
-	res, err := rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
-		State: work.State, Credentials: creds, Variables: Variables(work.Variables), Log: live})
+	defer o.close()
+	ctx, live := o.ctx, o.live
+	res, err := o.rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
+		State: work.State, Credentials: o.creds, Variables: Variables(work.Variables), Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
 	if err != nil {
-		if lost(ctx) {
-			return nil // the sweeper took the run over and queued a fresh verification
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, ErrInterrupted) {
-			return err // killed from outside: River's next attempt verifies again
-		}
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "verification failed: "+err.Error())
-		return ignoreSkip(ferr)
+		return w.failed(ctx, work.Lease, res.Log, "verification", err)
 	}
 	// The drift is a plan JSON: stored with the log, it is redacted as a plan is (the
 	// sensitive variables' values, and what derives from them), then masked as the log

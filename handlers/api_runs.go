@@ -245,11 +245,11 @@ func (h API) timeline(c echo.Context) error {
 
 func (h API) evidence(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.Reports.Get(ctx, c.Param("id"))
+	r, err := h.Runs.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	rep, err := h.Reports.EvidenceReport(ctx, r)
+	rep, err := h.Reports.Of(ctx, r)
 	if err != nil {
 		return err
 	}

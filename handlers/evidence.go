@@ -10,21 +10,28 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/models/evidence"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
 )
 
-// EvidenceReports reads runs and their evidence reports.
-type EvidenceReports interface {
+// EvidenceRuns reads the runs whose reports are asked for (run.Service: the subject must
+// see the run).
+type EvidenceRuns interface {
 	Get(ctx context.Context, id string) (run.Run, error)
-	EvidenceReport(ctx context.Context, r run.Run) (run.Report, error)
+}
+
+// EvidenceReports builds a run's evidence report (evidence.Reports).
+type EvidenceReports interface {
+	Of(ctx context.Context, r run.Run) (evidence.Report, error)
 }
 
 // Evidence serves a run's evidence report as a page, an HTML download and JSON.
 type Evidence struct {
-	Runs EvidenceReports
+	Runs    EvidenceRuns
+	Reports EvidenceReports
 }
 
 // Register adds the evidence routes to g.
@@ -50,13 +57,13 @@ func (h Evidence) attestations(c echo.Context) error {
 	return c.JSON(http.StatusOK, bundles)
 }
 
-func (h Evidence) report(c echo.Context) (run.Report, error) {
+func (h Evidence) report(c echo.Context) (evidence.Report, error) {
 	ctx := c.Request().Context()
 	r, err := h.Runs.Get(ctx, c.Param("id"))
 	if err != nil {
-		return run.Report{}, err
+		return evidence.Report{}, err
 	}
-	return h.Runs.EvidenceReport(ctx, r)
+	return h.Reports.Of(ctx, r)
 }
 
 func (h Evidence) page(c echo.Context) error {
@@ -105,7 +112,7 @@ type evidenceJSON struct {
 		} `json:"policy"`
 		Simulated bool `json:"simulated"`
 	} `json:"run"`
-	run.Report
+	evidence.Report
 }
 
 func (h Evidence) json(c echo.Context) error {
@@ -117,7 +124,7 @@ func (h Evidence) json(c echo.Context) error {
 }
 
 // evidenceOf is report rep for machines (the page's JSON and the API's).
-func evidenceOf(rep run.Report) evidenceJSON {
+func evidenceOf(rep evidence.Report) evidenceJSON {
 	r := rep.Run
 	var out evidenceJSON
 	out.Report = rep
@@ -132,7 +139,7 @@ func evidenceOf(rep run.Report) evidenceJSON {
 	return out
 }
 
-func evidenceProps(rep run.Report, standalone bool) views.EvidenceProps {
+func evidenceProps(rep evidence.Report, standalone bool) views.EvidenceProps {
 	r := rep.Run
 	p := views.EvidenceProps{RunID: r.ID, RunLabel: r.Label(), RunURL: paths.Run(r.ID), State: string(r.State), StateReason: r.StateReason,
 		Standalone: standalone, JSONURL: paths.RunEvidence(r.ID) + ".json", HTMLURL: paths.RunEvidence(r.ID) + ".html",
@@ -178,7 +185,7 @@ func evidenceProps(rep run.Report, standalone bool) views.EvidenceProps {
 	for _, e := range rep.Events {
 		p.Events = append(p.Events, evidenceEvent(e))
 	}
-	for dst, src := range map[**views.EvidenceEvent]*run.ReportEvent{&p.Apply: rep.Apply, &p.StateVersion: rep.State, &p.Verification: rep.Verify} {
+	for dst, src := range map[**views.EvidenceEvent]*evidence.ReportEvent{&p.Apply: rep.Apply, &p.StateVersion: rep.State, &p.Verification: rep.Verify} {
 		if src != nil {
 			e := evidenceEvent(*src)
 			*dst = &e
@@ -187,7 +194,7 @@ func evidenceProps(rep run.Report, standalone bool) views.EvidenceProps {
 	return p
 }
 
-func evidenceEvent(e run.ReportEvent) views.EvidenceEvent {
+func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {
 	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Hash: e.Hash}
 	keys := make([]string, 0, len(e.Data))
 	for k := range e.Data {

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"gantry/handlers"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"gantry/models/apitoken"
@@ -27,6 +28,7 @@ import (
 	"gantry/models/breakglass"
 	"gantry/models/catalog"
 	"gantry/models/environment"
+	"gantry/models/evidence"
 	"gantry/models/identity"
 	"gantry/models/org"
 	"gantry/models/policy"
@@ -118,7 +120,9 @@ type Services struct {
 	Workspaces  *workspace.Service
 	Runs        *run.Service
 	Previews    *run.Previewer
-	Catalog     *catalog.Catalog
+	// Evidence builds runs' evidence reports.
+	Evidence *evidence.Reports
+	Catalog  *catalog.Catalog
 	// Keys make every mutating request of a member take effect once (web/idempotency.go).
 	Keys      IdempotencyKeys
 	State     *state.Service
@@ -282,12 +286,12 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
 	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)
-	handlers.Evidence{Runs: svc.Runs}.Register(app)
+	handlers.Evidence{Runs: svc.Runs, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Runs: svc.Runs, Reviews: svc.Runs, Search: svc.Runs, Reports: svc.Runs, Workspaces: svc.Workspaces,
+	handlers.API{Requests: requests, Runs: svc.Runs, Reviews: svc.Runs, Search: svc.Runs, Reports: svc.Evidence, Workspaces: svc.Workspaces,
 		States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, WorkspaceRuns: svc.Runs, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

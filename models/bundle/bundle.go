@@ -99,3 +99,15 @@ func checkPath(name string) error {
 	}
 	return nil
 }
+
+// Short abbreviates a digest for display ("sha256:0123456789a…"; "—" for none); the
+// full one is shown beside it.
+func Short(digest string) string {
+	if len(digest) > 19 {
+		return digest[:19] + "…"
+	}
+	if digest == "" {
+		return "—"
+	}
+	return digest
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gantry/models/audit"
+	"gantry/models/bundle"
 	"gantry/models/policy"
 	"gantry/models/review"
 	"gantry/policies"
@@ -120,7 +121,7 @@ func Timeline(r Run, events []audit.Event, g Gates) []Stage {
 	queued := into(moves, Queued)
 	stages := []Stage{
 		stageFrom("Request", queued, StageDone, fmt.Sprintf("%s of %s %s", r.Kind, r.TemplateName, r.TemplateVersion)),
-		stageFrom("Template and inputs validated, configuration generated", queued, StageDone, "config bundle "+short(r.ConfigDigest)),
+		stageFrom("Template and inputs validated, configuration generated", queued, StageDone, "config bundle "+bundle.Short(r.ConfigDigest)),
 		t.plan(),
 		t.policy(g),
 		t.cost(),
@@ -151,10 +152,10 @@ func (t timeline) plan() Stage {
 			}
 		}
 		if r.Kind == KindDrift && r.Drift != nil {
-			return stageFrom(name, end, StageDone, fmt.Sprintf("refresh-only plan %s: %s", short(r.PlanDigest), DriftSummary(*r.Drift, r.DriftStatus)))
+			return stageFrom(name, end, StageDone, fmt.Sprintf("refresh-only plan %s: %s", bundle.Short(r.PlanDigest), DriftSummary(*r.Drift, r.DriftStatus)))
 		}
 		return stageFrom(name, end, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",
-			short(r.PlanDigest), r.PlanSummary.Create, r.PlanSummary.Update, r.PlanSummary.Replace, r.PlanSummary.Delete))
+			bundle.Short(r.PlanDigest), r.PlanSummary.Create, r.PlanSummary.Update, r.PlanSummary.Replace, r.PlanSummary.Delete))
 	case r.State == Planning:
 		return stageFrom(name, into(t.moves, Planning), StageCurrent, "")
 	case r.State == Failed:
@@ -250,9 +251,9 @@ func (t timeline) decision() Stage {
 	}
 	if m := moveInto(t.moves, Approved); m != nil {
 		if r.ApprovalKind == "self-service" {
-			return stageFrom(name, &m.event, StageDone, "self-service approval of plan "+short(r.ApprovedPlanDigest)+" ("+m.reason+")")
+			return stageFrom(name, &m.event, StageDone, "self-service approval of plan "+bundle.Short(r.ApprovedPlanDigest)+" ("+m.reason+")")
 		}
-		st := stageFrom(name, &m.event, StageDone, "approved plan "+short(r.ApprovedPlanDigest))
+		st := stageFrom(name, &m.event, StageDone, "approved plan "+bundle.Short(r.ApprovedPlanDigest))
 		st.Actor = r.ApprovedByName
 		return st
 	}
@@ -298,7 +299,7 @@ func (t timeline) apply() []Stage {
 	apply := Stage{Name: names[0], Status: t.later}
 	switch {
 	case verifying != nil:
-		apply = stageFrom(names[0], running, StageDone, "applied the approved plan file "+short(r.ApprovedPlanDigest))
+		apply = stageFrom(names[0], running, StageDone, "applied the approved plan file "+bundle.Short(r.ApprovedPlanDigest))
 	case r.State == Running:
 		apply = stageFrom(names[0], running, StageCurrent, "")
 	case running != nil && (r.State == Failed || r.State == ApplyInterrupted):
@@ -325,15 +326,4 @@ func (t timeline) apply() []Stage {
 		verify = stageFrom(names[2], ended, StageFailed, r.StateReason)
 	}
 	return []Stage{apply, persisted, verify}
-}
-
-// short abbreviates a digest for display; the full one is on the page too.
-func short(digest string) string {
-	if len(digest) > 19 {
-		return digest[:19] + "…"
-	}
-	if digest == "" {
-		return "—"
-	}
-	return digest
 }

@@ -26,6 +26,7 @@ import (
 	"gantry/models/catalog"
 	"gantry/models/db"
 	"gantry/models/environment"
+	"gantry/models/evidence"
 	"gantry/models/governance"
 	"gantry/models/idempotency"
 	"gantry/models/identity"
@@ -113,6 +114,7 @@ type Portal struct {
 	Identity       *identity.Issuer
 	Runs           *run.Service
 	Previews       *run.Previewer
+	Evidence       *evidence.Reports
 	State          *state.Service
 	Exports        *audit.Exports
 	Governance     governance.Service
@@ -243,6 +245,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	// The request form's preview prices a simulated plan, whatever runs the real one.
 	p.Previews = run.NewPreviewer(p.Runs, mock.New())
+	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
 	p.State = state.NewService(p.StateStore, p.Runs)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
 	p.Environments.WatchDeciders(p.Runs)
@@ -290,7 +293,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
-		Previews: p.Previews, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Previews: p.Previews, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },

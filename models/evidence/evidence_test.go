@@ -1,4 +1,4 @@
-package run_test
+package evidence_test
 
 import (
 	"errors"
@@ -7,50 +7,51 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/evidence"
 	"gantry/models/run"
 )
 
-func ev(seq int64, action string, data map[string]any) run.ReportEvent {
-	return run.ReportEvent{Seq: seq, At: time.Unix(seq, 0), Action: action, Data: data}
+func ev(seq int64, action string, data map[string]any) evidence.ReportEvent {
+	return evidence.ReportEvent{Seq: seq, At: time.Unix(seq, 0), Action: action, Data: data}
 }
 
 // TestJudgeMatchesTheApplyRecordToTheApprovalRecord: the verdict of every kind of run,
 // from its audit events and the stored plan's digest now.
 func TestJudgeMatchesTheApplyRecordToTheApprovalRecord(t *testing.T) {
 	const a, b = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	applied := []run.ReportEvent{
+	applied := []evidence.ReportEvent{
 		ev(1, "run.queued", nil), ev(2, "run.pending_approval", map[string]any{"plan_digest": a}),
 		ev(3, "run.approved", map[string]any{"approved_plan_digest": a, "plan_digest": a}),
 		ev(4, "run.running", map[string]any{"plan_digest": a}), ev(5, "run.succeeded", nil),
 	}
 	succeeded := run.Run{State: run.Succeeded}
 
-	v := run.Judge(succeeded, applied, a, nil)
+	v := evidence.Judge(succeeded, applied, a, nil)
 	require.True(t, v.Applied)
 	require.True(t, v.Match)
 	require.Equal(t, "The applied artifact is the approved artifact: the approval, the apply record and the stored plan file all have sha256 "+a+".", v.Text)
 
 	// The stored plan file swapped after the approval.
-	v = run.Judge(succeeded, applied, b, nil)
+	v = evidence.Judge(succeeded, applied, b, nil)
 	require.False(t, v.Match)
 	require.Contains(t, v.Text, "is NOT the approved artifact: approved aaaaaaaaaaaaaaaaaaa…, apply record aaaaaaaaaaaaaaaaaaa…, stored plan file bbbbbbbbbbbbbbbbbbb…")
-	v = run.Judge(succeeded, applied, "", errors.New("message authentication failed"))
+	v = evidence.Judge(succeeded, applied, "", errors.New("message authentication failed"))
 	require.False(t, v.Match)
 	require.Contains(t, v.Text, "the stored plan file cannot be read (message authentication failed)")
 
 	// An apply record that names another plan than the approval bound.
-	other := append([]run.ReportEvent{}, applied...)
+	other := append([]evidence.ReportEvent{}, applied...)
 	other[3] = ev(4, "run.running", map[string]any{"plan_digest": b})
-	require.False(t, run.Judge(succeeded, other, a, nil).Match)
+	require.False(t, evidence.Judge(succeeded, other, a, nil).Match)
 
 	// An approval given again after the first: the one in force at the apply counts.
-	again := []run.ReportEvent{applied[0], applied[1], ev(3, "run.approved", map[string]any{"approved_plan_digest": b}),
+	again := []evidence.ReportEvent{applied[0], applied[1], ev(3, "run.approved", map[string]any{"approved_plan_digest": b}),
 		ev(4, "run.pending_approval", nil), ev(5, "run.approved", map[string]any{"approved_plan_digest": a}), ev(6, "run.running", map[string]any{"plan_digest": a})}
-	require.True(t, run.Judge(succeeded, again, a, nil).Match)
+	require.True(t, evidence.Judge(succeeded, again, a, nil).Match)
 
 	// No approval record before the apply: unevidenced.
-	unapproved := []run.ReportEvent{applied[0], ev(4, "run.running", map[string]any{"plan_digest": a})}
-	v = run.Judge(succeeded, unapproved, a, nil)
+	unapproved := []evidence.ReportEvent{applied[0], ev(4, "run.running", map[string]any{"plan_digest": a})}
+	v = evidence.Judge(succeeded, unapproved, a, nil)
 	require.False(t, v.Match)
 	require.Contains(t, v.Text, "(unevidenced)")
 
@@ -68,7 +69,7 @@ func TestJudgeMatchesTheApplyRecordToTheApprovalRecord(t *testing.T) {
 		{run.Run{State: run.NoChanges}, "Nothing to apply: the plan had no changes."},
 		{run.Run{State: run.PendingApproval}, "Not applied yet: waiting for a decision."},
 	} {
-		v := run.Judge(c.r, queued, a, nil)
+		v := evidence.Judge(c.r, queued, a, nil)
 		require.False(t, v.Applied, c.r.State)
 		require.False(t, v.Match, c.r.State)
 		require.Equal(t, c.says, v.Text)

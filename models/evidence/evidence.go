@@ -1,4 +1,14 @@
-package run
+// Package evidence builds a run's evidence report (DESIGN §8): everything that bound the
+// run, every decision with what it bound, the apply record, the state it wrote and the
+// verification, and one verdict that matches the apply record to the approval record.
+// The verdict is not two columns of one row compared: it recomputes the sha256 of the
+// decrypted stored plan file and compares it with the digests the hash-chained audit
+// events recorded when the run was approved and when its apply started.
+//
+// It stands outside the run lifecycle (models/run) and reads a run through it, as
+// models/breakglass does: what it needs of the audit chain, the policy evaluations, the
+// artifacts and the attestations it asks through the small interfaces below.
+package evidence
 
 import (
 	"context"
@@ -7,19 +17,47 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/artifact"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/errs"
 	"gantry/models/policy"
+	"gantry/models/run"
 )
 
-// The per-run evidence report (DESIGN §8): everything that bound the run, every
-// decision with what it bound, the apply record, the state it wrote and the
-// verification, and one verdict that matches the apply record to the approval record.
-// The verdict is not two columns of one row compared: it recomputes the sha256 of the
-// decrypted stored plan file and compares it with the digests the hash-chained audit
-// events recorded when the run was approved and when its apply started.
+// AuditTrail reads a run's audit events, oldest first (audit.Log).
+type AuditTrail interface {
+	OfRun(ctx context.Context, orgID, runID string) ([]audit.Event, error)
+}
+
+// Evaluations reads a policy evaluation with its overrides (policy.Store).
+type Evaluations interface {
+	EvaluationWithOverrides(ctx context.Context, orgID, evaluationID string) (policy.Evaluation, map[string]policy.Override, error)
+}
+
+// Artifacts reads a stored artifact, decrypted (artifact.Store).
+type Artifacts interface {
+	Get(ctx context.Context, orgID, id string) ([]byte, artifact.Artifact, error)
+}
+
+// Attestations are a run's signed attestation bundles, newest first.
+type Attestations interface {
+	OfRun(ctx context.Context, orgID, runID string) ([]json.RawMessage, error)
+}
+
+// Reports builds evidence reports.
+type Reports struct {
+	audit        AuditTrail
+	policies     Evaluations
+	artifacts    Artifacts
+	attestations Attestations
+}
+
+// New returns the reports over what they read.
+func New(audit AuditTrail, policies Evaluations, artifacts Artifacts, attestations Attestations) *Reports {
+	return &Reports{audit: audit, policies: policies, artifacts: artifacts, attestations: attestations}
+}
 
 // ReportEvent is one audit event of the run in the report: when, who, what, and the
 // data it recorded (the evidence it bound).
@@ -48,7 +86,7 @@ type ReportVerdict struct {
 
 // Report is a run's evidence report.
 type Report struct {
-	Run        Run                `json:"-"`
+	Run        run.Run            `json:"-"`
 	Inputs     json.RawMessage    `json:"inputs"` // as stored: sensitive values masked
 	Evaluation *policy.Evaluation `json:"-"`
 	Events     []ReportEvent      `json:"events"`
@@ -62,8 +100,8 @@ type Report struct {
 	GeneratedAt  time.Time         `json:"generated_at"`
 }
 
-// EvidenceReport builds run r's report (r read through Get: the subject may see it).
-func (s *Service) EvidenceReport(ctx context.Context, r Run) (Report, error) {
+// Of builds run r's report (r read through run.Service.Get: the subject may see it).
+func (s *Reports) Of(ctx context.Context, r run.Run) (Report, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return Report{}, err
@@ -81,9 +119,9 @@ func (s *Service) EvidenceReport(ctx context.Context, r Run) (Report, error) {
 	for _, e := range all {
 		switch {
 		case e.TargetType == "run" && e.TargetID == r.ID:
-			rep.Events = append(rep.Events, reportEvent(e))
+			rep.Events = append(rep.Events, eventOf(e))
 		case e.Action == "state.version_created" && rep.State == nil:
-			ev := reportEvent(e)
+			ev := eventOf(e)
 			rep.State = &ev
 		}
 	}
@@ -103,13 +141,13 @@ func (s *Service) EvidenceReport(ctx context.Context, r Run) (Report, error) {
 	}
 	rep.Decisions, rep.Apply, rep.Verify = decisionsOf(rep.Events), applyOf(rep.Events), verificationOf(rep.Events)
 	rep.Verdict = Judge(r, rep.Events, stored, storedErr)
-	if rep.Attestations, err = s.attestor.OfRun(ctx, r.OrganizationID, r.ID); err != nil {
+	if rep.Attestations, err = s.attestations.OfRun(ctx, r.OrganizationID, r.ID); err != nil {
 		return Report{}, err
 	}
 	return rep, nil
 }
 
-func reportEvent(e audit.Event) ReportEvent {
+func eventOf(e audit.Event) ReportEvent {
 	var data map[string]any
 	_ = json.Unmarshal(e.Data, &data)
 	return ReportEvent{Seq: e.Seq, At: e.OccurredAt.UTC(), Actor: e.ActorName, Action: e.Action, Data: data, Hash: fmt.Sprintf("%x", e.Hash)}
@@ -158,7 +196,7 @@ func dataString(e *ReportEvent, key string) string {
 // its stored plan file now (storedErr when it could not be read). The applied artifact
 // is the approved artifact only when the approval in force at the apply bound a digest,
 // the apply record names the same one, and the stored plan file still hashes to it.
-func Judge(r Run, events []ReportEvent, stored string, storedErr error) ReportVerdict {
+func Judge(r run.Run, events []ReportEvent, stored string, storedErr error) ReportVerdict {
 	apply := applyOf(events)
 	if apply == nil {
 		return ReportVerdict{Text: neverApplied(r, events)}
@@ -180,7 +218,7 @@ func Judge(r Run, events []ReportEvent, stored string, storedErr error) ReportVe
 		v.Text = "The applied artifact is NOT the approved artifact, as far as can be proven: the stored plan file cannot be read (" + storedErr.Error() + ")."
 	case v.AppliedDigest != v.ApprovedDigest || stored != v.ApprovedDigest:
 		v.Text = fmt.Sprintf("The applied artifact is NOT the approved artifact: approved %s, apply record %s, stored plan file %s.",
-			short(v.ApprovedDigest), short(v.AppliedDigest), short(stored))
+			bundle.Short(v.ApprovedDigest), bundle.Short(v.AppliedDigest), bundle.Short(stored))
 	default:
 		v.Match = true
 		v.Text = fmt.Sprintf("The applied artifact is the approved artifact: the approval, the apply record and the stored plan file all have sha256 %s.", v.ApprovedDigest)
@@ -189,7 +227,7 @@ func Judge(r Run, events []ReportEvent, stored string, storedErr error) ReportVe
 }
 
 // neverApplied says in plain words why a run never applied.
-func neverApplied(r Run, events []ReportEvent) string {
+func neverApplied(r run.Run, events []ReportEvent) string {
 	reason := strings.TrimSpace(r.StateReason)
 	with := func(s string) string {
 		if reason != "" {
@@ -198,76 +236,24 @@ func neverApplied(r Run, events []ReportEvent) string {
 		return s + "."
 	}
 	switch r.State {
-	case Rejected:
+	case run.Rejected:
 		return with("Never applied: rejected by " + r.RejectedByName)
-	case Expired:
+	case run.Expired:
 		return with("Never applied: the decision window or the approval expired")
-	case Stale:
+	case run.Stale:
 		return with("Never applied: the plan went stale")
-	case PolicyBlocked:
+	case run.PolicyBlocked:
 		return with("Never applied: blocked by policy")
-	case Cancelled:
+	case run.Cancelled:
 		return with("Never applied: cancelled")
-	case NoChanges:
+	case run.NoChanges:
 		return "Nothing to apply: the plan had no changes."
-	case Failed:
+	case run.Failed:
 		return with("Never applied: the run failed before its apply")
-	case PendingApproval:
+	case run.PendingApproval:
 		return "Not applied yet: waiting for a decision."
-	case Approved:
+	case run.Approved:
 		return "Not applied yet: approved, the apply has not started."
 	}
 	return "Not applied yet: " + strings.ToLower(strings.ReplaceAll(string(r.State), "_", " ")) + "."
-}
-
-// attest signs, in the transaction of the apply's end, what the apply of r wrote: one
-// statement whose subjects are the state versions recorded for the run and whose
-// predicate names the request, config bundle, plan, policy evaluation and approval (by
-// their digests and the hashes of their audit events). An apply that wrote nothing
-// has nothing to attest.
-func (s *Service) attest(ctx context.Context, r Run, outcome string) error {
-	events, err := s.audit.OfRun(ctx, r.OrganizationID, r.ID)
-	if err != nil {
-		return err
-	}
-	var subjects []AttestedState
-	var requested, approved *audit.Event
-	for i, e := range events {
-		switch e.Action {
-		case "state.version_created":
-			var d struct {
-				ID     string `json:"state_version_id"`
-				SHA256 string `json:"sha256"`
-			}
-			if json.Unmarshal(e.Data, &d) == nil && d.ID != "" {
-				subjects = append(subjects, AttestedState{Name: "state-version/" + d.ID, SHA256: strings.TrimPrefix(d.SHA256, "sha256:")})
-			}
-		case "run.queued":
-			requested = &events[i]
-		case "run.approved":
-			approved = &events[i]
-		}
-	}
-	if len(subjects) == 0 {
-		return nil
-	}
-	hashOf := func(e *audit.Event) string {
-		if e == nil {
-			return ""
-		}
-		return fmt.Sprintf("%x", e.Hash)
-	}
-	predicate := map[string]any{
-		"run": r.ID, "organization": r.OrganizationID, "workspace": r.WorkspaceID, "environment": r.EnvironmentID, "outcome": outcome,
-		"simulated": r.Simulated,
-		"request": map[string]any{"requested_by": r.RequestedBy, "template": r.TemplateName, "template_version": r.TemplateVersion,
-			"module_digest": r.ModuleDigest, "audit_event_hash": hashOf(requested)},
-		"config_bundle": map[string]any{"digest": r.ConfigDigest},
-		"plan":          map[string]any{"digest": r.PlanDigest, "revision": float64(r.PlanRevision)},
-		"policy_evaluation": map[string]any{"id": deref(r.PolicyEvaluationID), "bundle_digest": r.PolicyBundleDigest,
-			"result_digest": r.PolicyResultDigest, "outcome": r.PolicyOutcome},
-		"approval": map[string]any{"kind": r.ApprovalKind, "approved_by": r.ApprovedByName, "approved_plan_digest": r.ApprovedPlanDigest,
-			"audit_event_hash": hashOf(approved)},
-	}
-	return s.attestor.Attest(ctx, r.OrganizationID, r.ID, subjects, predicate)
 }

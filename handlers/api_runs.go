@@ -13,6 +13,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/models/run"
+	"gantry/models/timeline"
 	"gantry/web/openapi"
 	"gantry/web/paths"
 )
@@ -237,7 +238,7 @@ func (h API) timeline(c echo.Context) error {
 		return err
 	}
 	out := apiTimeline{Stages: []apiStage{}}
-	for _, s := range run.Timeline(r, events, gates) {
+	for _, s := range timeline.Of(r, events, gates) {
 		out.Stages = append(out.Stages, apiStage{Name: s.Name, Status: string(s.Status), At: utcPtr(s.At), Actor: s.Actor, Detail: s.Detail})
 	}
 	return c.JSON(http.StatusOK, out)

@@ -16,6 +16,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/review"
 	"gantry/models/run"
+	"gantry/models/timeline"
 	"gantry/models/workspace"
 	"gantry/views"
 	"gantry/web/paths"
@@ -151,7 +152,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}
-	for _, s := range run.Timeline(r, events, gates) {
+	for _, s := range timeline.Of(r, events, gates) {
 		row := views.StageRow{Name: s.Name, Status: string(s.Status), Label: s.Status.Label(), At: s.At, Actor: s.Actor, Detail: s.Detail}
 		if s.Review {
 			row.Link = paths.RunReview(r.ID)

@@ -19,7 +19,7 @@ import (
 // StageRow is one gate of the timeline.
 type StageRow struct {
 	Name   string
-	Status string // run.StageStatus: done, current, waiting, not-reached, skipped, failed, blocked, rejected, cancelled, expired, stale
+	Status string // timeline.StageStatus: done, current, waiting, not-reached, skipped, failed, blocked, rejected, cancelled, expired, stale
 	Label  string // the status as read
 	At     *time.Time
 	Actor  string

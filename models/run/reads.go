@@ -184,3 +184,10 @@ func (s *Service) Gates(ctx context.Context, r Run) (Gates, error) {
 // Clock is the database clock now: pages that say who may decide judge escalations by
 // it, as the decisions do.
 func (s *Service) Clock(ctx context.Context) (time.Time, error) { return s.now(ctx) }
+
+// Gates is what the timeline shows of the plan gates beyond the run row: the stored
+// policy evaluation (nil: none was recorded) and its overrides.
+type Gates struct {
+	Evaluation *policy.Evaluation
+	Overrides  map[string]policy.Override
+}

@@ -136,10 +136,16 @@ type Deciders struct {
 	EscalatesAt *time.Time
 }
 
+// DecidersOf is who decides run r: its approver, and its escalation with when it takes
+// effect (without a clock: Escalated is left false).
+func DecidersOf(r Run) Deciders {
+	return Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}
+}
+
 // DecidersAt is who may decide run r at now (the database clock): its approver, and its
 // escalation once the run has waited long enough.
 func DecidersAt(r Run, now time.Time) Deciders {
-	d := Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}
+	d := DecidersOf(r)
 	d.Escalated = d.EscalatesAt != nil && !now.Before(*d.EscalatesAt)
 	return d
 }

@@ -1,4 +1,9 @@
-package run
+// Package timeline tells a run's story as the gates of DESIGN §2's sequence (request,
+// validation, plan, policy, cost, decision, apply, state, verification), each with how
+// far it got, when, by whom and why, from the run, its audit events and its plan gates
+// (run.Service.Gates). It is a read model outside the run lifecycle: it reads a run and
+// decides nothing.
+package timeline
 
 import (
 	"encoding/json"
@@ -8,8 +13,8 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/bundle"
-	"gantry/models/policy"
 	"gantry/models/review"
+	"gantry/models/run"
 	"gantry/policies"
 )
 
@@ -48,17 +53,10 @@ type Stage struct {
 	Review bool
 }
 
-// Gates is what the timeline shows of the plan gates beyond the run row: the stored
-// policy evaluation (nil: none was recorded) and its overrides.
-type Gates struct {
-	Evaluation *policy.Evaluation
-	Overrides  map[string]policy.Override
-}
-
 // transition is one recorded move of the run.
 type transition struct {
 	event    audit.Event
-	from, to State
+	from, to run.State
 	reason   string
 }
 
@@ -67,12 +65,12 @@ func movesOf(events []audit.Event) []transition {
 	var out []transition
 	for _, ev := range events {
 		var d struct {
-			From   State  `json:"from"`
-			To     State  `json:"to"`
-			Reason string `json:"reason"`
+			From   run.State `json:"from"`
+			To     run.State `json:"to"`
+			Reason string    `json:"reason"`
 		}
 		if ev.Action == "run.queued" {
-			d.To = Queued
+			d.To = run.Queued
 		} else if err := json.Unmarshal(ev.Data, &d); err != nil || d.To == "" {
 			continue
 		}
@@ -82,14 +80,14 @@ func movesOf(events []audit.Event) []transition {
 }
 
 // into finds the first move into one of states.
-func into(moves []transition, states ...State) *audit.Event {
+func into(moves []transition, states ...run.State) *audit.Event {
 	if m := moveInto(moves, states...); m != nil {
 		return &m.event
 	}
 	return nil
 }
 
-func moveInto(moves []transition, states ...State) *transition {
+func moveInto(moves []transition, states ...run.State) *transition {
 	for i := range moves {
 		for _, s := range states {
 			if moves[i].to == s {
@@ -109,16 +107,16 @@ func stageFrom(name string, ev *audit.Event, status StageStatus, detail string) 
 	return st
 }
 
-// Timeline derives the gate timeline from the run, its audit events and its plan
+// Of derives the gate timeline from the run, its audit events and its plan
 // gates: what is shown is what was recorded, never inferred from the clock. A step a
 // finished run never reached says so; only a run still moving has steps WAITING.
-func Timeline(r Run, events []audit.Event, g Gates) []Stage {
+func Of(r run.Run, events []audit.Event, g run.Gates) []Stage {
 	moves := movesOf(events)
 	t := timeline{r: r, moves: moves, later: StageWaiting}
 	if r.Finished() {
 		t.later = StageNotReached
 	}
-	queued := into(moves, Queued)
+	queued := into(moves, run.Queued)
 	stages := []Stage{
 		stageFrom("Request", queued, StageDone, fmt.Sprintf("%s of %s %s", r.Kind, r.TemplateName, r.TemplateVersion)),
 		stageFrom("Template and inputs validated, configuration generated", queued, StageDone, "config bundle "+bundle.Short(r.ConfigDigest)),
@@ -131,7 +129,7 @@ func Timeline(r Run, events []audit.Event, g Gates) []Stage {
 }
 
 type timeline struct {
-	r     Run
+	r     run.Run
 	moves []transition
 	later StageStatus // for a step not reached yet
 }
@@ -147,31 +145,31 @@ func (t timeline) plan() Stage {
 		// The plan ends with the run's first move out of PLANNING.
 		var end *audit.Event
 		for i := range t.moves {
-			if t.moves[i].from == Planning && t.moves[i].to != Planning {
+			if t.moves[i].from == run.Planning && t.moves[i].to != run.Planning {
 				end = &t.moves[i].event
 			}
 		}
-		if r.Kind == KindDrift && r.Drift != nil {
-			return stageFrom(name, end, StageDone, fmt.Sprintf("refresh-only plan %s: %s", bundle.Short(r.PlanDigest), DriftSummary(*r.Drift, r.DriftStatus)))
+		if r.Kind == run.KindDrift && r.Drift != nil {
+			return stageFrom(name, end, StageDone, fmt.Sprintf("refresh-only plan %s: %s", bundle.Short(r.PlanDigest), run.DriftSummary(*r.Drift, r.DriftStatus)))
 		}
 		return stageFrom(name, end, StageDone, fmt.Sprintf("plan %s: %d to add, %d to change, %d to replace, %d to destroy",
 			bundle.Short(r.PlanDigest), r.PlanSummary.Create, r.PlanSummary.Update, r.PlanSummary.Replace, r.PlanSummary.Delete))
-	case r.State == Planning:
-		return stageFrom(name, into(t.moves, Planning), StageCurrent, "")
-	case r.State == Failed:
-		return stageFrom(name, into(t.moves, Failed), StageFailed, r.StateReason)
-	case r.State == Cancelled:
-		return stageFrom(name, into(t.moves, Cancelled), StageCancelled, "cancelled before the plan finished")
+	case r.State == run.Planning:
+		return stageFrom(name, into(t.moves, run.Planning), StageCurrent, "")
+	case r.State == run.Failed:
+		return stageFrom(name, into(t.moves, run.Failed), StageFailed, r.StateReason)
+	case r.State == run.Cancelled:
+		return stageFrom(name, into(t.moves, run.Cancelled), StageCancelled, "cancelled before the plan finished")
 	}
 	return Stage{Name: name, Status: t.later}
 }
 
-func (t timeline) policy(g Gates) Stage {
+func (t timeline) policy(g run.Gates) Stage {
 	const name = "Policy decision"
 	r := t.r
 	ev := g.Evaluation
 	if ev == nil {
-		if r.Kind == KindDrift {
+		if r.Kind == run.KindDrift {
 			return Stage{Name: name, Status: StageSkipped, Detail: "a drift check is not gated: what it finds is attributed instead"}
 		}
 		if t.planned() {
@@ -211,7 +209,7 @@ func (t timeline) policy(g Gates) Stage {
 		switch {
 		case len(open) == 0:
 			st.Status, st.Detail = StageDone, counts+"; soft-mandatory "+strings.Join(soft, ", ")+" overridden by an admin with a reason"
-		case r.State == PolicyBlocked:
+		case r.State == run.PolicyBlocked:
 			st.Status, st.Detail = StageCurrent, counts+"; soft-mandatory "+strings.Join(open, ", ")+" failed: waiting for an admin's override"
 		default:
 			st.Status, st.Detail = StageBlocked, counts+"; soft-mandatory "+strings.Join(open, ", ")+" failed and was never overridden"
@@ -242,14 +240,14 @@ func (t timeline) decision() Stage {
 	const name = "Decision"
 	r := t.r
 	switch {
-	case r.Kind == KindPlanOnly:
+	case r.Kind == run.KindPlanOnly:
 		return Stage{Name: name, Status: StageSkipped, Detail: "dry runs are never decided on"}
-	case r.Kind == KindDrift:
+	case r.Kind == run.KindDrift:
 		return Stage{Name: name, Status: StageSkipped, Detail: "drift checks are never decided on: they change nothing"}
-	case r.State == NoChanges:
+	case r.State == run.NoChanges:
 		return Stage{Name: name, Status: StageSkipped, Detail: "the plan changes nothing: nothing to decide"}
 	}
-	if m := moveInto(t.moves, Approved); m != nil {
+	if m := moveInto(t.moves, run.Approved); m != nil {
 		if r.ApprovalKind == "self-service" {
 			return stageFrom(name, &m.event, StageDone, "self-service approval of plan "+bundle.Short(r.ApprovedPlanDigest)+" ("+m.reason+")")
 		}
@@ -257,26 +255,26 @@ func (t timeline) decision() Stage {
 		st.Actor = r.ApprovedByName
 		return st
 	}
-	if ev := into(t.moves, Rejected); ev != nil {
+	if ev := into(t.moves, run.Rejected); ev != nil {
 		st := stageFrom(name, ev, StageRejected, r.StateReason)
 		st.Actor = r.RejectedByName
 		return st
 	}
 	switch r.State {
-	case PendingApproval:
+	case run.PendingApproval:
 		// Who decides, not the risk sentence again: the page says that once, above.
-		detail := "waiting for " + Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}.Summary()
+		detail := "waiting for " + run.DecidersOf(r).Summary()
 		if r.DecisionDeadline != nil {
 			detail += "; decide by " + r.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		return stageFrom(name, into(t.moves, PendingApproval), StageCurrent, detail)
-	case Expired:
-		return stageFrom(name, into(t.moves, Expired), StageExpired, r.StateReason)
-	case Stale:
-		return stageFrom(name, into(t.moves, Stale), StageStale, r.StateReason)
-	case Cancelled:
+		return stageFrom(name, into(t.moves, run.PendingApproval), StageCurrent, detail)
+	case run.Expired:
+		return stageFrom(name, into(t.moves, run.Expired), StageExpired, r.StateReason)
+	case run.Stale:
+		return stageFrom(name, into(t.moves, run.Stale), StageStale, r.StateReason)
+	case run.Cancelled:
 		if t.planned() {
-			st := stageFrom(name, into(t.moves, Cancelled), StageCancelled, r.StateReason)
+			st := stageFrom(name, into(t.moves, run.Cancelled), StageCancelled, r.StateReason)
 			st.Actor = r.CancelledByName
 			return st
 		}
@@ -287,26 +285,26 @@ func (t timeline) decision() Stage {
 func (t timeline) apply() []Stage {
 	r := t.r
 	names := [3]string{"Apply in an isolated worker", "State persisted (encrypted)", "Verification"}
-	if !r.Kind.Applies() || r.State == NoChanges {
-		why := map[Kind]string{KindPlanOnly: "dry run", KindDrift: "a drift check never applies"}[r.Kind]
-		if r.State == NoChanges {
+	if !r.Kind.Applies() || r.State == run.NoChanges {
+		why := map[run.Kind]string{run.KindPlanOnly: "dry run", run.KindDrift: "a drift check never applies"}[r.Kind]
+		if r.State == run.NoChanges {
 			why = "nothing to apply"
 		}
 		return []Stage{{Name: names[0], Status: StageSkipped, Detail: why}, {Name: names[1], Status: StageSkipped}, {Name: names[2], Status: StageSkipped}}
 	}
-	running, verifying := into(t.moves, Running), into(t.moves, Verifying)
-	ended := into(t.moves, Failed, ApplyInterrupted, Stale, Expired, Cancelled)
+	running, verifying := into(t.moves, run.Running), into(t.moves, run.Verifying)
+	ended := into(t.moves, run.Failed, run.ApplyInterrupted, run.Stale, run.Expired, run.Cancelled)
 	apply := Stage{Name: names[0], Status: t.later}
 	switch {
 	case verifying != nil:
 		apply = stageFrom(names[0], running, StageDone, "applied the approved plan file "+bundle.Short(r.ApprovedPlanDigest))
-	case r.State == Running:
+	case r.State == run.Running:
 		apply = stageFrom(names[0], running, StageCurrent, "")
-	case running != nil && (r.State == Failed || r.State == ApplyInterrupted):
+	case running != nil && (r.State == run.Failed || r.State == run.ApplyInterrupted):
 		apply = stageFrom(names[0], ended, StageFailed, r.StateReason)
-	case r.ApprovedPlanDigest != "" && (r.State == Failed || r.State == Stale || r.State == Expired):
+	case r.ApprovedPlanDigest != "" && (r.State == run.Failed || r.State == run.Stale || r.State == run.Expired):
 		apply = stageFrom(names[0], ended, StageFailed, "refused before any change: "+r.StateReason)
-	case r.ApprovedPlanDigest != "" && r.State == Cancelled:
+	case r.ApprovedPlanDigest != "" && r.State == run.Cancelled:
 		apply = stageFrom(names[0], ended, StageCancelled, "cancelled before the apply began")
 	}
 	persisted := Stage{Name: names[1], Status: t.later}
@@ -318,11 +316,11 @@ func (t timeline) apply() []Stage {
 	}
 	verify := Stage{Name: names[2], Status: t.later}
 	switch {
-	case r.State == Succeeded:
-		verify = stageFrom(names[2], into(t.moves, Succeeded), StageDone, "live resources match the applied state")
-	case r.State == Verifying:
+	case r.State == run.Succeeded:
+		verify = stageFrom(names[2], into(t.moves, run.Succeeded), StageDone, "live resources match the applied state")
+	case r.State == run.Verifying:
 		verify = stageFrom(names[2], verifying, StageCurrent, "")
-	case r.State == Failed && verifying != nil:
+	case r.State == run.Failed && verifying != nil:
 		verify = stageFrom(names[2], ended, StageFailed, r.StateReason)
 	}
 	return []Stage{apply, persisted, verify}

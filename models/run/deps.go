@@ -193,15 +193,7 @@ type noObserver struct{}
 func (noObserver) Decided(string, time.Duration)       {}
 func (noObserver) PolicyEvaluated(time.Duration, bool) {}
 
-// ObserveWith sends the service's decisions and policy evaluations to o (the
-// composition root sets it once, before the service is used).
-func (s *Service) ObserveWith(o Observer) {
-	if o != nil {
-		s.observer = o
-	}
-}
-
-// Config is what a Service is built from; every field is required.
+// Config is what a Service is built from; every field is required but Observer.
 type Config struct {
 	DB        *gorm.DB
 	Audit     *audit.Log
@@ -225,6 +217,9 @@ type Config struct {
 	Keys Sealer
 	// Windows are the break-glass windows (DESIGN §9).
 	Windows Windows
+	// Observer counts the service's decisions and policy evaluations (optional: nil
+	// counts nothing).
+	Observer Observer
 }
 
 // AttestedState is one state version an apply wrote: an attestation's subject.
@@ -261,7 +256,15 @@ func NewService(c Config) (*Service, error) {
 	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
 		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier,
-		keys: c.Keys, windows: c.Windows, observer: noObserver{}}, nil
+		keys: c.Keys, windows: c.Windows, observer: observerOr(c.Observer)}, nil
+}
+
+// observerOr is o, or an observer that counts nothing.
+func observerOr(o Observer) Observer {
+	if o == nil {
+		return noObserver{}
+	}
+	return o
 }
 
 // isNil reports whether dep is nil, also when it is a typed nil pointer or func in an

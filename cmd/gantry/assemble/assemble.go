@@ -237,7 +237,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		},
 		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
 		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify, Keys: cfg.Keys,
-		Windows: p.Windows,
+		Windows: p.Windows, Observer: p.Metrics,
 	})
 	if err != nil {
 		p.ListenPool.Close()
@@ -262,7 +262,6 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	p.Queue.BindWindows(p.Breakglass)
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
-	p.Runs.ObserveWith(p.Metrics)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
 		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
 		Windows: p.Windows, Drift: p.Runs, ApprovalValidity: run.ApprovalValidity}

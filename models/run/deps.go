@@ -13,7 +13,6 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/environment"
-	"gantry/models/keyring"
 	"gantry/models/policy"
 	"gantry/models/risk"
 	"gantry/models/workspace"
@@ -238,13 +237,21 @@ type Attestor interface {
 // NewService returns the run service; it builds nothing behind the caller's back, so
 // a missing dependency is an error here rather than a default that hides it.
 func NewService(c Config) (*Service, error) {
+	// Each field compared with nil in its own type: no reflection, no list of concrete
+	// types to keep up to date, and the missing ones named in the Config's order.
 	var missing []string
-	for name, dep := range map[string]any{"DB": c.DB, "Audit": c.Audit, "Artifacts": c.Artifacts, "Enqueuer": c.Enqueuer,
-		"Catalog": c.Catalog, "StateAddress": c.StateAddress, "Environments": c.Environments, "Members": c.Members,
-		"Workspaces": c.Workspaces, "States": c.States, "Fencer": c.Fencer, "Matrix": c.Matrix, "Policies": c.Policies,
-		"Attestor": c.Attestor, "Notifier": c.Notifier, "Keys": c.Keys, "Windows": c.Windows} {
-		if isNil(dep) {
-			missing = append(missing, name)
+	for _, dep := range []struct {
+		name   string
+		absent bool
+	}{
+		{"DB", c.DB == nil}, {"Audit", c.Audit == nil}, {"Artifacts", c.Artifacts == nil}, {"Enqueuer", c.Enqueuer == nil},
+		{"Catalog", c.Catalog == nil}, {"StateAddress", c.StateAddress == nil}, {"Environments", c.Environments == nil},
+		{"Members", c.Members == nil}, {"Workspaces", c.Workspaces == nil}, {"States", c.States == nil},
+		{"Fencer", c.Fencer == nil}, {"Matrix", c.Matrix == nil}, {"Policies", c.Policies == nil},
+		{"Attestor", c.Attestor == nil}, {"Notifier", c.Notifier == nil}, {"Keys", c.Keys == nil}, {"Windows", c.Windows == nil},
+	} {
+		if dep.absent {
+			missing = append(missing, dep.name)
 		}
 	}
 	if len(missing) > 0 {
@@ -265,27 +272,6 @@ func observerOr(o Observer) Observer {
 		return noObserver{}
 	}
 	return o
-}
-
-// isNil reports whether dep is nil, also when it is a typed nil pointer or func in an
-// interface.
-func isNil(dep any) bool {
-	if dep == nil {
-		return true
-	}
-	switch d := dep.(type) {
-	case *gorm.DB:
-		return d == nil
-	case *audit.Log:
-		return d == nil
-	case *artifact.Store:
-		return d == nil
-	case *keyring.Keyring:
-		return d == nil
-	case func(string, string) string:
-		return d == nil
-	}
-	return false
 }
 
 // now is the database clock, read after any row lock the transaction in ctx took

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,8 +14,9 @@ import (
 )
 
 // What every phase worker shares: the timeouts, the runners by name, waiting for an
-// executor being prepared, the phase's credentials and live log, and recording its
-// outcome while the database is away.
+// executor being prepared, the phase's credentials and live log, recording its outcome
+// while the database is away, and (phase) the plan and verify workers' opening and
+// ending.
 
 // Default phase timeouts: a job running longer is cancelled. A job whose process
 // died is handed to another worker once both its timeout and RescueStuckJobsAfter
@@ -147,4 +149,66 @@ func persist(ctx context.Context, logger *slog.Logger, l run.Lease, record func(
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// phase is what every phase worker (plan, apply, verify) works with: the run lifecycle,
+// the executors, the job credentials, the log, how long a phase may take and its lease.
+type phase struct {
+	Runs         Lifecycle
+	Runners      RunnerSet
+	Creds        CredentialSource
+	Logger       *slog.Logger
+	PhaseTimeout time.Duration
+	Leases       LeaseConfig
+}
+
+// opened is a phase job past its opening: its lease held (and renewed) under ctx, the
+// run's executor, the job's credentials and its live log. close revokes the credentials,
+// then lets the lease go.
+type opened struct {
+	ctx   context.Context
+	rn    Runner
+	creds Credentials
+	live  *LiveLog
+	close func()
+}
+
+// open is the opening of a plan or a verification begun under work's lease: it holds
+// the lease, finds the run's executor and issues the job's credentials. When it reports
+// done, the job ends there with err: an executor that is no longer offered fails the run
+// (nil once recorded), credentials that cannot be issued go back to River (err).
+func (p *phase) open(ctx context.Context, r run.Run, l run.Lease, secrets []string) (o opened, done bool, err error) {
+	ctx, release := hold(ctx, p.Runs, l, p.Leases, p.Logger)
+	rn, err := p.Runners.For(r.Runner)
+	if err != nil {
+		_, ferr := p.Runs.FailPhase(ctx, l, nil, err.Error())
+		release()
+		return opened{}, true, ignoreSkip(ferr)
+	}
+	creds, revoke, err := credentialsFor(ctx, p.Creds, rn, r, l, p.PhaseTimeout)
+	if err != nil {
+		release()
+		return opened{}, true, err
+	}
+	live := liveLogFor(ctx, p.Runs, p.Logger, r, l, secrets, creds)
+	return opened{ctx: ctx, rn: rn, creds: creds, live: live, close: func() { revoke(); release() }}, false, nil
+}
+
+// failed ends a plan or a verification whose executor returned err. A lost lease ends
+// the job quietly (the sweeper took the run over and queued the phase again); a worker
+// shutting down or timed out, or a process killed from outside, goes back to River,
+// whose next attempt runs the phase again (safe: neither changes anything); otherwise
+// the run fails saying what failed, with the executor's log.
+func (p *phase) failed(ctx context.Context, l run.Lease, log []byte, what string, err error) error {
+	if lost(ctx) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	_, ferr := p.Runs.FailPhase(ctx, l, log, what+" failed: "+err.Error())
+	return ignoreSkip(ferr)
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"path"
 	"slices"
@@ -21,130 +20,19 @@ import (
 
 	"gantry/handlers"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"gantry/models/apitoken"
 	"gantry/models/audit"
-	"gantry/models/breakglass"
 	"gantry/models/catalog"
 	"gantry/models/environment"
-	"gantry/models/evidence"
-	"gantry/models/identity"
 	"gantry/models/org"
-	"gantry/models/policy"
-	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/session"
-	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/static"
 	"gantry/telemetry"
-	"gantry/web/devmail"
 	"gantry/web/openapi"
 	"gantry/web/paths"
 	"gantry/web/ratelimit"
 )
-
-// Config is everything the web layer is told from outside.
-type Config struct {
-	// BaseURL is the public URL people reach Gantry at, e.g. https://gantry.example.com.
-	// Cookies are Secure (and __Host- prefixed) when it is https.
-	BaseURL string
-	// OIDC relying-party settings.
-	Issuer       string
-	ClientID     string
-	ClientSecret string
-	// RedirectURL defaults to BaseURL + /auth/callback.
-	RedirectURL string
-	// SessionIdle ends a session unused this long; SessionLifetime ends any session.
-	SessionIdle     time.Duration
-	SessionLifetime time.Duration
-	Logger          *slog.Logger
-	// DevMail is gantry dev's SMTP catcher, whose mail /dev/mail shows (nil in serve).
-	DevMail *devmail.Catcher
-
-	// RateLimits bound signing in and deciding (ratelimit.go).
-	RateLimits RateLimits
-	// TrustedProxies are the networks (CIDR) of the proxies whose X-Forwarded-For names
-	// the client, for per-IP limits and the access log. Empty: loopback, link-local and
-	// private networks, where a reverse proxy or ingress usually stands; "none": none.
-	TrustedProxies []string
-}
-
-// WithDefaults returns c with its defaults filled in, or why it cannot serve.
-func (c Config) WithDefaults() (Config, error) {
-	err := c.setDefaults()
-	return c, err
-}
-
-func (c *Config) setDefaults() error {
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.BaseURL == "" {
-		return errors.New("base URL is required")
-	}
-	if c.Issuer == "" || c.ClientID == "" {
-		return errors.New("OIDC issuer and client id are required")
-	}
-	if c.RedirectURL == "" {
-		c.RedirectURL = c.BaseURL + paths.Callback()
-	}
-	if c.SessionIdle <= 0 {
-		c.SessionIdle = 30 * time.Minute
-	}
-	if c.SessionLifetime <= 0 {
-		c.SessionLifetime = 12 * time.Hour
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	c.RateLimits = c.RateLimits.withDefaults()
-	_, err := ipExtractor(c.TrustedProxies)
-	return err
-}
-
-// Services are everything the pages drive, built by the composition root
-// (cmd/gantry/assemble): web sees services and stores, never the database.
-type Services struct {
-	Sessions     *session.Store
-	Orgs         *org.Service
-	Members      handlers.MemberAdmin
-	Audit        *audit.Log
-	Exports      *audit.Exports
-	AuditKeys    *audit.Keys
-	Governance   handlers.GovernanceReports
-	Environments *environment.Service
-	// Credentials manages environments' static cloud credentials.
-	Credentials handlers.EnvironmentCredentials
-	Matrix      *risk.Store
-	Policies    *policy.Store
-	Workspaces  *workspace.Service
-	Runs        *run.Service
-	Previews    *run.Previewer
-	// Evidence builds runs' evidence reports.
-	Evidence *evidence.Reports
-	Catalog  *catalog.Catalog
-	// Keys make every mutating request of a member take effect once (web/idempotency.go).
-	Keys      IdempotencyKeys
-	State     *state.Service
-	Identity  *identity.Issuer
-	Executors interface {
-		handlers.ExecutorHealth
-		handlers.ExecutorWaits
-	}
-	ListenPool *pgxpool.Pool
-	// Notifications sends notices and keeps webhooks and preferences; MailConfigured
-	// says whether an SMTP server is set.
-	Notifications  handlers.NotificationService
-	MailConfigured bool
-	// Breakglass is the manual change path (DESIGN §9).
-	Breakglass *breakglass.Service
-	// Tokens authenticate the JSON API's bearer tokens and manage them.
-	Tokens *apitoken.Service
-	// Metrics receive each request's latency by route (nil: none).
-	Metrics *telemetry.Metrics
-	// Ready answers whether the database does (/readyz).
-	Ready func(ctx context.Context) error
-}
 
 // Server is the assembled HTTP application.
 type Server struct {

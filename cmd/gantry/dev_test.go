@@ -208,15 +208,15 @@ func devRequestBucket(t testing.TB, app *webtest.App, c *http.Client, workspace 
 // devRunEnds waits for the run to end and requires it to end in want. A build may be in
 // front of it (OpenTofu's takes half an hour on a fresh, busy machine): the wait follows
 // what the run page shows, its state and the build's count of packages while the run
-// waits for it, and fails when that stops moving for five minutes of idle-machine time,
-// not at a fixed minute. The run page's live stream wakes the wait at every change of the
+// waits for it, and fails when that stops moving for tofutest.Stall of idle-machine
+// time, not at a fixed minute. The run page's live stream wakes the wait at every change of the
 // run; gantry dev's exit fails it at once.
 func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want string, dev *process) string {
 	t.Helper()
 	stream := openEvents(t, c, app.URL+"/runs/"+runID+"/events")
 	defer stream.close()
 	var state, page string
-	bench.Eventually(t, fmt.Sprintf("run %s to end", runID), 5*time.Minute, func() (bool, any) {
+	bench.Eventually(t, fmt.Sprintf("run %s to end", runID), tofutest.Stall, func() (bool, any) {
 		dev.alive(t, fmt.Sprintf("run %s to end", runID))
 		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
 		if s := runState.FindStringSubmatch(page); s != nil {

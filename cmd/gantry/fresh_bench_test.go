@@ -93,10 +93,9 @@ func BenchmarkSecondCloneStart(b *testing.B) {
 	requireDevPorts(b)
 	first := startClone(b, "dev", false)
 	first.waitServing(20 * time.Millisecond)
+	// stop returns once the whole tree has ended: go-task waits for .ci/dev, which waits
+	// for its OpenTofu build on exit, and gantry dev stops its PostgreSQL first.
 	first.stop()
-	// The first clone's OpenTofu build (a link from the build cache) may still be running
-	// in the stopped tree's last moments: the second starts on a quiet machine.
-	time.Sleep(5 * time.Second)
 
 	second := startClone(b, "dev", false)
 	second.waitServing(20 * time.Millisecond)

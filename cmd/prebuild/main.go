@@ -64,10 +64,7 @@ func run(ctx context.Context, b tofu.GoBuild, every time.Duration, verbose bool,
 			return fmt.Errorf("listing the packages of %s: %w", b.Label, err)
 		}
 	}
-	if err := b.Count(ctx, &p); err != nil {
-		return err
-	}
-	if err := b.Run(ctx, &p, out); err != nil {
+	if err := b.Run(ctx, &p, out); err != nil { // lists (and so downloads) first, then counts
 		return err
 	}
 	stop()

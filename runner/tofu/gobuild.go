@@ -190,10 +190,12 @@ func (b GoBuild) Count(ctx context.Context, p *BuildProgress) error {
 func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error {
 	pkgs := []string{b.Package}
 	if b.CacheOnly {
+		// The build is of the packages listed: their number is the total (no Count first).
 		var err error
 		if pkgs, err = b.list(ctx); err != nil {
 			return err
 		}
+		p.expect(b.Label, len(pkgs))
 	}
 	args := append([]string{"build", "-mod=readonly", "-json", "-v"}, b.Flags...)
 	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)

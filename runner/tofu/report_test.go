@@ -23,30 +23,41 @@ func TestProgressLine(t *testing.T) {
 }
 
 // TestReportWritesALineEveryInterval: a line per interval while the build runs, none
-// after stop.
+// once stop has returned.
 func TestReportWritesALineEveryInterval(t *testing.T) {
 	var p BuildProgress
 	p.SetStep("compiling OpenTofu")
-	var out syncBuffer
-	stop := Report(&out, "OpenTofu", &p, 20*time.Millisecond)
-	time.Sleep(110 * time.Millisecond)
+	out := &syncBuffer{wrote: make(chan struct{}, 16)}
+	stop := Report(out, "OpenTofu", &p, 20*time.Millisecond)
+	for range 3 {
+		<-out.wrote // woken by each line the ticker writes
+	}
 	stop()
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.GreaterOrEqual(t, len(lines), 3, out.String())
 	require.True(t, strings.HasPrefix(lines[0], "OpenTofu: compiling OpenTofu, "), lines[0])
-	time.Sleep(50 * time.Millisecond)
+	// Absence can only be seen over a span: a ticker left running would write again
+	// within 20 ms; five intervals of nothing say that stop ended it.
+	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, len(lines), strings.Count(out.String(), "\n"), "nothing after stop")
 }
 
 // syncBuffer is a bytes.Buffer written from one goroutine and read from another.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // told of every write (nil: nobody listens)
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+	}
 	return s.b.Write(p)
 }
 

@@ -6,6 +6,7 @@
 // catches a planted import. TestLiveTestsCarryTheFastTag keeps `go tool task test:fast`
 // true: a test file that needs a browser, runc, Kubernetes or live OpenTofu is left out of
 // it by its build constraint; TestPlantedLiveTestIsCaught shows the rule fire.
+// TestRunRolesStayNarrow (roles_test.go) keeps models/run a set of small roles.
 package gantry_test
 
 import (

@@ -23,18 +23,20 @@ import (
 type API struct {
 	// Requests is the request pages' handler: its services and its destroy and
 	// last-applied helpers are the API's too.
-	Requests Requests
-	Runs     RunService
-	Reviews  ReviewService
-	Search   RunSearcher
-	Reports  EvidenceReports
+	Requests  Requests
+	Runs      RunService
+	Decisions RunDecisions
+	Reviews   ReviewService
+	Search    RunSearcher
+	Reports   EvidenceReports
 	// Workspaces lists and reads workspaces; States reads what their state holds.
 	Workspaces WorkspaceLister
 	States     WorkspaceStates
 	Policies   PolicyStore
 	Matrix     MatrixStore
-	// WorkspaceRuns asks for drift checks, corrections and rollbacks.
-	WorkspaceRuns APIWorkspaceRuns
+	// Drift asks for drift checks and corrections, Rollbacks for rollbacks.
+	Drift     DriftRuns
+	Rollbacks RollbackRuns
 	// Changes signals run moves for the run event stream.
 	Changes RunChanges
 	// Heartbeat is the interval of SSE comments on the run event stream.

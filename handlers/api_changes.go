@@ -12,14 +12,6 @@ import (
 	"gantry/web/paths"
 )
 
-// APIWorkspaceRuns asks for the runs a workspace's page offers besides a request: a
-// drift check, a correction of drift, a rollback to a state version.
-type APIWorkspaceRuns interface {
-	CheckDrift(ctx context.Context, workspaceID string) (run.Run, error)
-	PlanToCorrect(ctx context.Context, workspaceID string) (run.Run, error)
-	RollBack(ctx context.Context, workspaceID, versionID string) (run.Run, error)
-}
-
 func (h API) registerChanges(g *echo.Group, spec *openapi.Spec) {
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIWorkspace + "/drift-check", ID: "checkDrift", Tag: "workspaces", Scope: "plan",
 		Summary: "Check the workspace for drift now: a refresh-only plan that changes nothing", Status: http.StatusCreated, Response: apiRun{}}, h.checkDrift)
@@ -51,9 +43,9 @@ func (h API) workspaceRun(c echo.Context, ask func(ctx context.Context, workspac
 	return h.created(c, r.ID)
 }
 
-func (h API) checkDrift(c echo.Context) error { return h.workspaceRun(c, h.WorkspaceRuns.CheckDrift) }
+func (h API) checkDrift(c echo.Context) error { return h.workspaceRun(c, h.Drift.CheckDrift) }
 func (h API) correctDrift(c echo.Context) error {
-	return h.workspaceRun(c, h.WorkspaceRuns.PlanToCorrect)
+	return h.workspaceRun(c, h.Drift.PlanToCorrect)
 }
 
 type apiRollback struct {
@@ -66,7 +58,7 @@ func (h API) rollBack(c echo.Context) error {
 		return err
 	}
 	return h.workspaceRun(c, func(ctx context.Context, id string) (run.Run, error) {
-		return h.WorkspaceRuns.RollBack(ctx, id, body.VersionID)
+		return h.Rollbacks.RollBack(ctx, id, body.VersionID)
 	})
 }
 

@@ -131,7 +131,7 @@ func (h API) review(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	perms, err := h.Runs.Permissions(ctx, r)
+	perms, err := h.Decisions.Permissions(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (h API) approve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.Approve(c.Request().Context(), c.Param("id"), run.Approval{Evidence: ev, Confirm: body.Confirm, Reason: body.Reason})
+	r, err := h.Decisions.Approve(c.Request().Context(), c.Param("id"), run.Approval{Evidence: ev, Confirm: body.Confirm, Reason: body.Reason})
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (h API) reject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.Reject(c.Request().Context(), c.Param("id"), ev, body.Reason)
+	r, err := h.Decisions.Reject(c.Request().Context(), c.Param("id"), ev, body.Reason)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (h API) override(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.Override(c.Request().Context(), c.Param("id"), ev, body.RuleID, body.RuleVersion, body.Reason)
+	r, err := h.Decisions.Override(c.Request().Context(), c.Param("id"), ev, body.RuleID, body.RuleVersion, body.Reason)
 	if err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func (h API) cancel(c echo.Context) error {
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
-	r, err := h.Runs.Cancel(c.Request().Context(), c.Param("id"), body.Reason)
+	r, err := h.Decisions.Cancel(c.Request().Context(), c.Param("id"), body.Reason)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (h API) cancel(c echo.Context) error {
 }
 
 func (h API) planAgain(c echo.Context) error {
-	r, err := h.Runs.PlanAgain(c.Request().Context(), c.Param("id"))
+	r, err := h.Decisions.PlanAgain(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

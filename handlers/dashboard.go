@@ -24,11 +24,9 @@ type EnvironmentLister interface {
 	List(ctx context.Context) ([]environment.Environment, error)
 }
 
-// DashboardRuns is what the landing page reads of runs: what waits for the person and
-// what they asked for.
+// DashboardRuns is what the landing page reads of runs: what the person asked for
+// (run.Reads). What waits for them comes from their inbox (Dashboard.Inbox).
 type DashboardRuns interface {
-	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
-	CountWaitingForYou(ctx context.Context) (int64, error)
 	ListMine(ctx context.Context, limit int) ([]run.Run, error)
 	Clock(ctx context.Context) (time.Time, error)
 }
@@ -41,9 +39,16 @@ type Dashboard struct {
 	Activity     AuditHistory
 	Names        AuditNames
 	Runs         DashboardRuns
+	Inbox        DashboardInbox
 	Workspaces   WorkspaceReader
 	// Windows are the break-glass windows waiting for the admin's decision.
 	Windows DashboardWindows
+}
+
+// DashboardInbox is what waits for the person (run.Inbox).
+type DashboardInbox interface {
+	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
+	CountWaitingForYou(ctx context.Context) (int64, error)
 }
 
 // DashboardWindows lists the break-glass windows the person may decide.
@@ -91,10 +96,10 @@ func (h Dashboard) show(c echo.Context) error {
 	// and auditors never decide.
 	if subject.Can(authz.PermProvisioningApply) {
 		props.ShowWaiting = true
-		if props.WaitingCount, err = h.Runs.CountWaitingForYou(ctx); err != nil {
+		if props.WaitingCount, err = h.Inbox.CountWaitingForYou(ctx); err != nil {
 			return err
 		}
-		entries, err := h.Runs.WaitingForYou(ctx, nil, dashboardWaiting)
+		entries, err := h.Inbox.WaitingForYou(ctx, nil, dashboardWaiting)
 		if err != nil {
 			return err
 		}

@@ -75,17 +75,17 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 	switch action {
 	case run.ActionApprove:
 		var r run.Run
-		if r, err = h.Runs.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason}); err == nil {
+		if r, err = h.Decisions.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason}); err == nil {
 			// What follows belongs to the APPROVED state, which the run page says while
 			// it lasts; the flash only reports what the person did.
 			msg, err = h.said(ctx, "You approved %s.", r)
 		}
 	case run.ActionOverride:
-		_, err = h.Runs.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
+		_, err = h.Decisions.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
 		msg, location = "Override recorded for "+c.FormValue("rule_id")+".", paths.RunReview(id)
 	case run.ActionReject:
 		var r run.Run
-		if r, err = h.Runs.Reject(ctx, id, ev, reason); err == nil {
+		if r, err = h.Decisions.Reject(ctx, id, ev, reason); err == nil {
 			msg, err = h.said(ctx, "You rejected %s: it will not apply.", r)
 		}
 	case run.ActionCancel:
@@ -94,14 +94,14 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 			v.Add("confirm", "Confirm the cancellation on its confirmation page.")
 			return "", "", v
 		}
-		_, err = h.Runs.Cancel(ctx, id, reason)
+		_, err = h.Decisions.Cancel(ctx, id, reason)
 		msg = "Cancelled: the run stopped and will not apply."
 	case run.ActionRecover:
-		_, err = h.Runs.Recover(ctx, id, reason)
+		_, err = h.Decisions.Recover(ctx, id, reason)
 		msg = "Recovered: the run is closed and the workspace is free."
 	case run.ActionPlanAgain:
 		var r run.Run
-		if r, err = h.Runs.PlanAgain(ctx, id); err == nil {
+		if r, err = h.Decisions.PlanAgain(ctx, id); err == nil {
 			msg, location = "Planning again as run "+r.Label()+".", paths.Run(r.ID)
 		}
 	}
@@ -110,7 +110,7 @@ func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action)
 	}
 	if action == run.ActionApprove || action == run.ActionReject {
 		// The next run waiting for this person takes them on.
-		next, err := h.Runs.WaitingForYou(ctx, nil, 2)
+		next, err := h.Inbox.WaitingForYou(ctx, nil, 2)
 		if err != nil {
 			return "", "", err
 		}
@@ -152,7 +152,7 @@ func (h Runs) confirmCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	perms, err := h.Runs.Permissions(ctx, r)
+	perms, err := h.Decisions.Permissions(ctx, r)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"gantry/web/render"
 )
 
-// EvidenceRuns reads the runs whose reports are asked for (run.Service: the subject must
+// EvidenceRuns reads the runs whose reports are asked for (run.Reads: the subject must
 // see the run).
 type EvidenceRuns interface {
 	Get(ctx context.Context, id string) (run.Run, error)

@@ -65,12 +65,12 @@ func (h Runs) approvals(c echo.Context) error {
 	risk, _ := strconv.Atoi(filters[1].Selected)
 	q := run.InboxQuery{Text: l.text, EnvironmentID: filters[0].Selected, Risk: risk, Count: true}
 	q.Page = youPage
-	mine, err := h.Runs.Inbox(ctx, true, q)
+	mine, err := h.Inbox.Inbox(ctx, true, q)
 	if err != nil {
 		return err
 	}
 	q.Page = othersPage
-	others, err := h.Runs.Inbox(ctx, false, q)
+	others, err := h.Inbox.Inbox(ctx, false, q)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (h Runs) inboxEvents(c echo.Context) error {
 // stream's and the run page's) unless it is sent, the count the browser shows; it
 // returns the count the browser shows now.
 func (h Runs) sendInboxCount(ctx context.Context, w *echo.Response, sent int64) (int64, error) {
-	n, err := h.Runs.CountWaitingForYou(ctx)
+	n, err := h.Inbox.CountWaitingForYou(ctx)
 	if err != nil {
 		return sent, err
 	}

@@ -99,7 +99,7 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 	if err != nil {
 		return views.ReviewProps{}, err
 	}
-	perms, err := h.Runs.Permissions(ctx, r)
+	perms, err := h.Decisions.Permissions(ctx, r)
 	if err != nil {
 		return views.ReviewProps{}, err
 	}

@@ -15,10 +15,9 @@ import (
 	"gantry/web/render"
 )
 
-// RollbackRuns is what rolling back needs of runs: the run that wrote a version, and
-// the rollback itself (the run service checks who may, and what can be planned).
+// RollbackRuns is what rolling back needs of runs (run.Rollbacks, which checks who
+// may, and what can be planned).
 type RollbackRuns interface {
-	Get(ctx context.Context, id string) (run.Run, error)
 	RollBack(ctx context.Context, workspaceID, versionID string) (run.Run, error)
 	// RollbackCandidate says what a rollback would re-apply, or why it cannot.
 	RollbackCandidate(ctx context.Context, workspaceID, versionID string) (run.RollbackCandidate, error)

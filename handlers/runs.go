@@ -23,20 +23,31 @@ import (
 	"gantry/web/render"
 )
 
-// RunService is what the run pages need.
+// RunService is what the run pages read of runs (run.Reads).
 type RunService interface {
 	Get(ctx context.Context, id string) (run.Run, error)
 	History(ctx context.Context, r run.Run) ([]audit.Event, error)
 	// Gates reads the plan gates the timeline shows (policy evaluation, overrides).
 	Gates(ctx context.Context, r run.Run) (run.Gates, error)
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
+	// LogChunks reads the live log of a phase of run id after chunk after.
+	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
+	// Clock is the database clock (escalations are judged by it).
+	Clock(ctx context.Context) (time.Time, error)
+}
+
+// RunInbox is the personal inbox (run.Inbox).
+type RunInbox interface {
 	// Inbox is one page of the personal inbox's lists: what the person may decide now
 	// (decides), or what waits for others; WaitingForYou its first list's first runs.
 	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
-	// LogChunks reads the live log of a phase of run id after chunk after.
-	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
 	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
+}
+
+// RunDecisions are what a person may decide on a run, and what they may decide now
+// (run.Decisions).
+type RunDecisions interface {
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
@@ -46,8 +57,6 @@ type RunService interface {
 	// Permissions says what the person may do to the run now (the only source of the
 	// controls a page shows).
 	Permissions(ctx context.Context, r run.Run) (run.Permissions, error)
-	// Clock is the database clock (escalations are judged by it).
-	Clock(ctx context.Context) (time.Time, error)
 }
 
 // WorkspaceReader reads workspaces.
@@ -68,6 +77,8 @@ type RunChanges interface {
 // (inbox.go).
 type Runs struct {
 	Runs       RunService
+	Decisions  RunDecisions
+	Inbox      RunInbox
 	Reviews    ReviewService
 	Workspaces WorkspaceReader
 	// Names names what the inbox filters by.
@@ -111,7 +122,7 @@ func (h Runs) show(c echo.Context) error {
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
 		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: live}
-	if phase, ok := r.RunningPhase(); ok {
+	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
 	}
 	// The page's one stream is the run's: it carries the navigation's count too.
@@ -125,7 +136,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}
-	perms, err := h.Runs.Permissions(ctx, r)
+	perms, err := h.Decisions.Permissions(ctx, r)
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}

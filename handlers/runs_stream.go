@@ -99,7 +99,7 @@ func (s *runStream) serve(since, lastEventID string, changes, logs, others <-cha
 	// any other start shows the running phase's log afresh (the page may hold chunks
 	// from an earlier connection that it cannot tell the server about).
 	if phase, seq, ok := parseLogID(lastEventID); ok {
-		if running, _ := s.shown.RunningPhase(); running == phase {
+		if running, _ := s.shown.State.RunningPhase(); running == phase {
 			s.phase, s.seq, s.inStep = phase, seq, true
 		}
 	}
@@ -181,7 +181,7 @@ func (s *runStream) sendRun() error {
 // syncLog puts the live log section in step with the run shown: a phase other than the
 // one it shows (or none) empties it for that phase; then the chunks it lacks follow.
 func (s *runStream) syncLog() error {
-	running, _ := s.shown.RunningPhase()
+	running, _ := s.shown.State.RunningPhase()
 	if !s.inStep || running != s.phase {
 		if err := sendFragment(s.ctx, s.w, "log-phase", views.LiveLog(views.LiveLogProps{Phase: string(running)})); err != nil {
 			return err

@@ -27,7 +27,7 @@ func (w *writesThenFails) Apply(ctx context.Context, req runner.ApplyRequest) (r
 	if err != nil {
 		return res, err
 	}
-	if _, err := w.h.sys.StateStore.RecordApplied(ctx, w.h.orgID, req.WorkspaceID, req.RunID, res.State, w.h.sys.Runs); err != nil {
+	if _, err := w.h.sys.StateStore.RecordApplied(ctx, w.h.orgID, req.WorkspaceID, req.RunID, res.State, w.h.sys.Runs.Staleness); err != nil {
 		return res, err
 	}
 	return runner.ApplyResult{Log: []byte("the cloud answered 500 after the first resource")}, errors.New("apply failed after writing state")

@@ -55,7 +55,7 @@ func BenchmarkApprovalToApplyStart(b *testing.B) {
 		mu.Lock()
 		started[r.ID] = ch
 		mu.Unlock()
-		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+		_, err := h.sys.Runs.Decisions.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 		committed := time.Now()
 		require.NoError(b, err)
 		select {

@@ -8,5 +8,5 @@ import "errors"
 // leaves the run to its lease, exactly as when the portal running the phase dies. River
 // hands the job to its next attempt at once, which finds the phase begun under the
 // job's own lease: a plan or a verification is done again, an apply becomes
-// APPLY_INTERRUPTED and is never applied again (run.Service.BeginApply).
+// APPLY_INTERRUPTED and is never applied again (run.Applies.BeginApply).
 var ErrInterrupted = errors.New("the phase was interrupted before it reported its outcome")

@@ -44,7 +44,7 @@ func (c LeaseConfig) claim(jobID int64) run.Claim {
 	return run.Claim{JobID: jobID, Holder: c.Holder, TTL: c.TTL}
 }
 
-// Renewer is what holding a lease needs of the run service.
+// Renewer is what holding a lease needs of the run lifecycle (run.Jobs).
 type Renewer interface {
 	RenewLease(ctx context.Context, l run.Lease, ttl time.Duration) error
 	ReleaseLease(ctx context.Context, l run.Lease) error
@@ -59,7 +59,7 @@ var errLeaseLost = run.ErrLeaseLost
 // the lease expires meanwhile, the sweeper takes it and the next renewal says so.
 // stop releases the lease (a finished phase already ended it): a worker returning
 // without finishing leaves the run to the job's next attempt or the sweeper at once,
-// and a live lease always means a live worker (run.Service.leaseFor).
+// and a live lease always means a live worker (run.Jobs.leaseFor).
 func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logger *slog.Logger) (context.Context, func()) {
 	phaseCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -103,7 +103,7 @@ const releaseTimeout = 10 * time.Second
 // lost reports whether phase context ctx ended because its lease is gone.
 func lost(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
 
-// Sweeper is what the sweep needs of the run service.
+// Sweeper is what the sweep needs of the run lifecycle (run.Jobs).
 type Sweeper interface {
 	SweepLeases(ctx context.Context, replica string) ([]run.Takeover, error)
 }

@@ -31,7 +31,7 @@ func TestSweepHandsBackJobsADeadPortalNeverBegan(t *testing.T) {
 	sqlDB, err := h.db.DB()
 	require.NoError(t, err)
 	sweep := func() {
-		w := &runner.LeaseSweeper{Runs: h.sys.Runs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
+		w := &runner.LeaseSweeper{Runs: h.sys.Runs.Jobs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		require.NoError(t, w.Pass(context.Background()))
 	}
@@ -63,7 +63,7 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	var leases int64
 	require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&leases).Error)
 	require.EqualValues(t, 1, leases)
-	_, err := h.sys.Runs.Cancel(h.as("operator"), r.ID, "changed my mind")
+	_, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), r.ID, "changed my mind")
 	require.NoError(t, err)
 	var jobID int64
 	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
@@ -97,7 +97,7 @@ func TestSweepClosesJobsWhoseRunMovedOn(t *testing.T) {
 	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)
 	sqlDB, err := h.db.DB()
 	require.NoError(t, err)
-	w := &runner.LeaseSweeper{Runs: h.sys.Runs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
+	w := &runner.LeaseSweeper{Runs: h.sys.Runs.Jobs, DB: sqlDB, Leases: runner.LeaseConfig{Holder: "test", TTL: 15 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	// River has not yet recorded the completion: the job still looks running, with no lease.
 	require.NoError(t, h.db.Exec("UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - interval '10 seconds' WHERE id = ?", jobID).Error)
@@ -189,7 +189,7 @@ func TestALateAttemptNeverInterruptsALiveApply(t *testing.T) {
 	jobID, token := h.applyLease(r.ID)
 
 	late := run.Claim{JobID: jobID, Holder: "late-attempt", TTL: time.Minute}
-	_, err := h.sys.Runs.BeginApply(context.Background(), r.ID, late)
+	_, err := h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, late)
 	require.ErrorIs(t, err, run.ErrSkip, "a live lease of the same job is a live worker")
 	require.Equal(t, run.Running, h.waitFor(r.ID, run.Running).State)
 	var now int64
@@ -258,7 +258,7 @@ func TestABeginningThatFailsLeavesNothing(t *testing.T) {
 	require.NotEmpty(t, sealed.Ciphertext)
 	require.NoError(t, h.db.Exec("UPDATE artifacts SET ciphertext = ? WHERE id = ?", []byte("damaged"), r.ConfigArtifactID).Error)
 
-	_, err := h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+	_, err := h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, run.ErrSkip)
 	require.Equal(t, run.Approved, h.waitFor(r.ID, run.Approved).State)
@@ -267,7 +267,7 @@ func TestABeginningThatFailsLeavesNothing(t *testing.T) {
 	require.Zero(t, leases, "a phase that never began holds no lease")
 
 	require.NoError(t, h.db.Exec("UPDATE artifacts SET ciphertext = ? WHERE id = ?", sealed.Ciphertext, r.ConfigArtifactID).Error)
-	work, err := h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+	work, err := h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 	require.NoError(t, err)
 	require.Equal(t, run.Running, work.Run.State)
 	require.NotEmpty(t, work.Config)

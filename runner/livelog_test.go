@@ -82,7 +82,7 @@ func TestLiveLogChunksOfEveryPhase(t *testing.T) {
 	reader := h.as("viewer")
 	logs := map[run.JobKind]*string{run.JobPlan: r.PlanLogArtifactID, run.JobApply: r.ApplyLogArtifactID, run.JobVerify: r.VerifyLogArtifactID}
 	for phase, artifactID := range logs {
-		chunks, err := h.sys.Runs.LogChunks(reader, r.ID, phase, 0, 1000)
+		chunks, err := h.sys.Runs.Reads.LogChunks(reader, r.ID, phase, 0, 1000)
 		require.NoError(t, err)
 		require.NotEmpty(t, chunks, "the %s phase stored its live log", phase)
 		var text strings.Builder
@@ -91,7 +91,7 @@ func TestLiveLogChunksOfEveryPhase(t *testing.T) {
 			require.Equal(t, phase, c.Phase)
 			text.WriteString(c.Text)
 		}
-		full, err := h.sys.Runs.Artifact(reader, r, artifactID)
+		full, err := h.sys.Runs.Reads.Artifact(reader, r, artifactID)
 		require.NoError(t, err)
 		require.True(t, strings.HasSuffix(text.String(), string(full)), "the %s chunks end with the phase's whole log", phase)
 		if phase != run.JobVerify {
@@ -102,7 +102,7 @@ func TestLiveLogChunksOfEveryPhase(t *testing.T) {
 			require.NotContains(t, text.String(), s[:len(s)/2], "a credential shows in the %s log", phase)
 			require.NotContains(t, string(full), s[:len(s)/2], "a credential shows in the stored %s log", phase)
 		}
-		later, err := h.sys.Runs.LogChunks(reader, r.ID, phase, len(chunks)-1, 1000)
+		later, err := h.sys.Runs.Reads.LogChunks(reader, r.ID, phase, len(chunks)-1, 1000)
 		require.NoError(t, err)
 		require.Len(t, later, 1, "reading resumes after a given chunk")
 	}

@@ -83,7 +83,7 @@ const preparationRetry = 2 * time.Second
 // waitForExecutor snoozes (without counting an attempt) the job of a run whose executor
 // is still being prepared: the run stays where it is, QUEUED or APPROVED, and its page
 // shows the progress. nil means go ahead.
-func waitForExecutor(ctx context.Context, runs Lifecycle, set RunnerSet, runID string) error {
+func waitForExecutor(ctx context.Context, runs Jobs, set RunnerSet, runID string) error {
 	if !set.preparing() {
 		return nil
 	}
@@ -114,7 +114,7 @@ func credentialsFor(ctx context.Context, src CredentialSource, r Runner, rn run.
 // liveLogFor is the live log of a phase of run r, stored through runs: it masks the run's
 // sensitive input values (secrets) and the phase's credentials (the state backend
 // password, the workload token).
-func liveLogFor(ctx context.Context, runs Lifecycle, logger *slog.Logger, r run.Run, l run.Lease, secrets []string, creds Credentials) *LiveLog {
+func liveLogFor(ctx context.Context, runs Jobs, logger *slog.Logger, r run.Run, l run.Lease, secrets []string, creds Credentials) *LiveLog {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -151,10 +151,10 @@ func persist(ctx context.Context, logger *slog.Logger, l run.Lease, record func(
 	}
 }
 
-// phase is what every phase worker (plan, apply, verify) works with: the run lifecycle,
+// phase is what every phase worker (plan, apply, verify) works with: the run's jobs,
 // the executors, the job credentials, the log, how long a phase may take and its lease.
 type phase struct {
-	Runs         Lifecycle
+	Jobs         Jobs
 	Runners      RunnerSet
 	Creds        CredentialSource
 	Logger       *slog.Logger
@@ -178,10 +178,10 @@ type opened struct {
 // done, the job ends there with err: an executor that is no longer offered fails the run
 // (nil once recorded), credentials that cannot be issued go back to River (err).
 func (p *phase) open(ctx context.Context, r run.Run, l run.Lease, secrets []string) (o opened, done bool, err error) {
-	ctx, release := hold(ctx, p.Runs, l, p.Leases, p.Logger)
+	ctx, release := hold(ctx, p.Jobs, l, p.Leases, p.Logger)
 	rn, err := p.Runners.For(r.Runner)
 	if err != nil {
-		_, ferr := p.Runs.FailPhase(ctx, l, nil, err.Error())
+		_, ferr := p.Jobs.FailPhase(ctx, l, nil, err.Error())
 		release()
 		return opened{}, true, ignoreSkip(ferr)
 	}
@@ -190,7 +190,7 @@ func (p *phase) open(ctx context.Context, r run.Run, l run.Lease, secrets []stri
 		release()
 		return opened{}, true, err
 	}
-	live := liveLogFor(ctx, p.Runs, p.Logger, r, l, secrets, creds)
+	live := liveLogFor(ctx, p.Jobs, p.Logger, r, l, secrets, creds)
 	return opened{ctx: ctx, rn: rn, creds: creds, live: live, close: func() { revoke(); release() }}, false, nil
 }
 
@@ -209,6 +209,6 @@ func (p *phase) failed(ctx context.Context, l run.Lease, log []byte, what string
 	if errors.Is(err, ErrInterrupted) {
 		return err
 	}
-	_, ferr := p.Runs.FailPhase(ctx, l, log, what+" failed: "+err.Error())
+	_, ferr := p.Jobs.FailPhase(ctx, l, log, what+" failed: "+err.Error())
 	return ignoreSkip(ferr)
 }

@@ -215,15 +215,13 @@ func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
 	q.export.Exports, q.chain.Chain = exports, chain
 }
 
-// Bind gives the workers the run service they drive.
-func (q *Queue) Bind(runs interface {
-	Lifecycle
-	Drift
-	Sweeper
-}) {
-	q.plan.Runs, q.apply.Runs, q.verify.Runs, q.expire.Runs, q.escalate.Runs = runs, runs, runs, runs, runs
-	q.dispatch.Drift, q.drift.Drift = runs, runs
-	q.sweep.Runs = runs
+// Bind gives the workers the run roles they drive.
+func (q *Queue) Bind(runs *run.Runs) {
+	q.plan.Jobs, q.apply.Jobs, q.verify.Jobs = runs.Jobs, runs.Jobs, runs.Jobs
+	q.plan.Plans, q.apply.Applies, q.verify.Verifies = runs.Plans, runs.Applies, runs.Verifies
+	q.expire.Runs, q.escalate.Runs = runs.Decisions, runs.Decisions
+	q.dispatch.Drift, q.drift.Drift = runs.DriftChecks, runs.DriftChecks
+	q.sweep.Runs = runs.Jobs
 }
 
 // BindWindows gives the window deadline worker the break-glass service it drives.
@@ -231,7 +229,7 @@ func (q *Queue) BindWindows(w Windows) { q.windows.Windows = w }
 
 // Start starts working jobs until ctx ends or Stop is called.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.plan.Runs == nil || q.export.Exports == nil || q.fanout.Notify == nil || q.windows.Windows == nil {
+	if q.plan.Plans == nil || q.export.Exports == nil || q.fanout.Notify == nil || q.windows.Windows == nil {
 		return fmt.Errorf("job queue started before Bind, BindAudit, BindNotify and BindWindows")
 	}
 	if err := q.Client.Start(ctx); err != nil {

@@ -119,7 +119,7 @@ func (h *harness) as(role string) context.Context {
 
 func (h *harness) requestBucket(env, ws, name string, kind run.Kind) run.Run {
 	h.t.Helper()
-	r, err := h.sys.Runs.Request(h.as("operator"), run.Request{EnvironmentID: h.envs[env], Workspace: ws, Template: "bucket",
+	r, err := h.sys.Runs.Requests.Request(h.as("operator"), run.Request{EnvironmentID: h.envs[env], Workspace: ws, Template: "bucket",
 		Kind: kind, Inputs: map[string]string{"name": name}})
 	require.NoError(h.t, err)
 	return r
@@ -165,7 +165,7 @@ func TestAlteredPlanIsRefused(t *testing.T) {
 			r = h.waitFor(r.ID, run.PendingApproval)
 			h.stop() // the apply must not start before the tampering
 
-			_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+			_, err := h.sys.Runs.Decisions.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 			require.NoError(t, err)
 			switch tamper {
 			case "digest":
@@ -250,21 +250,21 @@ func TestCancelAndRejectRecordNoApproval(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "decide", "decide-bucket", run.KindApply).ID, run.PendingApproval)
-	_, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), " ")
+	_, err := h.sys.Runs.Decisions.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), " ")
 	v, ok := errs.AsValidation(err)
 	require.True(t, ok, "a rejection needs a reason: %v", err)
 	require.Contains(t, v.Fields, "reason")
-	rejected, err := h.sys.Runs.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), "wrong region for this data")
+	rejected, err := h.sys.Runs.Decisions.Reject(h.as("admin"), r.ID, run.EvidenceOf(r), "wrong region for this data")
 	require.NoError(t, err)
 	require.Equal(t, run.Rejected, rejected.State)
 	require.Nil(t, rejected.ApprovedBy)
-	_, err = h.sys.Runs.Approve(h.as("owner"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err = h.sys.Runs.Decisions.Approve(h.as("owner"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, run.ErrInvalidTransition, "a rejected run cannot be approved")
 
 	c := h.waitFor(h.requestBucket("staging", "decide2", "decide-two", run.KindApply).ID, run.PendingApproval)
-	_, err = h.sys.Runs.Cancel(h.as("viewer"), c.ID, "")
+	_, err = h.sys.Runs.Decisions.Cancel(h.as("viewer"), c.ID, "")
 	require.Error(t, err)
-	cancelled, err := h.sys.Runs.Cancel(h.as("operator"), c.ID, "no longer needed")
+	cancelled, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), c.ID, "no longer needed")
 	require.NoError(t, err)
 	require.Equal(t, run.Cancelled, cancelled.State)
 	require.NotNil(t, cancelled.FinishedAt)
@@ -278,20 +278,20 @@ func TestExpiry(t *testing.T) {
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "late", "late-bucket", run.KindApply).ID, run.PendingApproval)
 	require.NoError(t, h.db.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", r.ID).Error)
-	_, err := h.sys.Runs.ExpireIfDue(context.Background(), r.ID, run.PendingApproval)
+	_, err := h.sys.Runs.Decisions.ExpireIfDue(context.Background(), r.ID, run.PendingApproval)
 	require.NoError(t, err)
 	r = h.waitFor(r.ID, run.Expired)
-	_, err = h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err = h.sys.Runs.Decisions.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, errs.ErrApprovalExpired)
 
 	// Not yet due: nothing happens.
 	r2 := h.waitFor(h.requestBucket("staging", "early", "early-bucket", run.KindApply).ID, run.PendingApproval)
-	_, err = h.sys.Runs.ExpireIfDue(context.Background(), r2.ID, run.PendingApproval)
+	_, err = h.sys.Runs.Decisions.ExpireIfDue(context.Background(), r2.ID, run.PendingApproval)
 	require.ErrorIs(t, err, run.ErrSkip)
 
 	// An approval whose validity ran out before the apply started expires instead of applying.
 	h.stop()
-	_, err = h.sys.Runs.Approve(h.as("admin"), r2.ID, run.Approval{Evidence: run.EvidenceOf(r2)})
+	_, err = h.sys.Runs.Decisions.Approve(h.as("admin"), r2.ID, run.Approval{Evidence: run.EvidenceOf(r2)})
 	require.NoError(t, err)
 	require.NoError(t, h.db.Exec("UPDATE runs SET approval_expires_at = now() - interval '1 second' WHERE id = ?", r2.ID).Error)
 	h.start()
@@ -307,12 +307,12 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	h.start()
 	r := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
 	h.stop()
-	_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err := h.sys.Runs.Decisions.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 	// Simulate the dead worker: it had moved the run to RUNNING and taken the slot.
 	require.NoError(t, h.db.Exec("UPDATE runs SET state = 'RUNNING' WHERE id = ?", r.ID).Error)
 	require.NoError(t, h.db.Exec("UPDATE workspaces SET active_run_id = ? WHERE id = ?", r.ID, r.WorkspaceID).Error)
-	_, err = h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+	_, err = h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	r = h.waitFor(r.ID, run.ApplyInterrupted)
 	require.Zero(t, h.stateVersions(r.WorkspaceID))
@@ -321,19 +321,19 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 	require.NotNil(t, active, "the workspace stays fenced until an admin recovers the run")
 
 	// The documented recovery: an admin closes the run with a reason; the workspace is free.
-	_, err = h.sys.Runs.Recover(h.as("operator"), r.ID, "checked the bucket by hand")
+	_, err = h.sys.Runs.Decisions.Recover(h.as("operator"), r.ID, "checked the bucket by hand")
 	require.Error(t, err, "recovery needs an admin")
-	_, err = h.sys.Runs.Recover(h.as("admin"), r.ID, "")
+	_, err = h.sys.Runs.Decisions.Recover(h.as("admin"), r.ID, "")
 	_, ok := errs.AsValidation(err)
 	require.True(t, ok, "recovering needs a reason: %v", err)
-	recovered, err := h.sys.Runs.Recover(h.as("admin"), r.ID, "checked the bucket by hand")
+	recovered, err := h.sys.Runs.Decisions.Recover(h.as("admin"), r.ID, "checked the bucket by hand")
 	require.NoError(t, err)
 	require.Equal(t, run.Failed, recovered.State)
 	require.NoError(t, h.db.Raw("SELECT active_run_id FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&active).Error)
 	require.Nil(t, active)
 	h.start()
 	next := h.waitFor(h.requestBucket("staging", "crash", "crash-bucket", run.KindApply).ID, run.PendingApproval)
-	_, err = h.sys.Runs.Approve(h.as("admin"), next.ID, run.Approval{Evidence: run.EvidenceOf(next)})
+	_, err = h.sys.Runs.Decisions.Approve(h.as("admin"), next.ID, run.Approval{Evidence: run.EvidenceOf(next)})
 	require.NoError(t, err)
 	h.waitFor(next.ID, run.Succeeded)
 }
@@ -342,11 +342,11 @@ func TestInterruptedApplyIsNeverReapplied(t *testing.T) {
 func (h *harness) planByHand(r run.Run) run.Run {
 	h.t.Helper()
 	ctx := context.Background()
-	work, err := h.sys.Runs.BeginPlan(ctx, r.ID, byHand)
+	work, err := h.sys.Runs.Plans.BeginPlan(ctx, r.ID, byHand)
 	require.NoError(h.t, err)
 	res, err := mock.New().Plan(ctx, runner.PlanRequest{RunID: r.ID, WorkspaceID: r.WorkspaceID, Kind: runner.Kind(r.Kind), Config: work.Config, PriorState: work.PriorState})
 	require.NoError(h.t, err)
-	out, err := h.sys.Runs.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
+	out, err := h.sys.Runs.Plans.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision, PlanFile: res.PlanFile, PlanJSON: res.PlanJSON, Log: res.Log, HasChanges: res.HasChanges})
 	require.NoError(h.t, err)
 	return out
 }
@@ -359,7 +359,7 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	self := h.planByHand(h.requestBucket("development", "demoted", "demoted-bucket", run.KindApply))
 	require.Equal(t, run.Approved, self.State, self.StateReason)
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["operator"].UserID).Error)
-	_, err := h.sys.Runs.BeginApply(context.Background(), self.ID, byHand)
+	_, err := h.sys.Runs.Applies.BeginApply(context.Background(), self.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	self = h.waitFor(self.ID, run.Failed)
 	require.Contains(t, self.StateReason, "may no longer request runs")
@@ -367,10 +367,10 @@ func TestEntitlementsRecheckedBeforeApply(t *testing.T) {
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", h.users["operator"].UserID).Error)
 
 	gated := h.planByHand(h.requestBucket("staging", "gated", "gated-bucket", run.KindApply))
-	_, err = h.sys.Runs.Approve(h.as("admin"), gated.ID, run.Approval{Evidence: run.EvidenceOf(gated)})
+	_, err = h.sys.Runs.Decisions.Approve(h.as("admin"), gated.ID, run.Approval{Evidence: run.EvidenceOf(gated)})
 	require.NoError(t, err)
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'viewer' WHERE user_id = ?", h.users["admin"].UserID).Error)
-	_, err = h.sys.Runs.BeginApply(context.Background(), gated.ID, byHand)
+	_, err = h.sys.Runs.Applies.BeginApply(context.Background(), gated.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	gated = h.waitFor(gated.ID, run.Failed)
 	require.Contains(t, gated.StateReason, "the approval is void")
@@ -391,10 +391,10 @@ func TestApproverNeedsGrantInRestrictedEnvironment(t *testing.T) {
 	other := h.users["viewer"]
 	require.NoError(t, h.db.Exec("UPDATE memberships SET role = 'operator' WHERE user_id = ?", other.UserID).Error)
 	other.Role = authz.RoleOperator
-	_, err := h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err := h.sys.Runs.Decisions.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.ErrorIs(t, err, errs.ErrNotFound)
 	require.NoError(t, h.db.Exec("INSERT INTO environment_grants (organization_id, environment_id, user_id) VALUES (?, ?, ?)", h.orgID, env, other.UserID).Error)
-	_, err = h.sys.Runs.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err = h.sys.Runs.Decisions.Approve(authz.WithSubject(context.Background(), other), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 }
 
@@ -411,10 +411,10 @@ func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
 		// reads the run's executor kind).
 		require.NoError(t, h.db.Exec("UPDATE runs SET simulated = false WHERE id = ?", r.ID).Error)
 		r.Simulated = false
-		_, err := h.sys.Runs.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+		_, err := h.sys.Runs.Decisions.Approve(h.as("admin"), r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 		require.NoError(t, err, "the demo admin holds cloud.live")
 		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = false WHERE user_id = ?", h.users[who].UserID).Error)
-		_, err = h.sys.Runs.BeginApply(context.Background(), r.ID, byHand)
+		_, err = h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 		require.ErrorIs(t, err, run.ErrSkip)
 		r = h.waitFor(r.ID, run.Failed)
 		require.Contains(t, r.StateReason, "cloud.live")
@@ -473,7 +473,7 @@ func TestAFailingExecutorFailsThePhase(t *testing.T) {
 			require.Equal(t, run.Failed, r.State)
 			require.Equal(t, c.reason, r.StateReason)
 			require.NotNil(t, c.stored(r), "the executor's log is kept")
-			log, err := h.sys.Runs.Artifact(h.as("operator"), r, c.stored(r))
+			log, err := h.sys.Runs.Reads.Artifact(h.as("operator"), r, c.stored(r))
 			require.NoError(t, err)
 			require.Contains(t, string(log), c.log)
 		})

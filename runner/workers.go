@@ -12,21 +12,39 @@ import (
 	"gantry/models/run"
 )
 
-// Lifecycle is the part of the run service the workers drive.
-type Lifecycle interface {
+// Jobs is what every phase worker drives of the run lifecycle (run.Jobs): the run's
+// executor, failing the phase, its live log and its lease.
+type Jobs interface {
 	ExecutorOf(ctx context.Context, runID string) (string, error)
-	BeginPlan(ctx context.Context, runID string, claim run.Claim) (run.PlanWork, error)
-	FinishPlan(ctx context.Context, out run.PlanOutcome) (run.Run, error)
 	FailPhase(ctx context.Context, l run.Lease, log []byte, reason string) (run.Run, error)
-	BeginApply(ctx context.Context, runID string, claim run.Claim) (run.ApplyWork, error)
-	FinishApply(ctx context.Context, out run.ApplyOutcome) (run.Run, error)
-	BeginVerify(ctx context.Context, runID string, claim run.Claim) (run.VerifyWork, error)
-	FinishVerify(ctx context.Context, l run.Lease, converged bool, log []byte) (run.Run, error)
-	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
-	EscalateIfDue(ctx context.Context, runID string) (run.Run, error)
 	// AppendLog stores the next chunk (masked) of the live log of a phase held under l.
 	AppendLog(ctx context.Context, r run.Run, l run.Lease, text []byte) error
 	Renewer
+}
+
+// Plans begins and finishes plans (run.Plans).
+type Plans interface {
+	BeginPlan(ctx context.Context, runID string, claim run.Claim) (run.PlanWork, error)
+	FinishPlan(ctx context.Context, out run.PlanOutcome) (run.Run, error)
+}
+
+// Applies begins and finishes applies (run.Applies).
+type Applies interface {
+	BeginApply(ctx context.Context, runID string, claim run.Claim) (run.ApplyWork, error)
+	FinishApply(ctx context.Context, out run.ApplyOutcome) (run.Run, error)
+}
+
+// Verifies begins and finishes verifications (run.Verifies).
+type Verifies interface {
+	BeginVerify(ctx context.Context, runID string, claim run.Claim) (run.VerifyWork, error)
+	FinishVerify(ctx context.Context, l run.Lease, converged bool, log []byte) (run.Run, error)
+}
+
+// Deadlines are the decisions the clock takes (run.Decisions): a run that waited past
+// its deadline expires, one past its escalation time escalates.
+type Deadlines interface {
+	ExpireIfDue(ctx context.Context, runID string, st run.State) (run.Run, error)
+	EscalateIfDue(ctx context.Context, runID string) (run.Run, error)
 }
 
 // skipped treats "the run already moved past this phase" as a finished job, and so a
@@ -37,6 +55,7 @@ func skipped(err error) bool { return errors.Is(err, run.ErrSkip) || errors.Is(e
 type PlanWorker struct {
 	river.WorkerDefaults[PlanArgs]
 	phase
+	Plans Plans
 	// Changes reads who changed a drifted resource (nil: drift is reported unattributed).
 	Changes ChangeLog
 }
@@ -44,10 +63,10 @@ type PlanWorker struct {
 func (w *PlanWorker) Timeout(*river.Job[PlanArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
-	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+	if err := waitForExecutor(ctx, w.Jobs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
-	work, err := w.Runs.BeginPlan(ctx, job.Args.RunID, w.Leases.claim(job.ID))
+	work, err := w.Plans.BeginPlan(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	switch {
 	case errors.Is(err, run.ErrWorkspaceBusy):
 		// A drift check waits for the apply in progress (it never overlaps one).
@@ -84,12 +103,12 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 			}
 		}
 		if out.Drift, err = observe(ctx, w.Changes, token, res.PlanJSON); err != nil {
-			_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "reading the drift: "+err.Error())
+			_, ferr := w.Jobs.FailPhase(ctx, work.Lease, res.Log, "reading the drift: "+err.Error())
 			return ignoreSkip(ferr)
 		}
 	}
 	return persist(ctx, w.Logger, out.Lease, func(ctx context.Context) error {
-		_, err := w.Runs.FinishPlan(ctx, out)
+		_, err := w.Plans.FinishPlan(ctx, out)
 		return err
 	})
 }
@@ -139,6 +158,7 @@ func ignoreSkip(err error) error {
 type ApplyWorker struct {
 	river.WorkerDefaults[ApplyArgs]
 	phase
+	Applies Applies
 	// OnStart, if set, is called when an apply passed its checks and is about to run,
 	// with when the worker picked the job up (the queue-latency benchmark tells the
 	// queue's part from the checks' part with it).
@@ -175,13 +195,13 @@ const busyRetry = 2 * time.Second
 
 func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error {
 	pickedUp := time.Now()
-	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+	if err := waitForExecutor(ctx, w.Jobs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
 	if w.Hooks.Begin != nil {
 		w.Hooks.Begin(ctx, job.Args.RunID, job.Attempt)
 	}
-	work, err := w.Runs.BeginApply(ctx, job.Args.RunID, w.Leases.claim(job.ID))
+	work, err := w.Applies.BeginApply(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	if w.Hooks.Begun != nil {
 		w.Hooks.Begun(job.Args.RunID, job.Attempt, work.Run.State, err)
 	}
@@ -196,16 +216,16 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.OnStart != nil {
 		w.OnStart(work.Run.ID, pickedUp)
 	}
-	ctx, release := hold(ctx, w.Runs, work.Lease, w.Leases, w.Logger)
+	ctx, release := hold(ctx, w.Jobs, work.Lease, w.Leases, w.Logger)
 	defer release()
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
+		_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
 	}
 	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
 	if err != nil {
-		_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
+		_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
 		return ignoreSkip(ferr)
 	}
 	defer revoke()
@@ -214,14 +234,14 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.Locks != nil && creds.StateUsername != "" {
 		fence, err := w.Locks.Reserve(ctx, work.Run.OrganizationID, work.Run.WorkspaceID, work.Run.ID, creds.StateUsername)
 		if err != nil {
-			_, ferr := w.Runs.FailPhase(ctx, work.Lease, nil, "the workspace state lock could not be reserved for the apply: "+err.Error()+"; nothing was applied")
+			_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, "the workspace state lock could not be reserved for the apply: "+err.Error()+"; nothing was applied")
 			return ignoreSkip(ferr)
 		}
 		w.Logger.InfoContext(ctx, "state lock reserved for the apply", "run", work.Run.ID, "fence", fence)
 	}
 	// From here on the apply has side effects: any failure ends the run (a retry of
 	// this job finds it RUNNING and marks it APPLY_INTERRUPTED, never applies again).
-	live := liveLogFor(ctx, w.Runs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
+	live := liveLogFor(ctx, w.Jobs, w.Logger, work.Run, work.Lease, work.Secrets, creds)
 	res, err := rn.Apply(ctx, ApplyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID,
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close()
@@ -239,19 +259,19 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
 		return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
-			_, err := w.Runs.FailPhase(ctx, work.Lease, res.Log, "apply failed: "+err.Error())
+			_, err := w.Jobs.FailPhase(ctx, work.Lease, res.Log, "apply failed: "+err.Error())
 			return err
 		})
 	}
 	if res.State != nil { // else tofu wrote the state through the backend
 		if _, _, err = stateHeader(res.State); err != nil {
-			_, ferr := w.Runs.FailPhase(ctx, work.Lease, res.Log, "the apply produced an unreadable state: "+err.Error())
+			_, ferr := w.Jobs.FailPhase(ctx, work.Lease, res.Log, "the apply produced an unreadable state: "+err.Error())
 			return ignoreSkip(ferr)
 		}
 	}
 	// The apply happened: its outcome is recorded even if the job's context ended.
 	return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
-		_, err := w.Runs.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
+		_, err := w.Applies.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
 		return err
 	})
 }
@@ -275,15 +295,16 @@ func stateHeader(state []byte) (int, string, error) {
 type VerifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
 	phase
+	Verifies Verifies
 }
 
 func (w *VerifyWorker) Timeout(*river.Job[VerifyArgs]) time.Duration { return w.PhaseTimeout }
 
 func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
-	if err := waitForExecutor(ctx, w.Runs, w.Runners, job.Args.RunID); err != nil {
+	if err := waitForExecutor(ctx, w.Jobs, w.Runners, job.Args.RunID); err != nil {
 		return err
 	}
-	work, err := w.Runs.BeginVerify(ctx, job.Args.RunID, w.Leases.claim(job.ID))
+	work, err := w.Verifies.BeginVerify(ctx, job.Args.RunID, w.Leases.claim(job.ID))
 	if skipped(err) {
 		return nil
 	}
@@ -312,7 +333,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	}
 	log := append(res.Log, live.Mask(drift)...)
 	return persist(ctx, w.Logger, work.Lease, func(ctx context.Context) error {
-		_, err := w.Runs.FinishVerify(ctx, work.Lease, res.Converged, log)
+		_, err := w.Verifies.FinishVerify(ctx, work.Lease, res.Converged, log)
 		return err
 	})
 }
@@ -320,7 +341,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 // ExpireWorker ends runs whose decision window or approval validity ran out.
 type ExpireWorker struct {
 	river.WorkerDefaults[ExpireArgs]
-	Runs Lifecycle
+	Runs Deadlines
 }
 
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
@@ -331,7 +352,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 // EscalateWorker records that a waiting run's escalation took effect.
 type EscalateWorker struct {
 	river.WorkerDefaults[EscalateArgs]
-	Runs Lifecycle
+	Runs Deadlines
 }
 
 func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs]) error {

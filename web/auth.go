@@ -238,7 +238,7 @@ func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Logi
 	// The sign-in may have changed the groups snapshot or added memberships: which
 	// waiting runs this person may decide ("Waiting for you") moves with them.
 	for _, m := range memberships {
-		if err := s.runs.RefreshDecidersOf(ctx, m.OrganizationID, user.ID); err != nil {
+		if err := s.eligibility.RefreshDecidersOf(ctx, m.OrganizationID, user.ID); err != nil {
 			return err
 		}
 	}

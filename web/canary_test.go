@@ -542,7 +542,7 @@ func (s *leakScanner) liveLogs(app *webtest.App, runs []run.Run) {
 	for _, r := range runs {
 		ctx := authz.WithSubject(s.t.Context(), authz.System(r.OrganizationID))
 		for _, phase := range []run.JobKind{run.JobPlan, run.JobApply, run.JobVerify} {
-			chunks, err := app.System.Runs.LogChunks(ctx, r.ID, phase, 0, 1000)
+			chunks, err := app.System.Runs.Reads.LogChunks(ctx, r.ID, phase, 0, 1000)
 			require.NoError(s.t, err)
 			require.NotEmpty(s.t, chunks, "run %s has no live %s log", r.ID, phase)
 			for _, c := range chunks {

@@ -102,7 +102,7 @@ type Services struct {
 	Matrix      *risk.Store
 	Policies    *policy.Store
 	Workspaces  *workspace.Service
-	Runs        *run.Service
+	Runs        *run.Runs
 	Previews    *run.Previewer
 	// Evidence builds runs' evidence reports.
 	Evidence *evidence.Reports

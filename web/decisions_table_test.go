@@ -238,7 +238,7 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	}
 	request := func(who webtest.Member, req run.Request, state run.State) run.Run {
 		t.Helper()
-		r, err := app.System.Runs.Request(as(who), req)
+		r, err := app.System.Runs.Requests.Request(as(who), req)
 		require.NoError(t, err)
 		return waitForState(t, app, r.ID, state)
 	}
@@ -250,7 +250,7 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	f.templates["r2-production"] = request(requester, bucket(envs["production"], "table-r2", run.KindApply), run.PendingApproval)
 	// A destroy needs something to destroy.
 	base := request(requester, bucket(envs["staging"], "table-r3", run.KindApply), run.PendingApproval)
-	_, err = app.System.Runs.Approve(as(admin), base.ID, run.Approval{Evidence: run.EvidenceOf(base)})
+	_, err = app.System.Runs.Decisions.Approve(as(admin), base.ID, run.Approval{Evidence: run.EvidenceOf(base)})
 	require.NoError(t, err)
 	waitForState(t, app, base.ID, run.Succeeded)
 	f.templates["r3-destroy"] = request(requester, bucket(envs["staging"], "table-r3", run.KindDestroy), run.PendingApproval)
@@ -291,13 +291,13 @@ func newDecisionFixture(t *testing.T, app *webtest.App) *decisionFixture {
 	require.NoError(t, app.DB.Exec(`INSERT INTO risk_matrix_versions (organization_id, version, matrix, comment, created_by_name)
 		VALUES (?, 1, ?, 'before the floors', 'history')`, f.orgID, string(raw)).Error)
 	floorBase := request(requester, bucket(envs["staging"], "table-floor", run.KindApply), run.PendingApproval)
-	_, err = app.System.Runs.Approve(as(admin), floorBase.ID, run.Approval{Evidence: run.EvidenceOf(floorBase)})
+	_, err = app.System.Runs.Decisions.Approve(as(admin), floorBase.ID, run.Approval{Evidence: run.EvidenceOf(floorBase)})
 	require.NoError(t, err)
 	waitForState(t, app, floorBase.ID, run.Succeeded)
 	f.templates["floor-destroy"] = request(requester, bucket(envs["staging"], "table-floor", run.KindDestroy), run.PendingApproval)
 	f.templates["floor-production"] = request(requester, bucket(envs["production"], "table-floor-prod", run.KindApply), run.PendingApproval)
 	replaceBase := request(requester, bucket(envs["staging"], "table-floor-replace", run.KindApply), run.PendingApproval)
-	_, err = app.System.Runs.Approve(as(admin), replaceBase.ID, run.Approval{Evidence: run.EvidenceOf(replaceBase)})
+	_, err = app.System.Runs.Decisions.Approve(as(admin), replaceBase.ID, run.Approval{Evidence: run.EvidenceOf(replaceBase)})
 	require.NoError(t, err)
 	waitForState(t, app, replaceBase.ID, run.Succeeded)
 	moved := bucket(envs["staging"], "table-floor-replace", run.KindApply)
@@ -402,7 +402,7 @@ func (f *decisionFixture) authTime(who actor) time.Time {
 func (f *decisionFixture) decide(t *testing.T, row tableRow, who webtest.Member, act run.Action, r run.Run) (run.Run, error) {
 	t.Helper()
 	ctx := authz.WithSubject(context.Background(), who.Subject(f.authTime(row.who)))
-	runs := f.app.System.Runs
+	runs := f.app.System.Runs.Decisions
 	ev := run.EvidenceOf(r)
 	switch act {
 	case run.ActionApprove:
@@ -453,7 +453,7 @@ func (f *decisionFixture) requirePageControls(t *testing.T, row tableRow, who we
 func (f *decisionFixture) requireInbox(t *testing.T, row tableRow, who webtest.Member, r run.Run) {
 	t.Helper()
 	ctx := authz.WithSubject(context.Background(), who.Subject(f.authTime(row.who)))
-	require.NoError(t, f.app.System.Runs.RefreshDecidersOf(context.Background(), f.orgID, who.UserID))
+	require.NoError(t, f.app.System.Runs.Eligibility.RefreshDecidersOf(context.Background(), f.orgID, who.UserID))
 	waiting := r.State == run.PendingApproval || r.SoftBlocked()
 	open := r.DecisionDeadline != nil && r.DecisionDeadline.After(time.Now())
 	decides := row.want.approve == ok || row.want.override == ok || row.reauth
@@ -461,10 +461,10 @@ func (f *decisionFixture) requireInbox(t *testing.T, row tableRow, who webtest.M
 		decides = row.want.override == ok || (row.reauth && row.want.reject == ok)
 	}
 	mine := allPages(t, func(after *run.InboxCursor) ([]run.InboxEntry, error) {
-		return f.app.System.Runs.WaitingForYou(ctx, after, 7)
+		return f.app.System.Runs.Inbox.WaitingForYou(ctx, after, 7)
 	})
 	others := allPages(t, func(after *run.InboxCursor) ([]run.InboxEntry, error) {
-		return f.app.System.Runs.WaitingForOthers(ctx, after, 7)
+		return f.app.System.Runs.Inbox.WaitingForOthers(ctx, after, 7)
 	})
 	listed := func(entries []run.InboxEntry) *run.InboxEntry {
 		for i := range entries {
@@ -480,7 +480,7 @@ func (f *decisionFixture) requireInbox(t *testing.T, row tableRow, who webtest.M
 	if inMine != nil {
 		require.Equal(t, run.RequirementOf(r).Elevated, inMine.NeedsFreshSignIn, "%s: marked as needing a fresh sign-in", row.name)
 	}
-	n, err := f.app.System.Runs.CountWaitingForYou(ctx)
+	n, err := f.app.System.Runs.Inbox.CountWaitingForYou(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, len(mine), n, "%s: the count is the list's", row.name)
 }

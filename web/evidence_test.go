@@ -224,7 +224,7 @@ func TestDecisionRacingItsDeadline(t *testing.T) {
 	approve := func(r run.Run) (<-chan answer, func() (bool, any)) {
 		done := make(chan answer, 1)
 		go func() {
-			_, err := app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+			_, err := app.System.Runs.Decisions.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 			done <- answer{err}
 		}()
 		returned := func() (bool, any) {
@@ -307,9 +307,9 @@ func TestFiftyConcurrentDecisionsRecordOne(t *testing.T) {
 			ctx := authz.WithSubject(context.Background(), d.Subject(time.Now()))
 			<-start
 			if i%2 == 0 {
-				_, results[i] = app.System.Runs.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+				_, results[i] = app.System.Runs.Decisions.Approve(ctx, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 			} else {
-				_, results[i] = app.System.Runs.Reject(ctx, r.ID, run.EvidenceOf(r), "not now")
+				_, results[i] = app.System.Runs.Decisions.Reject(ctx, r.ID, run.EvidenceOf(r), "not now")
 			}
 		}()
 	}
@@ -339,7 +339,7 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 	writer := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "small", "7")), run.PendingApproval)
 	app.StopQueue(t)
 	planning := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "moving", "medium", "7")), run.Queued)
-	work, err := app.System.Runs.BeginPlan(ctx, planning.ID, byHand)
+	work, err := app.System.Runs.Plans.BeginPlan(ctx, planning.ID, byHand)
 	require.NoError(t, err)
 	require.Nil(t, work.Run.PriorStateVersionID, "planned against no state yet")
 
@@ -357,7 +357,7 @@ func TestRunPlanningAcrossAStateWriteEndsStale(t *testing.T) {
 		require.NoError(t, err)
 		return data
 	}
-	finished, err := app.System.Runs.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision,
+	finished, err := app.System.Runs.Plans.FinishPlan(ctx, run.PlanOutcome{Lease: work.Lease, Revision: work.Run.PlanRevision,
 		PlanFile: artifact(writer.PlanArtifactID), PlanJSON: artifact(writer.PlanJSONArtifactID), Log: []byte("planned\n"), HasChanges: true})
 	require.NoError(t, err)
 	require.Equal(t, run.Stale, finished.State)

@@ -38,7 +38,7 @@ func seedWaiting(b testing.TB, app *webtest.App, tpl run.Run, n int) {
 			'id', r.id || '-' || g, 'number', 1000 + g, 'decision_deadline', now() + interval '1 day' + g * interval '1 second'))).*
 		FROM runs r, generate_series(1, ?) AS g WHERE r.id = ?`, n, tpl.ID).Error)
 	require.NoError(b, app.DB.Exec("ANALYZE runs").Error)
-	require.NoError(b, app.System.Runs.RefreshDecidersIn(context.Background(), tpl.OrganizationID, tpl.EnvironmentID))
+	require.NoError(b, app.System.Runs.Eligibility.RefreshDecidersIn(context.Background(), tpl.OrganizationID, tpl.EnvironmentID))
 	require.NoError(b, app.DB.Exec("ANALYZE run_deciders").Error)
 }
 

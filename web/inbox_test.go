@@ -75,7 +75,7 @@ func TestInboxFollowsTheRules(t *testing.T) {
 	req.Set("workspace", "inbox-secure")
 	hidden := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	require.False(t, listedRun(t, app, colleagueCtx, hidden.ID), "no grant: not even seen")
-	others, err := app.System.Runs.WaitingForOthers(colleagueCtx, nil, run.MaxInboxPage)
+	others, err := app.System.Runs.Inbox.WaitingForOthers(colleagueCtx, nil, run.MaxInboxPage)
 	require.NoError(t, err)
 	for _, e := range others {
 		require.NotEqual(t, hidden.ID, e.ID, "a restricted run is not shown to a member without a grant")
@@ -93,7 +93,7 @@ func TestInboxFollowsTheRules(t *testing.T) {
 
 func listedRun(t *testing.T, app *webtest.App, ctx context.Context, id string) bool {
 	t.Helper()
-	entries, err := app.System.Runs.WaitingForYou(ctx, nil, run.MaxInboxPage)
+	entries, err := app.System.Runs.Inbox.WaitingForYou(ctx, nil, run.MaxInboxPage)
 	require.NoError(t, err)
 	for _, e := range entries {
 		if e.ID == id {

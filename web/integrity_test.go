@@ -80,7 +80,7 @@ func TestApprovalGivenAgainAfterAVoidApplies(t *testing.T) {
 	require.NoError(t, app.System.Members.SetRole(authz.WithSubject(context.Background(), owner.Subject(time.Now())), first.UserID, authz.RoleViewer))
 	r = waitForState(t, app, r.ID, run.PendingApproval)
 	// The first approval's apply job ran meanwhile: it found the run waiting and finished.
-	_, err := app.System.Runs.BeginApply(context.Background(), r.ID, byHand)
+	_, err := app.System.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	require.NoError(t, app.DB.Exec("UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'run.apply' AND args->>'run_id' = ?", r.ID).Error)
 	approvedBy(t, app, r, second)
@@ -171,19 +171,19 @@ func TestPlanAgainKeepsFourEyes(t *testing.T) {
 	asAuthor := authz.WithSubject(context.Background(), author.Subject(time.Now()))
 	asClicker := authz.WithSubject(context.Background(), clicker.Subject(time.Now()))
 	prod := app.OrgEnvironmentID(t, "acme", "production")
-	r, err := app.System.Runs.Request(asAuthor, run.Request{EnvironmentID: prod, Workspace: "four-eyes", Template: "bucket", Kind: run.KindApply,
+	r, err := app.System.Runs.Requests.Request(asAuthor, run.Request{EnvironmentID: prod, Workspace: "four-eyes", Template: "bucket", Kind: run.KindApply,
 		Inputs: map[string]string{"name": "four-eyes", "retention_days": "30", "region": "eu-west"}})
 	require.NoError(t, err)
 	r = waitForState(t, app, r.ID, run.PendingApproval)
 	require.NoError(t, app.DB.Exec("UPDATE runs SET state = 'STALE' WHERE id = ?", r.ID).Error)
-	again, err := app.System.Runs.PlanAgain(asClicker, r.ID)
+	again, err := app.System.Runs.Decisions.PlanAgain(asClicker, r.ID)
 	require.NoError(t, err)
 	again = waitForState(t, app, again.ID, run.PendingApproval)
 	require.Equal(t, []string{author.UserID}, again.PriorRequesters)
 	for _, who := range []context.Context{asAuthor, asClicker} {
-		_, err = app.System.Runs.Approve(who, again.ID, run.Approval{Evidence: run.EvidenceOf(again)})
+		_, err = app.System.Runs.Decisions.Approve(who, again.ID, run.Approval{Evidence: run.EvidenceOf(again)})
 		require.Equal(t, errs.CodeForbidden, errs.CodeOf(err), "%v", err)
-		_, err = app.System.Runs.Reject(who, again.ID, run.EvidenceOf(again), "no")
+		_, err = app.System.Runs.Decisions.Reject(who, again.ID, run.EvidenceOf(again), "no")
 		require.Equal(t, errs.CodeForbidden, errs.CodeOf(err), "%v", err)
 	}
 }

@@ -149,7 +149,7 @@ func TestLiveTokenRefresh(t *testing.T) {
 				var stored strings.Builder
 				stored.WriteString(logs)
 				for _, phase := range []run.JobKind{run.JobPlan, run.JobApply, run.JobVerify} {
-					chunks, err := app.System.Runs.LogChunks(ctx, r.ID, phase, 0, 1000)
+					chunks, err := app.System.Runs.Reads.LogChunks(ctx, r.ID, phase, 0, 1000)
 					require.NoError(t, err)
 					for _, c := range chunks {
 						stored.WriteString(c.Text)

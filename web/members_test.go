@@ -40,7 +40,7 @@ func waitingIn(t *testing.T, app *webtest.App, requester *http.Client, workspace
 // queue).
 func approvedBy(t *testing.T, app *webtest.App, r run.Run, approver webtest.Member) run.Run {
 	t.Helper()
-	_, err := app.System.Runs.Approve(authz.WithSubject(context.Background(), approver.Subject(time.Now())), r.ID,
+	_, err := app.System.Runs.Decisions.Approve(authz.WithSubject(context.Background(), approver.Subject(time.Now())), r.ID,
 		run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 	return waitForState(t, app, r.ID, run.Approved)
@@ -190,18 +190,18 @@ func TestEscalationActs(t *testing.T) {
 
 	admin := app.NewMember(t, "acme", "Escalated Admin", authz.RoleAdmin, true)
 	asAdmin := authz.WithSubject(ctx, admin.Subject(time.Now()))
-	p, err := app.System.Runs.Permissions(asAdmin, r)
+	p, err := app.System.Runs.Decisions.Permissions(asAdmin, r)
 	require.NoError(t, err)
 	require.False(t, p.Approve.Allowed(), "before the hour an admin is not a named owner")
 	require.Contains(t, p.Approve.Reason(), "from ")
 	// The job finds nothing to do before it is due.
-	_, err = app.System.Runs.EscalateIfDue(ctx, r.ID)
+	_, err = app.System.Runs.Decisions.EscalateIfDue(ctx, r.ID)
 	require.ErrorIs(t, err, run.ErrSkip)
 
 	// An hour later, by the database clock.
 	require.NoError(t, app.DB.Exec("UPDATE runs SET waiting_since = waiting_since - interval '61 minutes' WHERE id = ?", r.ID).Error)
 	r = waitForState(t, app, r.ID, run.PendingApproval)
-	p, err = app.System.Runs.Permissions(asAdmin, r)
+	p, err = app.System.Runs.Decisions.Permissions(asAdmin, r)
 	require.NoError(t, err)
 	require.True(t, p.Approve.Allowed(), "escalated: admins decide too: %s", p.Approve.Reason())
 	require.True(t, p.Deciders.Escalated)
@@ -218,7 +218,7 @@ func TestEscalationActs(t *testing.T) {
 	for i := range escalations {
 		wg.Go(func() {
 			defer finished.Add(1)
-			_, escalateErrs[i] = app.System.Runs.EscalateIfDue(ctx, r.ID)
+			_, escalateErrs[i] = app.System.Runs.Decisions.EscalateIfDue(ctx, r.ID)
 		})
 	}
 	dbtest.WaitBlockedBy(t, app.DB, dbtest.BackendPID(t, holder), escalations, func() (bool, any) {
@@ -250,7 +250,7 @@ func TestEscalationActs(t *testing.T) {
 	inbox := webtest.ReadBody(t, app.Get(t, adminPage, "/approvals"))
 	require.Contains(t, inbox, "decided by a named owner of the environment")
 	require.Contains(t, inbox, `data-testid="escalated"`)
-	_, err = app.System.Runs.Approve(asAdmin, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
+	_, err = app.System.Runs.Decisions.Approve(asAdmin, r.ID, run.Approval{Evidence: run.EvidenceOf(r)})
 	require.NoError(t, err)
 }
 
@@ -280,7 +280,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 	approve(t, app, admin, r)
 	// The window closes between the approval and the apply.
 	require.NoError(t, app.DB.Exec("UPDATE policy_overrides SET expires_at = now() - interval '1 second' WHERE run_id = ?", r.ID).Error)
-	_, err := app.System.Runs.BeginApply(context.Background(), r.ID, byHand)
+	_, err := app.System.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 	require.ErrorIs(t, err, run.ErrSkip)
 	r = waitForState(t, app, r.ID, run.Failed)
 	require.Contains(t, r.StateReason, "the override of database_protection expired")
@@ -288,7 +288,7 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 
 	// A soft block left alone expires at its deadline.
 	require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", blocked.ID).Error)
-	_, err = app.System.Runs.ExpireIfDue(context.Background(), blocked.ID, run.PolicyBlocked)
+	_, err = app.System.Runs.Decisions.ExpireIfDue(context.Background(), blocked.ID, run.PolicyBlocked)
 	require.NoError(t, err)
 	require.Equal(t, run.Expired, waitForState(t, app, blocked.ID, run.Expired).State)
 }

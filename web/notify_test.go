@@ -453,7 +453,7 @@ func TestEscalationMail(t *testing.T) {
 	require.Zero(t, adminWaiting, "before the escalation an admin does not decide")
 
 	require.NoError(t, app.DB.Exec("UPDATE runs SET waiting_since = waiting_since - interval '61 minutes' WHERE id = ?", r.ID).Error)
-	_, err = app.System.Runs.EscalateIfDue(ctx, r.ID)
+	_, err = app.System.Runs.Decisions.EscalateIfDue(ctx, r.ID)
 	require.NoError(t, err)
 	mail := waitForMail(t, app, mailTo("admin@acme.test", notify.DecisionEscalated, label))
 	require.Contains(t, mail.Subject, "still waits for a decision (escalated)")

@@ -43,12 +43,15 @@ type Server struct {
 	ready    func(ctx context.Context) error
 	sessions *session.Store
 	orgs     *org.Service
-	runs     *run.Service
-	audit    *audit.Log
-	auth     *authenticator
-	tokens   TokenAuthenticator
-	keys     IdempotencyKeys
-	metrics  *telemetry.Metrics
+	// eligibility keeps who may decide a waiting run true at sign-in; inbox counts
+	// what waits for the person, for the navigation.
+	eligibility *run.Eligibility
+	inbox       *run.Inbox
+	audit       *audit.Log
+	auth        *authenticator
+	tokens      TokenAuthenticator
+	keys        IdempotencyKeys
+	metrics     *telemetry.Metrics
 	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes.
 	limiter    *ratelimit.Limiter
 	limitedOps map[string]bool
@@ -69,15 +72,16 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass and Ready are required")
 	}
 	s := &Server{
-		Echo:     echo.New(),
-		cfg:      cfg,
-		ready:    svc.Ready,
-		sessions: svc.Sessions,
-		orgs:     svc.Orgs,
-		runs:     svc.Runs,
-		audit:    svc.Audit,
-		Changes:  NewChanges(svc.ListenPool, cfg.Logger),
-		limiter:  ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
+		Echo:        echo.New(),
+		cfg:         cfg,
+		ready:       svc.Ready,
+		sessions:    svc.Sessions,
+		orgs:        svc.Orgs,
+		eligibility: svc.Runs.Eligibility,
+		inbox:       svc.Runs.Inbox,
+		audit:       svc.Audit,
+		Changes:     NewChanges(svc.ListenPool, cfg.Logger),
+		limiter:     ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
 	}
 	if svc.Tokens != nil {
 		s.tokens = svc.Tokens
@@ -151,7 +155,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	app := web.Group("", s.requireMember, s.limitDecisions, s.idempotent)
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
-	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: svc.Runs, Workspaces: svc.Workspaces,
+	runs := svc.Runs
+	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: runs.Reads, Inbox: runs.Inbox, Workspaces: svc.Workspaces,
 		Windows: svc.Breakglass}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
@@ -159,28 +164,30 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
-	requests := handlers.Requests{Catalog: svc.Catalog, Runs: svc.Runs, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: svc.Runs,
+	requests := handlers.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: runs.Reads,
 		States: svc.State}
 	requests.Register(app)
-	runs := handlers.Runs{Runs: svc.Runs, Reviews: svc.Runs, Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
+	runPages := handlers.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Workspaces: svc.Workspaces,
+		Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {
-		runs.Executors = svc.Executors
+		runPages.Executors = svc.Executors
 	}
-	runs.Register(app)
-	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: svc.Runs, States: svc.State, Names: names, Catalog: svc.Catalog,
-		Drift: svc.Runs, Windows: svc.Breakglass}.Register(app)
-	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: svc.Runs}.Register(app)
-	handlers.Drift{Runs: svc.Runs, Workspaces: svc.Workspaces}.Register(app)
-	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
-	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Runs, Catalog: svc.Catalog}.Register(app)
-	handlers.RunList{Runs: svc.Runs, Workspaces: svc.Workspaces, Names: names}.Register(app)
-	handlers.Evidence{Runs: svc.Runs, Reports: svc.Evidence}.Register(app)
+	runPages.Register(app)
+	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names, Catalog: svc.Catalog,
+		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
+	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}.Register(app)
+	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
+	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: runs.Rollbacks, Catalog: svc.Catalog}.Register(app)
+	handlers.Promotions{Workspaces: svc.Workspaces, Runs: runs.Promotions, Catalog: svc.Catalog}.Register(app)
+	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
+	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Runs: svc.Runs, Reviews: svc.Runs, Search: svc.Runs, Reports: svc.Evidence, Workspaces: svc.Workspaces,
-		States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, WorkspaceRuns: svc.Runs, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
+	handlers.API{Requests: requests, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
+		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: runs.Rollbacks,
+		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)

@@ -178,7 +178,7 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		var waiting int64
 		page := c.Request().Method == http.MethodGet && !render.WantsJSON(c) && c.Request().Header.Get("HX-Request") == ""
 		if page && m.subject.Can(authz.PermProvisioningApply) {
-			if waiting, err = s.runs.CountWaitingForYou(c.Request().Context()); err != nil {
+			if waiting, err = s.inbox.CountWaitingForYou(c.Request().Context()); err != nil {
 				return err
 			}
 		}

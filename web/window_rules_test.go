@@ -147,7 +147,7 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	require.Nil(t, expired.NewStateVersionID)
 
 	fourth := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")), run.PendingApproval)
-	require.NoError(t, app.System.Runs.WindowOpened(ctx, fourth.OrganizationID, fourth.WorkspaceID, "bgw-test"))
+	require.NoError(t, app.System.Runs.DriftChecks.WindowOpened(ctx, fourth.OrganizationID, fourth.WorkspaceID, "bgw-test"))
 	require.Contains(t, waitForState(t, app, fourth.ID, run.Stale).StateReason, "break-glass window bgw-test opened")
 
 	// A window does not open while a run applies: the apply is held meanwhile.
@@ -156,7 +156,7 @@ func TestNothingAppliesWhileAWindowIsOpen(t *testing.T) {
 	applyingID := app.RequestRun(t, operator, bucketRequest(dev, "eu-west"))
 	require.Equal(t, applyingID, bench.Receive(t, "the apply of "+applyingID+" to begin", time.Minute, apply.entered), "the apply held")
 	applying := waitForState(t, app, applyingID, run.Running)
-	err := app.System.Runs.WindowOpened(ctx, applying.OrganizationID, applying.WorkspaceID, "bgw-test")
+	err := app.System.Runs.DriftChecks.WindowOpened(ctx, applying.OrganizationID, applying.WorkspaceID, "bgw-test")
 	require.True(t, errors.Is(err, errs.ErrConflict), "%v", err)
 	require.Contains(t, err.Error(), "applying")
 	apply.release()

@@ -41,7 +41,7 @@ func TestSensitiveOutputsStayMasked(t *testing.T) {
 	st["outputs"] = outputs
 	next, err := json.Marshal(st)
 	require.NoError(t, err)
-	_, err = app.System.StateStore.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, next, app.System.Runs)
+	_, err = app.System.StateStore.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, next, app.System.Runs.Staleness)
 	require.NoError(t, err)
 
 	resp := app.Get(t, operator, "/workspaces/"+r.WorkspaceID)

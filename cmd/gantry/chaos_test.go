@@ -285,7 +285,7 @@ func (c *chaos) recover(l *lane, cr *chaosRun) {
 		return
 	}
 	ctx := authz.WithSubject(context.Background(), authz.Subject{UserID: admin.ID, Name: admin.Name, OrganizationID: c.r.Orgs[l.Org], Role: authz.RoleAdmin})
-	r, err := c.r.System.Runs.Recover(ctx, cr.ID, "chaos: the admin checked the workspace after the portal died mid-apply")
+	r, err := c.r.System.Runs.Decisions.Recover(ctx, cr.ID, "chaos: the admin checked the workspace after the portal died mid-apply")
 	if err != nil {
 		c.problem("recovering %s: %v", cr.ID, err)
 		return

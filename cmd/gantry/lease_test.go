@@ -63,7 +63,7 @@ func TestLeaseTakesOverAKilledPortal(t *testing.T) {
 	require.NoError(t, r.DB.Raw("SELECT id FROM environments WHERE organization_id = ? AND name = 'staging'", r.Orgs["acme"]).Scan(&staging).Error)
 	asOperator := authz.WithSubject(ctx, authz.Subject{UserID: operator, Name: "Olivia", OrganizationID: r.Orgs["acme"], Role: authz.RoleOperator})
 	asAdmin := authz.WithSubject(ctx, authz.Subject{UserID: admin, Name: "Adam", OrganizationID: r.Orgs["acme"], Role: authz.RoleAdmin})
-	run, err := r.System.Runs.Request(asOperator, runpkg.Request{EnvironmentID: staging, Workspace: "leases", Template: "bucket",
+	run, err := r.System.Runs.Requests.Request(asOperator, runpkg.Request{EnvironmentID: staging, Workspace: "leases", Template: "bucket",
 		Kind: runpkg.KindApply, Inputs: map[string]string{"name": "lease-bucket"}})
 	require.NoError(t, err)
 
@@ -168,7 +168,7 @@ func TestLeaseTakesOverAKilledPortal(t *testing.T) {
 
 	// Mid-apply: the killed portal is back (restarted); whichever portal applies is killed.
 	start(planner)
-	_, err = r.System.Runs.Approve(asAdmin, run.ID, runpkg.Approval{Evidence: runpkg.EvidenceOf(current())})
+	_, err = r.System.Runs.Decisions.Approve(asAdmin, run.ID, runpkg.Approval{Evidence: runpkg.EvidenceOf(current())})
 	require.NoError(t, err)
 	applier := holderIs(runpkg.JobApply)
 	survivor = portals[other[applier]]

@@ -44,7 +44,7 @@ func TestReplicasShareSignInAndLivePages(t *testing.T) {
 	production := envID(t, r, "acme", "production")
 	development := envID(t, r, "acme", "development")
 	request := func(ws string) string {
-		run, err := r.System.Runs.Request(asOperator, runpkg.Request{EnvironmentID: production, Workspace: ws, Template: "bucket",
+		run, err := r.System.Runs.Requests.Request(asOperator, runpkg.Request{EnvironmentID: production, Workspace: ws, Template: "bucket",
 			Kind: runpkg.KindApply, Inputs: map[string]string{"name": ws}})
 		require.NoError(t, err)
 		return run.ID

@@ -243,7 +243,7 @@ func TestDriftCheckRunsOnceAcrossReplicas(t *testing.T) {
 	require.NoError(t, r.DB.Raw("SELECT id FROM users WHERE subject = 'acme-operator'").Scan(&operator).Error)
 	require.NoError(t, r.DB.Raw("SELECT id FROM environments WHERE organization_id = ? AND name = 'development'", r.Orgs["acme"]).Scan(&dev).Error)
 	subject := authz.Subject{UserID: operator, Name: "Olivia", OrganizationID: r.Orgs["acme"], Role: authz.RoleOperator}
-	applied, err := r.System.Runs.Request(authz.WithSubject(ctx, subject), runpkg.Request{EnvironmentID: dev, Workspace: "replicas", Template: "bucket",
+	applied, err := r.System.Runs.Requests.Request(authz.WithSubject(ctx, subject), runpkg.Request{EnvironmentID: dev, Workspace: "replicas", Template: "bucket",
 		Kind: runpkg.KindApply, Inputs: map[string]string{"name": "replicas-bucket"}})
 	require.NoError(t, err)
 	portals := []*replica{first, second, third}

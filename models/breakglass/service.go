@@ -19,10 +19,14 @@ import (
 // What windows need from other aggregates, each as a small interface the owner
 // implements.
 
-// Runs is what windows need of the run lifecycle (run.Service).
-type Runs interface {
-	// Actor is the rules' view of a person in an environment.
+// Actors give the rules' view of a person in an environment (run.Decisions): who may
+// ask for, decide on and use a window is judged as for runs.
+type Actors interface {
 	Actor(ctx context.Context, subject authz.Subject, env environment.Environment) (run.Actor, error)
+}
+
+// Runs is what windows need of the runs they open, end and codify (run.DriftChecks).
+type Runs interface {
 	// WorkspaceExecutor is the executor that wrote the workspace's state.
 	WorkspaceExecutor(ctx context.Context, orgID, workspaceID string) (run.RunnerInfo, error)
 	// WindowOpened makes the workspace's waiting runs STALE and approved ones EXPIRED.
@@ -69,6 +73,7 @@ type Service struct {
 	store        *Store
 	audit        *audit.Log
 	runs         Runs
+	actors       Actors
 	environments Environments
 	workspaces   Workspaces
 	minter       Minter
@@ -82,6 +87,7 @@ type Config struct {
 	Store         *Store
 	Audit         *audit.Log
 	Runs          Runs
+	Actors        Actors
 	Environments  Environments
 	Workspaces    Workspaces
 	Minter        Minter
@@ -91,10 +97,10 @@ type Config struct {
 
 // NewService returns the service; every dependency but CloudEndpoint is required.
 func NewService(c Config) (*Service, error) {
-	if c.Store == nil || c.Audit == nil || c.Runs == nil || c.Environments == nil || c.Workspaces == nil || c.Minter == nil || c.Enqueuer == nil {
-		return nil, errors.New("breakglass service: Store, Audit, Runs, Environments, Workspaces, Minter and Enqueuer are required")
+	if c.Store == nil || c.Audit == nil || c.Runs == nil || c.Actors == nil || c.Environments == nil || c.Workspaces == nil || c.Minter == nil || c.Enqueuer == nil {
+		return nil, errors.New("breakglass service: Store, Audit, Runs, Actors, Environments, Workspaces, Minter and Enqueuer are required")
 	}
-	return &Service{store: c.Store, audit: c.Audit, runs: c.Runs, environments: c.Environments, workspaces: c.Workspaces,
+	return &Service{store: c.Store, audit: c.Audit, runs: c.Runs, actors: c.Actors, environments: c.Environments, workspaces: c.Workspaces,
 		minter: c.Minter, enqueuer: c.Enqueuer, cloudEndpoint: c.CloudEndpoint}, nil
 }
 
@@ -121,7 +127,7 @@ func (s *Service) permissions(ctx context.Context, subject authz.Subject, w Wind
 	if err != nil {
 		return Permissions{}, environment.Environment{}, err
 	}
-	a, err := s.runs.Actor(ctx, subject, env)
+	a, err := s.actors.Actor(ctx, subject, env)
 	if err != nil {
 		return Permissions{}, environment.Environment{}, err
 	}
@@ -234,7 +240,7 @@ func (s *Service) checkRequest(ctx context.Context, subject authz.Subject, req R
 	if err != nil {
 		return workspace.Workspace{}, environment.Environment{}, err
 	}
-	a, err := s.runs.Actor(ctx, subject, env)
+	a, err := s.actors.Actor(ctx, subject, env)
 	if err != nil {
 		return workspace.Workspace{}, environment.Environment{}, err
 	}

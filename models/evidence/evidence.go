@@ -100,7 +100,7 @@ type Report struct {
 	GeneratedAt  time.Time         `json:"generated_at"`
 }
 
-// Of builds run r's report (r read through run.Service.Get: the subject may see it).
+// Of builds run r's report (r read through run.Reads.Get: the subject may see it).
 func (s *Reports) Of(ctx context.Context, r run.Run) (Report, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {

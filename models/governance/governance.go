@@ -64,7 +64,7 @@ type Windows interface {
 	SummaryOf(ctx context.Context, orgID string, since time.Time, recent int) (breakglass.Summary, error)
 }
 
-// Drift counts the organization's finished drift checks by finding (run.Service).
+// Drift counts the organization's finished drift checks by finding (run.DriftChecks).
 type Drift interface {
 	DriftCounts(ctx context.Context, orgID string, since time.Time) (map[run.DriftStatus]int, error)
 }

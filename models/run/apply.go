@@ -36,13 +36,13 @@ type ApplyWork struct {
 // expired lease of an earlier attempt of claim's job, was being applied by a worker
 // that died or was interrupted: it becomes APPLY_INTERRUPTED and is never applied again
 // blindly.
-func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (ApplyWork, error) {
+func (s *Applies) BeginApply(ctx context.Context, runID string, claim Claim) (ApplyWork, error) {
 	var work ApplyWork
 	rc := s.prepareRecheck(ctx, runID)
-	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+	r, err := s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		switch r.State {
 		case Running:
-			old, err := s.store.lease(ctx, r.ID)
+			old, err := s.k.leases.lease(ctx, r.ID)
 			if err != nil {
 				return err
 			}
@@ -52,23 +52,23 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 				// interrupts it.
 				return ErrSkip
 			}
-			if err := s.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
+			if err := s.jobs.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
 				return err
 			}
-			return r.Interrupt("the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
+			return r.transition(ApplyInterrupted, "the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
 		case Approved:
 		default:
 			return ErrSkip
 		}
 		// Fail closed: an approval without a validity is treated as expired.
 		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
-			return r.Expire("the approval expired before the apply started")
+			return r.transition(Expired, "the approval expired before the apply started")
 		}
 		// A manual change is being made: the approval does not wait for it to end.
-		if why, err := s.windowRefusal(ctx, *r); err != nil || why != "" {
-			return errors.Join(err, r.Expire(why+"; the approval ended before the apply started: plan again after it"))
+		if why, err := s.k.windowRefusal(ctx, *r); err != nil || why != "" {
+			return errors.Join(err, r.transition(Expired, why+"; the approval ended before the apply started: plan again after it"))
 		}
-		plan, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
+		plan, _, err := s.k.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
 		if err != nil {
 			return r.RefuseApply("the plan file could not be read: " + err.Error())
 		}
@@ -82,26 +82,26 @@ func (s *Service) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 		if err := s.policyStillHolds(ctx, *r, rc, now); err != nil {
 			return r.RefuseApply(err.Error())
 		}
-		current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+		current, err := s.k.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
 		if mine := EvidenceOf(*r).Predecessor; current != mine {
-			return r.MarkStale(fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
+			return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
 		}
-		if err := s.takeSlot(ctx, *r); err != nil {
+		if err := s.jobs.takeSlot(ctx, *r); err != nil {
 			return err
 		}
 		work.PlanFile = plan
-		if err := r.StartApply(); err != nil {
+		if err := r.transition(Running, ""); err != nil {
 			return err
 		}
-		if work.Lease, _, err = s.leaseFor(ctx, *r, JobApply, claim); err != nil {
+		if work.Lease, _, err = s.jobs.leaseFor(ctx, *r, JobApply, claim); err != nil {
 			return err
 		}
 		// The apply needs no variables (OpenTofu applies the saved plan, which holds
 		// them), but its log masks them as the plan's does.
-		in, err := s.phaseInputs(ctx, *r, r.PriorStateVersionID)
+		in, err := s.jobs.phaseInputs(ctx, *r, r.PriorStateVersionID)
 		work.Config, work.PriorState, work.Secrets = in.config, in.state, in.secrets
 		return err
 	})
@@ -126,12 +126,12 @@ func deref(s *string) string {
 // the run and, for a person's approval, that the approver still may approve it (DESIGN
 // §3: a role, grant or cloud.live removed after the decision voids it). The rules are
 // those of requesting and approving (rules.go), asked again now.
-func (s *Service) stillEntitled(ctx context.Context, r Run, now time.Time) error {
-	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+func (s *Applies) stillEntitled(ctx context.Context, r Run, now time.Time) error {
+	env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return err
 	}
-	requester, err := s.actorFor(ctx, authz.Subject{UserID: r.RequestedBy, Name: r.RequestedByName, OrganizationID: r.OrganizationID}, env)
+	requester, err := s.k.actorFor(ctx, authz.Subject{UserID: r.RequestedBy, Name: r.RequestedByName, OrganizationID: r.OrganizationID}, env)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Service) stillEntitled(ctx context.Context, r Run, now time.Time) error
 	if r.ApprovalKind != "person" || r.ApprovedBy == nil {
 		return nil
 	}
-	approver, err := s.actorFor(ctx, authz.Subject{UserID: *r.ApprovedBy, Name: r.ApprovedByName, OrganizationID: r.OrganizationID}, env)
+	approver, err := s.k.actorFor(ctx, authz.Subject{UserID: *r.ApprovedBy, Name: r.ApprovedByName, OrganizationID: r.OrganizationID}, env)
 	if err != nil {
 		return err
 	}
@@ -174,18 +174,18 @@ type recheck struct {
 }
 
 // prepareRecheck re-runs the plan gates on run runID's plan if it is about to apply.
-func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
-	r, err := s.store.get(ctx, "", runID)
+func (s *Applies) prepareRecheck(ctx context.Context, runID string) *recheck {
+	r, err := s.k.store.get(ctx, "", runID)
 	if err != nil || r.State != Approved || r.PolicyEvaluationID == nil {
 		return nil
 	}
 	rc := &recheck{planDigest: r.PlanDigest}
-	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
+	planJSON, _, err := s.k.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanJSONArtifactID))
 	if err != nil {
 		rc.err = fmt.Errorf("the plan JSON could not be read: %w", err)
 		return rc
 	}
-	rc.assessment, rc.err = s.assessPlan(ctx, r, planJSON)
+	rc.assessment, rc.err = s.jobs.assessPlan(ctx, r, planJSON)
 	return rc
 }
 
@@ -195,7 +195,7 @@ func (s *Service) prepareRecheck(ctx context.Context, runID string) *recheck {
 // apply when a hard-mandatory rule fails, or a soft-mandatory rule fails without an
 // override given to exactly this result (same rule version, mode and messages) that
 // has not expired with the run's decision window.
-func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at time.Time) error {
+func (s *Applies) policyStillHolds(ctx context.Context, r Run, rc *recheck, at time.Time) error {
 	if r.PolicyEvaluationID == nil {
 		return nil // planned before policies were evaluated
 	}
@@ -209,7 +209,7 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at t
 	if now.Digest == r.PolicyResultDigest && r.PolicyOutcome != "soft_failed" {
 		return nil // the approved result again, and no override to have expired
 	}
-	approved, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	approved, overrides, err := s.k.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (s *Service) policyStillHolds(ctx context.Context, r Run, rc *recheck, at t
 	if now.Digest == r.PolicyResultDigest {
 		return nil
 	}
-	again, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, now)
+	again, err := s.k.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, now)
 	if err != nil {
 		return err
 	}
@@ -257,8 +257,8 @@ func sameResult(a, b policies.Result) bool {
 
 // takeSlot claims the workspace's apply slot for r, or reports ErrWorkspaceBusy. Runs
 // of one workspace apply one at a time, in the order they were requested.
-func (s *Service) takeSlot(ctx context.Context, r Run) error {
-	holder, err := s.workspaces.LockSlot(ctx, r.WorkspaceID)
+func (s *Jobs) takeSlot(ctx context.Context, r Run) error {
+	holder, err := s.k.workspaces.LockSlot(ctx, r.WorkspaceID)
 	if err != nil {
 		return err
 	}
@@ -269,14 +269,14 @@ func (s *Service) takeSlot(ctx context.Context, r Run) error {
 	// (not a dry run) goes first, even if this one was approved sooner. Runs waiting for
 	// a person's decision do not hold the queue (that can take days, this approval is
 	// valid for minutes); a state this run writes makes them STALE.
-	earlier, err := s.store.earlierInQueue(ctx, r)
+	earlier, err := s.k.store.earlierInQueue(ctx, r)
 	if err != nil {
 		return err
 	}
 	if earlier > 0 {
 		return ErrWorkspaceBusy
 	}
-	return s.workspaces.SetSlot(ctx, r.WorkspaceID, r.ID)
+	return s.k.workspaces.SetSlot(ctx, r.WorkspaceID, r.ID)
 }
 
 // ApplyOutcome is what the runner's apply produced.
@@ -293,36 +293,36 @@ type ApplyOutcome struct {
 // http backend returns none, and the version the backend stored for this run is the one
 // recorded. Either way the runs still waiting on the old state go STALE in the same
 // transaction.
-func (s *Service) FinishApply(ctx context.Context, out ApplyOutcome) (Run, error) {
-	return s.update(ctx, "", out.Lease.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+func (s *Applies) FinishApply(ctx context.Context, out ApplyOutcome) (Run, error) {
+	return s.k.update(ctx, "", out.Lease.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Running {
 			return ErrSkip
 		}
-		if err := s.store.holds(ctx, out.Lease); err != nil {
+		if err := s.k.leases.holds(ctx, out.Lease); err != nil {
 			return err
 		}
 		var versionID string
 		var err error
 		if out.State != nil {
-			if versionID, err = s.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State, s); err != nil {
+			if versionID, err = s.k.states.RecordApplied(ctx, r.OrganizationID, r.WorkspaceID, r.ID, out.State, s.staleness); err != nil {
 				return err
 			}
 		} else {
-			if versionID, err = s.states.VersionOf(ctx, r.OrganizationID, r.WorkspaceID, r.ID); err != nil {
+			if versionID, err = s.k.states.VersionOf(ctx, r.OrganizationID, r.WorkspaceID, r.ID); err != nil {
 				return err
 			}
 			if versionID == "" {
-				return r.Fail("the apply finished but wrote no state through the backend")
+				return r.transition(Failed, "the apply finished but wrote no state through the backend")
 			}
 		}
-		logArt, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
+		logArt, err := s.k.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)
 		if err != nil {
 			return err
 		}
 		r.NewStateVersionID, r.ApplyLogArtifactID, r.Outputs = &versionID, &logArt.ID, out.Outputs
-		if err := s.attest(ctx, *r, "applied"); err != nil {
+		if err := s.k.attest(ctx, *r, "applied"); err != nil {
 			return fmt.Errorf("attesting the apply: %w", err)
 		}
-		return r.StartVerify()
+		return r.transition(Verifying, "")
 	})
 }

@@ -31,8 +31,8 @@ type Assessment struct {
 }
 
 // assess runs the plan gates on run r's plan.
-func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
-	facts, err := s.catalog.Facts(r.TemplateName)
+func (s *Jobs) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
+	facts, err := s.k.catalog.Facts(r.TemplateName)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading template %s: %w", r.TemplateName, err)
 	}
@@ -40,26 +40,26 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
-	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+	env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	matrix, err := s.matrix.Current(ctx, r.OrganizationID)
+	matrix, err := s.k.matrix.Current(ctx, r.OrganizationID)
 	if err != nil {
 		return Assessment{}, err
 	}
 	a := Assessment{Classification: res, MatrixVersion: matrix.Version, Cost: review.EstimateCost(res, facts.Prices)}
 	a.Risk = assessRisk(matrix.Matrix, factsOf(r, env, res, facts))
 
-	bundle, err := s.policies.Bundle(ctx, r.OrganizationID)
+	bundle, err := s.k.policies.Bundle(ctx, r.OrganizationID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	modes, err := s.policies.Modes(ctx, r.EnvironmentID)
+	modes, err := s.k.policies.Modes(ctx, r.EnvironmentID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	requester, err := s.members.Member(ctx, r.OrganizationID, r.RequestedBy)
+	requester, err := s.k.members.Member(ctx, r.OrganizationID, r.RequestedBy)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading the requester's membership: %w", err)
 	}
@@ -77,7 +77,7 @@ func (s *Service) assess(ctx context.Context, r Run, planJSON []byte) (Assessmen
 	defer cancel()
 	started := time.Now()
 	a.Policy, err = bundle.Evaluate(evalCtx, planJSON, input, modes)
-	s.observer.PolicyEvaluated(time.Since(started), err != nil)
+	s.k.observer.PolicyEvaluated(time.Since(started), err != nil)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("evaluating policies: %w", err)
 	}
@@ -132,8 +132,8 @@ func capped(deps []string) []string {
 
 // record stores the assessment on the locked run: the evaluation row and the fields
 // the decision binds to.
-func (s *Service) record(ctx context.Context, r *Run, a Assessment) error {
-	ev, err := s.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, a.Policy)
+func (s *Plans) record(ctx context.Context, r *Run, a Assessment) error {
+	ev, err := s.k.policies.Record(ctx, r.OrganizationID, r.ID, r.PlanRevision, r.PlanDigest, a.Policy)
 	if err != nil {
 		return err
 	}

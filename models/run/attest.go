@@ -14,7 +14,7 @@ import (
 // predicate names the request, config bundle, plan, policy evaluation and approval (by
 // their digests and the hashes of their audit events). An apply that wrote nothing
 // has nothing to attest.
-func (s *Service) attest(ctx context.Context, r Run, outcome string) error {
+func (s *core) attest(ctx context.Context, r Run, outcome string) error {
 	events, err := s.audit.OfRun(ctx, r.OrganizationID, r.ID)
 	if err != nil {
 		return err

@@ -35,14 +35,10 @@ type deciderRow struct {
 
 func (deciderRow) TableName() string { return "run_deciders" }
 
-// awaitsDecision reports whether run r waits for a person's decision: approval, or the
-// override of a soft policy block.
-func (r Run) awaitsDecision() bool { return r.State == PendingApproval || r.SoftBlocked() }
-
 // decidersOf computes, for each member who sees run r, whether they may take the
 // decision it waits for at now (grantees: who holds a grant on its environment).
 func decidersOf(r Run, env environment.Environment, members []OrgMember, grantees map[string]bool, now time.Time) []deciderRow {
-	if !r.awaitsDecision() || r.DecisionDeadline == nil {
+	if !r.Waiting() || r.DecisionDeadline == nil {
 		return nil
 	}
 	var out []deciderRow
@@ -69,12 +65,12 @@ func decidersOf(r Run, env environment.Environment, members []OrgMember, grantee
 func ptr[T any](v T) *T { return &v }
 
 // refreshDeciders rewrites run r's deciders in the transaction carried by ctx.
-func (s *Service) refreshDeciders(ctx context.Context, r Run, now time.Time) error {
+func (s *core) refreshDeciders(ctx context.Context, r Run, now time.Time) error {
 	conn := db.Conn(ctx, s.store.db)
 	if err := conn.Where("run_id = ?", r.ID).Delete(&deciderRow{}).Error; err != nil {
 		return fmt.Errorf("clearing deciders: %w", err)
 	}
-	if !r.awaitsDecision() {
+	if !r.Waiting() {
 		return nil
 	}
 	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
@@ -92,7 +88,7 @@ func (s *Service) refreshDeciders(ctx context.Context, r Run, now time.Time) err
 	return insertDeciders(ctx, s, decidersOf(r, env, members, grantees, now))
 }
 
-func (s *Service) grantees(ctx context.Context, env environment.Environment) (map[string]bool, error) {
+func (s *core) grantees(ctx context.Context, env environment.Environment) (map[string]bool, error) {
 	if !env.Restricted {
 		return nil, nil
 	}
@@ -116,7 +112,7 @@ func (st store) deciderIDs(ctx context.Context, runID string) ([]string, error) 
 	return ids, nil
 }
 
-func insertDeciders(ctx context.Context, s *Service, rows []deciderRow) error {
+func insertDeciders(ctx context.Context, s *core, rows []deciderRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -133,7 +129,7 @@ func insertDeciders(ctx context.Context, s *Service, rows []deciderRow) error {
 // across its waiting runs: after a change of role, cloud.live, groups, grants or
 // membership (a member who left has none). It checks no permission: the caller made
 // the change.
-func (s *Service) RefreshDecidersOf(ctx context.Context, orgID, userID string) error {
+func (s *Eligibility) RefreshDecidersOf(ctx context.Context, orgID, userID string) error {
 	return s.refreshWhere(ctx, orgID, "", userID)
 }
 
@@ -145,15 +141,15 @@ func (s *Service) RefreshDecidersOf(ctx context.Context, orgID, userID string) e
 
 // RefreshDecidersIn rewrites the deciders rows of environment envID's waiting runs:
 // after a change of its named owners, owner groups, restriction or grants.
-func (s *Service) RefreshDecidersIn(ctx context.Context, orgID, envID string) error {
+func (s *Eligibility) RefreshDecidersIn(ctx context.Context, orgID, envID string) error {
 	return s.refreshWhere(ctx, orgID, envID, "")
 }
 
 // refreshWhere rewrites the rows of the waiting runs of orgID (of envID, if set) for
 // every member (or only userID, if set).
-func (s *Service) refreshWhere(ctx context.Context, orgID, envID, userID string) error {
-	return db.Tx(ctx, s.store.db, func(ctx context.Context) error {
-		conn := db.Conn(ctx, s.store.db)
+func (s *Eligibility) refreshWhere(ctx context.Context, orgID, envID, userID string) error {
+	return db.Tx(ctx, s.k.store.db, func(ctx context.Context) error {
+		conn := db.Conn(ctx, s.k.store.db)
 		q := conn.Where("organization_id = ? AND (state = ? OR (state = ? AND policy_outcome <> 'hard_failed'))", orgID, PendingApproval, PolicyBlocked)
 		if envID != "" {
 			q = q.Where("environment_id = ?", envID)
@@ -172,14 +168,14 @@ func (s *Service) refreshWhere(ctx context.Context, orgID, envID, userID string)
 		if err := clear.Delete(&deciderRow{}).Error; err != nil {
 			return fmt.Errorf("clearing deciders: %w", err)
 		}
-		members, err := s.members.List(ctx, orgID)
+		members, err := s.k.members.List(ctx, orgID)
 		if err != nil {
 			return err
 		}
 		if userID != "" {
 			members = onlyMember(members, userID)
 		}
-		now, err := s.now(ctx)
+		now, err := s.k.now(ctx)
 		if err != nil {
 			return err
 		}
@@ -189,17 +185,17 @@ func (s *Service) refreshWhere(ctx context.Context, orgID, envID, userID string)
 		for _, r := range runs {
 			env, ok := envs[r.EnvironmentID]
 			if !ok {
-				if env, err = s.environments.Lookup(ctx, orgID, r.EnvironmentID); err != nil {
+				if env, err = s.k.environments.Lookup(ctx, orgID, r.EnvironmentID); err != nil {
 					return err
 				}
 				envs[r.EnvironmentID] = env
-				if grants[env.ID], err = s.grantees(ctx, env); err != nil {
+				if grants[env.ID], err = s.k.grantees(ctx, env); err != nil {
 					return err
 				}
 			}
 			rows = append(rows, decidersOf(r, env, members, grants[env.ID], now)...)
 		}
-		return insertDeciders(ctx, s, rows)
+		return insertDeciders(ctx, s.k, rows)
 	})
 }
 

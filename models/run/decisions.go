@@ -24,7 +24,7 @@ func decider(s authz.Subject) Decider { return Decider{UserID: s.UserID, Name: s
 
 // actorFor is the rules' view of subject in environment env: the role, cloud.live and
 // groups the database holds now (a demotion counts at once), and the grant on env.
-func (s *Service) actorFor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
+func (s *core) actorFor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
 	a := Actor{Subject: subject}
 	if subject.System {
 		return a, nil
@@ -49,17 +49,17 @@ func (s *Service) actorFor(ctx context.Context, subject authz.Subject, env envir
 
 // Actor is the rules' view of subject in environment env (actorFor), for the rules of
 // other aggregates that decide like runs do (break-glass windows).
-func (s *Service) Actor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
-	return s.actorFor(ctx, subject, env)
+func (s *Decisions) Actor(ctx context.Context, subject authz.Subject, env environment.Environment) (Actor, error) {
+	return s.k.actorFor(ctx, subject, env)
 }
 
 // permissions is PermissionsOf for subject on run r, now.
-func (s *Service) permissions(ctx context.Context, subject authz.Subject, r Run, now time.Time) (Permissions, environment.Environment, error) {
-	env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+func (s *Decisions) permissions(ctx context.Context, subject authz.Subject, r Run, now time.Time) (Permissions, environment.Environment, error) {
+	env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return Permissions{}, environment.Environment{}, err
 	}
-	a, err := s.actorFor(ctx, subject, env)
+	a, err := s.k.actorFor(ctx, subject, env)
 	if err != nil {
 		return Permissions{}, environment.Environment{}, err
 	}
@@ -68,12 +68,12 @@ func (s *Service) permissions(ctx context.Context, subject authz.Subject, r Run,
 
 // Permissions says what the subject in ctx may do to run r (read through Get) now, by
 // the database clock: what pages show as controls.
-func (s *Service) Permissions(ctx context.Context, r Run) (Permissions, error) {
+func (s *Decisions) Permissions(ctx context.Context, r Run) (Permissions, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return Permissions{}, err
 	}
-	now, err := s.now(ctx)
+	now, err := s.k.now(ctx)
 	if err != nil {
 		return Permissions{}, err
 	}
@@ -96,8 +96,8 @@ func (s *Service) Permissions(ctx context.Context, r Run) (Permissions, error) {
 
 // windowVerdict refuses approving (or overriding) a run of a workspace a break-glass
 // window is open on (CONFLICT, with the window and its end).
-func (s *Service) windowVerdict(ctx context.Context, r Run) (Verdict, error) {
-	why, err := s.windowRefusal(ctx, r)
+func (s *Decisions) windowVerdict(ctx context.Context, r Run) (Verdict, error) {
+	why, err := s.k.windowRefusal(ctx, r)
 	if err != nil || why == "" {
 		return allowed(), err
 	}
@@ -116,7 +116,7 @@ type Approval struct {
 // asks Permissions for act (a late decision expires the run and answers
 // APPROVAL_EXPIRED; anything else refused records nothing), checks the evidence is
 // complete, then lets apply record it.
-func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evidence,
+func (s *Decisions) decision(ctx context.Context, id string, act Action, ev *Evidence,
 	apply func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 	}
 	var waited time.Duration
 	outcome := string(act)
-	r, err := s.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
+	r, err := s.k.update(ctx, subject.OrganizationID, id, &subject, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.WaitingSince != nil {
 			waited = now.Sub(*r.WaitingSince)
 		}
@@ -148,7 +148,7 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 			if v.Code() == errs.CodeApprovalExpired && r.Waiting() {
 				// Judged at commit: the deadline passed before this decision could be
 				// recorded, so the run ends EXPIRED with that reason and nothing else is.
-				if err := r.Expire(fmt.Sprintf("no decision within the decision window: a decision (%s by %s) arrived at %s, after the deadline %s",
+				if err := r.transition(Expired, fmt.Sprintf("no decision within the decision window: a decision (%s by %s) arrived at %s, after the deadline %s",
 					act, subject.Name, now.Format(time.RFC3339Nano), r.DecisionDeadline.UTC().Format(time.RFC3339Nano))); err != nil {
 					return err
 				}
@@ -161,7 +161,7 @@ func (s *Service) decision(ctx context.Context, id string, act Action, ev *Evide
 		return apply(ctx, r, subject, now)
 	})
 	if err == nil || outcome == "expired_late" {
-		s.observer.Decided(outcome, waited)
+		s.k.observer.Decided(outcome, waited)
 	}
 	return r, err
 }
@@ -180,7 +180,7 @@ func (ev Evidence) complete() error {
 // Approve approves run id's current evidence, valid for ApprovalValidity by the
 // database clock. Evidence other than the run now carries is 409 STALE_EVIDENCE; a
 // decision after the deadline 409 APPROVAL_EXPIRED.
-func (s *Service) Approve(ctx context.Context, id string, in Approval) (Run, error) {
+func (s *Decisions) Approve(ctx context.Context, id string, in Approval) (Run, error) {
 	return s.decision(ctx, id, ActionApprove, &in.Evidence, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
 		elevated := RequirementOf(*r).Elevated
 		if elevated {
@@ -204,7 +204,7 @@ func (s *Service) Approve(ctx context.Context, id string, in Approval) (Run, err
 
 // Reject rejects run id (waiting for an approval or an override) with a reason, bound
 // to the same evidence as an approval.
-func (s *Service) Reject(ctx context.Context, id string, ev Evidence, reason string) (Run, error) {
+func (s *Decisions) Reject(ctx context.Context, id string, ev Evidence, reason string) (Run, error) {
 	if err := checkReason(reason, 1, "Say why you reject this plan."); err != nil {
 		return Run{}, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) Reject(ctx context.Context, id string, ev Evidence, reason str
 
 // Cancel stops run id where the state machine allows it, with an optional reason: the
 // requester her own run, admins and owners any run.
-func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
+func (s *Decisions) Cancel(ctx context.Context, id, reason string) (Run, error) {
 	return s.decision(ctx, id, ActionCancel, nil, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
 		return r.Cancel(decider(subject), reason, now)
 	})
@@ -223,7 +223,7 @@ func (s *Service) Cancel(ctx context.Context, id, reason string) (Run, error) {
 
 // Recover closes an interrupted apply (APPLY_INTERRUPTED -> FAILED) once an admin has
 // checked the workspace, which releases its apply slot.
-func (s *Service) Recover(ctx context.Context, id, reason string) (Run, error) {
+func (s *Decisions) Recover(ctx context.Context, id, reason string) (Run, error) {
 	if err := checkReason(reason, 1, "Say what you checked before closing the interrupted apply."); err != nil {
 		return Run{}, err
 	}
@@ -237,16 +237,16 @@ func (s *Service) Recover(ctx context.Context, id, reason string) (Run, error) {
 // deadline; a hard-mandatory failure is never overridden. It needs what approving
 // needs and policies.manage. When no soft failure is left the run waits for a person's
 // approval, within the decision window it already had.
-func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, ruleVersion, reason string) (Run, error) {
+func (s *Decisions) Override(ctx context.Context, id string, ev Evidence, ruleID, ruleVersion, reason string) (Run, error) {
 	if err := checkReason(reason, MinReasonLength, fmt.Sprintf("Say why this failure may be overridden, in at least %d characters.", MinReasonLength)); err != nil {
 		return Run{}, err
 	}
 	reason = strings.TrimSpace(reason)
 	return s.decision(ctx, id, ActionOverride, &ev, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
-		if err := r.checkEvidence(ev); err != nil {
+		if err := ev.check(*r); err != nil {
 			return err
 		}
-		evaluation, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		evaluation, overrides, err := s.k.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 		if err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 		o := policy.Override{OrganizationID: r.OrganizationID, RunID: r.ID, EvaluationID: evaluation.ID, RuleID: ruleID,
 			RuleVersion: found.RuleVersion, ResultDigest: evaluation.ResultDigest, Reason: reason, OverriddenBy: subject.UserID,
 			OverriddenByName: subject.Name, ExpiresAt: *r.DecisionDeadline, EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}
-		if err := s.policies.AddOverride(ctx, o, evaluation.BundleDigest, ev.auditData()); err != nil {
+		if err := s.k.policies.AddOverride(ctx, o, evaluation.BundleDigest, ev.auditData()); err != nil {
 			return err
 		}
 		overrides[ruleID] = o
@@ -297,18 +297,18 @@ func (s *Service) Override(ctx context.Context, id string, ev Evidence, ruleID, 
 // PlanAgain starts a new run of run id's intent (same workspace, kind, template version
 // and inputs: the same config bundle) after it went STALE, EXPIRED or was REJECTED. It
 // needs what requesting needs.
-func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
+func (s *Decisions) PlanAgain(ctx context.Context, id string) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return Run{}, err
 	}
 	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
-		old, err := s.store.get(ctx, subject.OrganizationID, id)
+	err = s.k.inTx(ctx, func(ctx context.Context) error {
+		old, err := s.k.store.get(ctx, subject.OrganizationID, id)
 		if err != nil {
 			return err
 		}
-		now, err := s.now(ctx)
+		now, err := s.k.now(ctx)
 		if err != nil {
 			return err
 		}
@@ -321,19 +321,19 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 		}
 		// Planning again is the same intent, so it needs the same template version from
 		// the catalog and the executor its bundle was generated for.
-		if facts, err := s.catalog.Facts(old.TemplateName); err != nil || facts.Version != old.TemplateVersion {
+		if facts, err := s.k.catalog.Facts(old.TemplateName); err != nil || facts.Version != old.TemplateVersion {
 			return errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers %s %s, which run %s used: request the change again from the catalog.",
 				old.TemplateName, old.TemplateVersion, old.Label()))
 		}
-		env, err := s.environments.Lookup(ctx, old.OrganizationID, old.EnvironmentID)
+		env, err := s.k.environments.Lookup(ctx, old.OrganizationID, old.EnvironmentID)
 		if err != nil {
 			return err
 		}
-		if chosen, offered := s.runners.pick(env.Executor); !offered || chosen.Name != old.Runner {
+		if chosen, offered := s.k.runners.pick(env.Executor); !offered || chosen.Name != old.Runner {
 			return errs.Explain(errs.ErrConflict, fmt.Sprintf("Environment %s no longer runs jobs on the %s executor run %s was planned for: request the change again.",
 				env.Name, old.Runner, old.Label()))
 		}
-		out, err = s.queue(ctx, subject, queued{workspaceID: old.WorkspaceID, environmentID: old.EnvironmentID, kind: old.Kind,
+		out, err = s.k.queue(ctx, subject, queued{workspaceID: old.WorkspaceID, environmentID: old.EnvironmentID, kind: old.Kind,
 			template: old.TemplateName, version: old.TemplateVersion, moduleDigest: old.ModuleDigest, inputs: old.Inputs,
 			runner: RunnerInfo{Name: old.Runner, Simulated: old.Simulated}, configArtifactID: old.ConfigArtifactID,
 			configDigest: old.ConfigDigest, source: &old})
@@ -347,9 +347,9 @@ func (s *Service) PlanAgain(ctx context.Context, id string) (Run, error) {
 // service calls it, in its own transaction and before its own audit event (the runs are
 // locked before the audit chain, as everywhere), when it demotes or removes userID or
 // takes cloud.live away; it has authorized its subject.
-func (s *Service) VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error {
-	return s.inTx(ctx, func(ctx context.Context) error {
-		ids, err := s.store.approvedBy(ctx, orgID, userID)
+func (s *Eligibility) VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error {
+	return s.k.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.k.store.approvedBy(ctx, orgID, userID)
 		if err != nil {
 			return err
 		}
@@ -359,17 +359,17 @@ func (s *Service) VoidApprovalsOf(ctx context.Context, orgID, userID, reason str
 
 // voidAll voids userID's approvals of runs ids: all of them locked first (see update's
 // lock order), then each voided with its own audit event.
-func (s *Service) voidAll(ctx context.Context, orgID, userID, reason string, ids []string) error {
-	if err := s.store.lockRuns(ctx, ids); err != nil {
+func (s *Eligibility) voidAll(ctx context.Context, orgID, userID, reason string, ids []string) error {
+	if err := s.k.store.lockRuns(ctx, ids); err != nil {
 		return err
 	}
 	for _, id := range ids {
-		_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, now time.Time) error {
+		_, err := s.k.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, now time.Time) error {
 			if r.State != Approved || r.ApprovedBy == nil || *r.ApprovedBy != userID {
 				return ErrSkip
 			}
 			if r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline) {
-				return r.Expire("the approval was void (" + reason + ") and the decision window had closed")
+				return r.transition(Expired, "the approval was void ("+reason+") and the decision window had closed")
 			}
 			return r.VoidApproval("the approval by " + r.ApprovedByName + " is void: " + reason + "; the run waits for a decision again")
 		})

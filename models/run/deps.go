@@ -150,11 +150,14 @@ func (rs Runners) pick(executor string) (RunnerInfo, bool) {
 	return RunnerInfo{}, false
 }
 
-// Service moves runs through the gate sequence. Person-facing methods check the
-// subject's permission first (rules.go) and scope everything to its organization;
-// worker-facing methods (Begin*/Finish*) act as the system on the run they are given.
-type Service struct {
+// core is what every role shares: the dependencies, the database clock and the one
+// transition (update) that writes a run, its audit event, its notices and its
+// decider rows in one transaction. Roles reach it through their k field; nothing
+// outside the package sees it.
+type core struct {
 	store        store
+	leases       leaseTable // run_leases and lease_sweeps
+	logs         logTable   // run_log_chunks
 	audit        *audit.Log
 	artifacts    *artifact.Store
 	enqueuer     Enqueuer
@@ -192,7 +195,7 @@ type noObserver struct{}
 func (noObserver) Decided(string, time.Duration)       {}
 func (noObserver) PolicyEvaluated(time.Duration, bool) {}
 
-// Config is what a Service is built from; every field is required but Observer.
+// Config is what the run roles are built from; every field is required but Observer.
 type Config struct {
 	DB        *gorm.DB
 	Audit     *audit.Log
@@ -234,9 +237,10 @@ type Attestor interface {
 	OfRun(ctx context.Context, orgID, runID string) ([]json.RawMessage, error)
 }
 
-// NewService returns the run service; it builds nothing behind the caller's back, so
-// a missing dependency is an error here rather than a default that hides it.
-func NewService(c Config) (*Service, error) {
+// New returns the run lifecycle's roles over one core; it builds nothing behind the
+// caller's back, so a missing dependency is an error here rather than a default that
+// hides it.
+func New(c Config) (*Runs, error) {
 	// Each field compared with nil in its own type: no reflection, no list of concrete
 	// types to keep up to date, and the missing ones named in the Config's order.
 	var missing []string
@@ -255,15 +259,15 @@ func NewService(c Config) (*Service, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("run service: missing %v", missing)
+		return nil, fmt.Errorf("run: missing %v", missing)
 	}
 	if len(c.Runners.Available) == 0 {
-		return nil, errors.New("run service: no runners on offer")
+		return nil, errors.New("run: no runners on offer")
 	}
-	return &Service{store: store{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
+	return newRuns(&core{store: store{db: c.DB}, leases: leaseTable{db: c.DB}, logs: logTable{db: c.DB}, audit: c.Audit, artifacts: c.Artifacts, enqueuer: c.Enqueuer, catalog: c.Catalog,
 		runners: c.Runners, stateAddress: c.StateAddress, environments: c.Environments, members: c.Members,
 		workspaces: c.Workspaces, states: c.States, fencer: c.Fencer, matrix: c.Matrix, policies: c.Policies, attestor: c.Attestor, notifier: c.Notifier,
-		keys: c.Keys, windows: c.Windows, observer: observerOr(c.Observer)}, nil
+		keys: c.Keys, windows: c.Windows, observer: observerOr(c.Observer)}), nil
 }
 
 // observerOr is o, or an observer that counts nothing.
@@ -277,4 +281,4 @@ func observerOr(o Observer) Observer {
 // now is the database clock, read after any row lock the transaction in ctx took
 // (clock_timestamp(), not now(): a decision that waited behind the lock is judged when
 // it commits, not when its transaction began).
-func (s *Service) now(ctx context.Context) (time.Time, error) { return s.store.clock(ctx) }
+func (s *core) now(ctx context.Context) (time.Time, error) { return s.store.clock(ctx) }

@@ -8,14 +8,14 @@ import (
 	"gantry/models/run"
 )
 
-// TestNewServiceNamesWhatIsMissing: a run service is never built half-wired; the error
+// TestNewNamesWhatIsMissing: a run service is never built half-wired; the error
 // names every missing dependency, in the Config's order, and only those.
-func TestNewServiceNamesWhatIsMissing(t *testing.T) {
-	_, err := run.NewService(run.Config{})
-	require.EqualError(t, err, "run service: missing [DB Audit Artifacts Enqueuer Catalog StateAddress Environments Members "+
+func TestNewNamesWhatIsMissing(t *testing.T) {
+	_, err := run.New(run.Config{})
+	require.EqualError(t, err, "run: missing [DB Audit Artifacts Enqueuer Catalog StateAddress Environments Members "+
 		"Workspaces States Fencer Matrix Policies Attestor Notifier Keys Windows]")
 
-	_, err = run.NewService(run.Config{StateAddress: func(string, string) string { return "" }})
-	require.EqualError(t, err, "run service: missing [DB Audit Artifacts Enqueuer Catalog Environments Members "+
+	_, err = run.New(run.Config{StateAddress: func(string, string) string { return "" }})
+	require.EqualError(t, err, "run: missing [DB Audit Artifacts Enqueuer Catalog Environments Members "+
 		"Workspaces States Fencer Matrix Policies Attestor Notifier Keys Windows]")
 }

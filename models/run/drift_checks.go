@@ -19,33 +19,33 @@ import (
 // compares the world with and a codification or correction starts from. A workspace
 // without state, with a version no run wrote or with only a destroy's empty state has
 // nothing to compare (a refusal in words).
-func (s *Service) stateWriter(ctx context.Context, orgID, workspaceID string) (Run, StateVersionInfo, error) {
-	name, err := s.workspaces.NameOf(ctx, orgID, workspaceID)
+func (s *DriftChecks) stateWriter(ctx context.Context, orgID, workspaceID string) (Run, StateVersionInfo, error) {
+	name, err := s.k.workspaces.NameOf(ctx, orgID, workspaceID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
-	current, err := s.states.Predecessor(ctx, orgID, workspaceID)
+	current, err := s.k.states.Predecessor(ctx, orgID, workspaceID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
 	if current.None() {
 		return Run{}, StateVersionInfo{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("Workspace %s has no state yet: there are no live resources to compare with it.", name))
 	}
-	v, err := s.states.VersionInfo(ctx, orgID, current.VersionID)
+	v, err := s.k.states.VersionInfo(ctx, orgID, current.VersionID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
 	if v.RunID == "" {
 		return Run{}, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d of %s was not written by a run, so there is no configuration to compare the live resources with.", v.Serial, name))
 	}
-	w, err := s.store.get(ctx, orgID, v.RunID)
+	w, err := s.k.store.get(ctx, orgID, v.RunID)
 	if err != nil {
 		return Run{}, v, err
 	}
 	if w.Kind == KindDestroy {
 		return w, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("Workspace %s was destroyed by run %s: nothing is left to compare.", name, w.Label()))
 	}
-	if _, offered := s.runners.pick(w.Runner); !offered {
+	if _, offered := s.k.runners.pick(w.Runner); !offered {
 		return w, v, errs.Explain(errs.ErrConflict, fmt.Sprintf("The state of %s was written on the %s executor, which this Gantry does not offer.", name, w.Runner))
 	}
 	return w, v, nil
@@ -63,13 +63,13 @@ func fromWriter(k Kind, writer Run, v StateVersionInfo) queued {
 // CheckDrift queues a drift check of workspaceID for the person asking: it needs what a
 // dry run needs (provisioning.plan, a grant in a restricted environment, cloud.live for
 // a live executor). A check already queued or planning is returned instead of a second.
-func (s *Service) CheckDrift(ctx context.Context, workspaceID string) (Run, error) {
+func (s *DriftChecks) CheckDrift(ctx context.Context, workspaceID string) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Run{}, err
 	}
 	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
+	err = s.k.inTx(ctx, func(ctx context.Context) error {
 		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
 		if err != nil {
 			return err
@@ -82,23 +82,23 @@ func (s *Service) CheckDrift(ctx context.Context, workspaceID string) (Run, erro
 
 // visibleWriter is stateWriter for a person: the workspace must be one they may see
 // (else not found), and they must be allowed to request runs in its environment.
-func (s *Service) visibleWriter(ctx context.Context, subject authz.Subject, workspaceID string) (Run, StateVersionInfo, error) {
-	ws, err := s.workspaces.Get(ctx, subject.OrganizationID, workspaceID)
+func (s *DriftChecks) visibleWriter(ctx context.Context, subject authz.Subject, workspaceID string) (Run, StateVersionInfo, error) {
+	ws, err := s.k.workspaces.Get(ctx, subject.OrganizationID, workspaceID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
-	if err := s.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
+	if err := s.k.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
 		return Run{}, StateVersionInfo{}, fmt.Errorf("workspace %s: %w", workspaceID, errs.ErrNotFound)
 	}
 	writer, v, err := s.stateWriter(ctx, subject.OrganizationID, workspaceID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
-	env, err := s.environments.Lookup(ctx, subject.OrganizationID, ws.EnvironmentID)
+	env, err := s.k.environments.Lookup(ctx, subject.OrganizationID, ws.EnvironmentID)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
-	a, err := s.actorFor(ctx, subject, env)
+	a, err := s.k.actorFor(ctx, subject, env)
 	if err != nil {
 		return Run{}, StateVersionInfo{}, err
 	}
@@ -113,8 +113,8 @@ func (s *Service) visibleWriter(ctx context.Context, subject authz.Subject, work
 // queueDriftCheck queues a drift check of writer's workspace (for window, when a
 // break-glass window's end or codification asks for it), unless one of the same state
 // is already queued or planning: that one answers for both.
-func (s *Service) queueDriftCheck(ctx context.Context, subject authz.Subject, writer Run, v StateVersionInfo, window *string) (Run, error) {
-	inFlight, err := s.store.list(ctx, listQuery{orgID: writer.OrganizationID, workspaceID: writer.WorkspaceID, kinds: []Kind{KindDrift},
+func (s *DriftChecks) queueDriftCheck(ctx context.Context, subject authz.Subject, writer Run, v StateVersionInfo, window *string) (Run, error) {
+	inFlight, err := s.k.store.list(ctx, listQuery{orgID: writer.OrganizationID, workspaceID: writer.WorkspaceID, kinds: []Kind{KindDrift},
 		states: []State{Queued, Planning}, order: "number DESC", limit: 1})
 	if err != nil {
 		return Run{}, err
@@ -125,14 +125,14 @@ func (s *Service) queueDriftCheck(ctx context.Context, subject authz.Subject, wr
 	}
 	q := fromWriter(KindDrift, writer, v)
 	q.window = window
-	return s.queue(ctx, subject, q)
+	return s.k.queue(ctx, subject, q)
 }
 
 // DriftCheckFor queues the drift check a break-glass window's end asks for (the system
 // acting; nothing to check is ErrSkip). It joins the caller's transaction.
-func (s *Service) DriftCheckFor(ctx context.Context, orgID, workspaceID, windowID string) (Run, error) {
+func (s *DriftChecks) DriftCheckFor(ctx context.Context, orgID, workspaceID, windowID string) (Run, error) {
 	var out Run
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.k.inTx(ctx, func(ctx context.Context) error {
 		writer, v, err := s.stateWriter(ctx, orgID, workspaceID)
 		if err != nil {
 			if errs.CodeOf(err) == errs.CodeConflict {
@@ -152,22 +152,22 @@ func (s *Service) DriftCheckFor(ctx context.Context, orgID, workspaceID, windowI
 // due by the database clock (interval since its last check, or since its state was
 // written) and no break-glass window is open on it; ErrSkip otherwise. Replicas and a
 // second job for the same slot find it already done.
-func (s *Service) ScheduledDriftCheck(ctx context.Context, orgID, workspaceID string, interval time.Duration) (Run, error) {
+func (s *DriftChecks) ScheduledDriftCheck(ctx context.Context, orgID, workspaceID string, interval time.Duration) (Run, error) {
 	var out Run
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.k.inTx(ctx, func(ctx context.Context) error {
 		// One scheduler at a time per workspace: the lock orders two jobs for it.
-		if _, err := s.workspaces.LockSlot(ctx, workspaceID); err != nil {
+		if _, err := s.k.workspaces.LockSlot(ctx, workspaceID); err != nil {
 			return err
 		}
-		now, err := s.now(ctx)
+		now, err := s.k.now(ctx)
 		if err != nil {
 			return err
 		}
-		due, err := s.store.driftDue(ctx, workspaceID, now.Add(-interval))
+		due, err := s.k.store.driftDue(ctx, workspaceID, now.Add(-interval))
 		if err != nil || !due {
 			return errors.Join(err, ErrSkip)
 		}
-		if open, err := s.windows.OpenOn(ctx, orgID, workspaceID); err != nil || open != nil {
+		if open, err := s.k.windows.OpenOn(ctx, orgID, workspaceID); err != nil || open != nil {
 			return errors.Join(err, ErrSkip) // the window's own check follows it
 		}
 		writer, v, err := s.stateWriter(ctx, orgID, workspaceID)
@@ -195,18 +195,18 @@ type DueCheck struct {
 // DriftDue lists, across organizations, the workspaces whose scheduled drift check is
 // due by the database clock (their environment's interval since their last check and
 // since their state was written): the scheduler's read.
-func (s *Service) DriftDue(ctx context.Context) ([]DueCheck, error) {
-	schedules, err := s.environments.DriftSchedules(ctx)
+func (s *DriftChecks) DriftDue(ctx context.Context) ([]DueCheck, error) {
+	schedules, err := s.k.environments.DriftSchedules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now, err := s.now(ctx)
+	now, err := s.k.now(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []DueCheck
 	for _, sc := range schedules {
-		ids, err := s.store.driftDueIn(ctx, sc.EnvironmentID, now.Add(-sc.Interval))
+		ids, err := s.k.store.driftDueIn(ctx, sc.EnvironmentID, now.Add(-sc.Interval))
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +220,7 @@ func (s *Service) DriftDue(ctx context.Context) ([]DueCheck, error) {
 // PlanToCorrect queues a run that brings drifted resources back to what workspaceID's
 // state says: a normal run (planned with refresh, through every gate) of the
 // configuration that wrote that state. It is the person's own new intent.
-func (s *Service) PlanToCorrect(ctx context.Context, workspaceID string) (Run, error) {
+func (s *DriftChecks) PlanToCorrect(ctx context.Context, workspaceID string) (Run, error) {
 	return s.fromState(ctx, workspaceID, KindApply, func(q *queued) { q.correct = true })
 }
 
@@ -228,21 +228,21 @@ func (s *Service) PlanToCorrect(ctx context.Context, workspaceID string) (Run, e
 // subject in ctx (the breakglass service checked the window awaits codification): a
 // refresh-only plan of the configuration that wrote the state, gated like any change,
 // decided by someone other than who made the change by hand (madeBy).
-func (s *Service) Codify(ctx context.Context, workspaceID, windowID, madeBy string) (Run, error) {
+func (s *DriftChecks) Codify(ctx context.Context, workspaceID, windowID, madeBy string) (Run, error) {
 	return s.fromState(ctx, workspaceID, KindCodify, func(q *queued) { q.window, q.madeBy = &windowID, madeBy })
 }
 
 // fromState queues, for the person in ctx, a run of kind k from the configuration that
 // wrote workspaceID's state (set by set), refused when the catalog can no longer judge
 // its plan.
-func (s *Service) fromState(ctx context.Context, workspaceID string, k Kind, set func(q *queued)) (Run, error) {
+func (s *DriftChecks) fromState(ctx context.Context, workspaceID string, k Kind, set func(q *queued)) (Run, error) {
 	// Both change what is applied (a correction the world, a codification the state).
 	subject, err := authz.Require(ctx, authz.PermRunsApply)
 	if err != nil {
 		return Run{}, err
 	}
 	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
+	err = s.k.inTx(ctx, func(ctx context.Context) error {
 		writer, v, err := s.visibleWriter(ctx, subject, workspaceID)
 		if err != nil {
 			return err
@@ -252,7 +252,7 @@ func (s *Service) fromState(ctx context.Context, workspaceID string, k Kind, set
 		}
 		q := fromWriter(k, writer, v)
 		set(&q)
-		out, err = s.queue(ctx, subject, q)
+		out, err = s.k.queue(ctx, subject, q)
 		return err
 	})
 	return out, err
@@ -260,8 +260,8 @@ func (s *Service) fromState(ctx context.Context, workspaceID string, k Kind, set
 
 // catalogStillOffers refuses a run from writer's configuration when the gates could not
 // judge its plan: the catalog no longer offers its template.
-func (s *Service) catalogStillOffers(writer Run) error {
-	if _, err := s.catalog.Facts(writer.TemplateName); err != nil {
+func (s *DriftChecks) catalogStillOffers(writer Run) error {
+	if _, err := s.k.catalog.Facts(writer.TemplateName); err != nil {
 		return errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers template %s, so a plan of run %s's configuration cannot be assessed.", writer.TemplateName, writer.Label()))
 	}
 	return nil
@@ -271,21 +271,21 @@ func (s *Service) catalogStillOffers(writer Run) error {
 // §9): runs waiting for a decision go STALE and approved runs not yet applying EXPIRED,
 // each saying why; while a run applies, the window cannot open (CONFLICT). It joins the
 // caller's transaction and locks the runs before the workspace (update's lock order).
-func (s *Service) WindowOpened(ctx context.Context, orgID, workspaceID, windowID string) error {
-	return s.inTx(ctx, func(ctx context.Context) error {
-		ids, err := s.store.waitingIn(ctx, workspaceID)
+func (s *DriftChecks) WindowOpened(ctx context.Context, orgID, workspaceID, windowID string) error {
+	return s.k.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.k.store.waitingIn(ctx, workspaceID)
 		if err != nil {
 			return err
 		}
-		if err := s.store.lockRuns(ctx, ids); err != nil {
+		if err := s.k.store.lockRuns(ctx, ids); err != nil {
 			return err
 		}
-		holder, err := s.workspaces.LockSlot(ctx, workspaceID)
+		holder, err := s.k.workspaces.LockSlot(ctx, workspaceID)
 		if err != nil {
 			return err
 		}
 		if holder != "" {
-			h, err := s.store.get(ctx, orgID, holder)
+			h, err := s.k.store.get(ctx, orgID, holder)
 			if err != nil {
 				return err
 			}
@@ -293,12 +293,12 @@ func (s *Service) WindowOpened(ctx context.Context, orgID, workspaceID, windowID
 		}
 		why := "break-glass window " + windowID + " opened on this workspace"
 		for _, id := range ids {
-			_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+			_, err := s.k.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 				switch {
 				case r.State == Approved:
-					return r.Expire(why + " before the apply started; no pipeline run applies while it is open: plan again after it")
+					return r.transition(Expired, why+" before the apply started; no pipeline run applies while it is open: plan again after it")
 				case r.Waiting():
-					return r.MarkStale(why + "; no pipeline run is approved while it is open, and its plan may not match the world after the manual change: plan again after it")
+					return r.transition(Stale, why+"; no pipeline run is approved while it is open, and its plan may not match the world after the manual change: plan again after it")
 				}
 				return ErrSkip
 			})
@@ -312,7 +312,7 @@ func (s *Service) WindowOpened(ctx context.Context, orgID, workspaceID, windowID
 
 // windowRefusal is why a pipeline run of r's workspace may not be approved, applied or
 // routed to a decision now: the break-glass window open on it ("" when none is).
-func (s *Service) windowRefusal(ctx context.Context, r Run) (string, error) {
+func (s *core) windowRefusal(ctx context.Context, r Run) (string, error) {
 	w, err := s.windows.OpenOn(ctx, r.OrganizationID, r.WorkspaceID)
 	if err != nil || w == nil {
 		return "", err

@@ -13,7 +13,7 @@ import (
 // WorkspaceExecutor is the executor of the run that wrote workspaceID's state (what a
 // break-glass window needs: a live world to change by hand); a workspace with nothing
 // applied is a refusal in words.
-func (s *Service) WorkspaceExecutor(ctx context.Context, orgID, workspaceID string) (RunnerInfo, error) {
+func (s *DriftChecks) WorkspaceExecutor(ctx context.Context, orgID, workspaceID string) (RunnerInfo, error) {
 	w, _, err := s.stateWriter(ctx, orgID, workspaceID)
 	if err != nil {
 		return RunnerInfo{}, err
@@ -23,8 +23,8 @@ func (s *Service) WorkspaceExecutor(ctx context.Context, orgID, workspaceID stri
 
 // LatestDrift is workspaceID's newest drift check, finished or not (nil: never
 // checked), for a subject who may see the workspace.
-func (s *Service) LatestDrift(ctx context.Context, workspaceID string) (*Run, error) {
-	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, kinds: []Kind{KindDrift}, order: "number DESC", limit: 1})
+func (s *DriftChecks) LatestDrift(ctx context.Context, workspaceID string) (*Run, error) {
+	runs, err := s.k.list(ctx, listQuery{workspaceID: workspaceID, kinds: []Kind{KindDrift}, order: "number DESC", limit: 1})
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
@@ -37,16 +37,16 @@ const MaxDriftList = 1000
 // DriftList is each workspace's newest drift check in the subject's organization (of
 // the environments they may see): unowned drift first, then drift from break-glass
 // windows, checks still running, failed ones, and clean ones, newest first within each.
-func (s *Service) DriftList(ctx context.Context) ([]Run, error) {
+func (s *DriftChecks) DriftList(ctx context.Context) ([]Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
 	}
-	hidden, err := s.environments.HiddenFrom(ctx, subject)
+	hidden, err := s.k.environments.HiddenFrom(ctx, subject)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := s.store.newestDrift(ctx, subject.OrganizationID, hidden, MaxDriftList)
+	runs, err := s.k.store.newestDrift(ctx, subject.OrganizationID, hidden, MaxDriftList)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +74,6 @@ func (s *Service) DriftList(ctx context.Context) ([]Run, error) {
 
 // DriftCounts counts organization orgID's finished drift checks since since by what
 // they found (the governance report; its caller authorized the reader).
-func (s *Service) DriftCounts(ctx context.Context, orgID string, since time.Time) (map[DriftStatus]int, error) {
-	return s.store.driftCounts(ctx, orgID, since)
+func (s *DriftChecks) DriftCounts(ctx context.Context, orgID string, since time.Time) (map[DriftStatus]int, error) {
+	return s.k.store.driftCounts(ctx, orgID, since)
 }

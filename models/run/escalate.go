@@ -14,15 +14,15 @@ import (
 // database clock (a decision need not wait for this job); the job makes the escalation
 // visible and audited: run.escalated is written exactly once per run and decision row,
 // however often the job runs and on however many replicas.
-func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) {
+func (s *Decisions) EscalateIfDue(ctx context.Context, runID string) (Run, error) {
 	var out Run
-	err := s.inTx(ctx, func(ctx context.Context) error {
-		r, err := s.store.lock(ctx, "", runID)
+	err := s.k.inTx(ctx, func(ctx context.Context) error {
+		r, err := s.k.store.lock(ctx, "", runID)
 		if err != nil {
 			return err
 		}
 		out = r
-		now, err := s.now(ctx)
+		now, err := s.k.now(ctx)
 		if err != nil {
 			return err
 		}
@@ -31,11 +31,11 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 			return ErrSkip
 		}
 		d := RequirementOf(r)
-		first, err := s.store.recordEscalation(ctx, r, string(d.Escalation), now)
+		first, err := s.k.store.recordEscalation(ctx, r, string(d.Escalation), now)
 		if err != nil || !first {
 			return err
 		}
-		if err := s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.escalated", TargetType: "run", TargetID: r.ID,
+		if err := s.k.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.escalated", TargetType: "run", TargetID: r.ID,
 			EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID,
 			Data: map[string]any{"level": r.RiskLevel, "approver": string(d.Approver), "escalation": string(d.Escalation),
 				"waiting_since": r.WaitingSince.UTC(), "escalate_after_minutes": int(d.EscalateAfter / time.Minute),
@@ -43,15 +43,15 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 			return err
 		}
 		// The escalation's deciders join the run's rows ("Waiting for you").
-		if err := s.refreshDeciders(ctx, r, now); err != nil {
+		if err := s.k.refreshDeciders(ctx, r, now); err != nil {
 			return err
 		}
 		// Everyone who may decide now hears it again, the escalation's deciders first time.
-		deciders, err := s.store.deciderIDs(ctx, r.ID)
+		deciders, err := s.k.store.deciderIDs(ctx, r.ID)
 		if err != nil {
 			return err
 		}
-		if err := s.notifier.Notify(ctx, notify.Notice{Event: notify.DecisionEscalated, OrganizationID: r.OrganizationID, RunID: r.ID,
+		if err := s.k.notifier.Notify(ctx, notify.Notice{Event: notify.DecisionEscalated, OrganizationID: r.OrganizationID, RunID: r.ID,
 			State: string(r.State), Reason: "waited " + d.EscalateAfter.String() + " for " + approverPhrase(d.Approver), At: now,
 			Recipients: deciders}); err != nil {
 			return err
@@ -59,11 +59,11 @@ func (s *Service) EscalateIfDue(ctx context.Context, runID string) (Run, error) 
 		// Who may decide changed: that is a change of the run (its version moves, so live
 		// pages show it and pages that already do are left alone).
 		r.UpdatedAt = now
-		if err := s.store.touch(ctx, r); err != nil {
+		if err := s.k.store.touch(ctx, r); err != nil {
 			return err
 		}
 		out = r
-		return s.store.notify(ctx, r)
+		return s.k.store.notify(ctx, r)
 	})
 	return out, err
 }

@@ -114,10 +114,10 @@ func (ev Evidence) auditData() map[string]any {
 	}
 }
 
-// checkEvidence refuses a decision taken on other evidence than the run's current one,
-// naming what moved.
-func (r *Run) checkEvidence(ev Evidence) error {
-	cur := EvidenceOf(*r)
+// check refuses a decision taken on evidence ev when run r carries other evidence
+// now, naming what moved.
+func (ev Evidence) check(r Run) error {
+	cur := EvidenceOf(r)
 	if ev == cur {
 		return nil
 	}

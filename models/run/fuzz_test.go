@@ -223,7 +223,7 @@ func FuzzParseEvidence(f *testing.F) {
 		case err == nil && back != own:
 			t.Fatalf("the run's evidence %+v reads back as %+v", own, back)
 		case err == nil:
-			if cerr := r.checkEvidence(back); cerr != nil {
+			if cerr := back.check(r); cerr != nil {
 				t.Fatalf("the run refuses its own evidence: %v", cerr)
 			}
 		}

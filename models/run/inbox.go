@@ -40,14 +40,14 @@ const waitingRuns = `(runs.state = 'PENDING_APPROVAL' OR (runs.state = 'POLICY_B
 
 // WaitingForYou lists the runs the subject may decide now (the rows of run_deciders:
 // Permissions, kept current), deadline first, after the cursor.
-func (s *Service) WaitingForYou(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
+func (s *Inbox) WaitingForYou(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
 	page, err := s.Inbox(ctx, true, InboxQuery{Page: listing.Page{After: after.listing(), Limit: pageSize(limit)}})
 	return page.Rows, err
 }
 
 // WaitingForOthers lists the waiting runs the subject sees but may not decide now
 // (the page says who must, and why), deadline first, after the cursor.
-func (s *Service) WaitingForOthers(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
+func (s *Inbox) WaitingForOthers(ctx context.Context, after *InboxCursor, limit int) ([]InboxEntry, error) {
 	page, err := s.Inbox(ctx, false, InboxQuery{Page: listing.Page{After: after.listing(), Limit: pageSize(limit)}})
 	return page.Rows, err
 }
@@ -110,29 +110,29 @@ func InboxSortKeys() []string { return []string{SortDeadline, SortRisk} }
 // Inbox is one page of the subject's inbox: the runs they may decide now (decides), or
 // the other waiting runs they see. It walks the subject's rows of run_deciders, each
 // checked against its run.
-func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxPage, error) {
+func (s *Inbox) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxPage, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return InboxPage{}, err
 	}
 	var wsIDs []string
 	if q.Text != "" {
-		hidden, err := s.environments.HiddenFrom(ctx, subject)
+		hidden, err := s.k.environments.HiddenFrom(ctx, subject)
 		if err != nil {
 			return InboxPage{}, err
 		}
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces); err != nil {
+		if wsIDs, err = s.k.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces); err != nil {
 			return InboxPage{}, err
 		}
 	}
 	filtered := func() *gorm.DB {
-		tx := db.Conn(ctx, s.store.db).Table("run_deciders AS d").
+		tx := db.Conn(ctx, s.k.store.db).Table("run_deciders AS d").
 			Joins("JOIN runs ON runs.id = d.run_id").
 			Where("d.organization_id = ? AND d.user_id = ? AND d.decides = ? AND d.decision_deadline > clock_timestamp()",
 				subject.OrganizationID, subject.UserID, decides).
 			Where("runs.organization_id = ?", subject.OrganizationID).Where(waitingRuns)
 		if q.Text != "" {
-			text := db.Conn(ctx, s.store.db).Where(listing.Contains("runs.template_name"), q.Text).
+			text := db.Conn(ctx, s.k.store.db).Where(listing.Contains("runs.template_name"), q.Text).
 				Or(listing.Contains("runs.requested_by_name"), q.Text)
 			if len(wsIDs) > 0 {
 				text = text.Or("runs.workspace_id IN ?", wsIDs)
@@ -153,7 +153,7 @@ func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxP
 		// navigation's count is (the join to runs is for filters).
 		count := filtered()
 		if q.Text == "" && q.EnvironmentID == "" && q.Risk == 0 {
-			count = db.Conn(ctx, s.store.db).Table("run_deciders").
+			count = db.Conn(ctx, s.k.store.db).Table("run_deciders").
 				Where("organization_id = ? AND user_id = ? AND decides = ? AND decision_deadline > clock_timestamp()",
 					subject.OrganizationID, subject.UserID, decides)
 		}
@@ -191,13 +191,13 @@ func (s *Service) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxP
 
 // CountWaitingForYou is how many runs the subject may decide now (the navigation's
 // count): one count of the inbox index.
-func (s *Service) CountWaitingForYou(ctx context.Context) (int64, error) {
+func (s *Inbox) CountWaitingForYou(ctx context.Context) (int64, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	err = db.Conn(ctx, s.store.db).Table("run_deciders").
+	err = db.Conn(ctx, s.k.store.db).Table("run_deciders").
 		Where("organization_id = ? AND user_id = ? AND decides AND decision_deadline > clock_timestamp()", subject.OrganizationID, subject.UserID).
 		Count(&n).Error
 	if err != nil {
@@ -214,12 +214,12 @@ func pageSize(limit int) int {
 }
 
 // runsInOrder loads runs ids of organization orgID in the order given.
-func (s *Service) runsInOrder(ctx context.Context, orgID string, ids []string) ([]Run, error) {
+func (s *Inbox) runsInOrder(ctx context.Context, orgID string, ids []string) ([]Run, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var runs []Run
-	if err := db.Conn(ctx, s.store.db).Where("organization_id = ? AND id IN ?", orgID, ids).Find(&runs).Error; err != nil {
+	if err := db.Conn(ctx, s.k.store.db).Where("organization_id = ? AND id IN ?", orgID, ids).Find(&runs).Error; err != nil {
 		return nil, fmt.Errorf("reading runs: %w", err)
 	}
 	byID := make(map[string]Run, len(runs))

@@ -14,17 +14,17 @@ type phaseInputs struct {
 // transaction that begins the phase: a read failing (the database going away) rolls the
 // beginning back, so no lease or RUNNING is left behind for a phase that never started
 // (an apply left so would become APPLY_INTERRUPTED though nothing ran).
-func (s *Service) phaseInputs(ctx context.Context, r Run, stateVersion *string) (phaseInputs, error) {
+func (s *Jobs) phaseInputs(ctx context.Context, r Run, stateVersion *string) (phaseInputs, error) {
 	var in phaseInputs
 	var err error
-	if in.config, _, err = s.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
+	if in.config, _, err = s.k.artifacts.Get(ctx, r.OrganizationID, r.ConfigArtifactID); err != nil {
 		return phaseInputs{}, err
 	}
 	if in.vars, in.secrets, err = s.phaseSecrets(ctx, r, in.config); err != nil {
 		return phaseInputs{}, err
 	}
 	if stateVersion != nil {
-		if in.state, err = s.states.Content(ctx, r.OrganizationID, *stateVersion); err != nil {
+		if in.state, err = s.k.states.Content(ctx, r.OrganizationID, *stateVersion); err != nil {
 			return phaseInputs{}, err
 		}
 	}

@@ -8,6 +8,9 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/authz"
+	"gantry/models/db"
+
+	"gorm.io/gorm"
 )
 
 // Leases (DESIGN §6): the worker running a phase of a run holds a lease on it, renewed
@@ -59,6 +62,9 @@ func (c Claim) ttl() time.Duration {
 	return c.TTL
 }
 
+// leaseTable holds the queries of run_leases and lease_sweeps.
+type leaseTable struct{ db *gorm.DB }
+
 // leaseRow is a row of run_leases.
 type leaseRow struct {
 	RunID          string
@@ -78,9 +84,9 @@ type leaseRow struct {
 func (leaseRow) TableName() string { return "run_leases" }
 
 // lease reads run r's lease under a row lock (nil: none).
-func (st store) lease(ctx context.Context, runID string) (*leaseRow, error) {
+func (st leaseTable) lease(ctx context.Context, runID string) (*leaseRow, error) {
 	var rows []leaseRow
-	if err := st.conn(ctx).Raw("SELECT *, expires_at <= clock_timestamp() AS expired FROM run_leases WHERE run_id = ? FOR UPDATE", runID).Scan(&rows).Error; err != nil {
+	if err := db.Conn(ctx, st.db).Raw("SELECT *, expires_at <= clock_timestamp() AS expired FROM run_leases WHERE run_id = ? FOR UPDATE", runID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("reading the lease of run %s: %w", runID, err)
 	}
 	if len(rows) == 0 {
@@ -91,9 +97,9 @@ func (st store) lease(ctx context.Context, runID string) (*leaseRow, error) {
 
 // grantLease gives claim a fresh lease on phase of r, replacing any earlier one (the
 // caller decided it may): a new token, so whoever held the old one is fenced.
-func (st store) grantLease(ctx context.Context, r Run, phase JobKind, c Claim) (Lease, error) {
+func (st leaseTable) grantLease(ctx context.Context, r Run, phase JobKind, c Claim) (Lease, error) {
 	var token int64
-	err := st.conn(ctx).Raw(`INSERT INTO run_leases (run_id, organization_id, phase, token, job_id, holder, expires_at)
+	err := db.Conn(ctx, st.db).Raw(`INSERT INTO run_leases (run_id, organization_id, phase, token, job_id, holder, expires_at)
 		VALUES (?, ?, ?, nextval('run_lease_tokens'), ?, ?, clock_timestamp() + make_interval(secs => ?))
 		ON CONFLICT (run_id) DO UPDATE SET phase = EXCLUDED.phase, token = EXCLUDED.token, job_id = EXCLUDED.job_id,
 			holder = EXCLUDED.holder, acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
@@ -106,9 +112,9 @@ func (st store) grantLease(ctx context.Context, r Run, phase JobKind, c Claim) (
 
 // holds checks, under a row lock held to the commit, that l is still the run's lease:
 // the fence every side effect of a phase passes.
-func (st store) holds(ctx context.Context, l Lease) error {
+func (st leaseTable) holds(ctx context.Context, l Lease) error {
 	var n int64
-	if err := st.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM run_leases WHERE run_id = ? AND token = ? AND phase = ? FOR UPDATE) held",
+	if err := db.Conn(ctx, st.db).Raw("SELECT count(*) FROM (SELECT 1 FROM run_leases WHERE run_id = ? AND token = ? AND phase = ? FOR UPDATE) held",
 		l.RunID, l.Token, string(l.Phase)).Scan(&n).Error; err != nil {
 		return fmt.Errorf("checking the lease of run %s: %w", l.RunID, err)
 	}
@@ -120,18 +126,14 @@ func (st store) holds(ctx context.Context, l Lease) error {
 
 // endLeasesBut deletes run runID's lease unless it is for phase keep (the phase of the
 // state the run is now in; "" ends any).
-func (st store) endLeasesBut(ctx context.Context, runID string, keep JobKind) error {
-	return st.conn(ctx).Exec("DELETE FROM run_leases WHERE run_id = ? AND phase <> ?", runID, string(keep)).Error
+func (st leaseTable) endLeasesBut(ctx context.Context, runID string, keep JobKind) error {
+	return db.Conn(ctx, st.db).Exec("DELETE FROM run_leases WHERE run_id = ? AND phase <> ?", runID, string(keep)).Error
 }
 
 // phaseOf is the phase a run in state st is in the middle of ("" for none).
 func phaseOf(st State) JobKind {
-	for phase, s := range phaseState {
-		if s == st {
-			return phase
-		}
-	}
-	return ""
+	phase, _ := st.RunningPhase()
+	return phase
 }
 
 // leaseFor decides, as a phase begins on run r, whether claim may take the lease: no
@@ -143,15 +145,15 @@ func phaseOf(st State) JobKind {
 // id; an expired one of another job is left for the sweeper, which closes that job and
 // queues a fresh one (ErrSkip here). taken reports whether an earlier attempt's lease
 // was replaced (it may hold the state lock).
-func (s *Service) leaseFor(ctx context.Context, r Run, phase JobKind, c Claim) (l Lease, taken bool, err error) {
-	old, err := s.store.lease(ctx, r.ID)
+func (s *Jobs) leaseFor(ctx context.Context, r Run, phase JobKind, c Claim) (l Lease, taken bool, err error) {
+	old, err := s.k.leases.lease(ctx, r.ID)
 	if err != nil {
 		return Lease{}, false, err
 	}
 	if !old.leftBy(c) {
 		return Lease{}, false, ErrSkip
 	}
-	l, err = s.store.grantLease(ctx, r, phase, c)
+	l, err = s.k.leases.grantLease(ctx, r, phase, c)
 	return l, old != nil, err
 }
 
@@ -166,8 +168,8 @@ func (l *leaseRow) leftBy(c Claim) bool {
 // phase (shut down, or the phase interrupted from outside): the lease expires now, so
 // the job's next attempt, or the sweeper, takes the run on at once instead of a lease
 // later. A lease already ended (the phase finished) is left as it is.
-func (s *Service) ReleaseLease(ctx context.Context, l Lease) error {
-	if err := s.store.conn(ctx).Exec("UPDATE run_leases SET expires_at = clock_timestamp() WHERE run_id = ? AND token = ?", l.RunID, l.Token).Error; err != nil {
+func (s *Jobs) ReleaseLease(ctx context.Context, l Lease) error {
+	if err := s.k.store.conn(ctx).Exec("UPDATE run_leases SET expires_at = clock_timestamp() WHERE run_id = ? AND token = ?", l.RunID, l.Token).Error; err != nil {
 		return fmt.Errorf("releasing the lease of run %s: %w", l.RunID, err)
 	}
 	return nil
@@ -176,11 +178,11 @@ func (s *Service) ReleaseLease(ctx context.Context, l Lease) error {
 // RenewLease is the heartbeat: it extends l by ttl from the database clock, or answers
 // ErrLeaseLost when l is no longer the run's lease (taken over, or the run left the
 // phase). An expired lease the sweeper has not yet taken is renewed: its worker lives.
-func (s *Service) RenewLease(ctx context.Context, l Lease, ttl time.Duration) error {
+func (s *Jobs) RenewLease(ctx context.Context, l Lease, ttl time.Duration) error {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	res := s.store.conn(ctx).Exec(`UPDATE run_leases SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => ?)
+	res := s.k.store.conn(ctx).Exec(`UPDATE run_leases SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => ?)
 		WHERE run_id = ? AND token = ?`, ttl.Seconds(), l.RunID, l.Token)
 	if res.Error != nil {
 		return fmt.Errorf("renewing the lease of run %s: %w", l.RunID, res.Error)
@@ -219,9 +221,9 @@ type sweepPass struct {
 
 // countPass records a sweeper pass made by replica and returns it with the time of the
 // pass before.
-func (st store) countPass(ctx context.Context, replica string) (sweepPass, error) {
+func (st leaseTable) countPass(ctx context.Context, replica string) (sweepPass, error) {
 	var p sweepPass
-	err := st.conn(ctx).Raw(`UPDATE lease_sweeps SET passes = passes + 1, last_pass_at = clock_timestamp(), replica = ?
+	err := db.Conn(ctx, st.db).Raw(`UPDATE lease_sweeps SET passes = passes + 1, last_pass_at = clock_timestamp(), replica = ?
 		FROM (SELECT last_pass_at AS prev FROM lease_sweeps) p RETURNING passes AS number, p.prev AS previous_at`, replica).Scan(&p).Error
 	if err != nil {
 		return sweepPass{}, fmt.Errorf("counting a sweeper pass: %w", err)
@@ -233,13 +235,13 @@ func (st store) countPass(ctx context.Context, replica string) (sweepPass, error
 // sweeper's lock): it takes over every expired lease, each in its own transaction with
 // the run locked, so a worker renewing meanwhile either renews first (and keeps its
 // lease) or finds it gone.
-func (s *Service) SweepLeases(ctx context.Context, replica string) ([]Takeover, error) {
-	pass, err := s.store.countPass(ctx, replica)
+func (s *Jobs) SweepLeases(ctx context.Context, replica string) ([]Takeover, error) {
+	pass, err := s.k.leases.countPass(ctx, replica)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
-	if err := s.store.conn(ctx).Raw("SELECT run_id FROM run_leases WHERE expires_at < clock_timestamp() ORDER BY expires_at LIMIT ?", sweepBatch).
+	if err := s.k.store.conn(ctx).Raw("SELECT run_id FROM run_leases WHERE expires_at < clock_timestamp() ORDER BY expires_at LIMIT ?", sweepBatch).
 		Scan(&ids).Error; err != nil {
 		return nil, fmt.Errorf("finding expired leases: %w", err)
 	}
@@ -260,10 +262,10 @@ func (s *Service) SweepLeases(ctx context.Context, replica string) ([]Takeover, 
 // takeOver moves on the run of one expired lease: fence its state lock and
 // credentials, close the dead worker's job, and plan or verify again, or interrupt the
 // apply. ErrSkip when the lease was renewed or ended meanwhile.
-func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (Takeover, error) {
+func (s *Jobs) takeOver(ctx context.Context, runID string, pass sweepPass) (Takeover, error) {
 	var t Takeover
-	_, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
-		old, err := s.store.lease(ctx, r.ID)
+	_, err := s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+		old, err := s.k.leases.lease(ctx, r.ID)
 		if err != nil {
 			return err
 		}
@@ -273,10 +275,10 @@ func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (T
 		t = Takeover{RunID: r.ID, Phase: old.Phase, Holder: old.Holder, RenewedAt: old.RenewedAt.UTC(), ExpiresAt: old.ExpiresAt.UTC(), DetectedAt: now,
 			Pass: pass.Number, PreviousPassAt: pass.PreviousAt}
 		why := fmt.Sprintf("the worker running the %s phase (replica %s) stopped renewing its lease at %s", old.Phase, old.Holder, t.RenewedAt.Format(time.RFC3339))
-		if err := s.enqueuer.Abandon(ctx, old.JobID, why); err != nil {
+		if err := s.k.enqueuer.Abandon(ctx, old.JobID, why); err != nil {
 			return err
 		}
-		if err := s.store.endLeasesBut(ctx, r.ID, ""); err != nil {
+		if err := s.k.leases.endLeasesBut(ctx, r.ID, ""); err != nil {
 			return err
 		}
 		if phaseOf(r.State) != old.Phase {
@@ -292,7 +294,7 @@ func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (T
 		}
 		if old.Phase == JobApply {
 			t.Outcome = "apply interrupted"
-			if err := r.Interrupt(why + "; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
+			if err := r.transition(ApplyInterrupted, why+"; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
 				return err
 			}
 			r.annotate(map[string]any{"lease": data})
@@ -300,11 +302,11 @@ func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (T
 		}
 		t.Outcome = map[JobKind]string{JobPlan: "planning again", JobVerify: "verifying again"}[old.Phase]
 		data["outcome"] = t.Outcome
-		if err := s.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.lease_expired", TargetType: "run", TargetID: r.ID,
+		if err := s.k.audit.RecordAs(ctx, authz.System(r.OrganizationID), audit.Entry{Action: "run.lease_expired", TargetType: "run", TargetID: r.ID,
 			Data: data, EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}); err != nil {
 			return err
 		}
-		return s.enqueuer.Enqueue(ctx, Job{Kind: old.Phase, RunID: r.ID, Takeover: old.Token})
+		return s.k.enqueuer.Enqueue(ctx, Job{Kind: old.Phase, RunID: r.ID, Takeover: old.Token})
 	})
 	if err != nil {
 		return Takeover{}, err
@@ -314,11 +316,11 @@ func (s *Service) takeOver(ctx context.Context, runID string, pass sweepPass) (T
 
 // fence releases the workspace state lock held by r's job and revokes its
 // credentials. A simulated run never touched the state backend.
-func (s *Service) fence(ctx context.Context, r Run, reason string) error {
-	if s.fencer == nil || r.Simulated {
+func (s *Jobs) fence(ctx context.Context, r Run, reason string) error {
+	if s.k.fencer == nil || r.Simulated {
 		return nil
 	}
-	if err := s.fencer.FenceAndRelease(ctx, r.WorkspaceID, r.ID, reason); err != nil {
+	if err := s.k.fencer.FenceAndRelease(ctx, r.WorkspaceID, r.ID, reason); err != nil {
 		return fmt.Errorf("fencing the state lock of run %s: %w", r.ID, err)
 	}
 	return nil

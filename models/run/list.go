@@ -80,12 +80,12 @@ type SearchResult struct {
 var labelText = regexp.MustCompile(`^(\S+)\s*#(\d{1,9})$`)
 
 // Search returns one page of the runs the subject may see that match q.
-func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error) {
+func (s *Reads) Search(ctx context.Context, q ListQuery) (SearchResult, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	hidden, err := s.environments.HiddenFrom(ctx, subject)
+	hidden, err := s.k.environments.HiddenFrom(ctx, subject)
 	if err != nil {
 		return SearchResult{}, err
 	}
@@ -95,11 +95,11 @@ func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error)
 	number := 0
 	if m := labelText.FindStringSubmatch(q.Text); m != nil {
 		number, _ = strconv.Atoi(m[2])
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, m[1], true, hidden, MaxSearchedWorkspaces+1); err != nil {
+		if wsIDs, err = s.k.workspaces.Matching(ctx, subject.OrganizationID, m[1], true, hidden, MaxSearchedWorkspaces+1); err != nil {
 			return SearchResult{}, err
 		}
 	} else if q.Text != "" {
-		if wsIDs, err = s.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces+1); err != nil {
+		if wsIDs, err = s.k.workspaces.Matching(ctx, subject.OrganizationID, q.Text, false, hidden, MaxSearchedWorkspaces+1); err != nil {
 			return SearchResult{}, err
 		}
 	}
@@ -107,7 +107,7 @@ func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error)
 		wsIDs, out.Narrow = wsIDs[:MaxSearchedWorkspaces], true
 	}
 	filtered := func() *gorm.DB {
-		tx := db.Conn(ctx, s.store.db).Model(&Run{}).Where("organization_id = ?", subject.OrganizationID)
+		tx := db.Conn(ctx, s.k.store.db).Model(&Run{}).Where("organization_id = ?", subject.OrganizationID)
 		if len(hidden) > 0 {
 			tx = tx.Where("environment_id NOT IN ?", hidden)
 		}
@@ -115,7 +115,7 @@ func (s *Service) Search(ctx context.Context, q ListQuery) (SearchResult, error)
 		case number > 0:
 			tx = tx.Where("number = ? AND workspace_id IN ?", number, append(wsIDs, ""))
 		case q.Text != "":
-			text := db.Conn(ctx, s.store.db).Where(listing.Contains("template_name"), q.Text).
+			text := db.Conn(ctx, s.k.store.db).Where(listing.Contains("template_name"), q.Text).
 				Or(listing.Contains("requested_by_name"), q.Text).Or("id = ?", q.Text)
 			if len(wsIDs) > 0 {
 				text = text.Or("workspace_id IN ?", wsIDs)
@@ -165,7 +165,7 @@ func (l LastRun) Label() string { return Run{Number: l.Number}.Label() }
 // Latest returns the newest run of each of workspaceIDs that has one and the subject
 // may see, by workspace id: the workspaces list's "last run" (the columns it shows
 // only: a page of 50 reads no inputs, plans or evidence).
-func (s *Service) Latest(ctx context.Context, workspaceIDs []string) (map[string]LastRun, error) {
+func (s *Reads) Latest(ctx context.Context, workspaceIDs []string) (map[string]LastRun, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
@@ -174,12 +174,12 @@ func (s *Service) Latest(ctx context.Context, workspaceIDs []string) (map[string
 	if len(workspaceIDs) == 0 {
 		return out, nil
 	}
-	hidden, err := s.environments.HiddenFrom(ctx, subject)
+	hidden, err := s.k.environments.HiddenFrom(ctx, subject)
 	if err != nil {
 		return nil, err
 	}
 	var runs []LastRun
-	err = db.Conn(ctx, s.store.db).Raw(`SELECT DISTINCT ON (workspace_id) id, workspace_id, number, kind, state, simulated, created_at FROM runs
+	err = db.Conn(ctx, s.k.store.db).Raw(`SELECT DISTINCT ON (workspace_id) id, workspace_id, number, kind, state, simulated, created_at FROM runs
 		WHERE organization_id = ? AND workspace_id IN ? AND environment_id NOT IN ?
 		ORDER BY workspace_id, number DESC`, subject.OrganizationID, workspaceIDs, append(hidden, "")).Scan(&runs).Error
 	if err != nil {

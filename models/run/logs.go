@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"gantry/models/db"
 	"gantry/models/keyring"
 )
 
@@ -28,11 +29,11 @@ func LivePhase(k JobKind) bool {
 	return ok
 }
 
-// RunningPhase is the phase r is in the middle of (plan, apply or verify), if any: the
-// one whose log is live.
-func (r Run) RunningPhase() (JobKind, bool) {
-	for phase, st := range phaseState {
-		if r.State == st {
+// RunningPhase is the phase a run in state st is in the middle of (plan, apply or
+// verify), if any: the one whose log is live and whose lease is held.
+func (st State) RunningPhase() (JobKind, bool) {
+	for phase, s := range phaseState {
+		if s == st {
 			return phase, true
 		}
 	}
@@ -62,25 +63,25 @@ func logAAD(orgID, runID string, phase JobKind, seq int) []byte {
 
 // AppendLog stores text, a masked chunk of the live log of run r's phase, as its next
 // chunk and announces it. The worker running the phase calls it, as the system.
-func (s *Service) AppendLog(ctx context.Context, r Run, l Lease, text []byte) error {
+func (s *Jobs) AppendLog(ctx context.Context, r Run, l Lease, text []byte) error {
 	phase := l.Phase
 	if _, ok := phaseState[phase]; !ok {
 		return fmt.Errorf("a %s job has no live log", phase)
 	}
-	return s.inTx(ctx, func(ctx context.Context) error {
+	return s.k.inTx(ctx, func(ctx context.Context) error {
 		// A worker whose lease was taken over writes nothing more, its log included.
-		if err := s.store.holds(ctx, l); err != nil {
+		if err := s.k.leases.holds(ctx, l); err != nil {
 			return err
 		}
-		seq, err := s.store.nextLogSeq(ctx, r, phase)
+		seq, err := s.k.logs.nextLogSeq(ctx, r, phase)
 		if err != nil {
 			return err
 		}
-		sealed, err := s.keys.Seal(text, logAAD(r.OrganizationID, r.ID, phase, seq))
+		sealed, err := s.k.keys.Seal(text, logAAD(r.OrganizationID, r.ID, phase, seq))
 		if err != nil {
 			return fmt.Errorf("sealing a live log chunk: %w", err)
 		}
-		return s.store.insertLogChunk(ctx, r, phase, seq, sealed)
+		return s.k.logs.insertLogChunk(ctx, r, phase, seq, sealed)
 	})
 }
 
@@ -88,18 +89,18 @@ func (s *Service) AppendLog(ctx context.Context, r Run, l Lease, text []byte) er
 // chunks, oldest first, for a person who may see the run (else errs.ErrNotFound, as for
 // the run itself: asked again at every read, so a viewer who loses sight of the run
 // mid-phase stops getting its log).
-func (s *Service) LogChunks(ctx context.Context, id string, phase JobKind, after, limit int) ([]LogChunk, error) {
+func (s *Reads) LogChunks(ctx context.Context, id string, phase JobKind, after, limit int) ([]LogChunk, error) {
 	r, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.store.logChunks(ctx, r, phase, after, limit)
+	rows, err := s.k.logs.logChunks(ctx, r, phase, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]LogChunk, 0, len(rows))
 	for _, row := range rows {
-		text, err := s.keys.Open(keyring.Sealed{KeyID: row.KeyID, WrappedKey: row.WrappedKey, Nonce: row.Nonce, Ciphertext: row.Ciphertext},
+		text, err := s.k.keys.Open(keyring.Sealed{KeyID: row.KeyID, WrappedKey: row.WrappedKey, Nonce: row.Nonce, Ciphertext: row.Ciphertext},
 			logAAD(r.OrganizationID, r.ID, phase, row.Seq))
 		if err != nil {
 			return nil, fmt.Errorf("opening chunk %d of the %s log of run %s: %w", row.Seq, phase, r.ID, err)
@@ -108,6 +109,9 @@ func (s *Service) LogChunks(ctx context.Context, id string, phase JobKind, after
 	}
 	return out, nil
 }
+
+// logTable holds the queries of run_log_chunks.
+type logTable struct{ db *gorm.DB }
 
 // logChunkRow is one row of run_log_chunks as read.
 type logChunkRow struct {
@@ -121,8 +125,8 @@ type logChunkRow struct {
 // nextLogSeq is the number of the next chunk of r's phase, taken under a transaction
 // lock of that phase's log: a second writer (a rescued job whose first attempt still
 // writes) waits, and never makes a gap or a duplicate.
-func (st store) nextLogSeq(ctx context.Context, r Run, phase JobKind) (int, error) {
-	conn := st.conn(ctx)
+func (st logTable) nextLogSeq(ctx context.Context, r Run, phase JobKind) (int, error) {
+	conn := db.Conn(ctx, st.db)
 	if err := conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", "run_log:"+r.ID+":"+string(phase)).Error; err != nil {
 		return 0, fmt.Errorf("locking the %s log of run %s: %w", phase, r.ID, err)
 	}
@@ -136,8 +140,8 @@ func (st store) nextLogSeq(ctx context.Context, r Run, phase JobKind) (int, erro
 }
 
 // insertLogChunk stores a sealed chunk and notifies LogChannel, delivered at commit.
-func (st store) insertLogChunk(ctx context.Context, r Run, phase JobKind, seq int, sealed keyring.Sealed) error {
-	conn := st.conn(ctx)
+func (st logTable) insertLogChunk(ctx context.Context, r Run, phase JobKind, seq int, sealed keyring.Sealed) error {
+	conn := db.Conn(ctx, st.db)
 	err := conn.Exec(`INSERT INTO run_log_chunks (organization_id, run_id, phase, seq, key_id, wrapped_key, nonce, ciphertext)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.OrganizationID, r.ID, phase, seq, sealed.KeyID, sealed.WrappedKey, sealed.Nonce, sealed.Ciphertext).Error
 	if err != nil {
@@ -150,12 +154,12 @@ func (st store) insertLogChunk(ctx context.Context, r Run, phase JobKind, seq in
 	return nil
 }
 
-func (st store) logChunks(ctx context.Context, r Run, phase JobKind, after, limit int) ([]logChunkRow, error) {
+func (st logTable) logChunks(ctx context.Context, r Run, phase JobKind, after, limit int) ([]logChunkRow, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 200
 	}
 	var rows []logChunkRow
-	err := st.conn(ctx).Raw(`SELECT seq, key_id, wrapped_key, nonce, ciphertext FROM run_log_chunks
+	err := db.Conn(ctx, st.db).Raw(`SELECT seq, key_id, wrapped_key, nonce, ciphertext FROM run_log_chunks
 		WHERE organization_id = ? AND run_id = ? AND phase = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		r.OrganizationID, r.ID, phase, after, limit).Scan(&rows).Error
 	if err != nil {

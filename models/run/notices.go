@@ -60,7 +60,7 @@ func noticesOf(r Run, m move) []notify.Event {
 // sendNotices queues the notices run r's moves call for. before are who could decide
 // the run before this change (its approvers, for an outcome); actor, when a person,
 // is never told of their own act.
-func (s *Service) sendNotices(ctx context.Context, r Run, before []string, actor *authz.Subject) error {
+func (s *core) sendNotices(ctx context.Context, r Run, before []string, actor *authz.Subject) error {
 	var deciders []string
 	for _, m := range r.moves {
 		for _, e := range noticesOf(r, m) {
@@ -118,16 +118,16 @@ func without(ids []string, actor *authz.Subject) []string {
 
 // NoticeFacts is what a notice says about run runID of organization orgID (no subject:
 // the notification fan-out reads it for everyone it tells).
-func (s *Service) NoticeFacts(ctx context.Context, orgID, runID string) (notify.Facts, error) {
-	r, err := s.store.get(ctx, orgID, runID)
+func (s *Reads) NoticeFacts(ctx context.Context, orgID, runID string) (notify.Facts, error) {
+	r, err := s.k.store.get(ctx, orgID, runID)
 	if err != nil {
 		return notify.Facts{}, err
 	}
-	env, err := s.environments.Lookup(ctx, orgID, r.EnvironmentID)
+	env, err := s.k.environments.Lookup(ctx, orgID, r.EnvironmentID)
 	if err != nil {
 		return notify.Facts{}, err
 	}
-	ws, err := s.workspaces.NameOf(ctx, orgID, r.WorkspaceID)
+	ws, err := s.k.workspaces.NameOf(ctx, orgID, r.WorkspaceID)
 	if err != nil {
 		return notify.Facts{}, err
 	}

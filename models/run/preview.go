@@ -30,12 +30,14 @@ type Simulator interface {
 
 // Previewer answers the request form's preview.
 type Previewer struct {
-	runs *Service
-	sim  Simulator
+	requests *Requests
+	sim      Simulator
 }
 
-// NewPreviewer returns the request preview over the run service's rules and stores.
-func NewPreviewer(runs *Service, sim Simulator) *Previewer { return &Previewer{runs: runs, sim: sim} }
+// NewPreviewer returns the request preview over the request rules and their stores.
+func NewPreviewer(requests *Requests, sim Simulator) *Previewer {
+	return &Previewer{requests: requests, sim: sim}
+}
 
 // Preview is what is known of a request before it is planned. Floor is nil when the
 // environment or the kind is not chosen yet; Cost nil while the inputs are incomplete
@@ -57,7 +59,7 @@ func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
 	if err != nil {
 		return Preview{}, err
 	}
-	s := p.runs
+	s := p.requests
 	validated, ws, err := s.Validate(ctx, req)
 	var fields *errs.Validation
 	if err != nil && !errors.As(err, &fields) {
@@ -76,14 +78,14 @@ func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
 	}
 	var out Preview
 	if !bad("environment") && !bad("kind") {
-		env, err := s.environments.Lookup(ctx, subject.OrganizationID, req.EnvironmentID)
+		env, err := s.k.environments.Lookup(ctx, subject.OrganizationID, req.EnvironmentID)
 		if err != nil {
 			return Preview{}, err
 		}
 		if req.Kind == KindPlanOnly {
 			out.DryRun = true
 		} else {
-			m, err := s.matrix.Current(ctx, subject.OrganizationID)
+			m, err := s.k.matrix.Current(ctx, subject.OrganizationID)
 			if err != nil {
 				return Preview{}, err
 			}
@@ -119,8 +121,8 @@ func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
 // cost prices the simulated plan of the configuration req would generate, against the
 // workspace's current state.
 func (p *Previewer) cost(ctx context.Context, req Request, v Validated, ws *workspace.Workspace) (*review.Cost, error) {
-	s := p.runs
-	facts, err := s.catalog.Facts(v.Template)
+	s := p.requests
+	facts, err := s.k.catalog.Facts(v.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +130,17 @@ func (p *Previewer) cost(ctx context.Context, req Request, v Validated, ws *work
 	var prior []byte
 	if ws != nil {
 		workspaceID = ws.ID
-		pred, err := s.states.Predecessor(ctx, ws.OrganizationID, ws.ID)
+		pred, err := s.k.states.Predecessor(ctx, ws.OrganizationID, ws.ID)
 		if err != nil {
 			return nil, err
 		}
 		if !pred.None() {
-			if prior, err = s.states.Content(ctx, ws.OrganizationID, pred.VersionID); err != nil {
+			if prior, err = s.k.states.Content(ctx, ws.OrganizationID, pred.VersionID); err != nil {
 				return nil, err
 			}
 		}
 	}
-	cfg, err := s.catalog.Generate(v, workspaceID, s.stateAddress(v.Runner.Name, workspaceID))
+	cfg, err := s.k.catalog.Generate(v, workspaceID, s.k.stateAddress(v.Runner.Name, workspaceID))
 	if err != nil {
 		return nil, fmt.Errorf("generating configuration: %w", err)
 	}

@@ -41,7 +41,7 @@ type Promotable struct {
 // PromotionOf says what promoting workspaceID can start from, or why it cannot: nothing
 // applied to it yet, the last environment of the order, a template version the catalog
 // no longer offers. Another organization's or a hidden workspace is not found.
-func (s *Service) PromotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
+func (s *Promotions) PromotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
 	p, _, err := s.promotable(ctx, workspaceID)
 	return p, err
 }
@@ -49,7 +49,7 @@ func (s *Service) PromotionOf(ctx context.Context, workspaceID string) (Promotab
 // promotable is PromotionOf, and the source's inputs with the values of its sensitive
 // ones, which a promotion compares and Promotable never carries (the source's bundle
 // holds them in clear only if it predates sealing them).
-func (s *Service) promotable(ctx context.Context, workspaceID string) (Promotable, []InputValue, error) {
+func (s *Promotions) promotable(ctx context.Context, workspaceID string) (Promotable, []InputValue, error) {
 	p, err := s.promotionOf(ctx, workspaceID)
 	if err != nil {
 		return Promotable{}, nil, err
@@ -66,22 +66,22 @@ func (s *Service) promotable(ctx context.Context, workspaceID string) (Promotabl
 }
 
 // promotionOf is PromotionOf with the values of the sensitive inputs in.
-func (s *Service) promotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
+func (s *Promotions) promotionOf(ctx context.Context, workspaceID string) (Promotable, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Promotable{}, err
 	}
 	// Another organization's workspace, or one in an environment the person may not
 	// see, is not found: before anything about it is said.
-	ws, err := s.workspaces.Get(ctx, subject.OrganizationID, workspaceID)
+	ws, err := s.k.workspaces.Get(ctx, subject.OrganizationID, workspaceID)
 	if err != nil {
 		return Promotable{}, err
 	}
-	if err := s.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
+	if err := s.k.environments.CheckVisible(ctx, subject, ws.EnvironmentID); err != nil {
 		return Promotable{}, err
 	}
 	// The workspace's newest applied change: an apply, or a destroy that emptied it.
-	runs, err := s.list(ctx, listQuery{workspaceID: workspaceID, states: []State{Succeeded}, kinds: []Kind{KindApply, KindDestroy},
+	runs, err := s.k.list(ctx, listQuery{workspaceID: workspaceID, states: []State{Succeeded}, kinds: []Kind{KindApply, KindDestroy},
 		order: "number DESC", limit: 1})
 	if err != nil {
 		return Promotable{}, err
@@ -95,36 +95,36 @@ func (s *Service) promotionOf(ctx context.Context, workspaceID string) (Promotab
 	src := runs[0]
 	out := Promotable{Source: src}
 	name := ws.Name
-	env, err := s.environments.Lookup(ctx, subject.OrganizationID, src.EnvironmentID)
+	env, err := s.k.environments.Lookup(ctx, subject.OrganizationID, src.EnvironmentID)
 	if err != nil {
 		return Promotable{}, err
 	}
 	out.SourceLabel = name + " " + src.Label() + " in " + env.Name
-	if facts, err := s.catalog.Facts(src.TemplateName); err != nil || facts.Version != src.TemplateVersion {
+	if facts, err := s.k.catalog.Facts(src.TemplateName); err != nil || facts.Version != src.TemplateVersion {
 		return Promotable{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s applied %s %s, which the catalog no longer offers: apply the template's current version here first, then promote.",
 			out.SourceLabel, src.TemplateName, src.TemplateVersion))
 	}
-	next, err := s.environments.NextInPromotion(ctx, subject.OrganizationID, src.EnvironmentID)
+	next, err := s.k.environments.NextInPromotion(ctx, subject.OrganizationID, src.EnvironmentID)
 	if err != nil {
 		return Promotable{}, err
 	}
 	for _, e := range next {
-		if s.environments.CheckVisible(ctx, subject, e.ID) == nil {
+		if s.k.environments.CheckVisible(ctx, subject, e.ID) == nil {
 			out.Environments = append(out.Environments, e)
 		}
 	}
 	if len(out.Environments) == 0 {
 		return Promotable{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("No environment comes after %s in this organization's promotion order: there is nowhere to promote to.", env.Name))
 	}
-	config, _, err := s.artifacts.Get(ctx, subject.OrganizationID, src.ConfigArtifactID)
+	config, _, err := s.k.artifacts.Get(ctx, subject.OrganizationID, src.ConfigArtifactID)
 	if err != nil {
 		return Promotable{}, err
 	}
-	sealed, err := s.sensitiveValues(ctx, src)
+	sealed, err := s.k.sensitiveValues(ctx, src)
 	if err != nil {
 		return Promotable{}, err
 	}
-	if out.Inputs, err = s.catalog.Inputs(src.TemplateName, config, sealed); err != nil {
+	if out.Inputs, err = s.k.catalog.Inputs(src.TemplateName, config, sealed); err != nil {
 		return Promotable{}, err
 	}
 	return out, nil
@@ -170,7 +170,7 @@ func (e *PromotionBlocked) Unwrap() error { return errs.ErrConflict }
 // of it, whatever the source passed), recording the run it promotes. A target that is
 // not next in the order or bad inputs are field messages; a changed fixed input is
 // *PromotionBlocked; nothing is written for either.
-func (s *Service) Promote(ctx context.Context, req PromotionRequest) (Run, error) {
+func (s *Promotions) Promote(ctx context.Context, req PromotionRequest) (Run, error) {
 	p, source, err := s.promotable(ctx, req.WorkspaceID)
 	if err != nil {
 		return Run{}, err
@@ -180,13 +180,13 @@ func (s *Service) Promote(ctx context.Context, req PromotionRequest) (Run, error
 		v.Add("environment", "Choose one of the environments that come next in this organization's promotion order.")
 		return Run{}, v
 	}
-	validated, err := s.catalog.Validate(p.Source.TemplateName, req.Inputs)
+	validated, err := s.k.catalog.Validate(p.Source.TemplateName, req.Inputs)
 	if err != nil {
 		return Run{}, err
 	}
 	// Generated only to read the inputs as a configuration holds them, so the values
 	// compare as the source's stored ones do.
-	cfg, err := s.catalog.Generate(validated, p.Source.WorkspaceID, s.stateAddress(p.Source.Runner, p.Source.WorkspaceID))
+	cfg, err := s.k.catalog.Generate(validated, p.Source.WorkspaceID, s.k.stateAddress(p.Source.Runner, p.Source.WorkspaceID))
 	if err != nil {
 		return Run{}, fmt.Errorf("generating configuration: %w", err)
 	}
@@ -194,14 +194,14 @@ func (s *Service) Promote(ctx context.Context, req PromotionRequest) (Run, error
 	if err != nil {
 		return Run{}, err
 	}
-	asked, err := s.catalog.Inputs(p.Source.TemplateName, tarball, validated.Sensitive)
+	asked, err := s.k.catalog.Inputs(p.Source.TemplateName, tarball, validated.Sensitive)
 	if err != nil {
 		return Run{}, err
 	}
 	if d := differences(source, asked); len(d) > 0 {
 		return Run{}, &PromotionBlocked{Differences: d}
 	}
-	return s.request(ctx, Request{EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Template: p.Source.TemplateName,
+	return s.requests.request(ctx, Request{EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Template: p.Source.TemplateName,
 		Inputs: req.Inputs, Kind: KindApply, NewWorkspace: req.NewWorkspace}, &promotion{from: p.Source, label: p.SourceLabel})
 }
 

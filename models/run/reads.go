@@ -18,16 +18,16 @@ import (
 // lists leave it out, exactly as for another tenant's run.
 
 // Get returns run id of the subject's organization, if the subject may see it.
-func (s *Service) Get(ctx context.Context, id string) (Run, error) {
+func (s *Reads) Get(ctx context.Context, id string) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return Run{}, err
 	}
-	r, err := s.store.get(ctx, subject.OrganizationID, id)
+	r, err := s.k.store.get(ctx, subject.OrganizationID, id)
 	if err != nil {
 		return Run{}, err
 	}
-	if err := s.visible(ctx, subject, r); err != nil {
+	if err := s.k.visible(ctx, subject, r); err != nil {
 		return Run{}, err
 	}
 	return r, nil
@@ -35,7 +35,7 @@ func (s *Service) Get(ctx context.Context, id string) (Run, error) {
 
 // visible refuses, as not found, a run of another organization or in a restricted
 // environment the subject may not see (the environment's rule, environment.Visible).
-func (s *Service) visible(ctx context.Context, subject authz.Subject, r Run) error {
+func (s *core) visible(ctx context.Context, subject authz.Subject, r Run) error {
 	if r.OrganizationID != subject.OrganizationID {
 		return fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound)
 	}
@@ -46,7 +46,7 @@ func (s *Service) visible(ctx context.Context, subject authz.Subject, r Run) err
 }
 
 // list lists the subject's organization's runs that the subject may see.
-func (s *Service) list(ctx context.Context, q listQuery) ([]Run, error) {
+func (s *core) list(ctx context.Context, q listQuery) ([]Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
@@ -59,17 +59,17 @@ func (s *Service) list(ctx context.Context, q listQuery) ([]Run, error) {
 }
 
 // ListForWorkspace returns the runs of a workspace, newest first, drift checks aside.
-func (s *Service) ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]Run, error) {
+func (s *Reads) ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]Run, error) {
 	if limit <= 0 || limit > 200 {
 		limit = 50
 	}
 	// Drift checks come every hour in production: the workspace page shows its newest
 	// in its own section, the runs list has them all.
-	return s.list(ctx, listQuery{workspaceID: workspaceID, notKinds: []Kind{KindDrift}, order: "number DESC", limit: limit})
+	return s.k.list(ctx, listQuery{workspaceID: workspaceID, notKinds: []Kind{KindDrift}, order: "number DESC", limit: limit})
 }
 
 // ListMine returns the newest runs the subject requested (a requester's landing page).
-func (s *Service) ListMine(ctx context.Context, limit int) ([]Run, error) {
+func (s *Reads) ListMine(ctx context.Context, limit int) ([]Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
@@ -77,12 +77,12 @@ func (s *Service) ListMine(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 || limit > 200 {
 		limit = 20
 	}
-	return s.list(ctx, listQuery{requestedBy: subject.UserID, order: "created_at DESC", limit: limit})
+	return s.k.list(ctx, listQuery{requestedBy: subject.UserID, order: "created_at DESC", limit: limit})
 }
 
 // History returns the audit events of run r (read through Get), oldest first: the
 // gate timeline's evidence.
-func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {
+func (s *Reads) History(ctx context.Context, r Run) ([]audit.Event, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
@@ -90,11 +90,11 @@ func (s *Service) History(ctx context.Context, r Run) ([]audit.Event, error) {
 	if r.OrganizationID != subject.OrganizationID {
 		return nil, errs.ErrNotFound
 	}
-	return s.audit.OfTarget(ctx, r.OrganizationID, "run", r.ID)
+	return s.k.audit.OfTarget(ctx, r.OrganizationID, "run", r.ID)
 }
 
 // Artifact returns a decrypted artifact of run r (read through Get).
-func (s *Service) Artifact(ctx context.Context, r Run, id *string) ([]byte, error) {
+func (s *Reads) Artifact(ctx context.Context, r Run, id *string) ([]byte, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (s *Service) Artifact(ctx context.Context, r Run, id *string) ([]byte, erro
 	if id == nil || r.OrganizationID != subject.OrganizationID {
 		return nil, errs.ErrNotFound
 	}
-	data, _, err := s.artifacts.Get(ctx, subject.OrganizationID, *id)
+	data, _, err := s.k.artifacts.Get(ctx, subject.OrganizationID, *id)
 	return data, err
 }
 
@@ -120,7 +120,7 @@ type ReviewData struct {
 
 // Review reads run r's plan for review (r read through Get). A run without a plan yet
 // is errs.ErrNotFound.
-func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
+func (s *Reads) Review(ctx context.Context, r Run) (ReviewData, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return ReviewData{}, err
@@ -128,7 +128,7 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	if r.OrganizationID != subject.OrganizationID || r.PlanJSONArtifactID == nil {
 		return ReviewData{}, errs.ErrNotFound
 	}
-	planJSON, _, err := s.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID)
+	planJSON, _, err := s.k.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID)
 	if err != nil {
 		return ReviewData{}, err
 	}
@@ -137,7 +137,7 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 		return ReviewData{}, err
 	}
 	var out ReviewData
-	facts, err := s.catalog.Facts(r.TemplateName)
+	facts, err := s.k.catalog.Facts(r.TemplateName)
 	if err != nil {
 		// A template the catalog no longer offers: classify without its type facts.
 		facts = TemplateFacts{}
@@ -148,11 +148,11 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 	if out.Doc, err = review.Load(planJSON); err != nil {
 		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
-	if out.Rollback, err = s.rollbackReview(ctx, r, out.Classification, facts); err != nil {
+	if out.Rollback, err = s.k.rollbackReview(ctx, r, out.Classification, facts); err != nil {
 		return ReviewData{}, err
 	}
 	if r.PolicyEvaluationID != nil {
-		ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+		ev, overrides, err := s.k.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 		if err != nil {
 			return ReviewData{}, err
 		}
@@ -163,7 +163,7 @@ func (s *Service) Review(ctx context.Context, r Run) (ReviewData, error) {
 
 // Gates reads what the run page's timeline shows of run r's plan gates (r read through
 // Get): the stored policy evaluation and its overrides.
-func (s *Service) Gates(ctx context.Context, r Run) (Gates, error) {
+func (s *Reads) Gates(ctx context.Context, r Run) (Gates, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return Gates{}, err
@@ -174,7 +174,7 @@ func (s *Service) Gates(ctx context.Context, r Run) (Gates, error) {
 	if r.PolicyEvaluationID == nil {
 		return Gates{}, nil
 	}
-	ev, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	ev, overrides, err := s.k.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
 	if err != nil {
 		return Gates{}, err
 	}
@@ -183,7 +183,7 @@ func (s *Service) Gates(ctx context.Context, r Run) (Gates, error) {
 
 // Clock is the database clock now: pages that say who may decide judge escalations by
 // it, as the decisions do.
-func (s *Service) Clock(ctx context.Context) (time.Time, error) { return s.now(ctx) }
+func (s *Reads) Clock(ctx context.Context) (time.Time, error) { return s.k.now(ctx) }
 
 // Gates is what the timeline shows of the plan gates beyond the run row: the stored
 // policy evaluation (nil: none was recorded) and its overrides.

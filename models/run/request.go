@@ -57,14 +57,14 @@ type Request struct {
 var workspaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // inTx runs fn in one transaction (joining the one in ctx, if any).
-func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+func (s *core) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	return db.Tx(ctx, s.store.db, fn)
 }
 
 // Validate checks a request without writing anything: every problem is a field
 // message. It returns the validated template inputs and the workspace the run would
 // use (nil when it would be created).
-func (s *Service) Validate(ctx context.Context, req Request) (Validated, *workspace.Workspace, error) {
+func (s *Requests) Validate(ctx context.Context, req Request) (Validated, *workspace.Workspace, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Validated{}, nil, err
@@ -88,7 +88,7 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	if strings.TrimSpace(req.Template) == "" {
 		v.Add("template", "Choose a template from the catalog.")
 	} else {
-		validated, err = s.catalog.Validate(req.Template, req.Inputs)
+		validated, err = s.k.catalog.Validate(req.Template, req.Inputs)
 		var fields *errs.Validation
 		switch {
 		case errors.Is(err, errs.ErrNotFound):
@@ -104,7 +104,7 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 	var ws *workspace.Workspace
 	var a Actor
 	if envOK {
-		if a, err = s.actorFor(ctx, subject, env); err != nil {
+		if a, err = s.k.actorFor(ctx, subject, env); err != nil {
 			return Validated{}, nil, err
 		}
 		// A restricted environment without a grant does not exist for the person (DESIGN
@@ -115,14 +115,14 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 		}
 	}
 	if envOK {
-		chosen, offered := s.runners.pick(env.Executor)
+		chosen, offered := s.k.runners.pick(env.Executor)
 		if !offered {
 			v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", env.Name, env.Executor))
 		}
 		validated.Runner = chosen
 		mayRequest(a, env, chosen, v)
 		if workspaceName.MatchString(name) {
-			if ws, err = s.workspaces.Find(ctx, subject.OrganizationID, env.ID, name); err != nil {
+			if ws, err = s.k.workspaces.Find(ctx, subject.OrganizationID, env.ID, name); err != nil {
 				return Validated{}, nil, err
 			}
 			if ws != nil && validated.Template != "" && ws.TemplateName != validated.Template {
@@ -130,7 +130,7 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 			}
 			// A typo must not quietly make a second workspace beside the one meant.
 			if ws == nil && !req.NewWorkspace && req.Kind != KindDestroy {
-				names, err := s.workspaces.Names(ctx, subject.OrganizationID, env.ID)
+				names, err := s.k.workspaces.Names(ctx, subject.OrganizationID, env.ID)
 				if err != nil {
 					return Validated{}, nil, err
 				}
@@ -145,7 +145,7 @@ func (s *Service) Validate(ctx context.Context, req Request) (Validated, *worksp
 		v.Add("workspace", "There is nothing to destroy: the workspace does not exist.")
 	}
 	if ws != nil && req.Kind.Applies() {
-		w, err := s.windows.OpenOn(ctx, subject.OrganizationID, ws.ID)
+		w, err := s.k.windows.OpenOn(ctx, subject.OrganizationID, ws.ID)
 		if err != nil {
 			return Validated{}, nil, err
 		}
@@ -162,12 +162,12 @@ const unknownEnvironment = "Choose one of this organization's environments."
 
 // requestEnvironment reads the environment a request names; a field message (and ok
 // false) unless it is one of the subject's organization's.
-func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (environment.Environment, bool, error) {
+func (s *Requests) requestEnvironment(ctx context.Context, subject authz.Subject, id string, v *errs.Validation) (environment.Environment, bool, error) {
 	if strings.TrimSpace(id) == "" {
 		v.Add("environment", "Choose an environment.")
 		return environment.Environment{}, false, nil
 	}
-	env, err := s.environments.Lookup(ctx, subject.OrganizationID, id)
+	env, err := s.k.environments.Lookup(ctx, subject.OrganizationID, id)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
 		v.Add("environment", unknownEnvironment)
@@ -182,7 +182,7 @@ func (s *Service) requestEnvironment(ctx context.Context, subject authz.Subject,
 // generated config bundle (encrypted, with its digest), the QUEUED run, its audit
 // event and its plan job commit together. Bad input is *errs.Validation and nothing
 // is written.
-func (s *Service) Request(ctx context.Context, req Request) (Run, error) {
+func (s *Requests) Request(ctx context.Context, req Request) (Run, error) {
 	return s.request(ctx, req, nil)
 }
 
@@ -194,7 +194,7 @@ type promotion struct {
 }
 
 // request is Request, recording the run promoted from (nil for a plain request).
-func (s *Service) request(ctx context.Context, req Request, promotedFrom *promotion) (Run, error) {
+func (s *Requests) request(ctx context.Context, req Request, promotedFrom *promotion) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Run{}, err
@@ -208,12 +208,12 @@ func (s *Service) request(ctx context.Context, req Request, promotedFrom *promot
 		return Run{}, fmt.Errorf("encoding inputs: %w", err)
 	}
 	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
-		ws, err := s.workspaces.Ensure(ctx, subject.OrganizationID, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
+	err = s.k.inTx(ctx, func(ctx context.Context) error {
+		ws, err := s.k.workspaces.Ensure(ctx, subject.OrganizationID, req.EnvironmentID, strings.TrimSpace(req.Workspace), validated.Template)
 		if err != nil {
 			return err
 		}
-		cfg, err := s.catalog.Generate(validated, ws.ID, s.stateAddress(validated.Runner.Name, ws.ID))
+		cfg, err := s.k.catalog.Generate(validated, ws.ID, s.k.stateAddress(validated.Runner.Name, ws.ID))
 		if err != nil {
 			return fmt.Errorf("generating configuration: %w", err)
 		}
@@ -221,11 +221,11 @@ func (s *Service) request(ctx context.Context, req Request, promotedFrom *promot
 		if err != nil {
 			return err
 		}
-		cfgArt, err := s.artifacts.Put(ctx, subject.OrganizationID, ws.ID, artifact.ConfigBundle, tarball)
+		cfgArt, err := s.k.artifacts.Put(ctx, subject.OrganizationID, ws.ID, artifact.ConfigBundle, tarball)
 		if err != nil {
 			return err
 		}
-		out, err = s.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
+		out, err = s.k.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
 			template: validated.Template, version: validated.Version, moduleDigest: validated.ModuleDigest, inputs: display,
 			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256, promotedFrom: promotedFrom,
 			sensitive: validated.Sensitive})
@@ -262,7 +262,7 @@ type queued struct {
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
 // transaction carried by ctx.
-func (s *Service) queue(ctx context.Context, subject authz.Subject, q queued) (Run, error) {
+func (s *core) queue(ctx context.Context, subject authz.Subject, q queued) (Run, error) {
 	number, err := s.workspaces.TakeRunNumber(ctx, q.workspaceID)
 	if err != nil {
 		return Run{}, err

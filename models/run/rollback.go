@@ -24,18 +24,18 @@ import (
 // organization's version, or one of another workspace, is not found; the current
 // version, one no run wrote, a destroy's empty state, or a bundle that can no longer be
 // planned is refused with the reason.
-func (s *Service) RollBack(ctx context.Context, workspaceID, versionID string) (Run, error) {
+func (s *Rollbacks) RollBack(ctx context.Context, workspaceID, versionID string) (Run, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return Run{}, err
 	}
 	var out Run
-	err = s.inTx(ctx, func(ctx context.Context) error {
+	err = s.k.inTx(ctx, func(ctx context.Context) error {
 		v, src, err := s.rollbackSource(ctx, subject, workspaceID, versionID)
 		if err != nil {
 			return err
 		}
-		out, err = s.queue(ctx, subject, queued{workspaceID: src.WorkspaceID, environmentID: src.EnvironmentID, kind: KindApply,
+		out, err = s.k.queue(ctx, subject, queued{workspaceID: src.WorkspaceID, environmentID: src.EnvironmentID, kind: KindApply,
 			template: src.TemplateName, version: src.TemplateVersion, moduleDigest: src.ModuleDigest, inputs: src.Inputs,
 			runner: RunnerInfo{Name: src.Runner, Simulated: src.Simulated}, configArtifactID: src.ConfigArtifactID,
 			configDigest: src.ConfigDigest, source: src, rollback: &v})
@@ -56,7 +56,7 @@ type RollbackCandidate struct {
 // RollbackCandidate says what rolling workspaceID back to versionID would re-apply, or
 // why it cannot (the page that asks before a rollback); another organization's or
 // another workspace's version is not found.
-func (s *Service) RollbackCandidate(ctx context.Context, workspaceID, versionID string) (RollbackCandidate, error) {
+func (s *Rollbacks) RollbackCandidate(ctx context.Context, workspaceID, versionID string) (RollbackCandidate, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
 	if err != nil {
 		return RollbackCandidate{}, err
@@ -77,8 +77,8 @@ func (s *Service) RollbackCandidate(ctx context.Context, workspaceID, versionID 
 // rollbackSource is the version a rollback goes to and the run that wrote it, once
 // every check passed (the refusals in words; the version, and the run when there is
 // one, also with a refusal).
-func (s *Service) rollbackSource(ctx context.Context, subject authz.Subject, workspaceID, versionID string) (StateVersionInfo, *Run, error) {
-	v, err := s.states.VersionInfo(ctx, subject.OrganizationID, versionID)
+func (s *Rollbacks) rollbackSource(ctx context.Context, subject authz.Subject, workspaceID, versionID string) (StateVersionInfo, *Run, error) {
+	v, err := s.k.states.VersionInfo(ctx, subject.OrganizationID, versionID)
 	if err != nil {
 		return StateVersionInfo{}, nil, err
 	}
@@ -88,15 +88,15 @@ func (s *Service) rollbackSource(ctx context.Context, subject authz.Subject, wor
 	if v.RunID == "" {
 		return v, nil, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d was not written by a run, so there are no inputs to re-apply.", v.Serial))
 	}
-	src, err := s.store.get(ctx, subject.OrganizationID, v.RunID)
+	src, err := s.k.store.get(ctx, subject.OrganizationID, v.RunID)
 	if err != nil {
 		return StateVersionInfo{}, nil, err
 	}
 	// The workspace is the source run's: what the person may not see is not found.
-	if err := s.visible(ctx, subject, src); err != nil {
+	if err := s.k.visible(ctx, subject, src); err != nil {
 		return StateVersionInfo{}, nil, err
 	}
-	current, err := s.states.Predecessor(ctx, subject.OrganizationID, workspaceID)
+	current, err := s.k.states.Predecessor(ctx, subject.OrganizationID, workspaceID)
 	if err != nil {
 		return v, &src, err
 	}
@@ -106,15 +106,15 @@ func (s *Service) rollbackSource(ctx context.Context, subject authz.Subject, wor
 	case src.Kind == KindDestroy:
 		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d is what the destroy of run %s left: to destroy again, use Destroy.", v.Serial, src.Label()))
 	}
-	env, err := s.environments.Lookup(ctx, src.OrganizationID, src.EnvironmentID)
+	env, err := s.k.environments.Lookup(ctx, src.OrganizationID, src.EnvironmentID)
 	if err != nil {
 		return v, &src, err
 	}
-	a, err := s.actorFor(ctx, subject, env)
+	a, err := s.k.actorFor(ctx, subject, env)
 	if err != nil {
 		return v, &src, err
 	}
-	chosen, offered := s.runners.pick(env.Executor)
+	chosen, offered := s.k.runners.pick(env.Executor)
 	if !offered || chosen.Name != src.Runner {
 		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("Environment %s no longer runs jobs on the %s executor run %s was planned for, so its configuration cannot be planned again: request the change from the catalog.",
 			env.Name, src.Runner, src.Label()))
@@ -126,7 +126,7 @@ func (s *Service) rollbackSource(ctx context.Context, subject authz.Subject, wor
 	}
 	// The stored bundle holds the module tree and lock file; the gates need the
 	// template's facts (irreversible types, prices) from the catalog.
-	if _, err := s.catalog.Facts(src.TemplateName); err != nil {
+	if _, err := s.k.catalog.Facts(src.TemplateName); err != nil {
 		return v, &src, errs.Explain(errs.ErrConflict, fmt.Sprintf("The catalog no longer offers template %s, so a plan of run %s's configuration cannot be assessed.", src.TemplateName, src.Label()))
 	}
 	return v, &src, nil
@@ -144,7 +144,7 @@ type RollbackReview struct {
 
 // rollbackReview compares rollback r's plan and the state it was planned against with
 // the version it rolls back to.
-func (s *Service) rollbackReview(ctx context.Context, r Run, res classify.Result, facts TemplateFacts) (*RollbackReview, error) {
+func (s *core) rollbackReview(ctx context.Context, r Run, res classify.Result, facts TemplateFacts) (*RollbackReview, error) {
 	if r.RollbackVersionID == nil {
 		return nil, nil
 	}

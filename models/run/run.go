@@ -157,7 +157,10 @@ func (r Run) LogValue() slog.Value {
 // Label is the run's human name within its workspace, e.g. "#3".
 func (r Run) Label() string { return fmt.Sprintf("#%d", r.Number) }
 
-// transition moves the run to state to, recording why, if the table allows it.
+// transition moves the run to state to, recording why, if the table allows it. It is
+// the one way a phase moves a run (planning, running, verifying, succeeded, failed,
+// stale, expired, interrupted): the table in state.go is the rule, so no verb stands
+// for a target state; the decisions below add the preconditions a person must meet.
 func (r *Run) transition(to State, reason string) error {
 	// A hard policy block is final although POLICY_BLOCKED itself is not terminal.
 	if !CanTransition(r.State, to) || r.Finished() {
@@ -221,7 +224,7 @@ func (r *Run) Approve(d Decider, ev Evidence, now time.Time) error {
 	if r.State != PendingApproval {
 		return &TransitionError{From: r.State, To: Approved}
 	}
-	if err := r.checkEvidence(ev); err != nil {
+	if err := ev.check(*r); err != nil {
 		return err
 	}
 	if err := r.transition(Approved, "approved by "+d.Name); err != nil {
@@ -271,7 +274,7 @@ func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error
 	if reason == "" {
 		return ErrReasonRequired
 	}
-	if err := r.checkEvidence(ev); err != nil {
+	if err := ev.check(*r); err != nil {
 		return err
 	}
 	if err := r.transition(Rejected, "rejected by "+d.Name+": "+reason); err != nil {
@@ -307,27 +310,14 @@ func (r *Run) ReleasePolicyBlock(reason string) error {
 	return r.transition(PendingApproval, reason)
 }
 
-// StartPlanning moves a queued run into planning.
-func (r *Run) StartPlanning() error { return r.transition(Planning, "") }
-
-// Fail ends the run with the reason a person needs to act on.
-func (r *Run) Fail(reason string) error { return r.transition(Failed, reason) }
-
-// StartApply moves an approved run into applying.
-func (r *Run) StartApply() error { return r.transition(Running, "") }
-
 // RefuseApply ends an approved run whose pre-apply checks failed: the worker started
 // (RUNNING) and stopped before its first side effect (FAILED), as the table requires.
 func (r *Run) RefuseApply(reason string) error {
-	if err := r.StartApply(); err != nil {
+	if err := r.transition(Running, ""); err != nil {
 		return err
 	}
-	return r.Fail(reason + "; nothing was applied")
+	return r.transition(Failed, reason+"; nothing was applied")
 }
-
-// Interrupt marks an apply whose worker died: the state lock stays fenced and an admin
-// must recover it; it is never re-applied blindly.
-func (r *Run) Interrupt(reason string) error { return r.transition(ApplyInterrupted, reason) }
 
 // Recover closes an interrupted apply: an admin checked what the dead worker left
 // behind; the run ends FAILED and the workspace is free again.
@@ -340,18 +330,6 @@ func (r *Run) Recover(d Decider, reason string) error {
 	}
 	return r.transition(Failed, "recovered by "+d.Name+" after an interrupted apply: "+strings.TrimSpace(reason))
 }
-
-// StartVerify moves an applied run into verification.
-func (r *Run) StartVerify() error { return r.transition(Verifying, "") }
-
-// Succeed ends a verified run.
-func (r *Run) Succeed() error { return r.transition(Succeeded, "applied and verified") }
-
-// Expire ends a run whose decision window or approval validity ran out.
-func (r *Run) Expire(reason string) error { return r.transition(Expired, reason) }
-
-// MarkStale ends a run whose plan no longer matches the workspace's state.
-func (r *Run) MarkStale(reason string) error { return r.transition(Stale, reason) }
 
 // FinishPlanAs moves a planning run to the outcome of its plan (PLANNED, NO_CHANGES,
 // POLICY_BLOCKED, PENDING_APPROVAL); self-service approval goes through

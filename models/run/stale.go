@@ -11,21 +11,21 @@ import (
 // write's first audit event (update's lock order). While the writer holds the
 // workspace's state lock no other run starts waiting on that workspace (FinishPlan
 // takes the same lock, shared), so these are all the runs StateWritten will touch.
-func (s *Service) LockWaiting(ctx context.Context, orgID, workspaceID string) error {
-	ids, err := s.store.waitingIn(ctx, workspaceID)
+func (s *Staleness) LockWaiting(ctx context.Context, orgID, workspaceID string) error {
+	ids, err := s.k.store.waitingIn(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
-	return s.store.lockRuns(ctx, ids)
+	return s.k.store.lockRuns(ctx, ids)
 }
 
 // StateWritten marks the runs of the workspace that wait for a decision (PENDING_APPROVAL,
 // a soft POLICY_BLOCKED) or for their apply (APPROVED) STALE, with the reason, unless
 // their plan was computed against the version just written. The run that wrote it
 // (byRunID, applying) is never among them. It joins the transaction in ctx.
-func (s *Service) StateWritten(ctx context.Context, orgID, workspaceID string, written Predecessor, byRunID string) error {
-	return s.inTx(ctx, func(ctx context.Context) error {
-		ids, err := s.store.waitingIn(ctx, workspaceID)
+func (s *Staleness) StateWritten(ctx context.Context, orgID, workspaceID string, written Predecessor, byRunID string) error {
+	return s.k.inTx(ctx, func(ctx context.Context) error {
+		ids, err := s.k.store.waitingIn(ctx, workspaceID)
 		if err != nil {
 			return err
 		}
@@ -33,12 +33,12 @@ func (s *Service) StateWritten(ctx context.Context, orgID, workspaceID string, w
 			if id == byRunID {
 				continue
 			}
-			_, err := s.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+			_, err := s.k.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 				mine := EvidenceOf(*r).Predecessor
 				if !(r.Waiting() || r.State == Approved) || mine == written {
 					return ErrSkip
 				}
-				return r.MarkStale(fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", written, mine))
+				return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", written, mine))
 			})
 			if err != nil && !errors.Is(err, ErrSkip) {
 				return err

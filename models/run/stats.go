@@ -16,9 +16,9 @@ type StateCount struct {
 // StateCounts counts every organization's runs by environment and state: the
 // operators' metric (/metrics), read from the database so every replica reports the
 // same. The system reads it; it holds counts only, never a run.
-func (s *Service) StateCounts(ctx context.Context) ([]StateCount, error) {
+func (s *Reads) StateCounts(ctx context.Context) ([]StateCount, error) {
 	var out []StateCount
-	err := s.store.conn(ctx).Raw(`SELECT organization_id, environment_id, state, count(*) AS count FROM runs
+	err := s.k.store.conn(ctx).Raw(`SELECT organization_id, environment_id, state, count(*) AS count FROM runs
 		GROUP BY organization_id, environment_id, state ORDER BY 1, 2, 3`).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("counting runs by state: %w", err)

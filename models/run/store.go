@@ -12,8 +12,9 @@ import (
 	"gantry/models/db"
 )
 
-// store holds the run aggregate's own queries: the runs and run_escalations tables.
-// Everything else runs need comes through the interfaces in deps.go.
+// store holds the run aggregate's own queries: the runs and run_escalations tables
+// (leaseTable and logTable hold the leases' and the live logs'). Everything else runs
+// need comes through the interfaces in deps.go.
 type store struct{ db *gorm.DB }
 
 func (st store) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, st.db) }

@@ -23,7 +23,7 @@ import (
 // event takes and holds to the commit. A transaction that changes several runs (a
 // state write, a member's demotion) locks all of them, in id order, before its first
 // audit event (lockRuns): one order everywhere, no deadlock.
-func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
+func (s *core) update(ctx context.Context, orgID, id string, actor *authz.Subject, fn func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
 	var out Run
 	err := db.Tx(ctx, s.store.db, func(ctx context.Context) error {
 		r, err := s.store.lock(ctx, orgID, id)
@@ -34,7 +34,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		if err != nil {
 			return err
 		}
-		before, wasWaiting := r.State, r.awaitsDecision()
+		before, wasWaiting := r.State, r.Waiting()
 		var answer error
 		if err := fn(ctx, &r, now); err != nil {
 			if !db.MustCommit(err) {
@@ -45,7 +45,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 		// A lease lives only while the run is in its phase's state: leaving it (a
 		// finish, a cancel) ends the lease, and its worker's next heartbeat stops.
 		if r.State != before {
-			if err := s.store.endLeasesBut(ctx, r.ID, phaseOf(r.State)); err != nil {
+			if err := s.leases.endLeasesBut(ctx, r.ID, phaseOf(r.State)); err != nil {
 				return err
 			}
 		}
@@ -77,7 +77,7 @@ func (s *Service) update(ctx context.Context, orgID, id string, actor *authz.Sub
 				return err
 			}
 		}
-		if wasWaiting || r.awaitsDecision() {
+		if wasWaiting || r.Waiting() {
 			if err := s.refreshDeciders(ctx, r, now); err != nil {
 				return err
 			}

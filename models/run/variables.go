@@ -50,7 +50,7 @@ func variablesAAD(orgID, runID string) []byte {
 
 // sealVariables stores values (input name -> string, float64 or bool, as the catalog
 // validated them) sealed for run r, in the transaction in ctx. No values: nothing.
-func (s *Service) sealVariables(ctx context.Context, r Run, values map[string]any) error {
+func (s *core) sealVariables(ctx context.Context, r Run, values map[string]any) error {
 	if len(values) == 0 {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (s *Service) sealVariables(ctx context.Context, r Run, values map[string]an
 
 // sensitiveValues are run r's sealed values, opened (nil when it has none: no
 // sensitive input, or a run whose bundle still holds them as literals).
-func (s *Service) sensitiveValues(ctx context.Context, r Run) (map[string]any, error) {
+func (s *core) sensitiveValues(ctx context.Context, r Run) (map[string]any, error) {
 	sealed, err := s.store.variables(ctx, r)
 	if err != nil || sealed == nil {
 		return nil, err
@@ -86,8 +86,8 @@ func (s *Service) sensitiveValues(ctx context.Context, r Run) (map[string]any, e
 // phaseSecrets are what a phase of run r (config, its bundle) needs of its sensitive
 // inputs: the variables a plan or a verification hands its runner, and the values its
 // live log masks: the sealed ones, and the literals an older bundle still holds.
-func (s *Service) phaseSecrets(ctx context.Context, r Run, config []byte) (Variables, []string, error) {
-	values, err := s.sensitiveValues(ctx, r)
+func (s *Jobs) phaseSecrets(ctx context.Context, r Run, config []byte) (Variables, []string, error) {
+	values, err := s.k.sensitiveValues(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Service) phaseSecrets(ctx context.Context, r Run, config []byte) (Varia
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	return vars, slices.Concat(s.catalog.Secrets(r.TemplateName, config), secretsOf(values)), nil
+	return vars, slices.Concat(s.k.catalog.Secrets(r.TemplateName, config), secretsOf(values)), nil
 }
 
 // variablesOf turns sealed values into TF_VAR_ texts.

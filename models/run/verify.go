@@ -23,31 +23,31 @@ type VerifyWork struct {
 
 // BeginVerify takes a lease for claim on a run being verified and returns the
 // applied state to verify, or ErrSkip.
-func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (VerifyWork, error) {
+func (s *Verifies) BeginVerify(ctx context.Context, runID string, claim Claim) (VerifyWork, error) {
 	var work VerifyWork
-	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+	r, err := s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Verifying || r.NewStateVersionID == nil {
 			return ErrSkip
 		}
-		l, _, err := s.leaseFor(ctx, *r, JobVerify, claim)
+		l, _, err := s.jobs.leaseFor(ctx, *r, JobVerify, claim)
 		if err != nil {
 			return err
 		}
 		work.Lease = l
 		// The apply has released its lock; a lock this run still holds is a verify
 		// attempt that died mid-way: fence it so the retry can lock.
-		if s.fencer != nil && !r.Simulated {
-			held, err := s.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
+		if s.k.fencer != nil && !r.Simulated {
+			held, err := s.k.fencer.HoldsLock(ctx, r.WorkspaceID, r.ID)
 			if err != nil {
 				return err
 			}
 			if held {
-				if err := s.fence(ctx, *r, "the worker verifying this run stopped; verifying again"); err != nil {
+				if err := s.jobs.fence(ctx, *r, "the worker verifying this run stopped; verifying again"); err != nil {
 					return err
 				}
 			}
 		}
-		in, err := s.phaseInputs(ctx, *r, r.NewStateVersionID)
+		in, err := s.jobs.phaseInputs(ctx, *r, r.NewStateVersionID)
 		work.Config, work.State, work.Variables, work.Secrets = in.config, in.state, in.vars, in.secrets
 		return err
 	})
@@ -60,28 +60,28 @@ func (s *Service) BeginVerify(ctx context.Context, runID string, claim Claim) (V
 
 // FinishVerify ends the run verified under lease l: SUCCEEDED when the live resources
 // match the applied state, FAILED with the residual drift otherwise.
-func (s *Service) FinishVerify(ctx context.Context, l Lease, converged bool, log []byte) (Run, error) {
-	return s.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+func (s *Verifies) FinishVerify(ctx context.Context, l Lease, converged bool, log []byte) (Run, error) {
+	return s.k.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if r.State != Verifying {
 			return ErrSkip
 		}
-		if err := s.store.holds(ctx, l); err != nil {
+		if err := s.k.leases.holds(ctx, l); err != nil {
 			return err
 		}
-		a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.VerifyLog, log)
+		a, err := s.k.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.VerifyLog, log)
 		if err != nil {
 			return err
 		}
 		r.VerifyLogArtifactID = &a.ID
 		if !converged {
-			return r.Fail("verification found drift between the live resources and the applied state")
+			return r.transition(Failed, "verification found drift between the live resources and the applied state")
 		}
-		if err := r.Succeed(); err != nil {
+		if err := r.transition(Succeeded, "applied and verified"); err != nil {
 			return err
 		}
 		// A codification is proven by the drift check after it finding nothing.
 		if r.Kind == KindCodify && r.BreakglassWindowID != nil {
-			if _, err := s.DriftCheckFor(ctx, r.OrganizationID, r.WorkspaceID, *r.BreakglassWindowID); err != nil && !errors.Is(err, ErrSkip) {
+			if _, err := s.drift.DriftCheckFor(ctx, r.OrganizationID, r.WorkspaceID, *r.BreakglassWindowID); err != nil && !errors.Is(err, ErrSkip) {
 				return err
 			}
 		}

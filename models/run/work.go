@@ -42,8 +42,8 @@ type PlanWork struct {
 // ExecutorOf names the executor run runID was requested on (every phase uses it): a
 // worker asks before beginning a phase, so a job whose executor is still being prepared
 // waits without changing the run.
-func (s *Service) ExecutorOf(ctx context.Context, runID string) (string, error) {
-	r, err := s.store.get(ctx, "", runID)
+func (s *Jobs) ExecutorOf(ctx context.Context, runID string) (string, error) {
+	r, err := s.k.store.get(ctx, "", runID)
 	if err != nil {
 		return "", err
 	}
@@ -54,28 +54,28 @@ func (s *Service) ExecutorOf(ctx context.Context, runID string) (string, error) 
 // config and the state it is planned against. A run found in PLANNING without a live
 // lease of another job was left there by a worker that died: planning has no side
 // effects, so it is planned again.
-func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (PlanWork, error) {
+func (s *Plans) BeginPlan(ctx context.Context, runID string, claim Claim) (PlanWork, error) {
 	var work PlanWork
-	r, err := s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+	r, err := s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		switch r.State {
 		case Queued:
-			if err := r.StartPlanning(); err != nil {
+			if err := r.transition(Planning, ""); err != nil {
 				return err
 			}
-			l, _, err := s.leaseFor(ctx, *r, JobPlan, claim)
+			l, _, err := s.jobs.leaseFor(ctx, *r, JobPlan, claim)
 			if err != nil {
 				return err
 			}
 			work.Lease = l
 		case Planning:
-			l, _, err := s.leaseFor(ctx, *r, JobPlan, claim)
+			l, _, err := s.jobs.leaseFor(ctx, *r, JobPlan, claim)
 			if err != nil {
 				return err
 			}
 			work.Lease = l
 			// The earlier attempt's job may have died holding the state lock: fence it
 			// (release the lock, revoke its credentials) before planning again.
-			if err := s.fence(ctx, *r, "the worker planning this run stopped; planning again"); err != nil {
+			if err := s.jobs.fence(ctx, *r, "the worker planning this run stopped; planning again"); err != nil {
 				return err
 			}
 			work.Restarted = true
@@ -83,7 +83,7 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 			return ErrSkip
 		}
 		r.PlanRevision++
-		prior, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+		prior, err := s.k.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 				return err
 			}
 		}
-		in, err := s.phaseInputs(ctx, *r, r.PriorStateVersionID)
+		in, err := s.jobs.phaseInputs(ctx, *r, r.PriorStateVersionID)
 		work.Config, work.PriorState, work.Variables, work.Secrets = in.config, in.state, in.vars, in.secrets
 		return err
 	})
@@ -112,20 +112,20 @@ func (s *Service) BeginPlan(ctx context.Context, runID string, claim Claim) (Pla
 // configuration it carries (else it is STALE: a newer apply changed what is expected);
 // a drift check then holds the workspace's apply slot while it plans, so it never
 // overlaps an apply (ErrWorkspaceBusy: try again later).
-func (s *Service) beginRefreshOnly(ctx context.Context, r *Run, prior Predecessor) error {
+func (s *Plans) beginRefreshOnly(ctx context.Context, r *Run, prior Predecessor) error {
 	writer := ""
 	if !prior.None() {
-		v, err := s.states.VersionInfo(ctx, r.OrganizationID, prior.VersionID)
+		v, err := s.k.states.VersionInfo(ctx, r.OrganizationID, prior.VersionID)
 		if err != nil {
 			return err
 		}
 		writer = v.RunID
 	}
 	if r.SourceRunID == nil || writer != *r.SourceRunID {
-		return r.MarkStale(fmt.Sprintf("the workspace state moved to %s since this %s was asked for; ask again", prior, map[bool]string{true: "drift check", false: "codification"}[r.Kind == KindDrift]))
+		return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s since this %s was asked for; ask again", prior, map[bool]string{true: "drift check", false: "codification"}[r.Kind == KindDrift]))
 	}
 	if r.Kind == KindDrift {
-		return s.takeSlot(ctx, *r)
+		return s.jobs.takeSlot(ctx, *r)
 	}
 	return nil
 }
@@ -158,9 +158,9 @@ type PlanOutcome struct {
 // policy failure blocks the run for good and a soft-mandatory one until an admin
 // overrides it; otherwise the approval matrix decides between a self-service approval
 // and a person's. Only the attempt that still owns the plan revision records anything.
-func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) {
+func (s *Plans) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) {
 	runID := out.Lease.RunID
-	current, err := s.store.get(ctx, "", runID)
+	current, err := s.k.store.get(ctx, "", runID)
 	if err != nil {
 		return Run{}, err
 	}
@@ -176,13 +176,13 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 	// attributes changed, and keeps only their names.
 	planJSON, err := RedactPlan(out.PlanJSON)
 	if err != nil {
-		return s.FailPhase(ctx, out.Lease, out.Log, "the plan JSON could not be redacted: "+err.Error())
+		return s.jobs.FailPhase(ctx, out.Lease, out.Log, "the plan JSON could not be redacted: "+err.Error())
 	}
 	out.PlanJSON = planJSON
 	// A drift check is never gated: what it found is attributed instead (finishDrift).
 	var a Assessment
 	if current.Kind != KindDrift {
-		a, err = s.assessPlan(ctx, current, out.PlanJSON)
+		a, err = s.jobs.assessPlan(ctx, current, out.PlanJSON)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -191,13 +191,13 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 		// The gates fail the same way on every retry (a template gone from the catalog,
 		// an org bundle that does not compile, a policy that runs out of time): end the
 		// run with the reason instead of leaving it in PLANNING.
-		return s.FailPhase(ctx, out.Lease, out.Log, "the plan gates could not run: "+err.Error())
+		return s.jobs.FailPhase(ctx, out.Lease, out.Log, "the plan gates could not run: "+err.Error())
 	}
-	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+	return s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != Planning || r.PlanRevision != out.Revision {
 			return ErrSkip
 		}
-		if err := s.store.holds(ctx, out.Lease); err != nil {
+		if err := s.k.leases.holds(ctx, out.Lease); err != nil {
 			return err
 		}
 		files := []struct {
@@ -206,7 +206,7 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 			id   **string
 		}{{artifact.PlanFile, out.PlanFile, &r.PlanArtifactID}, {artifact.PlanJSON, out.PlanJSON, &r.PlanJSONArtifactID}, {artifact.PlanLog, out.Log, &r.PlanLogArtifactID}}
 		for _, f := range files {
-			a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, f.kind, f.data)
+			a, err := s.k.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, f.kind, f.data)
 			if err != nil {
 				return err
 			}
@@ -228,21 +228,21 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 		if r.Kind.Applies() && out.HasChanges {
 			// Held until this commits: a write waits, then finds this run waiting and
 			// marks it STALE; or it came first, and the comparison below sees it.
-			if err := s.states.HoldSteady(ctx, r.OrganizationID, r.WorkspaceID); err != nil {
+			if err := s.k.states.HoldSteady(ctx, r.OrganizationID, r.WorkspaceID); err != nil {
 				return err
 			}
-			current, err := s.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
+			current, err := s.k.states.Predecessor(ctx, r.OrganizationID, r.WorkspaceID)
 			if err != nil {
 				return err
 			}
 			if mine := EvidenceOf(*r).Predecessor; current != mine {
-				return r.MarkStale(fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
+				return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
 			}
-			if why, err := s.windowRefusal(ctx, *r); err != nil || why != "" {
-				return errors.Join(err, r.MarkStale(why+"; plan again after it"))
+			if why, err := s.k.windowRefusal(ctx, *r); err != nil || why != "" {
+				return errors.Join(err, r.transition(Stale, why+"; plan again after it"))
 			}
 		}
-		env, err := s.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+		env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 		if err != nil {
 			return err
 		}
@@ -265,7 +265,7 @@ func (s *Service) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) 
 }
 
 // assessPlan runs the plan gates on the plan a run's gates judge (gatedPlan).
-func (s *Service) assessPlan(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
+func (s *Jobs) assessPlan(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
 	gated, err := gatedPlan(r, planJSON)
 	if err != nil {
 		return Assessment{}, err
@@ -277,13 +277,13 @@ func (s *Service) assessPlan(ctx context.Context, r Run, planJSON []byte) (Asses
 // the break-glass window of the workspace that changed it (by the cloud's record of
 // who changed it after the state was written) or to nobody. Clean ends NO_CHANGES,
 // drift PLANNED; the workspace's windows awaiting codification hear of it.
-func (s *Service) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error {
+func (s *Plans) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error {
 	d := Drift{Serial: r.PriorSerial}
 	status := DriftClean
 	if out.HasChanges && len(out.Drift) > 0 {
 		var since time.Time
 		if r.PriorStateVersionID != nil {
-			v, err := s.states.VersionInfo(ctx, r.OrganizationID, *r.PriorStateVersionID)
+			v, err := s.k.states.VersionInfo(ctx, r.OrganizationID, *r.PriorStateVersionID)
 			if err != nil {
 				return err
 			}
@@ -297,7 +297,7 @@ func (s *Service) finishDrift(ctx context.Context, r *Run, out PlanOutcome) erro
 				}
 			}
 		}
-		windows, err := s.windows.Named(ctx, r.OrganizationID, r.WorkspaceID, ids)
+		windows, err := s.k.windows.Named(ctx, r.OrganizationID, r.WorkspaceID, ids)
 		if err != nil {
 			return err
 		}
@@ -312,7 +312,7 @@ func (s *Service) finishDrift(ctx context.Context, r *Run, out PlanOutcome) erro
 		return err
 	}
 	r.annotate(map[string]any{"drift_status": status, "drift": d})
-	return s.windows.DriftChecked(ctx, *r)
+	return s.k.windows.DriftChecked(ctx, *r)
 }
 
 // route sends a planned run that passed its policies to the decision its risk needs:
@@ -347,13 +347,13 @@ func policyNote(a Assessment) string {
 
 // FailPhase ends a run whose phase (held under lease l) failed, keeping the runner's
 // log as evidence.
-func (s *Service) FailPhase(ctx context.Context, l Lease, log []byte, reason string) (Run, error) {
+func (s *Jobs) FailPhase(ctx context.Context, l Lease, log []byte, reason string) (Run, error) {
 	phase := l.Phase
-	return s.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
+	return s.k.update(ctx, "", l.RunID, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 		if want, ok := phaseState[phase]; !ok || r.State != want {
 			return ErrSkip
 		}
-		if err := s.store.holds(ctx, l); err != nil {
+		if err := s.k.leases.holds(ctx, l); err != nil {
 			return err
 		}
 		// A failed phase may have left its state lock behind (tofu killed mid-run):
@@ -363,7 +363,7 @@ func (s *Service) FailPhase(ctx context.Context, l Lease, log []byte, reason str
 		}
 		if len(log) > 0 {
 			kind := map[JobKind]artifact.Kind{JobPlan: artifact.PlanLog, JobApply: artifact.ApplyLog, JobVerify: artifact.VerifyLog}[phase]
-			a, err := s.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, kind, log)
+			a, err := s.k.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, kind, log)
 			if err != nil {
 				return err
 			}
@@ -379,26 +379,26 @@ func (s *Service) FailPhase(ctx context.Context, l Lease, log []byte, reason str
 		// A failed apply that wrote state versions is attested too: what it wrote is
 		// the workspace's state now.
 		if phase == JobApply {
-			if err := s.attest(ctx, *r, "failed: "+reason); err != nil {
+			if err := s.k.attest(ctx, *r, "failed: "+reason); err != nil {
 				return fmt.Errorf("attesting the failed apply: %w", err)
 			}
 		}
-		return r.Fail(reason)
+		return r.transition(Failed, reason)
 	})
 }
 
 // ExpireIfDue ends a run still in state st once its deadline has passed by the
 // database clock. It never prepares an apply.
-func (s *Service) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
-	return s.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+func (s *Decisions) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
+	return s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.State != st {
 			return ErrSkip
 		}
 		switch {
 		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
-			return r.Expire("no decision within the decision window")
+			return r.transition(Expired, "no decision within the decision window")
 		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
-			return r.Expire("the approval expired before the apply started")
+			return r.transition(Expired, "the approval expired before the apply started")
 		}
 		return ErrSkip
 	})

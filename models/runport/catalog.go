@@ -13,7 +13,7 @@ type Validated struct {
 	// the generated config bundle only declares them, the run keeps them sealed
 	// (models/run/variables.go) and its runner gets them as TF_VAR_ environment variables.
 	Sensitive map[string]any
-	// Runner is the executor the environment's jobs run on (set by run.Service.Validate).
+	// Runner is the executor the environment's jobs run on (set by run.Requests.Validate).
 	Runner RunnerInfo
 }
 

@@ -23,7 +23,7 @@ type OrgMember struct {
 // MemberWatcher is what the members service (models/org) calls, in the transaction
 // that changes a member: demoting or removing a member or taking cloud.live away sends
 // that member's approvals that have not started applying back to waiting; any change
-// rewrites which waiting runs the member may decide (run.Service implements it).
+// rewrites which waiting runs the member may decide (run.Eligibility implements it).
 type MemberWatcher interface {
 	VoidApprovalsOf(ctx context.Context, orgID, userID, reason string) error
 	RefreshDecidersOf(ctx context.Context, orgID, userID string) error

@@ -1,7 +1,7 @@
 // Package timeline tells a run's story as the gates of DESIGN §2's sequence (request,
 // validation, plan, policy, cost, decision, apply, state, verification), each with how
 // far it got, when, by whom and why, from the run, its audit events and its plan gates
-// (run.Service.Gates). It is a read model outside the run lifecycle: it reads a run and
+// (run.Reads.Gates). It is a read model outside the run lifecycle: it reads a run and
 // decides nothing.
 package timeline
 

@@ -112,7 +112,7 @@ type Portal struct {
 	Credentials    *environment.Credentials
 	WorkspaceViews *workspace.Service
 	Identity       *identity.Issuer
-	Runs           *run.Service
+	Runs           *run.Runs
 	Previews       *run.Previewer
 	Evidence       *evidence.Reports
 	State          *state.Service
@@ -224,7 +224,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.mail = cfg.Mailer != nil
 
 	// The run lifecycle, then the services that call into it.
-	p.Runs, err = run.NewService(run.Config{
+	p.Runs, err = run.New(run.Config{
 		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: p.Queue.Enqueuer(), Catalog: catalog.ForRuns(p.Catalog),
 		Runners: offered,
 		StateAddress: func(runnerName, workspaceID string) string {
@@ -244,17 +244,17 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		return nil, err
 	}
 	// The request form's preview prices a simulated plan, whatever runs the real one.
-	p.Previews = run.NewPreviewer(p.Runs, mock.New())
+	p.Previews = run.NewPreviewer(p.Runs.Requests, mock.New())
 	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
-	p.State = state.NewService(p.StateStore, p.Runs)
-	p.Members = org.NewMembers(gdb, p.Audit, p.Runs)
-	p.Environments.WatchDeciders(p.Runs)
+	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
+	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
+	p.Environments.WatchDeciders(p.Runs.Eligibility)
 	p.Queue.Bind(p.Runs)
-	p.Notify.ReadRunsFrom(p.Runs)
+	p.Notify.ReadRunsFrom(p.Runs.Reads)
 	p.Queue.BindNotify(p.Notify)
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
 	p.Queue.BindAudit(p.Exports, p.Audit)
-	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs,
+	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs.DriftChecks, Actors: p.Runs.Decisions,
 		Environments: p.Environments, Workspaces: p.Workspaces, Minter: p.Identity, Enqueuer: runner.Enqueuer{Client: p.Queue.Client},
 		CloudEndpoint: cfg.CloudEndpoint}); err != nil {
 		p.ListenPool.Close()
@@ -264,7 +264,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
 		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
-		Windows: p.Windows, Drift: p.Runs, ApprovalValidity: run.ApprovalValidity}
+		Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
 	return p, nil
 }
 
@@ -302,7 +302,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 // runCounts are the runs by organization, environment and state for the metrics,
 // labelled with the organization's slug and the environment's name.
 func (p *Portal) runCounts(ctx context.Context) ([]telemetry.RunCount, error) {
-	counts, err := p.Runs.StateCounts(ctx)
+	counts, err := p.Runs.Reads.StateCounts(ctx)
 	if err != nil {
 		return nil, err
 	}

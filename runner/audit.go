@@ -60,9 +60,6 @@ func (w *AuditExportWorker) Timeout(*river.Job[AuditExportArgs]) time.Duration {
 }
 
 func (w *AuditExportWorker) Work(ctx context.Context, job *river.Job[AuditExportArgs]) error {
-	if w.Exports == nil {
-		return errors.New("audit export worker started before BindAudit")
-	}
 	return w.Exports.Build(ctx, job.Args.ExportID)
 }
 
@@ -78,9 +75,6 @@ func (w *AuditCheckpointWorker) Timeout(*river.Job[AuditCheckpointArgs]) time.Du
 }
 
 func (w *AuditCheckpointWorker) Work(ctx context.Context, _ *river.Job[AuditCheckpointArgs]) error {
-	if w.Chain == nil {
-		return errors.New("audit checkpoint worker started before BindAudit")
-	}
 	orgs, err := w.Chain.Organizations(ctx)
 	if err != nil {
 		return err

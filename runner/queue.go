@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,10 +51,37 @@ type QueueConfig struct {
 	Leases LeaseConfig
 	// StateLocks reserves a workspace's state lock for an apply before tofu runs.
 	StateLocks StateReserver
+
+	// What the workers drive, all required: the run roles, the notification service,
+	// the audit exports and chain, the break-glass windows. They enqueue their own
+	// jobs through an Inserter built before them, so nothing here is bound later.
+	Runs    *run.Runs
+	Notify  Notifications
+	Exports AuditWork
+	Chain   AuditChain
+	Windows Windows
 }
 
-// Queue is the River client and its workers. Build it, hand Enqueuer() to the run
-// service, then Bind the service and Start.
+// NewInserter is an insert-only River client on the portal's database: the services
+// put their jobs on the queue through it, in their own transactions (Enqueuer,
+// NotifyEnqueuer, ExportEnqueuer), before the workers that run those jobs exist. An
+// insert tells the workers at once (LISTEN/NOTIFY), with the same 1 ms cooldown as the
+// working client (NewQueue).
+func NewInserter(sqlDB *sql.DB, logger *slog.Logger) (*river.Client[*sql.Tx], error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	client, err := river.NewClient(riverdatabasesql.New(sqlDB), &river.Config{
+		Logger:        logger.With("component", "river"),
+		FetchCooldown: fetchCooldown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating job inserter: %w", err)
+	}
+	return client, nil
+}
+
+// Queue is the River client and its workers, built whole: Start it, then Stop it.
 type Queue struct {
 	Client   *river.Client[*sql.Tx]
 	plan     *PlanWorker
@@ -69,12 +98,20 @@ type Queue struct {
 	drift    *DriftCheckWorker
 	windows  *WindowDueWorker
 	sweep    *LeaseSweeper
-	// stopSweep ends the sweeper started by Start.
-	stopSweep func()
+	// The lease sweeper runs while the queue does, and the queue starts again after a
+	// Stop: running says a Start holds it; Stop asks the sweeper of that Start to end
+	// on stopReq, and every such sweeper says on swept that it has, once. Both are
+	// buffered and made once, by NewQueue.
+	running atomic.Bool
+	stopReq chan struct{}
+	swept   chan struct{}
 }
 
 // NewQueue builds the River client with the run workers registered.
 func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if cfg.Runs == nil || cfg.Notify == nil || cfg.Exports == nil || cfg.Chain == nil || cfg.Windows == nil {
+		return nil, errors.New("job queue: Runs, Notify, Exports, Chain and Windows are required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -96,21 +133,24 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	cfg.Leases = cfg.Leases.withDefaults()
 	// The workers' executors are timed for the metrics; cfg.Runners stays as given.
 	cfg.Runners = timed(cfg.Runners, cfg.Metrics)
+	runs := cfg.Runs
 	q := &Queue{
-		plan:     &PlanWorker{phase: cfg.phase(t.Plan), Changes: cfg.Changes},
-		apply:    &ApplyWorker{phase: cfg.phase(t.Apply), OnStart: cfg.OnApplyStart, Hooks: cfg.ApplyHooks, Locks: cfg.StateLocks},
-		verify:   &VerifyWorker{phase: cfg.phase(t.Verify)},
-		expire:   &ExpireWorker{},
-		escalate: &EscalateWorker{},
-		export:   &AuditExportWorker{},
-		chain:    &AuditCheckpointWorker{Logger: cfg.Logger},
-		fanout:   &NotifyFanoutWorker{},
-		deliver:  &WebhookDeliveryWorker{},
-		mail:     &MailWorker{},
-		dispatch: &DriftDispatchWorker{Logger: cfg.Logger},
-		drift:    &DriftCheckWorker{},
-		windows:  &WindowDueWorker{},
-		sweep:    &LeaseSweeper{Logger: cfg.Logger, DB: cfg.SQLDB, Leases: cfg.Leases},
+		plan:     &PlanWorker{phase: cfg.phase(t.Plan), Plans: runs.Plans, Changes: cfg.Changes},
+		apply:    &ApplyWorker{phase: cfg.phase(t.Apply), Applies: runs.Applies, OnStart: cfg.OnApplyStart, Hooks: cfg.ApplyHooks, Locks: cfg.StateLocks},
+		verify:   &VerifyWorker{phase: cfg.phase(t.Verify), Verifies: runs.Verifies},
+		expire:   &ExpireWorker{Runs: runs.Decisions},
+		escalate: &EscalateWorker{Runs: runs.Decisions},
+		export:   &AuditExportWorker{Exports: cfg.Exports},
+		chain:    &AuditCheckpointWorker{Chain: cfg.Chain, Logger: cfg.Logger},
+		fanout:   &NotifyFanoutWorker{Notify: cfg.Notify},
+		deliver:  &WebhookDeliveryWorker{Notify: cfg.Notify},
+		mail:     &MailWorker{Notify: cfg.Notify},
+		dispatch: &DriftDispatchWorker{Drift: runs.DriftChecks, Logger: cfg.Logger},
+		drift:    &DriftCheckWorker{Drift: runs.DriftChecks},
+		windows:  &WindowDueWorker{Windows: cfg.Windows},
+		sweep:    &LeaseSweeper{Runs: runs.Jobs, Logger: cfg.Logger, DB: cfg.SQLDB, Leases: cfg.Leases},
+		stopReq:  make(chan struct{}, 1),
+		swept:    make(chan struct{}, 1),
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, q.plan); err != nil {
@@ -180,13 +220,8 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		// The default for workers without their own Timeout; River requires it to be
 		// at most the rescue window.
-		JobTimeout: min(time.Minute, cfg.RescueStuckJobsAfter),
-		// Workers wake on LISTEN/NOTIFY at insert. River also suppresses insert
-		// notifications sent within FetchCooldown of the previous one, so a long
-		// cooldown lets an approval that follows another job's insert wait for the poll:
-		// at 5 ms the approval-to-apply p99 was 735 ms, at 1 ms it is about 23 ms
-		// (BenchmarkApprovalToApplyStart).
-		FetchCooldown:     time.Millisecond,
+		JobTimeout:        min(time.Minute, cfg.RescueStuckJobsAfter),
+		FetchCooldown:     fetchCooldown, // workers wake at insert (fetchCooldown)
 		FetchPollInterval: 2 * time.Second,
 	})
 	if err != nil {
@@ -196,44 +231,20 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	return q, nil
 }
 
-// Enqueuer is what the run service uses to insert jobs transactionally.
-func (q *Queue) Enqueuer() run.Enqueuer { return Enqueuer{Client: q.Client} }
-
-// ExportEnqueuer is what the audit export service uses to insert build jobs.
-func (q *Queue) ExportEnqueuer() ExportEnqueuer { return ExportEnqueuer{Client: q.Client} }
-
-// NotifyEnqueuer is what the notification service uses to insert its jobs.
-func (q *Queue) NotifyEnqueuer() NotifyEnqueuer { return NotifyEnqueuer{Client: q.Client} }
-
-// BindNotify gives the notification workers the service they drive.
-func (q *Queue) BindNotify(n Notifications) {
-	q.fanout.Notify, q.deliver.Notify, q.mail.Notify = n, n, n
-}
-
-// BindAudit gives the audit workers the export service and the log they drive.
-func (q *Queue) BindAudit(exports AuditWork, chain AuditChain) {
-	q.export.Exports, q.chain.Chain = exports, chain
-}
-
-// Bind gives the workers the run roles they drive.
-func (q *Queue) Bind(runs *run.Runs) {
-	q.plan.Jobs, q.apply.Jobs, q.verify.Jobs = runs.Jobs, runs.Jobs, runs.Jobs
-	q.plan.Plans, q.apply.Applies, q.verify.Verifies = runs.Plans, runs.Applies, runs.Verifies
-	q.expire.Runs, q.escalate.Runs = runs.Decisions, runs.Decisions
-	q.dispatch.Drift, q.drift.Drift = runs.DriftChecks, runs.DriftChecks
-	q.sweep.Runs = runs.Jobs
-}
-
-// BindWindows gives the window deadline worker the break-glass service it drives.
-func (q *Queue) BindWindows(w Windows) { q.windows.Windows = w }
-
-// Start starts working jobs until ctx ends or Stop is called.
+// Start starts working jobs until ctx ends or Stop is called; after a Stop it may
+// start again.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.plan.Plans == nil || q.export.Exports == nil || q.fanout.Notify == nil || q.windows.Windows == nil {
-		return fmt.Errorf("job queue started before Bind, BindAudit, BindNotify and BindWindows")
+	if !q.running.CompareAndSwap(false, true) {
+		return errors.New("job queue already started: Stop it first")
 	}
 	if err := q.Client.Start(ctx); err != nil {
+		q.running.Store(false)
 		return err
+	}
+	// A request a Stop left after the last sweeper had already ended with its context.
+	select {
+	case <-q.stopReq:
+	default:
 	}
 	sweepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -241,23 +252,28 @@ func (q *Queue) Start(ctx context.Context) error {
 		defer close(done)
 		q.sweep.Run(sweepCtx)
 	}()
-	stopped := ctx.Done()
 	go func() {
 		select {
-		case <-stopped:
-			cancel()
+		case <-ctx.Done():
+		case <-q.stopReq:
 		case <-done:
 		}
+		cancel()
+		<-done
+		q.swept <- struct{}{}
 	}()
-	q.stopSweep = func() { cancel(); <-done }
 	return nil
 }
 
-// Stop waits for running jobs to finish, up to ctx's deadline, then cancels them.
+// Stop ends the lease sweeper, then waits for running jobs to finish, up to ctx's
+// deadline, then cancels them.
 func (q *Queue) Stop(ctx context.Context) error {
-	if q.stopSweep != nil {
-		q.stopSweep()
-		q.stopSweep = nil
+	if q.running.CompareAndSwap(true, false) {
+		select {
+		case q.stopReq <- struct{}{}:
+		default: // one is already waiting
+		}
+		<-q.swept
 	}
 	if err := q.Client.Stop(ctx); err != nil {
 		return q.Client.StopAndCancel(context.Background())
@@ -265,8 +281,15 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return nil
 }
 
-// phase is what the phase workers share, with timeout as the phase's own (the run
-// lifecycle is bound later, Bind).
+// phase is what the phase workers share, with timeout as the phase's own.
 func (cfg QueueConfig) phase(timeout time.Duration) phase {
-	return phase{Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: timeout, Leases: cfg.Leases}
+	return phase{Jobs: cfg.Runs.Jobs, Runners: cfg.Runners, Creds: cfg.Credentials, Logger: cfg.Logger, PhaseTimeout: timeout, Leases: cfg.Leases}
 }
+
+// fetchCooldown is how soon after one insert notification a client sends the next
+// for the same queue. Workers wake on LISTEN/NOTIFY at insert, and River suppresses
+// the notifications sent within the cooldown of the previous one, so a long cooldown
+// lets an approval that follows another job's insert wait for the poll: at 5 ms the
+// approval-to-apply p99 was 735 ms, at 1 ms it is about 23 ms
+// (BenchmarkApprovalToApplyStart). The inserter and the working client both use it.
+const fetchCooldown = time.Millisecond

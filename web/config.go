@@ -57,17 +57,12 @@ type Config struct {
 
 // WithDefaults returns c with its defaults filled in, or why it cannot serve.
 func (c Config) WithDefaults() (Config, error) {
-	err := c.setDefaults()
-	return c, err
-}
-
-func (c *Config) setDefaults() error {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.BaseURL == "" {
-		return errors.New("base URL is required")
+		return c, errors.New("base URL is required")
 	}
 	if c.Issuer == "" || c.ClientID == "" {
-		return errors.New("OIDC issuer and client id are required")
+		return c, errors.New("OIDC issuer and client id are required")
 	}
 	if c.RedirectURL == "" {
 		c.RedirectURL = c.BaseURL + paths.Callback()
@@ -83,7 +78,7 @@ func (c *Config) setDefaults() error {
 	}
 	c.RateLimits = c.RateLimits.withDefaults()
 	_, err := ipExtractor(c.TrustedProxies)
-	return err
+	return c, err
 }
 
 // Services are everything the pages drive, built by the composition root

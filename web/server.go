@@ -56,16 +56,15 @@ type Server struct {
 	limiter    *ratelimit.Limiter
 	limitedOps map[string]bool
 	// api collects the JSON API's operations: /api/v1/openapi.json describes them.
-	api        *openapi.Spec
-	apiDocOnce sync.Once
-	apiDoc     []byte
-	apiDocErr  error
+	api    *openapi.Spec
+	apiDoc func() ([]byte, error) // built once, on first use, from api
 }
 
 // New builds the server on svc. It discovers the OpenID Provider, so the provider must
 // answer.
 func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
-	if err := cfg.setDefaults(); err != nil {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
 		return nil, err
 	}
 	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil {
@@ -200,17 +199,19 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
 	}
 	s.limitedOps = rateLimitedRoutes(s.api.Ops())
+	// Built on first use: every operation is registered by now.
+	s.apiDoc = sync.OnceValues(func() ([]byte, error) { return s.api.Document("1") })
 	return s, nil
 }
 
 // openAPI serves the API's description, built once from the registered operations.
 func (s *Server) openAPI(c echo.Context) error {
-	s.apiDocOnce.Do(func() { s.apiDoc, s.apiDocErr = s.api.Document("1") })
-	if s.apiDocErr != nil {
-		return s.apiDocErr
+	doc, err := s.apiDoc()
+	if err != nil {
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=300")
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.apiDoc)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, doc)
 }
 
 // readyz answers 200 when the database answers.

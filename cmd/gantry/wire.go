@@ -130,7 +130,7 @@ func (s systemFlags) catalogFS() (fs.FS, error) {
 func (s systemFlags) runners(ctx context.Context, logger *slog.Logger) (def runner.Runner, extra []runner.Runner, prepare func(context.Context), err error) {
 	sim := mock.New()
 	if s.mockLedger != "" {
-		sim = sim.WithLedger(mock.NewLedger(s.mockLedger))
+		sim = mock.NewRecording(mock.NewLedger(s.mockLedger))
 	}
 	offered := map[string]runner.Runner{"mock": sim}
 	wrap := func(r runner.Runner) runner.Runner {

@@ -88,7 +88,7 @@ func Find(email string) (User, bool) {
 func Seed(ctx context.Context, gdb *gorm.DB, issuer string) (map[string]string, error) {
 	log := audit.New(gdb)
 	orgs := org.NewService(gdb, log)
-	envs := environment.NewService(gdb, log)
+	envs := environment.NewService(gdb, log, nil)
 	ids := map[string]string{}
 	for _, o := range Orgs {
 		created, err := orgs.EnsureOrganization(ctx, o.Slug, o.Name)

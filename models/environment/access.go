@@ -44,7 +44,7 @@ func (e Environment) OwnedBy(userID string, groups []string) bool {
 // aggregates' services (runs): it checks no permission, they authorize their own
 // subject. It reads in the transaction carried by ctx, if any, in one round trip (it is
 // on the path of every decision and apply).
-func (s *Service) Lookup(ctx context.Context, orgID, id string) (Environment, error) {
+func (s *Directory) Lookup(ctx context.Context, orgID, id string) (Environment, error) {
 	var row struct {
 		Environment
 		OwnersJSON      string
@@ -70,7 +70,7 @@ func (s *Service) Lookup(ctx context.Context, orgID, id string) (Environment, er
 	return env, nil
 }
 
-func (s *Service) withOwners(ctx context.Context, env Environment) (Environment, error) {
+func (s *Directory) withOwners(ctx context.Context, env Environment) (Environment, error) {
 	conn := db.Conn(ctx, s.db)
 	if err := conn.Model(&Owner{}).Where("environment_id = ?", env.ID).Order("user_id").Pluck("user_id", &env.Owners).Error; err != nil {
 		return Environment{}, fmt.Errorf("reading environment owners: %w", err)
@@ -82,7 +82,7 @@ func (s *Service) withOwners(ctx context.Context, env Environment) (Environment,
 }
 
 // HasGrant reports whether user userID holds an explicit grant on environment envID.
-func (s *Service) HasGrant(ctx context.Context, envID, userID string) (bool, error) {
+func (s *Directory) HasGrant(ctx context.Context, envID, userID string) (bool, error) {
 	var n int64
 	if err := db.Conn(ctx, s.db).Model(&Grant{}).Where("environment_id = ? AND user_id = ?", envID, userID).Count(&n).Error; err != nil {
 		return false, fmt.Errorf("checking grants: %w", err)
@@ -92,7 +92,7 @@ func (s *Service) HasGrant(ctx context.Context, envID, userID string) (bool, err
 
 // Grantees lists the users holding a grant on environment envID (run.Environments:
 // who may decide its waiting runs). It checks no permission.
-func (s *Service) Grantees(ctx context.Context, envID string) ([]string, error) {
+func (s *Directory) Grantees(ctx context.Context, envID string) ([]string, error) {
 	var ids []string
 	if err := db.Conn(ctx, s.db).Model(&Grant{}).Where("environment_id = ?", envID).Order("user_id").Pluck("user_id", &ids).Error; err != nil {
 		return nil, fmt.Errorf("listing grants: %w", err)
@@ -104,7 +104,7 @@ func (s *Service) Grantees(ctx context.Context, envID string) ([]string, error) 
 // organization's and subject may see it (Visible). Other aggregates whose objects
 // live in an environment ask it before anything else, so that a hidden environment
 // is not found rather than forbidden.
-func (s *Service) CheckVisible(ctx context.Context, subject authz.Subject, id string) error {
+func (s *Directory) CheckVisible(ctx context.Context, subject authz.Subject, id string) error {
 	env, err := s.get(ctx, subject.OrganizationID, id, false)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (s *Service) refusal(ctx context.Context, id string, refused error) error {
 // HiddenFrom lists the environments of subject's organization that subject may not
 // see (restricted, without a grant; see Visible), so list queries can leave out what
 // lives in them.
-func (s *Service) HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error) {
+func (s *Directory) HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error) {
 	if !NeedsGrant(subject.Role) || subject.Role == authz.RoleAuditor {
 		return nil, nil
 	}

@@ -42,7 +42,7 @@ func credSetup(t *testing.T) credFixture {
 	keys, err := keyring.Parse(spec)
 	require.NoError(t, err)
 	return credFixture{
-		db: gdb, svc: environment.NewService(gdb, log), creds: environment.NewCredentials(gdb, log, keys), keys: keys, spec: spec,
+		db: gdb, svc: environment.NewService(gdb, log, nil), creds: environment.NewCredentials(gdb, log, keys), keys: keys, spec: spec,
 		asA:  authz.WithSubject(ctx, authz.Subject{UserID: "usr-a", Name: "A admin", OrganizationID: a.ID, Role: authz.RoleAdmin}),
 		asB:  authz.WithSubject(ctx, authz.Subject{UserID: "usr-b", Name: "B admin", OrganizationID: b.ID, Role: authz.RoleAdmin}),
 		orgA: a.ID, orgB: b.ID,

@@ -73,7 +73,7 @@ func setup(t *testing.T) (*environment.Service, context.Context, context.Context
 	require.NoError(t, err)
 	asA := authz.WithSubject(ctx, authz.Subject{UserID: "usr-a", Name: "A admin", OrganizationID: a.ID, Role: authz.RoleAdmin})
 	asB := authz.WithSubject(ctx, authz.Subject{UserID: "usr-b", Name: "B admin", OrganizationID: b.ID, Role: authz.RoleAdmin})
-	return environment.NewService(gdb, log), asA, asB
+	return environment.NewService(gdb, log, nil), asA, asB
 }
 
 func TestServiceScopesToOrganization(t *testing.T) {
@@ -152,7 +152,7 @@ func TestDecisionWindow(t *testing.T) {
 	a, err := org.NewService(gdb, log).EnsureOrganization(context.Background(), "a", "A")
 	require.NoError(t, err)
 	asA := authz.WithSubject(context.Background(), authz.Subject{UserID: "usr-a", Name: "A admin", OrganizationID: a.ID, Role: authz.RoleAdmin})
-	svc := environment.NewService(gdb, log)
+	svc := environment.NewService(gdb, log, nil)
 
 	env, err := svc.Create(asA, environment.Input{Name: "staging", Tier: "staging"})
 	require.NoError(t, err)

@@ -55,7 +55,7 @@ func (s *Service) Names(ctx context.Context) (map[string]string, error) {
 
 // NextInPromotion lists the environments of orgID a workspace in environment id is
 // promoted to: those of the smallest promotion order above id's (none for the last).
-func (s *Service) NextInPromotion(ctx context.Context, orgID, id string) ([]Environment, error) {
+func (s *Directory) NextInPromotion(ctx context.Context, orgID, id string) ([]Environment, error) {
 	var envs []Environment
 	err := db.Conn(ctx, s.db).Where(`organization_id = ? AND promotion_order = (SELECT min(n.promotion_order) FROM environments n
 		WHERE n.organization_id = ? AND n.promotion_order > (SELECT e.promotion_order FROM environments e WHERE e.organization_id = ? AND e.id = ?))`,
@@ -68,7 +68,7 @@ func (s *Service) NextInPromotion(ctx context.Context, orgID, id string) ([]Envi
 
 // DriftSchedules lists every environment, of every organization, whose workspaces are
 // checked for drift on a schedule: the scheduler's read (the system acts; no subject).
-func (s *Service) DriftSchedules(ctx context.Context) ([]DriftSchedule, error) {
+func (s *Directory) DriftSchedules(ctx context.Context) ([]DriftSchedule, error) {
 	var rows []Environment
 	if err := db.Conn(ctx, s.db).Where("drift_interval_minutes > 0").Order("organization_id, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("listing drift schedules: %w", err)
@@ -82,7 +82,7 @@ func (s *Service) DriftSchedules(ctx context.Context) ([]DriftSchedule, error) {
 
 // AllNames maps every environment, of every organization, to its name: the operators'
 // metrics label their counts with it (the system reads; no subject).
-func (s *Service) AllNames(ctx context.Context) (map[string]string, error) {
+func (s *Directory) AllNames(ctx context.Context) (map[string]string, error) {
 	var rows []struct{ ID, Name string }
 	if err := db.Conn(ctx, s.db).Table("environments").Select("id, name").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("listing environment names: %w", err)

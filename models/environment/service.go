@@ -24,15 +24,30 @@ const nameIndex = "environments_org_name_idx"
 // scopes every query to the subject's organization, so another tenant's environment is
 // ErrNotFound.
 type Service struct {
+	*Directory
 	db       *gorm.DB
 	audit    *audit.Log
 	deciders Deciders
 }
 
-// NewService returns the environment service.
-func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb, audit: log} }
+// NewService returns the environment service, which tells d of every change that
+// moves who may decide waiting runs. d is nil only where no run can exist (a test of
+// environments alone, the demo's seed).
+func NewService(gdb *gorm.DB, log *audit.Log, d Deciders) *Service {
+	return &Service{Directory: NewDirectory(gdb), db: gdb, audit: log, deciders: d}
+}
 
-// Deciders is what an environment change tells the run lifecycle (run.Service), in its
+// Directory reads environments for the other aggregates (runs, policies, windows,
+// workspaces): an environment with its owners, grants, visibility, promotion order and
+// drift schedules. It checks no permission and changes nothing, so it needs no one to
+// tell; the run lifecycle is built on it, and the Service that changes environments
+// (and tells the run lifecycle) after it.
+type Directory struct{ db *gorm.DB }
+
+// NewDirectory returns the environments' reads.
+func NewDirectory(gdb *gorm.DB) *Directory { return &Directory{db: gdb} }
+
+// Deciders is what an environment change tells the run lifecycle (run.Eligibility), in its
 // transaction: who may decide waiting runs depends on the environment's named owners,
 // restriction and grants.
 type Deciders interface {
@@ -40,12 +55,7 @@ type Deciders interface {
 	RefreshDecidersOf(ctx context.Context, orgID, userID string) error
 }
 
-// WatchDeciders sets who is told of changes that move deciders. The run service is
-// built after this one (it reads environments), so the composition root sets it then.
-func (s *Service) WatchDeciders(d Deciders) { s.deciders = d }
-
-// decidersMoved tells the watcher, if one is set (a service built alone for a test of
-// environments has none, and no runs).
+// decidersMoved tells the run lifecycle, if there is one (see NewService).
 func (s *Service) decidersMoved(ctx context.Context, orgID, envID, userID string) error {
 	switch {
 	case s.deciders == nil:
@@ -82,7 +92,7 @@ func (s *Service) Get(ctx context.Context, id string) (Environment, error) {
 	return s.Lookup(ctx, subject.OrganizationID, id)
 }
 
-func (s *Service) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
+func (s *Directory) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
 	q := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id)
 	if forUpdate {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE"})

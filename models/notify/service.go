@@ -16,7 +16,7 @@ import (
 
 // What notifications need from elsewhere, each a small interface its owner implements.
 
-// Runs reads what a notice says about its run (run.Service).
+// Runs reads what a notice says about its run (run.Reads).
 type Runs interface {
 	NoticeFacts(ctx context.Context, orgID, runID string) (Facts, error)
 }
@@ -54,6 +54,8 @@ type Config struct {
 	Keys     *keyring.Keyring
 	Enqueuer Enqueuer
 	People   People
+	// Runs read what a notice says about its run, for the fan-out.
+	Runs Runs
 	// Link is the absolute URL of a run's review page.
 	Link func(runID string) string
 	// PreferencesURL is the absolute URL of the page where a member chooses their mail.
@@ -83,28 +85,32 @@ type Service struct {
 
 // NewService checks cfg and builds the service.
 func NewService(cfg Config) (*Service, error) {
-	if cfg.DB == nil || cfg.Audit == nil || cfg.Keys == nil || cfg.Enqueuer == nil || cfg.People == nil || cfg.Link == nil {
-		return nil, errors.New("notify: DB, Audit, Keys, Enqueuer, People and Link are required")
+	if cfg.DB == nil || cfg.Audit == nil || cfg.Keys == nil || cfg.Enqueuer == nil || cfg.People == nil || cfg.Runs == nil || cfg.Link == nil {
+		return nil, errors.New("notify: DB, Audit, Keys, Enqueuer, People, Runs and Link are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	h := cfg.Hooks.withDefaults()
-	return &Service{db: cfg.DB, audit: cfg.Audit, keys: cfg.Keys, enqueuer: cfg.Enqueuer, people: cfg.People,
+	return &Service{db: cfg.DB, audit: cfg.Audit, keys: cfg.Keys, enqueuer: cfg.Enqueuer, runs: cfg.Runs, people: cfg.People,
 		link: cfg.Link, prefsURL: cfg.PreferencesURL, mailer: cfg.Mailer, hooks: h, client: newHookClient(h), logger: cfg.Logger}, nil
 }
-
-// ReadRunsFrom gives the service the run lifecycle it reads notices' facts from (the
-// run service is built after it: it sends its notices here).
-func (s *Service) ReadRunsFrom(runs Runs) { s.runs = runs }
 
 // HookOptions returns the webhook settings in force (the queue's retry schedule reads them).
 func (s *Service) HookOptions() HookOptions { return s.hooks }
 
+// Outbox takes the notices of the run lifecycle, in its transactions; the Service fans
+// them out. It needs nothing but the queue, so it stands before the runs whose facts
+// the fan-out reads, and the Service after them.
+type Outbox struct{ enqueuer Enqueuer }
+
+// NewOutbox returns the outbox that queues notices through e.
+func NewOutbox(e Enqueuer) *Outbox { return &Outbox{enqueuer: e} }
+
 // Notify queues notice n in the transaction carried by ctx: it is sent only if that
 // transaction commits. A notice for nobody is dropped here unless hooks may want it
 // (the fan-out decides that).
-func (s *Service) Notify(ctx context.Context, n Notice) error {
+func (s *Outbox) Notify(ctx context.Context, n Notice) error {
 	if !n.Event.Valid() {
 		return fmt.Errorf("notify: unknown event %q", n.Event)
 	}
@@ -123,9 +129,6 @@ func (s *Service) Notify(ctx context.Context, n Notice) error {
 // transaction; running it twice delivers nothing twice (deliveries are unique per hook
 // and notice, mail jobs per notice and person).
 func (s *Service) Fanout(ctx context.Context, n Notice) error {
-	if s.runs == nil {
-		return errors.New("notify: fan-out before ReadRunsFrom")
-	}
 	f, err := s.runs.NoticeFacts(ctx, n.OrganizationID, n.RunID)
 	if err != nil {
 		return fmt.Errorf("reading run %s for notice %s: %w", n.RunID, n.ID, err)

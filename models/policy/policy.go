@@ -31,7 +31,7 @@ type Store struct {
 	environments Environments
 }
 
-// Environments says whether a member may see an environment (environment.Service): the
+// Environments says whether a member may see an environment (environment.Directory): the
 // policy modes of an environment they may not see (another organization's, or
 // restricted without a grant) do not exist for them either.
 type Environments interface {

@@ -22,7 +22,7 @@ import (
 // What runs need from other aggregates, each as a small interface the owning package
 // implements: runs never query another aggregate's tables.
 
-// Environments is what runs need of environments (environment.Service): the run's
+// Environments is what runs need of environments (environment.Directory): the run's
 // environment with its gate settings and named owners, grants, and which restricted
 // environments a member may not see.
 type Environments interface {

@@ -11,7 +11,7 @@ import (
 )
 
 // Notifier hears what happened to runs, inside the transaction that made it happen, so
-// a change that rolls back tells nobody (notify.Service).
+// a change that rolls back tells nobody (notify.Outbox).
 type Notifier interface {
 	Notify(ctx context.Context, n notify.Notice) error
 }

@@ -23,7 +23,7 @@ type View struct {
 	EnvironmentDriftMinutes int
 }
 
-// Access says which environments a member may not see (environment.Service): the
+// Access says which environments a member may not see (environment.Directory): the
 // workspaces of a restricted environment without a grant do not exist for them.
 type Access interface {
 	HiddenFrom(ctx context.Context, subject authz.Subject) ([]string, error)

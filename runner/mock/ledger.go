@@ -26,11 +26,8 @@ type Ledger struct {
 // NewLedger records applies in the file at path (created when missing).
 func NewLedger(path string) *Ledger { return &Ledger{path: path} }
 
-// WithLedger returns the runner recording its applies in l.
-func (r *Runner) WithLedger(l *Ledger) *Runner {
-	r.ledger = l
-	return r
-}
+// NewRecording returns a runner recording its applies in l.
+func NewRecording(l *Ledger) *Runner { return &Runner{ledger: l} }
 
 // record appends one apply of the plan file planFile for run runID.
 func (l *Ledger) record(planFile []byte, runID string) error {

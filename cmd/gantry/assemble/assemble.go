@@ -173,16 +173,17 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		}
 	}
 
-	// Services that need no run lifecycle.
+	// Services that need no run lifecycle. Environments' reads stand below runs; the
+	// service that changes environments tells runs, so it comes after them.
 	p.Orgs = org.NewService(gdb, p.Audit)
-	p.Environments = environment.NewService(gdb, p.Audit)
-	p.Policies = policy.NewStore(gdb, p.Audit, p.Environments)
+	envs := environment.NewDirectory(gdb)
+	p.Policies = policy.NewStore(gdb, p.Audit, envs)
 	p.Credentials = environment.NewCredentials(gdb, p.Audit, cfg.Keys)
-	p.WorkspaceViews = workspace.NewService(gdb, p.Environments)
+	p.WorkspaceViews = workspace.NewService(gdb, envs)
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{Lifetime: cfg.WorkloadTokenLifetime})
 
-	// The queue (its workers are bound to the run service below).
+	// The runners on offer.
 	offered := run.Runners{Default: cfg.Runner.Name()}
 	for _, r := range append([]runner.Runner{cfg.Runner}, cfg.Extra...) {
 		if _, dup := p.Runners[r.Name()]; dup {
@@ -191,6 +192,59 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		p.Runners[r.Name()] = r
 		offered.Available = append(offered.Available, run.RunnerInfo{Name: r.Name(), Simulated: r.Simulated()})
 	}
+	// Every service puts its jobs on the queue through the inserter, in its own
+	// transactions; the queue's workers, built last, are handed every service they drive.
+	inserter, err := runner.NewInserter(sqlDB, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
+
+	// The run lifecycle: it sends its notices to the outbox (fanned out by p.Notify).
+	p.Runs, err = run.New(run.Config{
+		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: runner.Enqueuer{Client: inserter}, Catalog: catalog.ForRuns(p.Catalog),
+		Runners: offered,
+		StateAddress: func(runnerName, workspaceID string) string {
+			at := stateBase(base, cfg.ContainerStatePort, runnerName)
+			if u := cfg.RunnerStateURLs[runnerName]; u != "" {
+				at = strings.TrimRight(u, "/")
+			}
+			address, _ := state.Addresses(at, workspaceID)
+			return address
+		},
+		Environments: envs, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
+		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: notify.NewOutbox(runner.NotifyEnqueuer{Client: inserter}),
+		Keys: cfg.Keys, Windows: p.Windows, Observer: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The services that call into runs, each handed the role it needs.
+	// The request form's preview prices a simulated plan, whatever runs the real one.
+	p.Previews = run.NewPreviewer(p.Runs.Requests, mock.New())
+	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
+	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
+	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
+	p.Environments = environment.NewService(gdb, p.Audit, p.Runs.Eligibility)
+	if p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: runner.NotifyEnqueuer{Client: inserter},
+		People: p.Orgs, Runs: p.Runs.Reads, Link: func(runID string) string { return base + paths.RunReview(runID) },
+		PreferencesURL: base + paths.NotificationSettings(), Mailer: cfg.Mailer, Hooks: cfg.Hooks, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	p.mail = cfg.Mailer != nil
+	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, runner.ExportEnqueuer{Client: inserter})
+	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs.DriftChecks, Actors: p.Runs.Decisions,
+		Environments: p.Environments, Workspaces: p.Workspaces, Minter: p.Identity, Enqueuer: runner.Enqueuer{Client: inserter},
+		CloudEndpoint: cfg.CloudEndpoint}); err != nil {
+		return nil, err
+	}
+	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
+	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
+		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
+		Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
+
+	// The queue and its workers, last: they drive the services above.
 	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database URL: %w", err)
@@ -203,68 +257,14 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	if cfg.CloudEndpoint != "" {
 		changes = cloudChanges{cloud.HistoryClient{Endpoint: cfg.CloudEndpoint}}
 	}
-	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
 		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart, ApplyHooks: cfg.ApplyHooks})
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart, ApplyHooks: cfg.ApplyHooks,
+		Runs: p.Runs, Notify: p.Notify, Exports: p.Exports, Chain: p.Audit, Windows: p.Breakglass})
 	if err != nil {
 		p.ListenPool.Close()
 		return nil, err
 	}
-
-	// Notifications: the run service sends its notices here; the fan-out reads the runs
-	// back once the run service exists (ReadRunsFrom).
-	p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: p.Queue.NotifyEnqueuer(),
-		People: p.Orgs, Link: func(runID string) string { return base + paths.RunReview(runID) },
-		PreferencesURL: base + paths.NotificationSettings(), Mailer: cfg.Mailer, Hooks: cfg.Hooks, Logger: cfg.Logger})
-	if err != nil {
-		p.ListenPool.Close()
-		return nil, err
-	}
-	p.mail = cfg.Mailer != nil
-
-	// The run lifecycle, then the services that call into it.
-	p.Runs, err = run.New(run.Config{
-		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: p.Queue.Enqueuer(), Catalog: catalog.ForRuns(p.Catalog),
-		Runners: offered,
-		StateAddress: func(runnerName, workspaceID string) string {
-			at := stateBase(base, cfg.ContainerStatePort, runnerName)
-			if u := cfg.RunnerStateURLs[runnerName]; u != "" {
-				at = strings.TrimRight(u, "/")
-			}
-			address, _ := state.Addresses(at, workspaceID)
-			return address
-		},
-		Environments: p.Environments, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
-		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: p.Notify, Keys: cfg.Keys,
-		Windows: p.Windows, Observer: p.Metrics,
-	})
-	if err != nil {
-		p.ListenPool.Close()
-		return nil, err
-	}
-	// The request form's preview prices a simulated plan, whatever runs the real one.
-	p.Previews = run.NewPreviewer(p.Runs.Requests, mock.New())
-	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
-	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
-	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
-	p.Environments.WatchDeciders(p.Runs.Eligibility)
-	p.Queue.Bind(p.Runs)
-	p.Notify.ReadRunsFrom(p.Runs.Reads)
-	p.Queue.BindNotify(p.Notify)
-	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, p.Queue.ExportEnqueuer())
-	p.Queue.BindAudit(p.Exports, p.Audit)
-	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs.DriftChecks, Actors: p.Runs.Decisions,
-		Environments: p.Environments, Workspaces: p.Workspaces, Minter: p.Identity, Enqueuer: runner.Enqueuer{Client: p.Queue.Client},
-		CloudEndpoint: cfg.CloudEndpoint}); err != nil {
-		p.ListenPool.Close()
-		return nil, err
-	}
-	p.Queue.BindWindows(p.Breakglass)
-	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
-	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
-		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
-		Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
 	return p, nil
 }
 

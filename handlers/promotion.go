@@ -9,18 +9,19 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/errs"
+	"gantry/models/promotion"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
 )
 
-// PromotionRuns is what promoting needs of runs: where a workspace can go and from
-// which run, and the promotion (the run service checks the order, the template
+// PromotionRuns is what promoting needs (promotion.Service): where a workspace can go
+// and from which run, and the promotion (the service checks the order, the template
 // version, the fixed inputs and who may).
 type PromotionRuns interface {
-	PromotionOf(ctx context.Context, workspaceID string) (run.Promotable, error)
-	Promote(ctx context.Context, req run.PromotionRequest) (run.Run, error)
+	PromotionOf(ctx context.Context, workspaceID string) (promotion.Promotable, error)
+	Promote(ctx context.Context, req promotion.Request) (run.Run, error)
 }
 
 // Promotions serves the promotion of a workspace to the next environment.
@@ -42,7 +43,7 @@ func (h Promotions) form(c echo.Context) error {
 
 // page draws the promotion form: the source's inputs (sensitive ones typed again), or
 // what was submitted with its problems; or why the workspace cannot be promoted.
-func (h Promotions) page(c echo.Context, status int, submitted *run.PromotionRequest, problems map[string]string, blocked []run.Difference) error {
+func (h Promotions) page(c echo.Context, status int, submitted *promotion.Request, problems map[string]string, blocked []promotion.Difference) error {
 	ctx := c.Request().Context()
 	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
 	if err != nil {
@@ -74,7 +75,7 @@ func (h Promotions) page(c echo.Context, status int, submitted *run.PromotionReq
 		if in.Set && !in.Sensitive {
 			p.Values["inputs."+in.Name] = unquote(in.Value)
 		}
-		fixed[in.Name] = !run.MayDiverge(in.Divergence)
+		fixed[in.Name] = !promotion.MayDiverge(in.Divergence)
 	}
 	if submitted != nil {
 		p.EnvironmentID, p.TargetWorkspace = submitted.EnvironmentID, submitted.Workspace
@@ -113,10 +114,10 @@ func (h Promotions) promote(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in := run.PromotionRequest{WorkspaceID: ws.ID, EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Inputs: req.Inputs,
+	in := promotion.Request{WorkspaceID: ws.ID, EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Inputs: req.Inputs,
 		NewWorkspace: req.NewWorkspace}
 	r, err := h.Runs.Promote(ctx, in)
-	if b, ok := run.AsPromotionBlocked(err); ok {
+	if b, ok := promotion.AsBlocked(err); ok {
 		return h.page(c, http.StatusUnprocessableEntity, &in, nil, b.Differences)
 	}
 	if v, ok := errs.AsValidation(err); ok {

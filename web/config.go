@@ -19,6 +19,7 @@ import (
 	"gantry/models/identity"
 	"gantry/models/org"
 	"gantry/models/policy"
+	"gantry/models/promotion"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/session"
@@ -99,6 +100,8 @@ type Services struct {
 	Workspaces  *workspace.Service
 	Runs        *run.Runs
 	Previews    *run.Previewer
+	// Promotions promote workspaces to the next environment.
+	Promotions *promotion.Service
 	// Evidence builds runs' evidence reports.
 	Evidence *evidence.Reports
 	Catalog  *catalog.Catalog

@@ -1,13 +1,17 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/authz"
+	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -132,6 +136,43 @@ func TestPromotion(t *testing.T) {
 	resp = app.Get(t, app.LoggedIn(t, "viewer@acme.test"), promote)
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestPromotionDoorsRefuseStrangers: the two doors of the run lifecycle that
+// models/promotion calls from outside keep their own checks: another organization's
+// run is not found, a run that applied nothing cannot be promoted (and nothing is
+// requested), and the inputs of a run, sensitive values in, are only for those who may
+// request runs.
+func TestPromotionDoorsRefuseStrangers(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	applied := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(dev, "eu-central")), run.Succeeded)
+	waiting := waitingIn(t, app, operator, "promotion-doors")
+	runs := app.System.Runs
+	as := func(m webtest.Member) context.Context { return authz.WithSubject(t.Context(), m.Subject(time.Now())) }
+	stranger := as(app.NewMember(t, "globex", "Stranger", authz.RoleOwner, true))
+	member := as(app.NewMember(t, "acme", "Promoter", authz.RoleOperator, true))
+	viewer := as(app.NewMember(t, "acme", "Onlooker", authz.RoleViewer, false))
+	req := run.Request{EnvironmentID: dev, Workspace: "promotion-doors-target", Template: "bucket", Kind: run.KindApply,
+		Inputs: map[string]string{"name": "doors", "retention_days": "30", "region": "eu-central"}}
+
+	_, err := runs.Reads.InputsOf(stranger, applied.ID)
+	require.ErrorIs(t, err, errs.ErrNotFound)
+	_, err = runs.Requests.RequestPromoted(stranger, req, applied.ID, "assets #1 in development")
+	require.ErrorIs(t, err, errs.ErrNotFound)
+	_, err = runs.Reads.InputsOf(viewer, applied.ID)
+	require.ErrorIs(t, err, errs.ErrForbidden)
+	_, err = runs.Requests.RequestPromoted(member, req, waiting.ID, "assets #1 in staging")
+	require.ErrorIs(t, err, errs.ErrConflict)
+	var n int64
+	require.NoError(t, app.DB.Raw("SELECT count(*) FROM runs WHERE promoted_from_run_id IS NOT NULL").Scan(&n).Error)
+	require.Zero(t, n, "nothing was requested")
+
+	inputs, err := runs.Reads.InputsOf(member, applied.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, inputs)
 }
 
 func postPromotion(t *testing.T, app *webtest.App, c *http.Client, workspaceID string) (int, string) {

@@ -68,6 +68,45 @@ func (s *Reads) ListForWorkspace(ctx context.Context, workspaceID string, limit 
 	return s.k.list(ctx, listQuery{workspaceID: workspaceID, notKinds: []Kind{KindDrift}, order: "number DESC", limit: limit})
 }
 
+// LastApplied is the newest run that applied a change to workspace workspaceID: an
+// apply or a destroy that succeeded (nil when none did). Another organization's or a
+// hidden workspace has none.
+func (s *Reads) LastApplied(ctx context.Context, workspaceID string) (*Run, error) {
+	runs, err := s.k.list(ctx, listQuery{workspaceID: workspaceID, states: []State{Succeeded}, kinds: []Kind{KindApply, KindDestroy},
+		order: "number DESC", limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+// InputsOf are run runID's inputs as its configuration holds them, with what the
+// template's manifest says of each, the values of the sensitive ones in (read back from
+// their seal): a promotion compares them and never shows them. Only someone who may
+// request runs, and may see the run, reads them.
+func (s *Reads) InputsOf(ctx context.Context, runID string) ([]InputValue, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.k.store.get(ctx, subject.OrganizationID, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.k.visible(ctx, subject, r); err != nil {
+		return nil, err
+	}
+	config, _, err := s.k.artifacts.Get(ctx, subject.OrganizationID, r.ConfigArtifactID)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.k.sensitiveValues(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.k.catalog.Inputs(r.TemplateName, config, sealed)
+}
+
 // ListMine returns the newest runs the subject requested (a requester's landing page).
 func (s *Reads) ListMine(ctx context.Context, limit int) ([]Run, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)

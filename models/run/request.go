@@ -186,6 +186,29 @@ func (s *Requests) Request(ctx context.Context, req Request) (Run, error) {
 	return s.request(ctx, req, nil)
 }
 
+// RequestPromoted is Request for a promotion (models/promotion): a normal run through
+// every gate of req's environment, recording run fromID, which it promotes, and its
+// label with its workspace and environment ("orders-db #3 in staging"). The run
+// promoted from must be one of the subject's organization's they may see, and
+// applied; the promotion's own rules (the order, the fixed inputs) are its caller's.
+func (s *Requests) RequestPromoted(ctx context.Context, req Request, fromID, label string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	if err != nil {
+		return Run{}, err
+	}
+	from, err := s.k.store.get(ctx, subject.OrganizationID, fromID)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := s.k.visible(ctx, subject, from); err != nil {
+		return Run{}, err
+	}
+	if from.State != Succeeded || from.Kind != KindApply {
+		return Run{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("Run %s did not apply a change, so there is nothing of it to promote.", label))
+	}
+	return s.request(ctx, req, &promotion{from: from, label: label})
+}
+
 // promotion is where a promoted run comes from: the applied run, and its label with
 // its workspace and environment ("orders-db #3 in staging").
 type promotion struct {

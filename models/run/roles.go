@@ -20,7 +20,6 @@ type Runs struct {
 	Inbox       *Inbox
 	DriftChecks *DriftChecks
 	Rollbacks   *Rollbacks
-	Promotions  *Promotions
 	Staleness   *Staleness
 }
 
@@ -41,7 +40,6 @@ func newRuns(k *core) *Runs {
 		Inbox:       &Inbox{k: k},
 		DriftChecks: drift,
 		Rollbacks:   &Rollbacks{k: k},
-		Promotions:  &Promotions{k: k, requests: requests},
 		Staleness:   staleness,
 	}
 }
@@ -99,12 +97,6 @@ type DriftChecks struct{ k *core }
 
 // Rollbacks queue a rollback to an earlier state version (rollback.go).
 type Rollbacks struct{ k *core }
-
-// Promotions queue a workspace's promotion to the next environment (promotion.go).
-type Promotions struct {
-	k        *core
-	requests *Requests
-}
 
 // Staleness is what the state backend tells runs: a write made waiting plans stale, a
 // lock holds a run waiting (stale.go).

@@ -34,6 +34,7 @@ import (
 	"gantry/models/notify"
 	"gantry/models/org"
 	"gantry/models/policy"
+	"gantry/models/promotion"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/session"
@@ -114,6 +115,7 @@ type Portal struct {
 	Identity       *identity.Issuer
 	Runs           *run.Runs
 	Previews       *run.Previewer
+	Promotions     *promotion.Service
 	Evidence       *evidence.Reports
 	State          *state.Service
 	Exports        *audit.Exports
@@ -201,17 +203,17 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Metrics = telemetry.New(telemetry.Gauges{Runs: p.runCounts, Queue: p.queueDepth}, cfg.Logger)
 
 	// The run lifecycle: it sends its notices to the outbox (fanned out by p.Notify).
+	stateAddress := func(runnerName, workspaceID string) string {
+		at := stateBase(base, cfg.ContainerStatePort, runnerName)
+		if u := cfg.RunnerStateURLs[runnerName]; u != "" {
+			at = strings.TrimRight(u, "/")
+		}
+		address, _ := state.Addresses(at, workspaceID)
+		return address
+	}
 	p.Runs, err = run.New(run.Config{
 		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: runner.Enqueuer{Client: inserter}, Catalog: catalog.ForRuns(p.Catalog),
-		Runners: offered,
-		StateAddress: func(runnerName, workspaceID string) string {
-			at := stateBase(base, cfg.ContainerStatePort, runnerName)
-			if u := cfg.RunnerStateURLs[runnerName]; u != "" {
-				at = strings.TrimRight(u, "/")
-			}
-			address, _ := state.Addresses(at, workspaceID)
-			return address
-		},
+		Runners: offered, StateAddress: stateAddress,
 		Environments: envs, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
 		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: notify.NewOutbox(runner.NotifyEnqueuer{Client: inserter}),
 		Keys: cfg.Keys, Windows: p.Windows, Observer: p.Metrics,
@@ -223,6 +225,10 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	// The services that call into runs, each handed the role it needs.
 	// The request form's preview prices a simulated plan, whatever runs the real one.
 	p.Previews = run.NewPreviewer(p.Runs.Requests, mock.New())
+	if p.Promotions, err = promotion.New(promotion.Config{Runs: p.Runs.Reads, Requests: p.Runs.Requests, Environments: envs,
+		Workspaces: p.Workspaces, Catalog: catalog.ForRuns(p.Catalog), StateAddress: stateAddress}); err != nil {
+		return nil, err
+	}
 	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
 	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
@@ -292,7 +298,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
-		Previews: p.Previews, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Previews: p.Previews, Promotions: p.Promotions, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },

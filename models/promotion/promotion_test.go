@@ -1,9 +1,11 @@
-package run
+package promotion
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
 )
 
 // TestDifferences: a promotion may change capacity, count, retention and scaling
@@ -11,7 +13,7 @@ import (
 // differs; a sensitive one is named without its values.
 func TestDifferences(t *testing.T) {
 	t.Parallel()
-	source := []InputValue{
+	source := []run.InputValue{
 		{Name: "size", Divergence: "capacity", Value: `"small"`, Set: true},
 		{Name: "replicas", Divergence: "scaling", Value: `2`, Set: true},
 		{Name: "cidr", Label: "Network", Divergence: "fixed", Value: `"10.30.0.0/16"`, Set: true},
@@ -19,10 +21,10 @@ func TestDifferences(t *testing.T) {
 		{Name: "password", Divergence: "fixed", Sensitive: true, Value: `"hunter2"`, Set: true},
 		{Name: "tags", Divergence: "fixed"},
 	}
-	same := append([]InputValue(nil), source...)
+	same := append([]run.InputValue(nil), source...)
 	require.Empty(t, differences(source, same))
 
-	asked := []InputValue{
+	asked := []run.InputValue{
 		{Name: "size", Divergence: "capacity", Value: `"large"`, Set: true},
 		{Name: "replicas", Divergence: "scaling", Value: `5`, Set: true},
 		{Name: "cidr", Label: "Network", Divergence: "fixed", Value: `"10.40.0.0/16"`, Set: true},

@@ -10,7 +10,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/catalog"
-	"gantry/models/run"
+	"gantry/models/rollback"
 	"gantry/views"
 	"gantry/web/paths"
 	"gantry/web/render"
@@ -65,7 +65,7 @@ func templateProps(e catalog.Entry, canRequest bool) views.TemplateProps {
 	t := e.Template
 	p := views.TemplateProps{Name: t.Name, Title: t.Title, Version: t.Version, Description: t.Description, Owner: t.Owner,
 		ModuleDigest: e.ModuleDigest, Irreversible: t.Irreversible, Rollback: t.Rollback, CanRequest: canRequest,
-		Boundary: run.TemplateBoundary(t.Irreversible)}
+		Boundary: rollback.TemplateBoundary(t.Irreversible)}
 	for _, in := range t.Inputs {
 		p.Inputs = append(p.Inputs, views.InputRow{Name: in.Name, Type: in.Type, Required: in.Required, Default: defaultText(in),
 			Constraint: constraintText(in), Help: in.Help, Sensitive: in.Sensitive, Divergence: in.Divergence})

@@ -14,6 +14,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/review"
 	"gantry/models/risk"
+	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/policies"
 	"gantry/views"
@@ -24,6 +25,12 @@ import (
 // ReviewService is what the plan review page needs beyond RunService.
 type ReviewService interface {
 	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
+}
+
+// RollbackReviews say what a rollback's plan cannot bring back (rollback.Service; nil
+// for a run that is no rollback).
+type RollbackReviews interface {
+	ReviewOf(ctx context.Context, r run.Run, res classify.Result) (*rollback.Review, error)
 }
 
 // reviewSectionDef is one section of the review page: its id (in URLs and test
@@ -114,7 +121,11 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
-	if rb := data.Rollback; rb != nil {
+	rb, err := h.Rollbacks.ReviewOf(ctx, r, data.Classification)
+	if err != nil {
+		return views.ReviewProps{}, err
+	}
+	if rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}
 	if r.Kind == run.KindCodify && r.BreakglassWindowID != nil {

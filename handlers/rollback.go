@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/authz"
+	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/workspace"
@@ -15,12 +16,12 @@ import (
 	"gantry/web/render"
 )
 
-// RollbackRuns is what rolling back needs of runs (run.Rollbacks, which checks who
-// may, and what can be planned).
+// RollbackRuns is what rolling back needs (rollback.Service, which checks who may,
+// and what can be planned).
 type RollbackRuns interface {
 	RollBack(ctx context.Context, workspaceID, versionID string) (run.Run, error)
-	// RollbackCandidate says what a rollback would re-apply, or why it cannot.
-	RollbackCandidate(ctx context.Context, workspaceID, versionID string) (run.RollbackCandidate, error)
+	// Candidate says what a rollback would re-apply, or why it cannot.
+	Candidate(ctx context.Context, workspaceID, versionID string) (rollback.Candidate, error)
 }
 
 // Rollbacks serves "roll back to state version N": a page that restates what the
@@ -53,7 +54,7 @@ func (h Rollbacks) confirm(c echo.Context) error {
 	if p.VersionID == "" {
 		return h.choose(c, p)
 	}
-	cand, err := h.Runs.RollbackCandidate(ctx, ws.ID, p.VersionID)
+	cand, err := h.Runs.Candidate(ctx, ws.ID, p.VersionID)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (h Rollbacks) confirm(c echo.Context) error {
 	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
 		irreversible = e.Template.Irreversible
 	}
-	p.Boundary = append(run.TemplateBoundary(irreversible), run.WorkspaceBoundary(irreversible, stateResources(st))...)
+	p.Boundary = append(rollback.TemplateBoundary(irreversible), rollback.WorkspaceBoundary(irreversible, stateResources(st))...)
 	return render.Page(c, http.StatusOK, views.ConfirmRollback(p))
 }
 

@@ -80,6 +80,7 @@ type Runs struct {
 	Decisions  RunDecisions
 	Inbox      RunInbox
 	Reviews    ReviewService
+	Rollbacks  RollbackReviews
 	Workspaces WorkspaceReader
 	// Names names what the inbox filters by.
 	Names   ListNames

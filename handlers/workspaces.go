@@ -12,6 +12,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/listing"
+	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/workspace"
@@ -179,7 +180,7 @@ func (h Workspaces) show(c echo.Context) error {
 	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
 		irreversible = e.Template.Irreversible
 	}
-	p.Boundary = append(run.TemplateBoundary(irreversible), run.WorkspaceBoundary(irreversible, stateResources(st))...)
+	p.Boundary = append(rollback.TemplateBoundary(irreversible), rollback.WorkspaceBoundary(irreversible, stateResources(st))...)
 	for _, r := range st.Resources {
 		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}

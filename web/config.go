@@ -21,6 +21,7 @@ import (
 	"gantry/models/policy"
 	"gantry/models/promotion"
 	"gantry/models/risk"
+	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/models/session"
 	"gantry/models/state"
@@ -100,8 +101,10 @@ type Services struct {
 	Workspaces  *workspace.Service
 	Runs        *run.Runs
 	Previews    *run.Previewer
-	// Promotions promote workspaces to the next environment.
+	// Promotions promote workspaces to the next environment; Rollbacks roll them back
+	// to an earlier state version.
 	Promotions *promotion.Service
+	Rollbacks  *rollback.Service
 	// Evidence builds runs' evidence reports.
 	Evidence *evidence.Reports
 	Catalog  *catalog.Catalog

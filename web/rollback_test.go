@@ -1,14 +1,18 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/authz"
+	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/web/webtest"
 )
@@ -130,4 +134,31 @@ func TestRollbackToAnEarlierStateVersion(t *testing.T) {
 	var rollbacks int64
 	require.NoError(t, app.DB.Raw("SELECT count(*) FROM runs WHERE rollback_version_id IS NOT NULL").Scan(&rollbacks).Error)
 	require.EqualValues(t, 1, rollbacks, "the refusals requested nothing")
+}
+
+// TestRollbackDoorsRefuseStrangers: the doors of the run lifecycle that
+// models/rollback calls from outside keep their own checks: another organization's
+// version is not found, a viewer may not roll back, and a check requests nothing.
+func TestRollbackDoorsRefuseStrangers(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	applied := waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Succeeded)
+	versions := stateVersions(t, app, applied.WorkspaceID)
+	require.Len(t, versions, 1)
+	requests := app.System.Runs.Requests
+	as := func(m webtest.Member) context.Context { return authz.WithSubject(t.Context(), m.Subject(time.Now())) }
+	stranger := as(app.NewMember(t, "globex", "Stranger", authz.RoleOwner, true))
+	viewer := as(app.NewMember(t, "acme", "Onlooker", authz.RoleViewer, false))
+	member := as(app.NewMember(t, "acme", "Roller", authz.RoleOperator, true))
+
+	_, err := requests.RequestRollback(stranger, versions[0])
+	require.ErrorIs(t, err, errs.ErrNotFound)
+	require.ErrorIs(t, requests.CheckRollback(stranger, versions[0]), errs.ErrNotFound)
+	_, err = requests.RequestRollback(viewer, versions[0])
+	require.ErrorIs(t, err, errs.ErrForbidden)
+	require.NoError(t, requests.CheckRollback(member, versions[0]))
+	var n int64
+	require.NoError(t, app.DB.Raw("SELECT count(*) FROM runs WHERE rollback_version_id IS NOT NULL").Scan(&n).Error)
+	require.Zero(t, n, "nothing was requested")
 }

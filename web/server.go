@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	requests := handlers.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: runs.Reads,
 		States: svc.State}
 	requests.Register(app)
-	runPages := handlers.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Workspaces: svc.Workspaces,
+	runPages := handlers.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Rollbacks: svc.Rollbacks, Workspaces: svc.Workspaces,
 		Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
 	if svc.Executors != nil {
 		runPages.Executors = svc.Executors
@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
 	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}.Register(app)
 	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
-	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: runs.Rollbacks, Catalog: svc.Catalog}.Register(app)
+	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}.Register(app)
 	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
-		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: runs.Rollbacks,
+		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

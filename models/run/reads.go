@@ -153,8 +153,6 @@ type ReviewData struct {
 	Doc            *review.Doc
 	Evaluation     *policy.Evaluation
 	Overrides      map[string]policy.Override
-	// Rollback says what a rollback cannot bring back (nil for any other run).
-	Rollback *RollbackReview
 }
 
 // Review reads run r's plan for review (r read through Get). A run without a plan yet
@@ -186,9 +184,6 @@ func (s *Reads) Review(ctx context.Context, r Run) (ReviewData, error) {
 	}
 	if out.Doc, err = review.Load(planJSON); err != nil {
 		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
-	}
-	if out.Rollback, err = s.k.rollbackReview(ctx, r, out.Classification, facts); err != nil {
-		return ReviewData{}, err
 	}
 	if r.PolicyEvaluationID != nil {
 		ev, overrides, err := s.k.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)

@@ -4,7 +4,9 @@ package run
 // kind of caller holds: the request form holds Requests, the run page Reads and
 // Decisions, the workers Plans, Applies, Verifies and Jobs, and so on. They share one
 // core (k) and never embed one another; where a role needs another's step it holds
-// that role in a named field, so the dependency shows in the type.
+// that role in a named field, so the dependency shows in the type. Satellites call
+// the roles from outside: models/breakglass, models/promotion, models/rollback,
+// models/evidence and models/timeline.
 
 // Runs are the roles, built once by New over one core. It is a set of fields, not a
 // service: a caller takes the role it needs and is handed nothing else.
@@ -19,7 +21,6 @@ type Runs struct {
 	Reads       *Reads
 	Inbox       *Inbox
 	DriftChecks *DriftChecks
-	Rollbacks   *Rollbacks
 	Staleness   *Staleness
 }
 
@@ -39,7 +40,6 @@ func newRuns(k *core) *Runs {
 		Reads:       &Reads{k: k},
 		Inbox:       &Inbox{k: k},
 		DriftChecks: drift,
-		Rollbacks:   &Rollbacks{k: k},
 		Staleness:   staleness,
 	}
 }
@@ -94,9 +94,6 @@ type Inbox struct{ k *core }
 // corrections and codifications, and read their findings (drift_checks.go,
 // drift_reads.go).
 type DriftChecks struct{ k *core }
-
-// Rollbacks queue a rollback to an earlier state version (rollback.go).
-type Rollbacks struct{ k *core }
 
 // Staleness is what the state backend tells runs: a write made waiting plans stale, a
 // lock holds a run waiting (stale.go).

@@ -36,6 +36,7 @@ import (
 	"gantry/models/policy"
 	"gantry/models/promotion"
 	"gantry/models/risk"
+	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/models/session"
 	"gantry/models/state"
@@ -116,6 +117,7 @@ type Portal struct {
 	Runs           *run.Runs
 	Previews       *run.Previewer
 	Promotions     *promotion.Service
+	Rollbacks      *rollback.Service
 	Evidence       *evidence.Reports
 	State          *state.Service
 	Exports        *audit.Exports
@@ -229,6 +231,9 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		Workspaces: p.Workspaces, Catalog: catalog.ForRuns(p.Catalog), StateAddress: stateAddress}); err != nil {
 		return nil, err
 	}
+	if p.Rollbacks, err = rollback.New(p.Runs.Reads, p.Runs.Requests, p.StateStore, catalog.ForRuns(p.Catalog)); err != nil {
+		return nil, err
+	}
 	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
 	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
@@ -298,7 +303,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
-		Previews: p.Previews, Promotions: p.Promotions, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },

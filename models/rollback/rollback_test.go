@@ -1,9 +1,11 @@
-package run
+package rollback
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"gantry/models/run"
 )
 
 // TestForwardFixOnly: of the irreversible resources a state held at serial N, those
@@ -12,13 +14,13 @@ import (
 // data, are not named.
 func TestForwardFixOnly(t *testing.T) {
 	t.Parallel()
-	then := []StateResource{
+	then := []run.StateResource{
 		{Address: "module.db.sandbox_database.kept", Type: "sandbox_database", ID: "db-1"},
 		{Address: "module.db.sandbox_database.replaced", Type: "sandbox_database", ID: "db-2"},
 		{Address: "module.db.sandbox_database.gone", Type: "sandbox_database", ID: "db-3"},
 		{Address: "module.db.sandbox_network.this", Type: "sandbox_network", ID: "net-1"},
 	}
-	now := []StateResource{
+	now := []run.StateResource{
 		{Address: "module.db.sandbox_database.kept", Type: "sandbox_database", ID: "db-1"},
 		{Address: "module.db.sandbox_database.replaced", Type: "sandbox_database", ID: "db-9"},
 		{Address: "module.db.sandbox_network.this", Type: "sandbox_network", ID: "net-2"},
@@ -38,7 +40,7 @@ func TestRollbackBoundaryWords(t *testing.T) {
 	require.Contains(t, TemplateBoundary(nil)[1], "brings the configuration back whole")
 	require.Contains(t, TemplateBoundary([]string{"sandbox_bucket"})[1], "sandbox_bucket holds data")
 	require.Contains(t, TemplateBoundary([]string{"sandbox_bucket", "sandbox_database"})[1], "sandbox_bucket, sandbox_database hold data")
-	words := WorkspaceBoundary([]string{"sandbox_bucket"}, []StateResource{
+	words := WorkspaceBoundary([]string{"sandbox_bucket"}, []run.StateResource{
 		{Address: "module.b.sandbox_bucket.this", Type: "sandbox_bucket", ID: "bkt-1"}, {Address: "module.n.sandbox_network.this", Type: "sandbox_network"}})
 	require.Equal(t, []string{"module.b.sandbox_bucket.this (sandbox_bucket, bkt-1) holds data: a rollback that replaces or destroys it loses what it holds."}, words)
 }

@@ -20,7 +20,7 @@ import (
 	"gantry/models/breakglass"
 	"gantry/models/environment"
 	"gantry/models/risk"
-	"gantry/models/run"
+	"gantry/models/runport"
 	"gantry/policies"
 )
 
@@ -66,7 +66,7 @@ type Windows interface {
 
 // Drift counts the organization's finished drift checks by finding (run.DriftChecks).
 type Drift interface {
-	DriftCounts(ctx context.Context, orgID string, since time.Time) (map[run.DriftStatus]int, error)
+	DriftCounts(ctx context.Context, orgID string, since time.Time) (map[runport.DriftStatus]int, error)
 }
 
 // ManualChangeWindow is how far back the manual change path's record goes.
@@ -265,7 +265,7 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 		fmt.Sprintf("Last %d days: %d break-glass windows: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
 			days, sum.Total, sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
 		fmt.Sprintf("Last %d days: %d drift checks found unowned drift, %d found drift from a break-glass window, %d found none.",
-			days, drift[run.DriftUnowned], drift[run.DriftExpected], drift[run.DriftClean]))
+			days, drift[runport.DriftUnowned], drift[runport.DriftExpected], drift[runport.DriftClean]))
 	for _, w := range sum.Recent {
 		line := fmt.Sprintf("%s (%s): asked for by %s for %d minutes (%s)", w.ID, w.State.Label(), w.RequestedByName, w.DurationMinutes, w.Reason)
 		if w.ApprovedByName != "" {

@@ -3,7 +3,8 @@ package run
 import "gantry/models/runport"
 
 // The vocabulary runs share with the aggregates below them is defined in models/runport,
-// so that org, state and catalog implement what runs need without importing models/run;
+// so that org, state and catalog implement what runs need, and governance reports on
+// drift, without importing models/run;
 // these names keep it at hand inside the run lifecycle.
 type (
 	Member           = runport.Member
@@ -17,6 +18,14 @@ type (
 	RunnerInfo       = runport.RunnerInfo
 	InputValue       = runport.InputValue
 	TemplateFacts    = runport.TemplateFacts
+	DriftStatus      = runport.DriftStatus
+)
+
+// The findings of a drift check (runport.DriftStatus).
+const (
+	DriftClean    = runport.DriftClean
+	DriftExpected = runport.DriftExpected
+	DriftUnowned  = runport.DriftUnowned
 )
 
 // NoPredecessor is runport.NoPredecessor: a plan computed against no state.

@@ -12,6 +12,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/identity"
 	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // What people do to a window once it is asked for, each under its row lock and the
@@ -21,7 +22,7 @@ import (
 // verdict picks the action's verdict from Permissions (a decision after its deadline
 // expires the window and answers APPROVAL_EXPIRED), then fn changes the window, which
 // is saved and audited with the subject as its actor.
-func (s *Service) act(ctx context.Context, id string, verdict func(Permissions) run.Verdict,
+func (s *Service) act(ctx context.Context, id string, verdict func(Permissions) runport.Verdict,
 	fn func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error) (Window, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
@@ -66,7 +67,7 @@ func (s *Service) act(ctx context.Context, id string, verdict func(Permissions) 
 // Approve approves window id's exact terms (the digest the page showed): the requester
 // may open it within run.ApprovalValidity.
 func (s *Service) Approve(ctx context.Context, id, terms string) (Window, error) {
-	return s.act(ctx, id, func(p Permissions) run.Verdict { return p.Approve }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
+	return s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Approve }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
 		if err := w.Approve(decider(subject), terms, now, run.ApprovalValidity); err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func (s *Service) Approve(ctx context.Context, id, terms string) (Window, error)
 
 // Reject rejects window id's terms with a reason.
 func (s *Service) Reject(ctx context.Context, id, terms, reason string) (Window, error) {
-	return s.act(ctx, id, func(p Permissions) run.Verdict { return p.Reject }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
+	return s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Reject }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
 		// Who may reject is asked first: a reason does not make a refusal a 422.
 		if err := checkRejectReason(reason); err != nil {
 			return err
@@ -87,7 +88,7 @@ func (s *Service) Reject(ctx context.Context, id, terms, reason string) (Window,
 
 // Cancel withdraws window id before it opens.
 func (s *Service) Cancel(ctx context.Context, id string) (Window, error) {
-	return s.act(ctx, id, func(p Permissions) run.Verdict { return p.Cancel }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
+	return s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Cancel }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
 		return w.Cancel(decider(subject))
 	})
 }
@@ -109,7 +110,7 @@ func (Credentials) String() string { return "[credentials redacted]" }
 // its first credentials are minted (shown once, never stored).
 func (s *Service) Open(ctx context.Context, id string) (Window, Credentials, error) {
 	var creds Credentials
-	w, err := s.act(ctx, id, func(p Permissions) run.Verdict { return p.Open }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
+	w, err := s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Open }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
 		// Runs first (their rows, then the workspace's), as every transaction that
 		// changes runs locks them before its first audit event.
 		if err := s.runs.WindowOpened(ctx, w.OrganizationID, w.WorkspaceID, w.ID); err != nil {
@@ -135,7 +136,7 @@ func (s *Service) Open(ctx context.Context, id string) (Window, Credentials, err
 // issue is audited, the token itself never stored or shown twice.
 func (s *Service) IssueCredentials(ctx context.Context, id string) (Window, Credentials, error) {
 	var creds Credentials
-	w, err := s.act(ctx, id, func(p Permissions) run.Verdict { return p.Credentials }, func(ctx context.Context, w *Window, _ authz.Subject, now time.Time) error {
+	w, err := s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Credentials }, func(ctx context.Context, w *Window, _ authz.Subject, now time.Time) error {
 		var err error
 		creds, err = s.mint(ctx, w, now)
 		return err
@@ -167,7 +168,7 @@ func (s *Service) mint(ctx context.Context, w *Window, now time.Time) (Credentia
 // End ends open window id early (its requester or an admin): it awaits codification,
 // and the drift check runs now.
 func (s *Service) End(ctx context.Context, id string) (Window, error) {
-	return s.act(ctx, id, func(p Permissions) run.Verdict { return p.End }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
+	return s.act(ctx, id, func(p Permissions) runport.Verdict { return p.End }, func(ctx context.Context, w *Window, subject authz.Subject, now time.Time) error {
 		return s.end(ctx, w, "ended early by "+subject.Name, now)
 	})
 }
@@ -193,7 +194,7 @@ func (s *Service) end(ctx context.Context, w *Window, reason string, now time.Ti
 // run accepting the change into state, which the requester of the window never decides.
 func (s *Service) Codify(ctx context.Context, id string) (Window, run.Run, error) {
 	var r run.Run
-	w, err := s.act(ctx, id, func(p Permissions) run.Verdict { return p.Codify }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
+	w, err := s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Codify }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
 		var err error
 		if r, err = s.runs.Codify(ctx, w.WorkspaceID, w.ID, w.RequestedBy); err != nil {
 			return err
@@ -212,7 +213,7 @@ func (s *Service) Codify(ctx context.Context, id string) (Window, run.Run, error
 // Close closes window id (awaiting codification) without codifying it: an owner's
 // decision, with a reason of MinReasonLength characters.
 func (s *Service) Close(ctx context.Context, id, reason string) (Window, error) {
-	return s.act(ctx, id, func(p Permissions) run.Verdict { return p.Close }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
+	return s.act(ctx, id, func(p Permissions) runport.Verdict { return p.Close }, func(ctx context.Context, w *Window, subject authz.Subject, _ time.Time) error {
 		if err := checkCloseReason(reason); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // The one home of who may do what to a break-glass window. The service enforces it and
@@ -20,20 +21,24 @@ type Permissions struct {
 	// Visible: the person may see the window (its environment); when false every
 	// verdict is NOT_FOUND.
 	Visible     bool
-	Approve     run.Verdict
-	Reject      run.Verdict
-	Cancel      run.Verdict
-	Open        run.Verdict
-	Credentials run.Verdict
-	End         run.Verdict
-	Codify      run.Verdict
-	Close       run.Verdict
+	Approve     runport.Verdict
+	Reject      runport.Verdict
+	Cancel      runport.Verdict
+	Open        runport.Verdict
+	Credentials runport.Verdict
+	End         runport.Verdict
+	Codify      runport.Verdict
+	Close       runport.Verdict
 }
 
-func forbid(msg string) run.Verdict   { return run.VerdictOf(errs.Explain(errs.ErrForbidden, msg)) }
-func conflict(msg string) run.Verdict { return run.VerdictOf(errs.Explain(errs.ErrConflict, msg)) }
+func forbid(msg string) runport.Verdict {
+	return runport.VerdictOf(errs.Explain(errs.ErrForbidden, msg))
+}
+func conflict(msg string) runport.Verdict {
+	return runport.VerdictOf(errs.Explain(errs.ErrConflict, msg))
+}
 
-var allowed = run.VerdictOf(nil)
+var allowed = runport.VerdictOf(nil)
 
 // PermissionsOf answers what a may do to window w of environment env at now (the
 // database clock): visibility first (404 beats 403), then who the person is, then the
@@ -41,7 +46,7 @@ var allowed = run.VerdictOf(nil)
 func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.Time) Permissions {
 	var p Permissions
 	if a.OrganizationID != w.OrganizationID || !environment.Visible(env, a.Role, a.Granted) {
-		hidden := run.VerdictOf(fmt.Errorf("break-glass window %s: %w", w.ID, errs.ErrNotFound))
+		hidden := runport.VerdictOf(fmt.Errorf("break-glass window %s: %w", w.ID, errs.ErrNotFound))
 		p.Approve, p.Reject, p.Cancel, p.Open, p.Credentials, p.End, p.Codify, p.Close = hidden, hidden, hidden, hidden, hidden, hidden, hidden, hidden
 		return p
 	}
@@ -59,7 +64,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 	}
 	p.Open = personal(w, a, Approved, "open")
 	if p.Open.Allowed() && w.ApprovalExpiresAt != nil && !now.Before(*w.ApprovalExpiresAt) {
-		p.Open = run.VerdictOf(errs.Explain(errs.ErrApprovalExpired, fmt.Sprintf("The approval expired at %s: the window was not opened within %d minutes. Ask again.",
+		p.Open = runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, fmt.Sprintf("The approval expired at %s: the window was not opened within %d minutes. Ask again.",
 			w.ApprovalExpiresAt.UTC().Format("15:04:05 UTC"), int(run.ApprovalValidity.Minutes()))))
 	}
 	p.Credentials = personal(w, a, Open, "get credentials for")
@@ -98,7 +103,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 // decide is the verdict on approving (or rejecting) a request: an admin or owner with
 // provisioning.apply, never the requester, cloud.live to approve (the window changes a
 // live cloud), within the decision deadline.
-func decide(w Window, a run.Actor, now time.Time, approve bool) run.Verdict {
+func decide(w Window, a run.Actor, now time.Time, approve bool) runport.Verdict {
 	switch {
 	case a.System:
 		return forbid("Gantry itself never decides for a person.")
@@ -109,18 +114,18 @@ func decide(w Window, a run.Actor, now time.Time, approve bool) run.Verdict {
 	case approve && !a.CloudLive:
 		return forbid("The window lets someone change a live cloud by hand: approving it needs the cloud.live entitlement.")
 	case w.State == Expired:
-		return run.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "This request has EXPIRED: "+w.StateReason+". Ask again."))
+		return runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "This request has EXPIRED: "+w.StateReason+". Ask again."))
 	case w.State != Requested:
 		return conflict(fmt.Sprintf("This window is %s: there is nothing to decide.", w.State.Label()))
 	case !now.Before(w.DecisionDeadline):
-		return run.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "The request's decision window closed at "+w.DecisionDeadline.UTC().Format("2006-01-02 15:04:05 UTC")+": it expires instead. Ask again."))
+		return runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "The request's decision window closed at "+w.DecisionDeadline.UTC().Format("2006-01-02 15:04:05 UTC")+": it expires instead. Ask again."))
 	}
 	return allowed
 }
 
 // personal is the verdict on what only the requester does (open the window, get its
 // credentials): the person who will change the world by hand, still holding cloud.live.
-func personal(w Window, a run.Actor, in State, what string) run.Verdict {
+func personal(w Window, a run.Actor, in State, what string) runport.Verdict {
 	switch {
 	case a.UserID != w.RequestedBy:
 		return forbid(fmt.Sprintf("Only %s, who asked for the window, may %s it.", w.RequestedByName, what))

@@ -10,6 +10,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 var (
@@ -156,7 +157,7 @@ func TestRequestChecks(t *testing.T) {
 	require.Nil(t, v.Err())
 }
 
-func codeOf(v run.Verdict) errs.Code {
+func codeOf(v runport.Verdict) errs.Code {
 	if v.Allowed() {
 		return ""
 	}

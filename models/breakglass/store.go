@@ -12,13 +12,13 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db"
-	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // Store is the breakglass_windows table and what the run lifecycle asks of it
-// (run.Windows): the window open on a workspace, the windows a drift is attributed to,
+// (run.Windows, in models/runport's words): the window open on a workspace, the windows a drift is attributed to,
 // and what a drift check found, told to the windows awaiting codification in the
-// transaction that records the check. It checks no permission: the run service and
+// transaction that records the check. It checks no permission: the run lifecycle and
 // this package's Service authorize their own subjects.
 type Store struct {
 	db    *gorm.DB
@@ -27,8 +27,6 @@ type Store struct {
 
 // NewStore returns the store.
 func NewStore(gdb *gorm.DB, log *audit.Log) *Store { return &Store{db: gdb, audit: log} }
-
-var _ run.Windows = (*Store)(nil)
 
 func (s *Store) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, s.db) }
 
@@ -106,8 +104,8 @@ var actionOf = map[State]string{Approved: "approved", Rejected: "rejected", Canc
 	Open: "opened", AwaitingCodification: "ended", Codified: "codified", Closed: "closed"}
 
 // info is a window as runs see it.
-func info(w Window) run.WindowInfo {
-	out := run.WindowInfo{ID: w.ID, WorkspaceID: w.WorkspaceID, RequestedByName: w.RequestedByName, Reason: w.Reason,
+func info(w Window) runport.WindowInfo {
+	out := runport.WindowInfo{ID: w.ID, WorkspaceID: w.WorkspaceID, RequestedByName: w.RequestedByName, Reason: w.Reason,
 		OpenedAt: w.OpenedAt, EndedAt: w.EndedAt}
 	if w.State == Open {
 		out.EndsAt = w.EndsAt
@@ -118,7 +116,7 @@ func info(w Window) run.WindowInfo {
 // OpenOn is the window open on workspaceID (nil: none). A window whose clock ran out
 // counts as open until its end is recorded (seconds later, by its job): nothing applies
 // on the strength of a clock alone.
-func (s *Store) OpenOn(ctx context.Context, orgID, workspaceID string) (*run.WindowInfo, error) {
+func (s *Store) OpenOn(ctx context.Context, orgID, workspaceID string) (*runport.WindowInfo, error) {
 	ws, err := s.list(ctx, 1, "organization_id = ? AND workspace_id = ? AND state = ?", orgID, workspaceID, Open)
 	if err != nil || len(ws) == 0 {
 		return nil, err
@@ -128,8 +126,8 @@ func (s *Store) OpenOn(ctx context.Context, orgID, workspaceID string) (*run.Win
 }
 
 // Named are the windows of workspaceID among ids.
-func (s *Store) Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]run.WindowInfo, error) {
-	out := map[string]run.WindowInfo{}
+func (s *Store) Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]runport.WindowInfo, error) {
+	out := map[string]runport.WindowInfo{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -143,15 +141,15 @@ func (s *Store) Named(ctx context.Context, orgID, workspaceID string, ids []stri
 	return out, nil
 }
 
-// DriftChecked tells the windows of r's workspace awaiting codification what drift
-// check r found: nothing drifted and the state checked is the one a codification of the
+// DriftChecked tells the windows of c's workspace awaiting codification what drift
+// check c found: nothing drifted and the state checked is the one a codification of the
 // window wrote, it is CODIFIED; nothing drifted otherwise, there is nothing left to
 // codify (CLOSED); drift, it keeps waiting, with the check on record.
-func (s *Store) DriftChecked(ctx context.Context, r run.Run) error {
-	if r.Kind != run.KindDrift || r.DriftStatus == "" {
+func (s *Store) DriftChecked(ctx context.Context, c runport.DriftCheck) error {
+	if c.Status == "" {
 		return nil
 	}
-	waiting, err := s.list(ctx, 0, "workspace_id = ? AND state = ?", r.WorkspaceID, AwaitingCodification)
+	waiting, err := s.list(ctx, 0, "workspace_id = ? AND state = ?", c.WorkspaceID, AwaitingCodification)
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
@@ -160,29 +158,29 @@ func (s *Store) DriftChecked(ctx context.Context, r run.Run) error {
 		return err
 	}
 	for _, found := range waiting {
-		w, err := s.get(ctx, r.OrganizationID, found.ID, true)
+		w, err := s.get(ctx, c.OrganizationID, found.ID, true)
 		if err != nil {
 			return err
 		}
 		if w.State != AwaitingCodification {
 			continue
 		}
-		w.DriftCheckRunID = &r.ID
-		codified := w.CodifyRunID != nil && r.SourceRunID != nil && *r.SourceRunID == *w.CodifyRunID
+		w.DriftCheckRunID = &c.RunID
+		codified := w.CodifyRunID != nil && c.SourceRunID != nil && *c.SourceRunID == *w.CodifyRunID
 		switch {
-		case r.DriftStatus != run.DriftClean:
+		case c.Status != runport.DriftClean:
 		case codified:
-			err = w.Codify("codified: the state its codification wrote matches the world (drift check " + r.Label() + " found nothing)")
+			err = w.Codify("codified: the state its codification wrote matches the world (drift check " + c.Label + " found nothing)")
 		default:
-			err = w.Close(nil, "nothing left to codify: drift check "+r.Label()+" found the live resources matching the state")
+			err = w.Close(nil, "nothing left to codify: drift check "+c.Label+" found the live resources matching the state")
 		}
 		if err != nil {
 			return err
 		}
 		if len(w.moves) > 0 {
-			w.moves[len(w.moves)-1].data = map[string]any{"drift_check_run_id": r.ID, "codify_run_id": w.CodifyRunID}
+			w.moves[len(w.moves)-1].data = map[string]any{"drift_check_run_id": c.RunID, "codify_run_id": w.CodifyRunID}
 		}
-		if err := s.save(ctx, &w, authz.System(r.OrganizationID), now); err != nil {
+		if err := s.save(ctx, &w, authz.System(c.OrganizationID), now); err != nil {
 			return err
 		}
 	}

@@ -103,9 +103,9 @@ type Windows interface {
 	OpenOn(ctx context.Context, orgID, workspaceID string) (*WindowInfo, error)
 	// Named are the windows of workspaceID among ids (others are left out).
 	Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]WindowInfo, error)
-	// DriftChecked tells workspace r.WorkspaceID's windows awaiting codification what
-	// drift check r found, in the transaction that records it.
-	DriftChecked(ctx context.Context, r Run) error
+	// DriftChecked tells the windows of the check's workspace awaiting codification
+	// what the drift check found, in the transaction that records it.
+	DriftChecked(ctx context.Context, c DriftCheck) error
 }
 
 // Fencer releases a dead job's state lock and revokes its credentials (state.Store).

@@ -123,23 +123,10 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return string(ax) == string(by)
 }
 
-// WindowInfo is what drift attribution and the run rules need of a break-glass window.
-type WindowInfo struct {
-	ID              string
-	WorkspaceID     string
-	RequestedByName string
-	Reason          string
-	// EndsAt is when an open window closes (nil unless it is open).
-	EndsAt *time.Time
-	// OpenedAt and EndedAt bound when its credentials were meant to be used (nil: it
-	// never opened, or has not ended).
-	OpenedAt, EndedAt *time.Time
-}
-
 // covers reports whether a change at at falls while window w was open: a change made
 // with its credentials after it ended (a token lives up to 15 minutes and cannot be
 // revoked) is nobody's to own.
-func (w WindowInfo) covers(at time.Time) bool {
+func covers(w WindowInfo, at time.Time) bool {
 	return w.OpenedAt != nil && !at.Before(*w.OpenedAt) && (w.EndedAt == nil || !at.After(*w.EndedAt))
 }
 
@@ -164,7 +151,7 @@ func attribute(obs []Observed, since time.Time, windows map[string]WindowInfo) (
 		for _, c := range relevant {
 			w, known := windows[c.Window]
 			switch {
-			case c.By == "breakglass" && known && w.covers(c.At):
+			case c.By == "breakglass" && known && covers(w, c.At):
 				window = w.ID
 			case c.By == "breakglass" && known:
 				strangers = append(strangers, "break-glass window "+c.Window+"'s credentials, outside the window (at "+c.At.UTC().Format(time.RFC3339)+")")

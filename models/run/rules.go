@@ -1,7 +1,6 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/risk"
+	"gantry/models/runport"
 )
 
 // The one home of the decision rules (DESIGN §3, §4). Services enforce them, handlers
@@ -81,32 +81,9 @@ type Actor struct {
 	Groups []string
 }
 
-// Verdict is the rules' answer to "may this person do this now": nil error is yes; a
-// refusal carries its code (FORBIDDEN, NOT_FOUND, CONFLICT, STALE_EVIDENCE,
-// APPROVAL_EXPIRED) and the reason in words.
-type Verdict struct{ err error }
-
-// VerdictOf is the verdict err says: nil allows, anything else refuses with its code
-// (other aggregates' rules, break-glass windows', answer in the same terms).
-func VerdictOf(err error) Verdict { return Verdict{err: err} }
-
-func allowed() Verdict            { return Verdict{} }
-func refused(err error) Verdict   { return Verdict{err: err} }
-func (v Verdict) Allowed() bool   { return v.err == nil }
-func (v Verdict) Err() error      { return v.err }
-func (v Verdict) Code() errs.Code { return errs.CodeOf(v.err) }
-
-// Reason is the refusal in words ("" when allowed).
-func (v Verdict) Reason() string {
-	var ex *errs.Explained
-	switch {
-	case v.err == nil:
-		return ""
-	case asExplained(v.err, &ex):
-		return ex.Message
-	}
-	return v.err.Error()
-}
+// allowed and refused are the rules' verdicts (runport.Verdict).
+func allowed() Verdict          { return runport.VerdictOf(nil) }
+func refused(err error) Verdict { return runport.VerdictOf(err) }
 
 // Permissions answers what one person may do to one run now: every control a page
 // shows and every check a service makes comes from here.
@@ -380,5 +357,3 @@ func checkReason(reason string, min int, msg string) error {
 	}
 	return nil
 }
-
-func asExplained(err error, target **errs.Explained) bool { return errors.As(err, target) }

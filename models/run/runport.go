@@ -3,8 +3,8 @@ package run
 import "gantry/models/runport"
 
 // The vocabulary runs share with the aggregates below them is defined in models/runport,
-// so that org, state and catalog implement what runs need, and governance reports on
-// drift, without importing models/run;
+// so that org, state, catalog and breakglass's store implement what runs need, and
+// governance reports on drift, without importing models/run;
 // these names keep it at hand inside the run lifecycle.
 type (
 	Member           = runport.Member
@@ -19,6 +19,9 @@ type (
 	InputValue       = runport.InputValue
 	TemplateFacts    = runport.TemplateFacts
 	DriftStatus      = runport.DriftStatus
+	Verdict          = runport.Verdict
+	WindowInfo       = runport.WindowInfo
+	DriftCheck       = runport.DriftCheck
 )
 
 // The findings of a drift check (runport.DriftStatus).

@@ -312,7 +312,8 @@ func (s *Plans) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error 
 		return err
 	}
 	r.annotate(map[string]any{"drift_status": status, "drift": d})
-	return s.k.windows.DriftChecked(ctx, *r)
+	return s.k.windows.DriftChecked(ctx, DriftCheck{RunID: r.ID, Label: r.Label(), OrganizationID: r.OrganizationID,
+		WorkspaceID: r.WorkspaceID, SourceRunID: r.SourceRunID, Status: status})
 }
 
 // route sends a planned run that passed its policies to the decision its risk needs:

@@ -5,9 +5,21 @@ import (
 	"fmt"
 	"slices"
 
+	"gorm.io/gorm"
+
 	"gantry/models/authz"
 	"gantry/models/db"
 )
+
+// Directory reads environments for the other aggregates (runs, policies, windows,
+// workspaces): an environment with its owners, grants, visibility, promotion order and
+// drift schedules. It checks no permission and changes nothing, so it needs no one to
+// tell; the run lifecycle is built on it, and the Service that changes environments
+// (and tells the run lifecycle) after it.
+type Directory struct{ db *gorm.DB }
+
+// NewDirectory returns the environments' reads.
+func NewDirectory(gdb *gorm.DB) *Directory { return &Directory{db: gdb} }
 
 // Reads for the auditors' pages: environments by name for the audit history, and all
 // of an organization's with their static credentials for the governance report.

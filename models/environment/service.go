@@ -37,16 +37,6 @@ func NewService(gdb *gorm.DB, log *audit.Log, d Deciders) *Service {
 	return &Service{Directory: NewDirectory(gdb), db: gdb, audit: log, deciders: d}
 }
 
-// Directory reads environments for the other aggregates (runs, policies, windows,
-// workspaces): an environment with its owners, grants, visibility, promotion order and
-// drift schedules. It checks no permission and changes nothing, so it needs no one to
-// tell; the run lifecycle is built on it, and the Service that changes environments
-// (and tells the run lifecycle) after it.
-type Directory struct{ db *gorm.DB }
-
-// NewDirectory returns the environments' reads.
-func NewDirectory(gdb *gorm.DB) *Directory { return &Directory{db: gdb} }
-
 // Deciders is what an environment change tells the run lifecycle (run.Eligibility), in its
 // transaction: who may decide waiting runs depends on the environment's named owners,
 // restriction and grants.

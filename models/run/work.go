@@ -387,20 +387,3 @@ func (s *Jobs) FailPhase(ctx context.Context, l Lease, log []byte, reason string
 		return r.transition(Failed, reason)
 	})
 }
-
-// ExpireIfDue ends a run still in state st once its deadline has passed by the
-// database clock. It never prepares an apply.
-func (s *Decisions) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
-	return s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
-		if r.State != st {
-			return ErrSkip
-		}
-		switch {
-		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
-			return r.transition(Expired, "no decision within the decision window")
-		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
-			return r.transition(Expired, "the approval expired before the apply started")
-		}
-		return ErrSkip
-	})
-}

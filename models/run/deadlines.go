@@ -9,6 +9,26 @@ import (
 	"gantry/models/notify"
 )
 
+// The decisions the clock takes (their jobs: runner.ExpireWorker, runner.EscalateWorker):
+// a run that waited past its deadline expires, one past its escalation time escalates.
+
+// ExpireIfDue ends a run still in state st once its deadline has passed by the
+// database clock. It never prepares an apply.
+func (s *Decisions) ExpireIfDue(ctx context.Context, runID string, st State) (Run, error) {
+	return s.k.update(ctx, "", runID, nil, func(ctx context.Context, r *Run, now time.Time) error {
+		if r.State != st {
+			return ErrSkip
+		}
+		switch {
+		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
+			return r.transition(Expired, "no decision within the decision window")
+		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
+			return r.transition(Expired, "the approval expired before the apply started")
+		}
+		return ErrSkip
+	})
+}
+
 // EscalateIfDue records, once, that run runID has waited its escalation time: from now
 // the escalation's deciders may decide too. The rules already judge eligibility by the
 // database clock (a decision need not wait for this job); the job makes the escalation

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gantry/models/audit"
 	"gantry/models/authz"
@@ -256,4 +257,53 @@ func (s *Service) SetMemberGrants(ctx context.Context, userID string, envIDs []s
 		}
 		return s.decidersMoved(ctx, subject.OrganizationID, "", userID)
 	})
+}
+
+// replaceOwners stores the named owners of env and returns env carrying them.
+func (s *Service) replaceOwners(ctx context.Context, env Environment, users, groups []string) (Environment, error) {
+	conn := db.Conn(ctx, s.db)
+	if err := conn.Where("environment_id = ?", env.ID).Delete(&Owner{}).Error; err != nil {
+		return Environment{}, fmt.Errorf("clearing owners: %w", err)
+	}
+	if err := conn.Where("environment_id = ?", env.ID).Delete(&OwnerGroup{}).Error; err != nil {
+		return Environment{}, fmt.Errorf("clearing owner groups: %w", err)
+	}
+	env.Owners, env.OwnerGroups = normaliseIDs(users), normaliseIDs(groups)
+	for _, uid := range env.Owners {
+		if err := conn.Create(&Owner{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
+			return Environment{}, fmt.Errorf("naming owner %s: %w", uid, db.Translate(err))
+		}
+	}
+	for _, g := range env.OwnerGroups {
+		if err := conn.Create(&OwnerGroup{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, GroupName: g}).Error; err != nil {
+			return Environment{}, fmt.Errorf("naming owner group %s: %w", g, db.Translate(err))
+		}
+	}
+	return env, nil
+}
+
+func (s *Service) replaceGrants(ctx context.Context, env Environment, userIDs []string) ([]string, error) {
+	conn := db.Conn(ctx, s.db)
+	if err := conn.Where("organization_id = ? AND environment_id = ?", env.OrganizationID, env.ID).Delete(&Grant{}).Error; err != nil {
+		return nil, fmt.Errorf("clearing grants: %w", err)
+	}
+	ids := normaliseIDs(userIDs)
+	for _, uid := range ids {
+		if err := conn.Create(&Grant{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
+			return nil, fmt.Errorf("granting %s: %w", uid, db.Translate(err))
+		}
+	}
+	return ids, nil
+}
+
+// normaliseIDs sorts and de-duplicates ids and drops empty ones.
+func normaliseIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

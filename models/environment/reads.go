@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"gantry/models/authz"
 	"gantry/models/db"
@@ -20,6 +21,20 @@ type Directory struct{ db *gorm.DB }
 
 // NewDirectory returns the environments' reads.
 func NewDirectory(gdb *gorm.DB) *Directory { return &Directory{db: gdb} }
+
+// get reads environment id of organization orgID, without its owners; forUpdate locks
+// its row until the transaction in ctx ends.
+func (s *Directory) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
+	q := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id)
+	if forUpdate {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var env Environment
+	if err := q.Take(&env).Error; err != nil {
+		return Environment{}, fmt.Errorf("reading environment %s: %w", id, db.Translate(err))
+	}
+	return env, nil
+}
 
 // Reads for the auditors' pages: environments by name for the audit history, and all
 // of an organization's with their static credentials for the governance report.

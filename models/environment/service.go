@@ -3,13 +3,11 @@ package environment
 import (
 	"cmp"
 	"context"
-
 	"fmt"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"gantry/models/audit"
 	"gantry/models/authz"
@@ -80,18 +78,6 @@ func (s *Service) Get(ctx context.Context, id string) (Environment, error) {
 		return Environment{}, s.refusal(ctx, id, err)
 	}
 	return s.Lookup(ctx, subject.OrganizationID, id)
-}
-
-func (s *Directory) get(ctx context.Context, orgID, id string, forUpdate bool) (Environment, error) {
-	q := db.Conn(ctx, s.db).Where("organization_id = ? AND id = ?", orgID, id)
-	if forUpdate {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	var env Environment
-	if err := q.Take(&env).Error; err != nil {
-		return Environment{}, fmt.Errorf("reading environment %s: %w", id, db.Translate(err))
-	}
-	return env, nil
 }
 
 // Grants returns the user ids granted use of environment id.
@@ -295,29 +281,6 @@ func (s *Service) validate(ctx context.Context, orgID, selfID string, in Input) 
 	return v.Err()
 }
 
-// replaceOwners stores the named owners of env and returns env carrying them.
-func (s *Service) replaceOwners(ctx context.Context, env Environment, users, groups []string) (Environment, error) {
-	conn := db.Conn(ctx, s.db)
-	if err := conn.Where("environment_id = ?", env.ID).Delete(&Owner{}).Error; err != nil {
-		return Environment{}, fmt.Errorf("clearing owners: %w", err)
-	}
-	if err := conn.Where("environment_id = ?", env.ID).Delete(&OwnerGroup{}).Error; err != nil {
-		return Environment{}, fmt.Errorf("clearing owner groups: %w", err)
-	}
-	env.Owners, env.OwnerGroups = normaliseIDs(users), normaliseIDs(groups)
-	for _, uid := range env.Owners {
-		if err := conn.Create(&Owner{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
-			return Environment{}, fmt.Errorf("naming owner %s: %w", uid, db.Translate(err))
-		}
-	}
-	for _, g := range env.OwnerGroups {
-		if err := conn.Create(&OwnerGroup{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, GroupName: g}).Error; err != nil {
-			return Environment{}, fmt.Errorf("naming owner group %s: %w", g, db.Translate(err))
-		}
-	}
-	return env, nil
-}
-
 // nameConflict turns a unique-index race (two admins creating the same name at once)
 // into the same field message the pre-check gives.
 func (s *Service) nameConflict(err error, name string) error {
@@ -327,32 +290,6 @@ func (s *Service) nameConflict(err error, name string) error {
 		return v
 	}
 	return fmt.Errorf("saving environment: %w", db.Translate(err))
-}
-
-func (s *Service) replaceGrants(ctx context.Context, env Environment, userIDs []string) ([]string, error) {
-	conn := db.Conn(ctx, s.db)
-	if err := conn.Where("organization_id = ? AND environment_id = ?", env.OrganizationID, env.ID).Delete(&Grant{}).Error; err != nil {
-		return nil, fmt.Errorf("clearing grants: %w", err)
-	}
-	ids := normaliseIDs(userIDs)
-	for _, uid := range ids {
-		if err := conn.Create(&Grant{OrganizationID: env.OrganizationID, EnvironmentID: env.ID, UserID: uid}).Error; err != nil {
-			return nil, fmt.Errorf("granting %s: %w", uid, db.Translate(err))
-		}
-	}
-	return ids, nil
-}
-
-// normaliseIDs sorts and de-duplicates ids and drops empty ones.
-func normaliseIDs(ids []string) []string {
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		if id = strings.TrimSpace(id); id != "" {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // snapshot is the audited form of an environment.

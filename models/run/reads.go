@@ -23,11 +23,17 @@ func (s *Reads) Get(ctx context.Context, id string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	r, err := s.k.store.get(ctx, subject.OrganizationID, id)
+	return s.k.getVisible(ctx, subject, id)
+}
+
+// getVisible is run id of subject's organization, if subject may see it (not found
+// otherwise, as for another tenant's run).
+func (s *core) getVisible(ctx context.Context, subject authz.Subject, id string) (Run, error) {
+	r, err := s.store.get(ctx, subject.OrganizationID, id)
 	if err != nil {
 		return Run{}, err
 	}
-	if err := s.k.visible(ctx, subject, r); err != nil {
+	if err := s.visible(ctx, subject, r); err != nil {
 		return Run{}, err
 	}
 	return r, nil
@@ -89,11 +95,8 @@ func (s *Reads) InputsOf(ctx context.Context, runID string) ([]InputValue, error
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.k.store.get(ctx, subject.OrganizationID, runID)
+	r, err := s.k.getVisible(ctx, subject, runID)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.k.visible(ctx, subject, r); err != nil {
 		return nil, err
 	}
 	config, _, err := s.k.artifacts.Get(ctx, subject.OrganizationID, r.ConfigArtifactID)

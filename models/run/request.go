@@ -196,11 +196,8 @@ func (s *Requests) RequestPromoted(ctx context.Context, req Request, fromID, lab
 	if err != nil {
 		return Run{}, err
 	}
-	from, err := s.k.store.get(ctx, subject.OrganizationID, fromID)
+	from, err := s.k.getVisible(ctx, subject, fromID)
 	if err != nil {
-		return Run{}, err
-	}
-	if err := s.k.visible(ctx, subject, from); err != nil {
 		return Run{}, err
 	}
 	if from.State != Succeeded || from.Kind != KindApply {

@@ -60,12 +60,9 @@ func (s *Requests) rollbackSource(ctx context.Context, subject authz.Subject, ve
 	if v.RunID == "" {
 		return v, Run{}, errs.Explain(errs.ErrConflict, fmt.Sprintf("State version %d was not written by a run, so there are no inputs to re-apply.", v.Serial))
 	}
-	src, err := s.k.store.get(ctx, subject.OrganizationID, v.RunID)
-	if err != nil {
-		return StateVersionInfo{}, Run{}, err
-	}
 	// The workspace is the source run's: what the person may not see is not found.
-	if err := s.k.visible(ctx, subject, src); err != nil {
+	src, err := s.k.getVisible(ctx, subject, v.RunID)
+	if err != nil {
 		return StateVersionInfo{}, Run{}, err
 	}
 	env, err := s.k.environments.Lookup(ctx, src.OrganizationID, src.EnvironmentID)

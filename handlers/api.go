@@ -9,10 +9,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/errs"
 	"gantry/models/run"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // API is the JSON API v1 (docs/api.md): every browser action of requests, runs,

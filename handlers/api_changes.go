@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/run"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 func (h API) registerChanges(g *echo.Group, spec *openapi.Spec) {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/environment"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // EnvironmentsAPI mirrors the environment pages as JSON, through the same service and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
 	"gantry/models/authz"
@@ -14,8 +15,7 @@ import (
 	"gantry/models/listing"
 	"gantry/models/policy"
 	"gantry/models/risk"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 func (h API) registerGovernance(g *echo.Group, spec *openapi.Spec) {

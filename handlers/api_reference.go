@@ -7,10 +7,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
+	"gantry/handlers/render"
 	"gantry/views"
-	"gantry/web/openapi"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // APIReference serves the JSON API's reference page from the operations the API

@@ -9,13 +9,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/models/run"
 	"gantry/models/timeline"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {

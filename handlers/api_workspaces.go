@@ -8,11 +8,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/models/workspace"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 func (h API) registerWorkspaces(g *echo.Group, spec *openapi.Spec) {

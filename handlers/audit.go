@@ -14,13 +14,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // AuditHistory reads the audit log and the state of its chain.

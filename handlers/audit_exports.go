@@ -7,12 +7,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
 	"gantry/models/errs"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // The audit exports: asking for one, its page and live progress, its download, and

@@ -9,12 +9,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/breakglass"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // BreakglassService is what the manual change path's pages need (breakglass.Service).

@@ -9,14 +9,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/environment"
 	"gantry/models/run"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // EnvironmentLister counts environments for the dashboard card.

@@ -10,12 +10,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // confirmDestroy asks before a workspace is destroyed: it restates every resource its

@@ -2,29 +2,31 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/views"
-	"gantry/web/devmail"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
+
+// Mailbox is a development mail catcher as the caught-mail page reads it: gantry dev's
+// SMTP catcher (web/devmail), which the web shell hands in. Handlers stand below the
+// shell, so they name what they read instead of importing the catcher.
+type Mailbox interface {
+	Addr() string
+	Caught() []views.DevMailRow
+}
 
 // DevMail shows what `gantry dev`'s SMTP catcher caught. Registered only by gantry dev.
 type DevMail struct {
-	Catcher *devmail.Catcher
+	Mailbox Mailbox
 }
 
 // Register adds the caught-mail page to g.
 func (h DevMail) Register(g *echo.Group) { g.GET(paths.DevMail(), h.show) }
 
 func (h DevMail) show(c echo.Context) error {
-	p := views.DevMailProps{Addr: h.Catcher.Addr()}
-	for _, m := range h.Catcher.Messages() {
-		p.Messages = append(p.Messages, views.DevMailRow{ID: m.ID, At: m.At, From: m.From, To: strings.Join(m.To, ", "),
-			Subject: m.Subject, Text: m.Text, Event: m.Headers["X-Gantry-Event"]})
-	}
+	p := views.DevMailProps{Addr: h.Mailbox.Addr(), Messages: h.Mailbox.Caught()}
 	return render.Page(c, http.StatusOK, views.DevMail(p))
 }

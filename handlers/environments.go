@@ -12,13 +12,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/org"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // EnvironmentService is what the environment pages need.

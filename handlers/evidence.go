@@ -10,11 +10,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/evidence"
 	"gantry/models/run"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // EvidenceRuns reads the runs whose reports are asked for (run.Reads: the subject must

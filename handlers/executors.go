@@ -6,11 +6,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/runner"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // ExecutorHealth reports the executors this Gantry offers.

@@ -9,7 +9,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/views"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // What every long list reads from its query and links back to: a search text (q), a

@@ -7,13 +7,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/org"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // MemberAdmin is what the members page needs of the members service (org.Members).

@@ -9,11 +9,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/models/notify"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // NotificationService is what the notification pages need (notify.Service).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/errs"
@@ -15,8 +16,7 @@ import (
 	"gantry/models/policy"
 	"gantry/policies"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // PolicyStore is what the policy pages need (policy.Store).

@@ -8,12 +8,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/models/promotion"
 	"gantry/models/run"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // PromotionRuns is what promoting needs (promotion.Service): where a workspace can go

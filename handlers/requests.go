@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/catalog"
 	"gantry/models/environment"
@@ -19,8 +20,7 @@ import (
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // RunRequester validates and queues runs.

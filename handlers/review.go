@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/classify"
 	"gantry/models/errs"
 	"gantry/models/review"
@@ -18,8 +19,7 @@ import (
 	"gantry/models/run"
 	"gantry/policies"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // ReviewService is what the plan review page needs beyond RunService.

@@ -6,14 +6,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // RollbackRuns is what rolling back needs (rollback.Service, which checks who may,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/errs"
 	"gantry/models/review"
@@ -19,8 +20,7 @@ import (
 	"gantry/models/timeline"
 	"gantry/models/workspace"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // RunService is what the run pages read of runs (run.Reads).

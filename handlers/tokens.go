@@ -9,13 +9,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/apitoken"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/org"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // TokenService is what the tokens page needs of API tokens (apitoken.Service).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/listing"
@@ -17,8 +18,7 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // WorkspaceLister searches and reads workspaces.

@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "gantry/web/paths"
+import "gantry/views/paths"
 
 // InboxRow is one waiting run of a person's inbox.
 type InboxRow struct {

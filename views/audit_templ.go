@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // AuditFilters are the history's filters as the form shows them.

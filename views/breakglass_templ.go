@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // DurationChoice is one window length the request form offers.

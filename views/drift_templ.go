@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // DriftCheckView is a drift check as pages show it: its run, what it found, each

@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "gantry/web/paths"
+import "gantry/views/paths"
 
 // ExecutorRow is one executor and its health.
 type ExecutorRow struct {

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // GovernanceGate is one gate of one environment.

@@ -13,7 +13,7 @@ import (
 	"strconv"
 
 	"gantry/static"
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // Layout is the page around every screen: skip link, navigation, organization

@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"gantry/web/paths"
+	"gantry/views/paths"
 	"strconv"
 	"time"
 )

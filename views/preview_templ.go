@@ -12,7 +12,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"strings"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // RequestPreviewProps is what the request form says before it is submitted: who

@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "gantry/web/paths"
+import "gantry/views/paths"
 
 // DifferenceRow is one input a refused promotion changes that it may not: its value in
 // the source and the value asked for.

@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"cmp"
-	"gantry/web/paths"
+	"gantry/views/paths"
 	"strconv"
 	"strings"
 )

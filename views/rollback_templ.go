@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // RollbackProps is the page that asks before a workspace is rolled back to a state

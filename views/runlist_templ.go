@@ -12,7 +12,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // RunListProps is one page of the runs list.

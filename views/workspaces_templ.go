@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"gantry/web/paths"
+	"gantry/views/paths"
 )
 
 // WorkspaceRow is one workspace in the list, with its newest run (nil before any).

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // BenchmarkAPIRuns10k: API clients listing runs with 10,000 runs in the organization

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/idempotency"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // apiRunDoc is the part of the API's run the tests read.

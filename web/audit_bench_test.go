@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit/audittest"
-	"gantry/web/webtest"
 )
 
 // BenchmarkAuditHistory1M: the audit history page of an organization with a million

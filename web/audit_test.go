@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit/exportfile"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // requestExport asks for an export of the last day (with extra form values) as the

@@ -16,13 +16,13 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 
+	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/org"
 	"gantry/models/session"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 type orgMembership = org.MembershipView

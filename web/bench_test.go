@@ -20,12 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/bundle"
 	"gantry/models/identity"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/runner/tofurun"
-	"gantry/web/webtest"
 )
 
 // fleetCatalog is the shipped catalog plus a test template of many buckets.

@@ -19,11 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/breakglass"
 	"gantry/models/run"
 	"gantry/sandbox/api"
 	"gantry/sandbox/client"
-	"gantry/web/webtest"
 )
 
 var windowPath = regexp.MustCompile(`^/breakglass/(bgw-[a-z0-9]+)$`)

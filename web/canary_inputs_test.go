@@ -21,11 +21,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/artifact"
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // canaryNote is the sensitive input of the noted run in TestSecretsNeverLeak.

@@ -32,6 +32,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/artifact"
 	"gantry/models/authz"
 	"gantry/models/bundle"
@@ -41,7 +42,6 @@ import (
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
 	"gantry/sandbox/cloud"
-	"gantry/web/webtest"
 )
 
 // canaryCloudAdmin is the sandbox cloud's break-glass token in TestSecretsNeverLeak.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 // getEncoded requests path with c asking for acceptEncoding itself, so the transport

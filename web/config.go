@@ -27,8 +27,8 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/telemetry"
+	"gantry/views/paths"
 	"gantry/web/devmail"
-	"gantry/web/paths"
 )
 
 // Config is everything the web layer is told from outside.

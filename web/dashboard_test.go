@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/models/state"
-	"gantry/web/webtest"
 )
 
 // section returns the landing page's section with data-testid id ("" when absent).

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit"
 	"gantry/models/idempotency"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // The decision window is set per environment (DESIGN §3 "Clocks"): how long a run may

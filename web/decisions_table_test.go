@@ -11,13 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/db"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/risk"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // The decision table of issue 9 (DESIGN §3, §4): who may approve, reject, override and

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // TestDriftScheduleOfEnvironments: each environment's drift schedule comes from its

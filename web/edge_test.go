@@ -18,11 +18,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/static"
 	"gantry/web"
-	"gantry/web/webtest"
 )
 
 // The edge refuses bad input with 4xx, never 500: NUL, invalid UTF-8 and control

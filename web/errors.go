@@ -11,10 +11,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // problem is an error as a person (or a script) should see it: in JSON an RFC 9457

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/attest"
 	"gantry/models/audit/exportfile"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 type reportJSON struct {

@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/state/statetest"
-	"gantry/web/webtest"
 )
 
 // The whole evidence binding (DESIGN §3): a decision names the run, its plan revision

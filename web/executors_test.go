@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 // TestExecutorPerEnvironment: an environment names the executor of its jobs; a request

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
-	"gantry/web/webtest"
 )
 
 // TestGovernanceReportFromLiveConfiguration: the report says "unenforced-unknown" for

@@ -14,10 +14,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // IdempotencyKeys runs a keyed request once and replays its outcome to repeats

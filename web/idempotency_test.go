@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/db/dbtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // Decisions carry idempotency keys (DESIGN §3): a double submit decides once and

@@ -6,8 +6,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/identity"
-	"gantry/web/webtest"
 )
 
 // TestWorkloadIssuerIsDiscoverable: a cloud that trusts Gantry discovers the workload

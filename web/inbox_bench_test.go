@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // inboxLoad is the open-loop load of the inbox benchmarks: GANTRY_BENCH_RATE requests

@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // inboxLists says in which list of the personal inbox c finds run id: "you",

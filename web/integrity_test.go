@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/models/state/statetest"
-	"gantry/web/webtest"
 )
 
 // Holes an independent review of the decision path found, each closed and held here.

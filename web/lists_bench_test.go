@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // seedWorkspacesWithRuns writes n workspaces (svc-00001…) in tpl's environment, each

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/oci"
@@ -31,7 +32,6 @@ import (
 	"gantry/runner/tofurun"
 	"gantry/sandbox/cloud"
 	"gantry/web"
-	"gantry/web/webtest"
 )
 
 // runcApp is Gantry with the live OpenTofu runner on the OCI (runc) executor: every

@@ -17,11 +17,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/oci"
-	"gantry/web/webtest"
 )
 
 // lateWrites answers every change to a cloud object (POST, PUT, DELETE under /v1/)

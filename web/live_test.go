@@ -20,13 +20,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
 	"gantry/sandbox/client"
 	"gantry/sandbox/cloud"
-	"gantry/web/webtest"
 )
 
 // liveApp is Gantry with the live OpenTofu runner (process executor) against a sandbox

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit"
 	"gantry/models/risk"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // matrixForm is the approval matrix form as a browser would post m.

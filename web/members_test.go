@@ -12,13 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/risk"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // memberForm is a members page form with its CSRF token.

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // scrape reads the metrics as Prometheus does: over HTTP, in the text format.

@@ -22,13 +22,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/environment"
 	"gantry/models/notify"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/web/devmail"
-	"gantry/web/webtest"
 )
 
 // received is one request a test webhook receiver got.

@@ -13,8 +13,8 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/openapi"
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
+	"gantry/handlers/openapi"
 )
 
 // openAPIDocument fetches the served description.

@@ -22,10 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/db/pgcluster"
 	"gantry/models/run"
 	"gantry/sandbox/client"
-	"gantry/web/webtest"
 )
 
 // cloudGate holds the answer to the sandbox cloud's next change (a create, update or

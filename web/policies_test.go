@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // The policy administration pages (DESIGN §7): every member reads the bundle and the

@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // The policy decision in the lifecycle (DESIGN §2, §7): a hard-mandatory failure blocks

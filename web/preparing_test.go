@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/webtest"
 )
 
 // liveStandIn is the mock's behaviour under a live executor's name: the executor a

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // TestRequestPreview: before submitting, the request form says who must decide, as far

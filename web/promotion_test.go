@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // TestPromotion: a database applied in staging is promoted to production, the next

@@ -19,11 +19,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/openapi"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/run"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
 	"gantry/web/ratelimit"
 )
 

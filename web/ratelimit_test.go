@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/run"
 	"gantry/web"
 	"gantry/web/ratelimit"
-	"gantry/web/webtest"
 )
 
 // Rate limits on signing in and deciding (web/ratelimit.go), through the whole portal:

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
-	"gantry/web/webtest"
 )
 
 // TestRequestLogLinesCarryTheRequestID: the access log line of a request carries its id

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/runner"
-	"gantry/web/webtest"
 )
 
 type lifecycleCounts struct{ Runs, Workspaces, Artifacts, Jobs, Audit int64 }

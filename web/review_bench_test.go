@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/artifact"
 	"gantry/models/classify/classifytest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // reviewOf10k is a run waiting for approval whose plan is the 10,000-change plan the

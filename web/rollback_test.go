@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // stateVersions are a workspace's state version ids, oldest first.

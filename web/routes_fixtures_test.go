@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/apitoken"
 	"gantry/models/audit"
 	"gantry/models/authz"
@@ -25,7 +26,6 @@ import (
 	"gantry/models/org"
 	"gantry/models/run"
 	"gantry/models/state"
-	"gantry/web/webtest"
 )
 
 // The fixtures of the route table test (routes_test.go): in acme a run waiting for a

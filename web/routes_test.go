@@ -14,11 +14,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/static"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // The route table test (issue 9): every route echo has registered, enumerated from

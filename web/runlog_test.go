@@ -19,11 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // liveSecret is the value of a sensitive input of the test's runs: their live logs

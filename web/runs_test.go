@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // waitForState waits for the run to reach want (woken by its change notifications), or

@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/bundle"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/webtest"
 )
 
 // notedManifest and notedModule are a test-only template with a sensitive input used

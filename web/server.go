@@ -19,7 +19,9 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"gantry/handlers"
+	"gantry/views"
 
+	"gantry/handlers/openapi"
 	"gantry/models/audit"
 	"gantry/models/catalog"
 	"gantry/models/environment"
@@ -29,8 +31,8 @@ import (
 	"gantry/models/workspace"
 	"gantry/static"
 	"gantry/telemetry"
-	"gantry/web/openapi"
-	"gantry/web/paths"
+	"gantry/views/paths"
+	"gantry/web/devmail"
 	"gantry/web/ratelimit"
 )
 
@@ -196,7 +198,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		handlers.Tokens{Tokens: svc.Tokens, Members: svc.Members}.Register(app)
 	}
 	if cfg.DevMail != nil {
-		handlers.DevMail{Catcher: cfg.DevMail}.Register(app)
+		handlers.DevMail{Mailbox: mailbox{cfg.DevMail}}.Register(app)
 	}
 	s.limitedOps = rateLimitedRoutes(s.api.Ops())
 	// Built on first use: every operation is registered by now.
@@ -294,4 +296,18 @@ func (n auditNames) MemberNames(ctx context.Context) (map[string]string, error) 
 		out[m.UserID] = cmp.Or(m.UserName, m.UserEmail)
 	}
 	return out, nil
+}
+
+// mailbox reads gantry dev's SMTP catcher for the caught-mail page.
+type mailbox struct{ c *devmail.Catcher }
+
+func (m mailbox) Addr() string { return m.c.Addr() }
+
+func (m mailbox) Caught() []views.DevMailRow {
+	var rows []views.DevMailRow
+	for _, msg := range m.c.Messages() {
+		rows = append(rows, views.DevMailRow{ID: msg.ID, At: msg.At, From: msg.From, To: strings.Join(msg.To, ", "),
+			Subject: msg.Subject, Text: msg.Text, Event: msg.Headers["X-Gantry-Event"]})
+	}
+	return rows
 }

@@ -10,14 +10,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/idempotency"
 	"gantry/models/org"
 	"gantry/models/session"
 	"gantry/views"
-	"gantry/web/paths"
-	"gantry/web/render"
+	"gantry/views/paths"
 )
 
 // requestSession is the session of one request, if the browser has a live one.

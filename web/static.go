@@ -9,8 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers/render"
 	"gantry/static"
-	"gantry/web/render"
 )
 
 // Cache policies of /static/. A hashed name names one version of a file forever, so it

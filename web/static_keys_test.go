@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/sandbox/api"
 	"gantry/sandbox/client"
 	"gantry/sandbox/cloud"
-	"gantry/web/webtest"
 )
 
 // TestLiveReadKeyForPlansAndVerifications (DESIGN §6, "Apply identity"; issue 15): with a

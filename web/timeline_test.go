@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // stageRe reads one step of the run page's gate timeline: its status, name, actor and

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
-	"gantry/web/webtest"
 )
 
 // TestAPITokensOnTheAPI: a bearer token authenticates the JSON API only, with no cookie

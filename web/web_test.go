@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db/dbtest"
 	"gantry/models/idempotency"
 	"gantry/models/org"
-	"gantry/web/webtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

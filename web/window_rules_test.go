@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/webtest"
 )
 
 // openWindowOn writes an open break-glass window on workspace ws directly: these tests

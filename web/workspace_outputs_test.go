@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // TestSensitiveOutputsStayMasked: a state whose root outputs include a sensitive one

@@ -23,10 +23,10 @@ import (
 	"gantry/models/keyring"
 	"gantry/models/notify"
 	"gantry/sandbox/cloud"
+	"gantry/views/paths"
 	"gantry/web"
 	"gantry/web/devidp"
 	"gantry/web/devmail"
-	"gantry/web/paths"
 )
 
 const devClientID = "gantry-dev"

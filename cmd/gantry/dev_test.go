@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/db/pgcluster"
 	"gantry/runner/tofu/tofutest"
-	"gantry/web/webtest"
 )
 
 var runningAt = regexp.MustCompile(`Gantry is running at (http://\S+)`)

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
-	"gantry/web/webtest"
 )
 
 // BenchmarkFreshMachineStart runs the README's first command, `go tool task dev`, exactly as

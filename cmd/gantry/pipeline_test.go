@@ -15,9 +15,9 @@ import (
 	"gorm.io/gorm"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	runs "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 var reviewURL = regexp.MustCompile(`/runs/(run-[a-z0-9]+)/review`)

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/demo"
 	"gantry/models/idempotency"
 	runpkg "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // TestReplicasShareSignInAndLivePages: three portals on one database. A real sign-in

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
 	"gantry/runner/kube"
-	"gantry/web/webtest"
 )
 
 // notedCatalog is the shipped catalog with a test template whose access note is a

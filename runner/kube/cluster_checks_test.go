@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/runner/kube"
@@ -34,7 +35,6 @@ import (
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
 	"gantry/runner/tofu/tofutest"
-	"gantry/web/webtest"
 )
 
 // probeEnv is the cluster, a namespace, the runner image and a phase endpoint on the

@@ -21,12 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/db/dbtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/kube"
-	"gantry/web/webtest"
 )
 
 // TestLiveRunAsJobs: the postgres template is planned, approved, applied and verified,

@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/run"
 	"gantry/runner"
@@ -35,7 +36,6 @@ import (
 	"gantry/runner/tofu/tofutest"
 	"gantry/sandbox/cloud"
 	"gantry/web"
-	"gantry/web/webtest"
 )
 
 const cloudAdminToken = "admin-test-token"

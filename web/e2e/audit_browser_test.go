@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit/exportfile"
 	runmodel "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 const (

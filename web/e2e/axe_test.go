@@ -15,8 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // axeSource is axe-core from its npm package (`go tool task vendor`), for these tests

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/breakglass"
 	runmodel "gantry/models/run"
 	"gantry/sandbox/api"
 	"gantry/sandbox/client"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 const (

@@ -29,8 +29,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/db/dbtest"
-	"gantry/web/webtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

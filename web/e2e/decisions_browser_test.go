@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/idempotency"
 	"gantry/models/risk"
 	runmodel "gantry/models/run"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // The browser tests of the decision rules (DESIGN §3) as a person meets them: an

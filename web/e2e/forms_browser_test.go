@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 // TestRequestFormErrorsInBrowser: a request with mistakes comes back with the focus on

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 // Artifacts for a human; not assertions.

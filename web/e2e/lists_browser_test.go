@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 const workspacesScreenshot = "/tmp/gantry-workspaces-1280.png"

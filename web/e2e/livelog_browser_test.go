@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // Artifacts for a human; not assertions.

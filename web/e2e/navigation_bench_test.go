@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 // wireBytes counts, per request, the bytes Chromium received over the network for it

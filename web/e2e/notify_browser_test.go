@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/notify"
 	"gantry/web/devmail"
-	"gantry/web/webtest"
 )
 
 // Artifacts for a human; not assertions.

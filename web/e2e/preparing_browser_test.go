@@ -15,9 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/runner"
 	"gantry/runner/mock"
-	"gantry/web/webtest"
 )
 
 const (

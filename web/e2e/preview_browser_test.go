@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 const previewScreenshot = "/tmp/gantry-request-preview-1280.png"

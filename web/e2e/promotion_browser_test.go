@@ -11,9 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 const promotionBlockedScreenshot = "/tmp/gantry-promotion-blocked-1280.png"

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/web/webtest"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/bench"
-	"gantry/web/webtest"
+	"gantry/cmd/gantry/webtest"
 )
 
 const (

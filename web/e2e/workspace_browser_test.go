@@ -12,9 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/web/paths"
-	"gantry/web/webtest"
+	"gantry/views/paths"
 )
 
 // Artifacts for a human; not assertions.

@@ -45,8 +45,8 @@ import (
 	"gantry/runner/mock"
 	"gantry/sandbox/cloud"
 	"gantry/telemetry"
+	"gantry/views/paths"
 	"gantry/web"
-	"gantry/web/paths"
 )
 
 // Config is what the portal is built from.

@@ -316,18 +316,45 @@ func text[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {
 	// was still settling after a redirect) answers "No node with given id found": the
 	// selector is asked again, on the document that replaced it, until a read succeeds;
 	// any other error fails at once.
+	//
+	// A CSS or id selector is found and read in one step inside the page: a node the live
+	// stream swapped out between a lookup and a read (a run page's first run event
+	// replaces #run-live right after load) would read as "" instead.
 	var v string
 	bench.Eventually(t, fmt.Sprintf("the text of %v", sel), stepBase, func() (bool, any) {
 		ctx, cancel := bench.Context(b.ctx, stepBase)
 		defer cancel()
 		var err error
-		v, err = chromedp.Run(ctx, chromedp.Text(sel, chromedp.NodeVisible))
+		if query, ok := querySelector(sel); ok {
+			var got *string
+			got, err = chromedp.Run(ctx, chromedp.Evaluate[*string](
+				`(() => { const n = `+query+`; return n && n.checkVisibility() ? n.innerText : null })()`))
+			if err == nil && got == nil {
+				return false, "no visible node yet"
+			}
+			if got != nil {
+				v = *got
+			}
+		} else {
+			v, err = chromedp.Run(ctx, chromedp.Text(sel, chromedp.NodeVisible))
+		}
 		if err != nil && !strings.Contains(err.Error(), "No node with given id found") {
 			t.Fatalf("browser step failed: read the text of %v: %s", sel, b.why(ctx, err))
 		}
 		return err == nil, err
 	}, bench.Poll(100*time.Millisecond))
 	return strings.TrimSpace(v)
+}
+
+// querySelector is the page's expression that finds sel, for a CSS or id selector.
+func querySelector[S chromedp.Selectable](sel S) (string, bool) {
+	switch s := any(sel).(type) {
+	case chromedp.CSS:
+		return fmt.Sprintf("document.querySelector(%q)", string(s)), true
+	case chromedp.ID:
+		return fmt.Sprintf("document.getElementById(%q)", strings.TrimPrefix(string(s), "#")), true
+	}
+	return "", false
 }
 
 func value[S chromedp.Selectable](t *testing.T, b *browser, sel S) string {

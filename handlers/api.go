@@ -23,7 +23,9 @@ import (
 type API struct {
 	// Requests is the request pages' handler: its services and its destroy and
 	// last-applied helpers are the API's too.
-	Requests  Requests
+	Requests Requests
+	// Pages reads what the run page reads (models/pages): its timeline, plan and logs.
+	Pages     RunPages
 	Runs      RunService
 	Decisions RunDecisions
 	Reviews   ReviewService

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,7 +13,6 @@ import (
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/models/run"
-	"gantry/models/timeline"
 	"gantry/views/paths"
 )
 
@@ -153,15 +151,7 @@ func (h API) events(c echo.Context) error {
 }
 
 func (h API) plan(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if r.PlanJSONArtifactID == nil {
-		return errs.Explain(errs.ErrNotFound, "This run has no plan yet.")
-	}
-	body, err := h.Runs.Artifact(ctx, r, r.PlanJSONArtifactID)
+	body, err := h.Pages.PlanJSON(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -170,45 +160,11 @@ func (h API) plan(c echo.Context) error {
 
 // logs answers a phase's whole stored log, or while it runs what its live log holds.
 func (h API) logs(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	body, err := h.Pages.Log(c.Request().Context(), c.Param("id"), run.JobKind(cmp.Or(c.QueryParam("phase"), string(run.JobPlan))))
 	if err != nil {
 		return err
 	}
-	phase := run.JobKind(cmp.Or(c.QueryParam("phase"), string(run.JobPlan)))
-	var stored *string
-	switch phase {
-	case run.JobPlan:
-		stored = r.PlanLogArtifactID
-	case run.JobApply:
-		stored = r.ApplyLogArtifactID
-	case run.JobVerify:
-		stored = r.VerifyLogArtifactID
-	default:
-		return invalid("phase", "must be plan, apply or verify")
-	}
-	if stored != nil {
-		body, err := h.Runs.Artifact(ctx, r, stored)
-		if err != nil {
-			return err
-		}
-		return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, body)
-	}
-	var text strings.Builder
-	for after := 0; ; {
-		chunks, err := h.Runs.LogChunks(ctx, r.ID, phase, after, 500)
-		if err != nil {
-			return err
-		}
-		for _, ch := range chunks {
-			text.WriteString(ch.Text)
-			after = ch.Seq
-		}
-		if len(chunks) < 500 {
-			break
-		}
-	}
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, []byte(text.String()))
+	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, body)
 }
 
 type apiTimeline struct {
@@ -224,21 +180,12 @@ type apiStage struct {
 }
 
 func (h API) timeline(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	events, err := h.Runs.History(ctx, r)
-	if err != nil {
-		return err
-	}
-	gates, err := h.Runs.Gates(ctx, r)
+	stages, err := h.Pages.Timeline(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
 	out := apiTimeline{Stages: []apiStage{}}
-	for _, s := range timeline.Of(r, events, gates) {
+	for _, s := range stages {
 		out.Stages = append(out.Stages, apiStage{Name: s.Name, Status: string(s.Status), At: utcPtr(s.At), Actor: s.Actor, Detail: s.Detail})
 	}
 	return c.JSON(http.StatusOK, out)

@@ -8,6 +8,7 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/authz"
+	"gantry/models/pages"
 	"gantry/runner"
 	"gantry/views"
 	"gantry/views/paths"
@@ -18,15 +19,13 @@ type ExecutorHealth interface {
 	Statuses(ctx context.Context) []runner.Status
 }
 
-// ExecutorWaits says what a run's executor is still being prepared for.
-type ExecutorWaits interface {
-	// Waiting returns the preparation of executor name and true while it lasts.
-	Waiting(name string) (runner.Preparation, bool)
-}
-
-// executorWait is a preparation as the pages show it.
-func executorWait(p runner.Preparation, phase string) *views.ExecutorWait {
-	return &views.ExecutorWait{What: p.What, Step: p.Step, Percent: p.Percent(), Phase: phase}
+// executorWait is the preparation a run's next phase waits for, as the run page shows
+// it (nil: none).
+func executorWait(w *pages.ExecutorWait) *views.ExecutorWait {
+	if w == nil {
+		return nil
+	}
+	return &views.ExecutorWait{What: w.What, Step: w.Step, Percent: w.Percent(), Phase: w.Phase}
 }
 
 // Executors serves the admin page listing each executor and its health.
@@ -46,7 +45,7 @@ func (h Executors) list(c echo.Context) error {
 	for _, st := range h.Runners.Statuses(ctx) {
 		row := views.ExecutorRow{Name: st.Name, Default: st.Default, Simulated: st.Simulated, Isolated: st.Isolated, Healthy: st.Healthy, Problem: st.Problem}
 		if st.Preparing != nil {
-			row.Preparing = executorWait(*st.Preparing, "")
+			row.Preparing = executorWait(&pages.ExecutorWait{Preparation: *st.Preparing})
 		}
 		rows = append(rows, row)
 	}

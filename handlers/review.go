@@ -348,5 +348,9 @@ func costView(c *review.Cost) views.CostView {
 
 // planText serves the plan as tofu printed it (the plan log), on demand.
 func (h Runs) planText(c echo.Context) error {
-	return h.artifact(c, func(r run.Run) *string { return r.PlanLogArtifactID }, "text/plain; charset=utf-8")
+	body, err := h.Pages.Log(c.Request().Context(), c.Param("id"), run.JobPlan)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, body)
 }

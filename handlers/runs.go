@@ -15,6 +15,7 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/timeline"
@@ -26,14 +27,21 @@ import (
 // RunService is what the run pages read of runs (run.Reads).
 type RunService interface {
 	Get(ctx context.Context, id string) (run.Run, error)
-	History(ctx context.Context, r run.Run) ([]audit.Event, error)
-	// Gates reads the plan gates the timeline shows (policy evaluation, overrides).
-	Gates(ctx context.Context, r run.Run) (run.Gates, error)
-	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
 	// LogChunks reads the live log of a phase of run id after chunk after.
 	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
 	// Clock is the database clock (escalations are judged by it).
 	Clock(ctx context.Context) (time.Time, error)
+}
+
+// RunPages reads the run page (pages.Runs): all of it, or the part that moves while
+// the run does, read no further when the page shows that version already.
+type RunPages interface {
+	Page(ctx context.Context, id string) (pages.RunPage, error)
+	Live(ctx context.Context, id string, shown *pages.RunVersion) (live pages.RunLive, changed bool, err error)
+	// Timeline, PlanJSON and Log are the parts the run's API and downloads read alone.
+	Timeline(ctx context.Context, id string) ([]timeline.Stage, error)
+	PlanJSON(ctx context.Context, id string) ([]byte, error)
+	Log(ctx context.Context, id string, phase run.JobKind) ([]byte, error)
 }
 
 // RunInbox is the personal inbox (run.Inbox).
@@ -76,6 +84,8 @@ type RunChanges interface {
 // Runs serves the run page, its decisions, its live stream and the personal inbox
 // (inbox.go).
 type Runs struct {
+	// Pages reads the run page's read model (models/pages).
+	Pages      RunPages
 	Runs       RunService
 	Decisions  RunDecisions
 	Inbox      RunInbox
@@ -85,9 +95,6 @@ type Runs struct {
 	// Names names what the inbox filters by.
 	Names   ListNames
 	Changes RunChanges
-	// Executors tells a run waiting for its executor's preparation how far it has come
-	// (nil: every executor is ready at once).
-	Executors ExecutorWaits
 	// Heartbeat keeps idle live streams open through proxies.
 	Heartbeat time.Duration
 }
@@ -108,44 +115,31 @@ func (h Runs) Register(g *echo.Group) {
 
 func (h Runs) show(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	page, err := h.Pages.Page(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	live, err := h.live(ctx, r)
-	if err != nil {
-		return err
-	}
+	r, ws := page.Run, page.Workspace
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
-		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: live}
+		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
 	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
 	}
 	// The page's one stream is the run's: it carries the navigation's count too.
-	c.SetRequest(c.Request().WithContext(views.WithStream(ctx, paths.RunEventsSince(r.ID, live.Version))))
+	c.SetRequest(c.Request().WithContext(views.WithStream(ctx, paths.RunEventsSince(r.ID, p.Live.Version))))
 	return render.Page(c, http.StatusOK, views.RunPage(p))
 }
 
-// live builds the part of the run page that changes while the run moves.
-func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
-	events, err := h.Runs.History(ctx, r)
-	if err != nil {
-		return views.RunLiveProps{}, err
-	}
-	perms, err := h.Decisions.Permissions(ctx, r)
-	if err != nil {
-		return views.RunLiveProps{}, err
-	}
+// liveProps is the part of the run page that changes while the run moves.
+func liveProps(l pages.RunLive) views.RunLiveProps {
+	r, perms := l.Run, l.Permissions
 	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
-		HasPlanJSON: r.PlanJSONArtifactID != nil}
-	p.Decision = decisionProps(r, perms, nil)
-	p.Kind = string(r.Kind)
+		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil),
+		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), CanRecover: perms.Recover.Allowed(),
+		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
+		StateNote: l.StateNote, PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	if r.BreakglassWindowID != nil {
 		p.WindowID = *r.BreakglassWindowID
 	}
@@ -153,60 +147,45 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 		v := driftView(r)
 		p.Drift = &v
 	}
-	p.Risk = riskView(r, perms)
-	p.PolicyOutcome = r.PolicyOutcome
 	if r.Cost != nil {
 		p.CostDelta = review.SignedMoney(r.Cost.Delta)
 	}
-	p.CanCancel = perms.Cancel.Allowed()
-	p.CanRecover = perms.Recover.Allowed()
-	gates, err := h.Runs.Gates(ctx, r)
-	if err != nil {
-		return views.RunLiveProps{}, err
+	for _, ev := range l.History {
+		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
 	}
-	for _, s := range timeline.Of(r, events, gates) {
+	return p
+}
+
+// stageRows are the run's gate timeline as its page draws it; the review stage links to
+// the review page.
+func stageRows(runID string, stages []timeline.Stage) []views.StageRow {
+	rows := make([]views.StageRow, 0, len(stages))
+	for _, s := range stages {
 		row := views.StageRow{Name: s.Name, Status: string(s.Status), Label: s.Status.Label(), At: s.At, Actor: s.Actor, Detail: s.Detail}
 		if s.Review {
-			row.Link = paths.RunReview(r.ID)
+			row.Link = paths.RunReview(runID)
 		}
-		p.Timeline = append(p.Timeline, row)
+		rows = append(rows, row)
 	}
+	return rows
+}
+
+// planSummary counts what run r's plan does; a drift check's refresh-only plan changes
+// nothing: what it found is the drift its page shows.
+func planSummary(r run.Run) []views.KV {
 	switch {
-	case r.PlanDigest != "" && r.Kind == run.KindDrift:
-		// A refresh-only plan changes nothing: what it found is the drift above.
+	case r.PlanDigest == "":
+		return nil
+	case r.Kind == run.KindDrift:
 		drifted := 0
 		if r.Drift != nil {
 			drifted = len(r.Drift.Resources)
 		}
-		p.Summary = []views.KV{{Key: "drifted resources", Value: fmt.Sprint(drifted)}, {Key: "to change", Value: "0 (refresh-only)"}}
-	case r.PlanDigest != "":
-		s := r.PlanSummary
-		p.Summary = []views.KV{{Key: "to add", Value: fmt.Sprint(s.Create)}, {Key: "to change in place", Value: fmt.Sprint(s.Update)},
-			{Key: "to replace", Value: fmt.Sprint(s.Replace)}, {Key: "to destroy", Value: fmt.Sprint(s.Delete)}, {Key: "unchanged", Value: fmt.Sprint(s.NoOp)}}
+		return []views.KV{{Key: "drifted resources", Value: fmt.Sprint(drifted)}, {Key: "to change", Value: "0 (refresh-only)"}}
 	}
-	p.Outputs = outputsKV(r.Outputs)
-	p.Waiting = h.waiting(r)
-	if r.State == run.Approved && r.ApprovalExpiresAt != nil {
-		p.StateNote = fmt.Sprintf("The apply starts by itself and must begin by %s (within %d minutes of the approval); otherwise the approval expires.",
-			r.ApprovalExpiresAt.UTC().Format("15:04:05 UTC"), int(run.ApprovalValidity.Minutes()))
-	}
-	for _, l := range []struct {
-		id  *string
-		dst *string
-	}{{r.PlanLogArtifactID, &p.PlanLog}, {r.ApplyLogArtifactID, &p.ApplyLog}, {r.VerifyLogArtifactID, &p.VerifyLog}} {
-		if l.id == nil {
-			continue
-		}
-		body, err := h.Runs.Artifact(ctx, r, l.id)
-		if err != nil {
-			return views.RunLiveProps{}, err
-		}
-		*l.dst = string(body)
-	}
-	for _, ev := range events {
-		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
-	}
-	return p, nil
+	s := r.PlanSummary
+	return []views.KV{{Key: "to add", Value: fmt.Sprint(s.Create)}, {Key: "to change in place", Value: fmt.Sprint(s.Update)},
+		{Key: "to replace", Value: fmt.Sprint(s.Replace)}, {Key: "to destroy", Value: fmt.Sprint(s.Delete)}, {Key: "unchanged", Value: fmt.Sprint(s.NoOp)}}
 }
 
 // stateReason is the reason beside the run's state, unless it is the risk sentence the
@@ -257,21 +236,11 @@ func outputsKV(raw json.RawMessage) []views.KV {
 }
 
 func (h Runs) planJSON(c echo.Context) error {
-	return h.artifact(c, func(r run.Run) *string { return r.PlanJSONArtifactID }, echo.MIMEApplicationJSON)
-}
-
-// artifact serves one artifact of the run named in the path, as contentType.
-func (h Runs) artifact(c echo.Context, which func(run.Run) *string, contentType string) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	body, err := h.Pages.PlanJSON(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	body, err := h.Runs.Artifact(ctx, r, which(r))
-	if err != nil {
-		return err
-	}
-	return c.Blob(http.StatusOK, contentType, body)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }
 
 func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {
@@ -309,20 +278,4 @@ func runRow(r run.Run, ws workspace.View) views.RunRow {
 		row.Risk = strconv.Itoa(*r.RiskClass)
 	}
 	return row
-}
-
-// waitingPhase names the phase a run in state s would start next: the phases whose jobs
-// wait for an executor being prepared.
-var waitingPhase = map[run.State]string{run.Queued: "plan", run.Approved: "apply", run.Verifying: "verification"}
-
-// waiting is what the run's next phase waits for, or nil.
-func (h Runs) waiting(r run.Run) *views.ExecutorWait {
-	phase, ok := waitingPhase[r.State]
-	if !ok || h.Executors == nil {
-		return nil
-	}
-	if p, waiting := h.Executors.Waiting(r.Runner); waiting {
-		return executorWait(p, phase)
-	}
-	return nil
 }

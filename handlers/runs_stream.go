@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/models/authz"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views"
 )
@@ -35,27 +37,46 @@ const logPage = 200
 // events serves the run page's live stream until the browser goes away (or end).
 func (h Runs) events(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
 		return err
 	}
-	s := &runStream{h: h, ctx: ctx, w: c.Response(), id: r.ID, counts: views.ChromeFrom(ctx).CanApprove, count: -1}
-	changes, unsubscribe := h.Changes.Subscribe(r.OrganizationID, r.ID)
+	s := &runStream{h: h, ctx: ctx, w: c.Response(), id: c.Param("id"), counts: views.ChromeFrom(ctx).CanApprove, count: -1}
+	changes, unsubscribe := h.Changes.Subscribe(subject.OrganizationID, s.id)
 	defer unsubscribe()
-	logs, unsubscribeLog := h.Changes.SubscribeLog(r.OrganizationID, r.ID)
+	logs, unsubscribeLog := h.Changes.SubscribeLog(subject.OrganizationID, s.id)
 	defer unsubscribeLog()
 	var others <-chan struct{} // any run of the organization: the count may have moved
 	if s.counts {
 		var unsubscribeOrg func()
-		others, unsubscribeOrg = h.Changes.Subscribe(r.OrganizationID, "")
+		others, unsubscribeOrg = h.Changes.Subscribe(subject.OrganizationID, "")
 		defer unsubscribeOrg()
 	}
+	// Read after subscribing (a change in between then still signals), and before the
+	// stream starts: a run the reader may not see is a plain 404. A page that already
+	// shows the current run gets no run event until it changes; that holds for a
+	// finished run too, whose page keeps its stream for the count.
+	live, changed, err := h.Pages.Live(ctx, s.id, sinceVersion(c.QueryParam("since")))
+	if err != nil {
+		return err
+	}
 	startStream(s.w)
-	err = s.serve(c.QueryParam("since"), c.Request().Header.Get("Last-Event-ID"), changes, logs, others)
+	err = s.serve(live, changed, c.Request().Header.Get("Last-Event-ID"), changes, logs, others)
 	if errors.Is(err, errGone) {
 		return nil
 	}
 	return err
+}
+
+// sinceVersion is the version of the run a page was rendered with (its stream's since
+// parameter), nil when there is none. A page's executor progress has no version: a run
+// waiting for its executor is sent at once, its progress has likely moved.
+func sinceVersion(since string) *pages.RunVersion {
+	v, err := strconv.ParseInt(since, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &pages.RunVersion{UpdatedAt: time.Unix(0, v)}
 }
 
 // runStream is one run page's stream and what it has shown the page.
@@ -66,9 +87,9 @@ type runStream struct {
 	id  string
 
 	shown run.Run // the run as the page shows it
-	// shownWait is the progress of its executor's preparation the page shows, if the run
-	// waits for it.
-	shownWait *views.ExecutorWait
+	// version is what the page shows: the run's version and the progress of its
+	// executor's preparation, if the run waits for it.
+	version pages.RunVersion
 	// phase is the phase whose log the page's live log section shows, up to chunk seq;
 	// inStep is false until the section is known to show it.
 	phase  run.JobKind
@@ -79,20 +100,8 @@ type runStream struct {
 	count  int64 // the count sent last (-1: none yet)
 }
 
-func (s *runStream) serve(since, lastEventID string, changes, logs, others <-chan struct{}) error {
-	// Read again after subscribing: a change in between then still signals.
-	r, err := s.h.Runs.Get(s.ctx, s.id)
-	if err != nil {
-		return err
-	}
-	// A page that already shows the current run gets no run event until it changes:
-	// swapping identical HTML would only lose the reader's focus and what they typed.
-	// That holds for a finished run too, whose page keeps its stream for the count.
-	// A run waiting for its executor is sent at once: its progress has no version, and
-	// has likely moved since the page was rendered.
-	if v, err := strconv.ParseInt(since, 10, 64); err == nil && v == r.UpdatedAt.UnixNano() && s.h.waiting(r) == nil {
-		s.shown = r
-	} else if err := s.sendRun(); err != nil {
+func (s *runStream) serve(live pages.RunLive, changed bool, lastEventID string, changes, logs, others <-chan struct{}) error {
+	if err := s.show(live, changed); err != nil {
 		return err
 	}
 	// An EventSource reconnecting within the same phase resumes after its last chunk;
@@ -134,10 +143,8 @@ func (s *runStream) serve(since, lastEventID string, changes, logs, others <-cha
 		case <-others:
 			err = s.sendCount()
 		case <-progress.C:
-			if was := s.shownWait; was != nil {
-				if now := s.h.waiting(s.shown); now == nil || *now != *was {
-					err = s.runChanged()
-				}
+			if s.version.Wait != nil {
+				err = s.runChanged()
 			}
 		}
 		if err != nil {
@@ -148,33 +155,26 @@ func (s *runStream) serve(since, lastEventID string, changes, logs, others <-cha
 
 // runChanged shows the run as it is now, and its live log in step with it.
 func (s *runStream) runChanged() error {
-	if err := s.sendRun(); err != nil {
+	live, changed, err := s.h.Pages.Live(s.ctx, s.id, &s.version)
+	if err != nil {
+		return err
+	}
+	if err := s.show(live, changed); err != nil {
 		return err
 	}
 	return s.syncLog()
 }
 
-// sendRun sends the run's live section as it is now, unless the page shows that
-// version already (a notice can come without a change: the listener reconnected and
-// tells every page to look again): swapping identical HTML would only lose the reader's
-// focus and what they typed. Every change that notifies moves the run's UpdatedAt; an
-// executor's preparation moves without one, so its progress is compared too.
-func (s *runStream) sendRun() error {
-	r, err := s.h.Runs.Get(s.ctx, s.id)
-	if err != nil {
-		return err
+// show sends the run's live section as live reads it, unless the page shows that
+// version already (changed false; a notice can come without a change: the listener
+// reconnected and tells every page to look again).
+func (s *runStream) show(live pages.RunLive, changed bool) error {
+	if changed {
+		if err := sendFragment(s.ctx, s.w, "run", views.RunEvent(liveProps(live))); err != nil {
+			return err
+		}
 	}
-	if unchanged(s.shown, r, s.shownWait, s.h.waiting(r)) {
-		return nil
-	}
-	p, err := s.h.live(s.ctx, r)
-	if err != nil {
-		return err
-	}
-	if err := sendFragment(s.ctx, s.w, "run", views.RunEvent(p)); err != nil {
-		return err
-	}
-	s.shown, s.shownWait = r, p.Waiting
+	s.shown, s.version = live.Run, live.Version()
 	return nil
 }
 
@@ -237,16 +237,4 @@ func parseLogID(id string) (run.JobKind, int, bool) {
 		return k, seq, true
 	}
 	return "", 0, false
-}
-
-// unchanged reports whether run now is the version a page shows (shown, with the
-// executor's preparation at shownWait): nothing to send.
-func unchanged(shown, now run.Run, shownWait, nowWait *views.ExecutorWait) bool {
-	if shown.ID == "" || !now.UpdatedAt.Equal(shown.UpdatedAt) {
-		return false
-	}
-	if shownWait == nil || nowWait == nil {
-		return shownWait == nowWait
-	}
-	return *shownWait == *nowWait
 }

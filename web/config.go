@@ -18,6 +18,7 @@ import (
 	"gantry/models/evidence"
 	"gantry/models/identity"
 	"gantry/models/org"
+	"gantry/models/pages"
 	"gantry/models/policy"
 	"gantry/models/promotion"
 	"gantry/models/risk"
@@ -114,7 +115,7 @@ type Services struct {
 	Identity  *identity.Issuer
 	Executors interface {
 		handlers.ExecutorHealth
-		handlers.ExecutorWaits
+		pages.ExecutorWaits
 	}
 	ListenPool *pgxpool.Pool
 	// Notifications sends notices and keeps webhooks and preferences; MailConfigured

@@ -26,6 +26,7 @@ import (
 	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/org"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/models/session"
 	"gantry/models/workspace"
@@ -168,12 +169,12 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	requests := handlers.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: runs.Reads,
 		States: svc.State}
 	requests.Register(app)
-	runPages := handlers.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Rollbacks: svc.Rollbacks, Workspaces: svc.Workspaces,
-		Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}
+	runReads := pages.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Workspaces: svc.Workspaces}
 	if svc.Executors != nil {
-		runPages.Executors = svc.Executors
+		runReads.Executors = svc.Executors
 	}
-	runPages.Register(app)
+	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Rollbacks: svc.Rollbacks,
+		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names, Catalog: svc.Catalog,
 		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
 	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}.Register(app)
@@ -186,7 +187,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
+	handlers.API{Requests: requests, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
 		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)

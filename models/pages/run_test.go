@@ -1,0 +1,34 @@
+package pages
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/models/runport"
+)
+
+// TestUnchangedRunIsNotSentAgain: a run page is sent the run again only when its
+// version moved, or the progress of its executor's preparation did; a page that shows
+// nothing yet is always sent it.
+func TestUnchangedRunIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 2, 4, 0, 0, 123000, time.UTC)
+	percent := func(n int) *ExecutorWait {
+		return &ExecutorWait{Preparation: runport.Preparation{What: "the OpenTofu build", Done: n, Total: 100}, Phase: "plan"}
+	}
+	shown := RunVersion{UpdatedAt: at}
+	waiting := RunVersion{UpdatedAt: at, Wait: percent(40)}
+
+	require.True(t, shown.same(RunVersion{UpdatedAt: at}))
+	require.True(t, waiting.same(RunVersion{UpdatedAt: at, Wait: percent(40)}))
+	require.False(t, shown.same(RunVersion{UpdatedAt: at.Add(time.Microsecond)}), "a new version")
+	require.False(t, waiting.same(RunVersion{UpdatedAt: at, Wait: percent(41)}), "the preparation moved on")
+	require.False(t, waiting.same(shown), "the preparation ended")
+	require.False(t, RunVersion{}.same(shown), "nothing shown yet")
+	// Done moving within the same percent and step is no change a page could show.
+	same := percent(40)
+	same.Done, same.Total = 401, 1000
+	require.True(t, waiting.same(RunVersion{UpdatedAt: at, Wait: same}))
+}

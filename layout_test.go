@@ -86,6 +86,8 @@ var rules = []rule{
 		Why: "the catalog stands below runs: what runs need of it is in models/runport"},
 	{Prefix: "gantry/models/governance", Bans: []string{"gantry/models/run"},
 		Why: "governance reports on settings and counts handed to it: the drift findings' words are in models/runport"},
+	{Prefix: "gantry/models", Bans: []string{"gantry/models/pages"}, Except: []string{"gantry/models/pages"},
+		Why: "the pages' read models stand above the aggregates they read: only handlers (and the wiring) read them"},
 	{Prefix: "gantry/models/runport", Bans: []string{"gantry/models/run", "gantry/models/org", "gantry/models/state", "gantry/models/catalog",
 		"gantry/models/db", "gorm.io"},
 		Why: "the vocabulary runs share with their foundations is a leaf: no aggregate, no database"},

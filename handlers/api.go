@@ -21,9 +21,12 @@ import (
 // registered through an openapi.Spec, which is what /api/v1/openapi.json describes.
 // Errors are the central error handler's RFC 9457 problem documents.
 type API struct {
-	// Requests is the request pages' handler: its services and its destroy and
-	// last-applied helpers are the API's too.
-	Requests Requests
+	// Requests is the request pages' handler: its read model and services are the
+	// API's too. Catalog reads templates; Environments are those the caller may
+	// request runs in.
+	Requests     Requests
+	Catalog      CatalogReader
+	Environments EnvironmentChooser
 	// Pages reads what the run page reads (models/pages): its timeline, plan and logs.
 	Pages     RunPages
 	Runs      RunService

@@ -4,12 +4,13 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/openapi"
 	"gantry/models/catalog"
+	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views/paths"
 )
@@ -78,7 +79,7 @@ func toAPITemplate(e catalog.Entry) apiTemplate {
 }
 
 func (h API) templates(c echo.Context) error {
-	all := h.Requests.Catalog.All()
+	all := h.Catalog.All()
 	out := apiTemplateList{Templates: make([]apiTemplate, 0, len(all))}
 	for _, e := range all {
 		out.Templates = append(out.Templates, toAPITemplate(e))
@@ -88,7 +89,7 @@ func (h API) templates(c echo.Context) error {
 }
 
 func (h API) template(c echo.Context) error {
-	e, err := h.Requests.Catalog.Get(c.Param("name"))
+	e, err := h.Catalog.Get(c.Param("name"))
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (h API) request(c echo.Context) error {
 // request runs in; any other name (another organization's, a restricted one without a
 // grant, none) is the same field message.
 func (h API) environmentNamed(c echo.Context, name string) (string, error) {
-	envs, err := h.Requests.Environments.Choices(c.Request().Context())
+	envs, err := h.Environments.Choices(c.Request().Context())
 	if err != nil {
 		return "", err
 	}
@@ -163,25 +164,17 @@ type apiDestroy struct {
 }
 
 func (h API) destroy(c echo.Context) error {
-	ctx := c.Request().Context()
 	var body apiDestroy
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
-	ws, err := workspaceToChange(ctx, h.Requests.Workspaces, c.Param("id"))
+	r, refused, err := h.Requests.Forms.SubmitDestroy(c.Request().Context(), c.Param("id"),
+		pages.DestroyConfirmation{Name: body.Confirm, Sensitive: body.Inputs})
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(body.Confirm) != ws.Name {
-		return invalid("confirm", "Send the workspace's name, "+ws.Name+", to confirm.")
-	}
-	req, err := h.Requests.destroyRequest(ctx, ws, func(name string) string { return body.Inputs[name] })
-	if err != nil {
-		return err
-	}
-	r, err := h.Requests.Runs.Request(ctx, req)
-	if err != nil {
-		return err
+	if refused != nil {
+		return &errs.Validation{Fields: refused.Errors}
 	}
 	return h.created(c, r.ID)
 }

@@ -32,7 +32,7 @@ func (h API) registerChanges(g *echo.Group, spec *openapi.Spec) {
 
 func (h API) workspaceRun(c echo.Context, ask func(ctx context.Context, workspaceID string) (run.Run, error)) error {
 	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Requests.Workspaces, c.Param("id"))
+	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -4,16 +4,13 @@ package handlers
 // the request of a destroy run (the request form's own handlers are in requests.go).
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/errs"
-	"gantry/models/run"
-	"gantry/models/workspace"
+	"gantry/models/pages"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -22,82 +19,47 @@ import (
 // state holds and what the destroy will need (the risk-3 path), and asks for the
 // workspace's name.
 func (h Requests) confirmDestroy(c echo.Context) error {
-	return h.destroyPage(c, http.StatusOK, nil)
+	f, err := h.Forms.Destroy(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.DestroyWorkspace(destroyProps(f)))
 }
 
-func (h Requests) destroyPage(c echo.Context, status int, problems map[string]string) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+// destroy requests a destroy run of a workspace, once its name was typed (the read
+// model asks the run service, whose floors make a destroy risk 3).
+func (h Requests) destroy(c echo.Context) error {
+	form, err := c.FormParams()
 	if err != nil {
 		return err
 	}
-	st, err := h.States.OfWorkspace(ctx, ws.ID, 1)
-	if err != nil {
-		return err
-	}
-	p := views.DestroyProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
-		Errors: problems}
-	for _, r := range st.Resources {
-		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
-	}
-	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
-		for _, in := range e.Template.Inputs {
-			if in.Sensitive {
-				p.Sensitive = append(p.Sensitive, views.InputField{Name: in.Name, Type: in.Type, Required: in.Required, Sensitive: true})
-			}
+	confirm := pages.DestroyConfirmation{Name: form.Get("confirm"), Sensitive: map[string]string{}}
+	for key := range form {
+		if name, ok := strings.CutPrefix(key, "inputs."); ok {
+			confirm.Sensitive[name] = form.Get(key)
 		}
 	}
-	return render.Page(c, status, views.DestroyWorkspace(p))
-}
-
-// destroy requests a destroy run of a workspace, once its name was typed: with the
-// inputs of its last applied run (and any sensitive ones typed again), through the
-// same service as every request (its floors make a destroy risk 3).
-func (h Requests) destroy(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+	r, refused, err := h.Forms.SubmitDestroy(c.Request().Context(), c.Param("id"), confirm)
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(c.FormValue("confirm")) != ws.Name {
-		return h.destroyPage(c, http.StatusUnprocessableEntity, map[string]string{"confirm": "Type the workspace's name, " + ws.Name + ", to confirm."})
+	if refused != nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.DestroyWorkspace(destroyProps(*refused)))
 	}
-	req, err := h.destroyRequest(ctx, ws, func(name string) string { return c.FormValue("inputs." + name) })
-	if err != nil {
-		return err
-	}
-	r, err := h.Runs.Request(ctx, req)
-	if v, ok := errs.AsValidation(err); ok {
-		return h.destroyPage(c, http.StatusUnprocessableEntity, v.Fields)
-	}
-	if err != nil {
-		return err
-	}
-	_ = render.Flash(c, "success", "Destroy of "+ws.Name+" requested: it waits for an owner's decision once planned.")
+	_ = render.Flash(c, "success", "Destroy of "+strings.TrimSpace(confirm.Name)+" requested: it waits for an owner's decision once planned.")
 	return render.Redirect(c, paths.Run(r.ID))
 }
 
-// destroyRequest is the request of a destroy run of workspace ws: the inputs of its last
-// applied run, its sensitive ones as sensitive gives them (they are never stored
-// readable, so the person types them again).
-func (h Requests) destroyRequest(ctx context.Context, ws workspace.View, sensitive func(name string) string) (run.Request, error) {
-	e, err := h.Catalog.Get(ws.TemplateName)
-	if err != nil {
-		return run.Request{}, err
+// destroyProps is the destroy form f as drawn.
+func destroyProps(f pages.DestroyForm) views.DestroyProps {
+	ws := f.Workspace
+	p := views.DestroyProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
+		Errors: f.Errors}
+	for _, r := range f.Resources {
+		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}
-	values, err := h.lastApplied(ctx, e.Template, ws.ID)
-	if err != nil {
-		return run.Request{}, err
+	for _, in := range f.Sensitive {
+		p.Sensitive = append(p.Sensitive, views.InputField{Name: in.Name, Type: in.Type, Required: in.Required, Sensitive: true})
 	}
-	req := run.Request{EnvironmentID: ws.EnvironmentID, Workspace: ws.Name, Template: ws.TemplateName, Kind: run.KindDestroy,
-		Inputs: map[string]string{}}
-	for key, v := range values {
-		req.Inputs[strings.TrimPrefix(key, "inputs.")] = v
-	}
-	for _, in := range e.Template.Inputs {
-		if in.Sensitive {
-			req.Inputs[in.Name] = sensitive(in.Name)
-		}
-	}
-	return req, nil
+	return p
 }

@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,10 +10,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/authz"
 	"gantry/models/catalog"
 	"gantry/models/environment"
 	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/workspace"
@@ -23,7 +21,7 @@ import (
 	"gantry/views/paths"
 )
 
-// RunRequester validates and queues runs.
+// RunRequester validates and queues runs (run.Requests).
 type RunRequester interface {
 	Validate(ctx context.Context, req run.Request) (run.Validated, *workspace.Workspace, error)
 	Request(ctx context.Context, req run.Request) (run.Run, error)
@@ -39,25 +37,20 @@ type EnvironmentChooser interface {
 	Choices(ctx context.Context) ([]environment.Environment, error)
 }
 
-// WorkspaceRuns reads runs: one (another organization's or a hidden one is not
-// found), and a workspace's, newest first.
-type WorkspaceRuns interface {
-	Get(ctx context.Context, id string) (run.Run, error)
-	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
+// RequestForms draws and submits the request forms (pages.Requests).
+type RequestForms interface {
+	Form(ctx context.Context, start pages.FormStart) (pages.RequestForm, error)
+	Submit(ctx context.Context, req run.Request, values map[string]string) (run.Run, *pages.RequestForm, error)
+	Destroy(ctx context.Context, workspaceID string) (pages.DestroyForm, error)
+	SubmitDestroy(ctx context.Context, workspaceID string, c pages.DestroyConfirmation) (run.Run, *pages.DestroyForm, error)
 }
 
-// Requests serves the request form, its inline validation and its submission.
+// Requests serves the request form, its inline validation and preview, its submission,
+// and a workspace's destroy.
 type Requests struct {
-	Catalog      CatalogReader
-	Runs         RunRequester
-	Previews     RequestPreviewer
-	Environments EnvironmentChooser
-	// A change of a workspace starts from what it holds: its environment, name and the
-	// inputs of its last applied run.
-	Workspaces WorkspaceReader
-	History    WorkspaceRuns
-	// A destroy restates what the workspace's state holds.
-	States WorkspaceStates
+	Forms    RequestForms
+	Runs     RunRequester
+	Previews RequestPreviewer
 }
 
 // Register adds the request routes to g.
@@ -71,105 +64,12 @@ func (h Requests) Register(g *echo.Group) {
 }
 
 func (h Requests) new(c echo.Context) error {
-	if _, err := authz.Require(c.Request().Context(), authz.PermProvisioningPlan); err != nil {
-		return err
-	}
-	e, err := h.Catalog.Get(c.QueryParam("template"))
+	f, err := h.Forms.Form(c.Request().Context(),
+		pages.FormStart{Template: c.QueryParam("template"), Workspace: c.QueryParam("workspace"), FromRun: c.QueryParam("from_run")})
 	if err != nil {
 		return err
 	}
-	values := map[string]string{}
-	for _, in := range e.Template.Inputs {
-		if in.Default != nil && !in.Sensitive {
-			values["inputs."+in.Name] = fmt.Sprint(in.Default)
-		}
-	}
-	req := run.Request{Kind: run.KindApply}
-	switch {
-	case c.QueryParam("from_run") != "":
-		if req, err = h.resubmitOf(c.Request().Context(), e.Template, c.QueryParam("from_run"), values); err != nil {
-			return err
-		}
-	case c.QueryParam("workspace") != "":
-		if req, err = h.changeOf(c.Request().Context(), e.Template, c.QueryParam("workspace"), values); err != nil {
-			return err
-		}
-	}
-	return h.form(c, http.StatusOK, e, req, values, nil)
-}
-
-// changeOf starts a change of workspace id: its environment and name, and into values
-// the inputs of its last applied run (never a sensitive one: those are stored masked,
-// so the person types them again). Another organization's or a hidden workspace is not
-// found; a workspace of another template is a bad request.
-func (h Requests) changeOf(ctx context.Context, t catalog.Template, id string, values map[string]string) (run.Request, error) {
-	ws, err := h.Workspaces.Get(ctx, id)
-	if err != nil {
-		return run.Request{}, err
-	}
-	if ws.TemplateName != t.Name {
-		return run.Request{}, fmt.Errorf("workspace %s holds a %s, not a %s: %w", ws.Name, ws.TemplateName, t.Name, errs.ErrBadRequest)
-	}
-	applied, err := h.lastApplied(ctx, t, ws.ID)
-	if err != nil {
-		return run.Request{}, err
-	}
-	maps.Copy(values, applied)
-	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
-}
-
-// resubmitOf starts the request form from run id's request (a rejected plan, to edit
-// and ask for again): its environment, workspace, kind and inputs (never a sensitive
-// one). Another organization's or a hidden run is not found; another template's run a
-// bad request.
-func (h Requests) resubmitOf(ctx context.Context, t catalog.Template, id string, values map[string]string) (run.Request, error) {
-	r, err := h.History.Get(ctx, id)
-	if err != nil {
-		return run.Request{}, err
-	}
-	if r.TemplateName != t.Name {
-		return run.Request{}, fmt.Errorf("run %s is a %s, not a %s: %w", r.ID, r.TemplateName, t.Name, errs.ErrBadRequest)
-	}
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return run.Request{}, err
-	}
-	if err := inputsOf(r, t, values); err != nil {
-		return run.Request{}, err
-	}
-	return run.Request{Kind: r.Kind, EnvironmentID: r.EnvironmentID, Workspace: ws.Name}, nil
-}
-
-// inputsOf puts run r's inputs into values as form values, sensitive ones left out
-// (they are stored masked).
-func inputsOf(r run.Run, t catalog.Template, values map[string]string) error {
-	var given map[string]any
-	if err := json.Unmarshal(r.Inputs, &given); err != nil {
-		return fmt.Errorf("reading the inputs of run %s: %w", r.ID, err)
-	}
-	for _, in := range t.Inputs {
-		if v, ok := given[in.Name]; ok && !in.Sensitive {
-			values["inputs."+in.Name] = fmt.Sprint(v)
-		}
-	}
-	return nil
-}
-
-// lastApplied is the inputs of workspace id's last applied run, as form values
-// ("inputs.<name>"), sensitive ones left out (they are stored masked); none when
-// nothing was applied.
-func (h Requests) lastApplied(ctx context.Context, t catalog.Template, id string) (map[string]string, error) {
-	runs, err := h.History.ListForWorkspace(ctx, id, 50)
-	if err != nil {
-		return nil, err
-	}
-	values := map[string]string{}
-	for _, r := range runs {
-		if r.State == run.Succeeded && r.Kind == run.KindApply {
-			return values, inputsOf(r, t, values)
-		}
-	}
-	return values, nil
+	return render.Page(c, http.StatusOK, views.RequestForm(requestProps(f)))
 }
 
 // inputFields are a template's inputs as form fields, and the values to draw in them:
@@ -239,19 +139,15 @@ func (h Requests) preview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.previewOf(c.Request().Context(), req)
+	pv, err := h.Previews.Preview(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.RequestPreview(p))
+	return render.Page(c, http.StatusOK, views.RequestPreview(previewProps(pv)))
 }
 
-// previewOf is req's preview in words.
-func (h Requests) previewOf(ctx context.Context, req run.Request) (views.RequestPreviewProps, error) {
-	pv, err := h.Previews.Preview(ctx, req)
-	if err != nil {
-		return views.RequestPreviewProps{}, err
-	}
+// previewProps is a request's preview in words.
+func previewProps(pv run.Preview) views.RequestPreviewProps {
 	p := views.RequestPreviewProps{DryRun: pv.DryRun, CostMissing: pv.CostMissing, Existing: pv.Existing}
 	if pv.Floor != nil {
 		p.Decider = pv.Floor.Decision.Summary()
@@ -267,7 +163,7 @@ func (h Requests) previewOf(ctx context.Context, req run.Request) (views.Request
 			p.Delta = review.SignedMoney(pv.Cost.Delta)
 		}
 	}
-	return p, nil
+	return p
 }
 
 func (h Requests) create(c echo.Context) error {
@@ -275,44 +171,24 @@ func (h Requests) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.Request(c.Request().Context(), req)
-	if v, ok := errs.AsValidation(err); ok {
-		e, gerr := h.Catalog.Get(req.Template)
-		if gerr != nil {
-			// Unknown template: nothing to draw a form for; answer with the messages.
-			return err
-		}
-		return h.form(c, http.StatusUnprocessableEntity, e, req, values, v.Fields)
-	}
+	r, refused, err := h.Forms.Submit(c.Request().Context(), req, values)
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.RequestForm(requestProps(*refused)))
 	}
 	return render.Redirect(c, paths.Run(r.ID))
 }
 
-func (h Requests) form(c echo.Context, status int, e catalog.Entry, req run.Request, values, errors map[string]string) error {
-	envs, err := h.Environments.Choices(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	p := views.RequestProps{Template: e.Template.Name, TemplateTitle: e.Template.Title, EnvironmentID: req.EnvironmentID,
-		Workspace: req.Workspace, Kind: string(req.Kind), Values: values, Errors: errors}
-	for _, env := range envs {
+// requestProps is the request form f as drawn.
+func requestProps(f pages.RequestForm) views.RequestProps {
+	p := views.RequestProps{Template: f.Template.Name, TemplateTitle: f.Template.Title, EnvironmentID: f.Request.EnvironmentID,
+		Workspace: f.Request.Workspace, Kind: string(f.Request.Kind), Errors: f.Errors, Preview: previewProps(f.Preview)}
+	for _, env := range f.Environments {
 		p.Environments = append(p.Environments, views.EnvChoice{ID: env.ID, Name: env.Name, Tier: string(env.Tier),
 			RequiresApproval: env.RequiresApproval, Restricted: env.Restricted})
 	}
-	// The preview of the form as drawn: its template and the values in its fields
-	// (defaults included).
-	shown := req
-	shown.Template, shown.Inputs = e.Template.Name, map[string]string{}
-	for k, v := range values {
-		if name, ok := strings.CutPrefix(k, "inputs."); ok {
-			shown.Inputs[name] = v
-		}
-	}
-	if p.Preview, err = h.previewOf(c.Request().Context(), shown); err != nil {
-		return err
-	}
-	p.Fields, p.Values = inputFields(e.Template, values)
-	return render.Page(c, status, views.RequestForm(p))
+	p.Fields, p.Values = inputFields(f.Template, f.Values)
+	return p
 }

@@ -101,6 +101,15 @@ type runStream struct {
 }
 
 func (s *runStream) serve(live pages.RunLive, changed bool, lastEventID string, changes, logs, others <-chan struct{}) error {
+	if err := s.catchUp(live, changed, lastEventID); err != nil {
+		return err
+	}
+	return s.follow(changes, logs, others)
+}
+
+// catchUp brings the page to the run as live read it: its live section, its live log
+// and the navigation's count.
+func (s *runStream) catchUp(live pages.RunLive, changed bool, lastEventID string) error {
 	if err := s.show(live, changed); err != nil {
 		return err
 	}
@@ -115,9 +124,12 @@ func (s *runStream) serve(live pages.RunLive, changed bool, lastEventID string, 
 	if err := s.syncLog(); err != nil {
 		return err
 	}
-	if err := s.sendCount(); err != nil {
-		return err
-	}
+	return s.sendCount()
+}
+
+// follow sends what moves until the browser goes away, or the run is finished and the
+// page has no count to keep.
+func (s *runStream) follow(changes, logs, others <-chan struct{}) error {
 	heartbeat := time.NewTicker(max(s.h.Heartbeat, time.Second))
 	defer heartbeat.Stop()
 	// The progress of an executor's preparation is no change of the run: no notice

@@ -166,8 +166,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
 	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
-	requests := handlers.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments, Workspaces: svc.Workspaces, History: runs.Reads,
-		States: svc.State}
+	forms := pages.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments,
+		Workspaces: svc.Workspaces, History: runs.Reads, States: svc.State}
+	requests := handlers.Requests{Forms: forms, Runs: runs.Requests, Previews: svc.Previews}
 	requests.Register(app)
 	runReads := pages.Runs{Runs: runs.Reads, Decisions: runs.Decisions, Workspaces: svc.Workspaces}
 	if svc.Executors != nil {
@@ -187,7 +188,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
+	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
 		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)

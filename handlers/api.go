@@ -37,8 +37,10 @@ type API struct {
 	// Workspaces lists and reads workspaces; States reads what their state holds.
 	Workspaces WorkspaceLister
 	States     WorkspaceStates
-	Policies   PolicyStore
-	Matrix     MatrixStore
+	Policies   PolicyChanges
+	// PolicyPages reads the policies as the policies page does.
+	PolicyPages PolicyPages
+	Matrix      MatrixStore
 	// Drift asks for drift checks and corrections, Rollbacks for rollbacks.
 	Drift     DriftRuns
 	Rollbacks RollbackRuns

@@ -10,9 +10,9 @@ import (
 	"gantry/handlers/openapi"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
-	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/listing"
+	"gantry/models/pages"
 	"gantry/models/policy"
 	"gantry/models/risk"
 	"gantry/views/paths"
@@ -69,21 +69,14 @@ func (h API) policies(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	page, err := h.PolicyPages.Page(ctx, pages.PolicyQuery{Versions: l.page, Tables: true})
 	if err != nil {
 		return err
 	}
-	bundle, err := h.Policies.Bundle(ctx, subject.OrganizationID)
-	if err != nil {
-		return err
-	}
-	versions, _, err := h.Policies.Versions(ctx, policy.VersionQuery{Page: l.page})
-	if err != nil {
-		return err
-	}
-	out := apiPolicies{BundleDigest: bundle.Digest(), Rules: []apiPolicyDef{}, Versions: []apiPolicyVers{},
+	versions := page.Versions
+	out := apiPolicies{BundleDigest: page.BundleDigest, Rules: []apiPolicyDef{}, Versions: []apiPolicyVers{},
 		Next: pageLink(c, paths.APIPolicies(), "after", versions.Next), Prev: pageLink(c, paths.APIPolicies(), "before", versions.Prev)}
-	for _, r := range bundle.Rules() {
+	for _, r := range page.BundleRules {
 		out.Rules = append(out.Rules, apiPolicyDef{ID: r.ID, Title: r.Title, Description: r.Description, Enforcement: string(r.Enforcement),
 			Version: r.Version, Origin: r.Origin})
 	}

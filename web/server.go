@@ -164,7 +164,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix}.Register(app)
-	handlers.Policies{Store: svc.Policies, Environments: svc.Environments}.Register(app)
+	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}
+	handlers.Policies{Pages: policyPages, Store: svc.Policies}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
 	forms := pages.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments,
 		Workspaces: svc.Workspaces, History: runs.Reads, States: svc.State}
@@ -189,7 +190,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
-		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
+		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

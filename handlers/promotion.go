@@ -3,32 +3,27 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/errs"
+	"gantry/models/catalog"
+	"gantry/models/pages"
 	"gantry/models/promotion"
-	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// PromotionRuns is what promoting needs (promotion.Service): where a workspace can go
-// and from which run, and the promotion (the service checks the order, the template
-// version, the fixed inputs and who may).
-type PromotionRuns interface {
-	PromotionOf(ctx context.Context, workspaceID string) (promotion.Promotable, error)
-	Promote(ctx context.Context, req promotion.Request) (run.Run, error)
+// PromotionForms draws and submits the promotion form (pages.Promotions).
+type PromotionForms interface {
+	Form(ctx context.Context, workspaceID string) (pages.PromotionForm, error)
+	Submit(ctx context.Context, req promotion.Request) (pages.Promoted, error)
 }
 
 // Promotions serves the promotion of a workspace to the next environment.
 type Promotions struct {
-	Workspaces WorkspaceReader
-	Runs       PromotionRuns
-	Catalog    CatalogReader
+	Forms PromotionForms
 }
 
 // Register adds the promotion routes to g.
@@ -38,31 +33,44 @@ func (h Promotions) Register(g *echo.Group) {
 }
 
 func (h Promotions) form(c echo.Context) error {
-	return h.page(c, http.StatusOK, nil, nil, nil)
+	f, err := h.Forms.Form(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.PromoteWorkspace(promoteProps(f)))
 }
 
-// page draws the promotion form: the source's inputs (sensitive ones typed again), or
-// what was submitted with its problems; or why the workspace cannot be promoted.
-func (h Promotions) page(c echo.Context, status int, submitted *promotion.Request, problems map[string]string, blocked []promotion.Difference) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+// promote requests the promotion; a refusal comes back on the form with what was typed:
+// fixed inputs side by side, other problems at their fields.
+func (h Promotions) promote(c echo.Context) error {
+	req, _, err := readRequest(c)
 	if err != nil {
 		return err
 	}
-	p := views.PromoteProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
-		TargetWorkspace: ws.Name, Values: map[string]string{}, Errors: problems}
-	src, err := h.Runs.PromotionOf(ctx, ws.ID)
-	var explained *errs.Explained
-	if errors.As(err, &explained) && errors.Is(err, errs.ErrConflict) {
-		// The page is there; what it says is why there is nothing to promote.
-		p.Refusal = explained.Message
-		if c.Request().Method == http.MethodPost {
-			status = http.StatusConflict // a refused promotion: nothing was done
+	out, err := h.Forms.Submit(c.Request().Context(), promotion.Request{WorkspaceID: c.Param("id"), EnvironmentID: req.EnvironmentID,
+		Workspace: req.Workspace, Inputs: req.Inputs, NewWorkspace: req.NewWorkspace})
+	if err != nil {
+		return err
+	}
+	if refused := out.Refused; refused != nil {
+		status := http.StatusUnprocessableEntity
+		if refused.Refusal != "" {
+			status = http.StatusConflict // nothing to promote any more: nothing was done
 		}
-		return render.Page(c, status, views.PromoteWorkspace(p))
+		return render.Page(c, status, views.PromoteWorkspace(promoteProps(*refused)))
 	}
-	if err != nil {
-		return err
+	_ = render.Flash(c, "success", "Promotion of "+out.Workspace.Name+" requested as run "+out.Run.Label()+
+		": it passes every gate of its environment before anything is applied.")
+	return render.Redirect(c, paths.Run(out.Run.ID))
+}
+
+// promoteProps is the promotion form f as drawn.
+func promoteProps(f pages.PromotionForm) views.PromoteProps {
+	ws, src := f.Workspace, f.Source
+	p := views.PromoteProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
+		TargetWorkspace: ws.Name, Values: map[string]string{}, Errors: f.Errors, Refusal: f.Refusal}
+	if f.Refusal != "" {
+		return p
 	}
 	p.SourceRunID, p.SourceLabel, p.TemplateVersion = src.Source.ID, src.SourceLabel, src.Source.TemplateVersion
 	for _, e := range src.Environments {
@@ -70,64 +78,46 @@ func (h Promotions) page(c echo.Context, status int, submitted *promotion.Reques
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted})
 	}
 	p.EnvironmentID = src.Environments[0].ID // PromotionOf refuses a workspace with none
-	fixed := map[string]bool{}
 	for _, in := range src.Inputs {
 		if in.Set && !in.Sensitive {
 			p.Values["inputs."+in.Name] = unquote(in.Value)
 		}
-		fixed[in.Name] = !promotion.MayDiverge(in.Divergence)
 	}
-	if submitted != nil {
-		p.EnvironmentID, p.TargetWorkspace = submitted.EnvironmentID, submitted.Workspace
-		for k, v := range submitted.Inputs {
+	if f.Submitted != nil {
+		p.EnvironmentID, p.TargetWorkspace = f.Submitted.EnvironmentID, f.Submitted.Workspace
+		for k, v := range f.Submitted.Inputs {
 			p.Values["inputs."+k] = v
 		}
 	}
-	if e, err := h.Catalog.Get(ws.TemplateName); err == nil {
-		p.Fields, p.Values = inputFields(e.Template, p.Values)
-		for i, in := range e.Template.Inputs {
-			f := &p.Fields[i]
-			f.Note = "May differ from " + ws.EnvironmentName + " (" + in.Divergence + ")."
-			if fixed[in.Name] {
-				f.Note = "Fixed: it stays as in " + ws.EnvironmentName + "; a promotion that changes it is refused."
-			}
-			if in.Sensitive {
-				f.Note += " Sensitive: type it again (it is stored masked)."
-			}
-		}
+	if f.Template != nil {
+		p.Fields, p.Values = promotionFields(*f.Template, src, ws.EnvironmentName, p.Values)
 	}
-	for _, d := range blocked {
+	for _, d := range f.Blocked {
 		p.Blocked = append(p.Blocked, views.DifferenceRow{Name: d.Name, Label: d.Label, Divergence: d.Divergence, Source: d.Source, Requested: d.Requested})
 	}
-	return render.Page(c, status, views.PromoteWorkspace(p))
+	return p
 }
 
-// promote requests the promotion; a refusal comes back on the form with what was typed:
-// fixed inputs side by side, other problems at their fields.
-func (h Promotions) promote(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
-	if err != nil {
-		return err
+// promotionFields are template t's inputs as the promotion form's fields, each saying
+// whether it may differ from the source's environment env, and the values to draw in
+// them (never a sensitive one).
+func promotionFields(t catalog.Template, src promotion.Promotable, env string, values map[string]string) ([]views.InputField, map[string]string) {
+	fixed := map[string]bool{}
+	for _, in := range src.Inputs {
+		fixed[in.Name] = !promotion.MayDiverge(in.Divergence)
 	}
-	req, _, err := readRequest(c)
-	if err != nil {
-		return err
+	fields, shown := inputFields(t, values)
+	for i, in := range t.Inputs {
+		f := &fields[i]
+		f.Note = "May differ from " + env + " (" + in.Divergence + ")."
+		if fixed[in.Name] {
+			f.Note = "Fixed: it stays as in " + env + "; a promotion that changes it is refused."
+		}
+		if in.Sensitive {
+			f.Note += " Sensitive: type it again (it is stored masked)."
+		}
 	}
-	in := promotion.Request{WorkspaceID: ws.ID, EnvironmentID: req.EnvironmentID, Workspace: req.Workspace, Inputs: req.Inputs,
-		NewWorkspace: req.NewWorkspace}
-	r, err := h.Runs.Promote(ctx, in)
-	if b, ok := promotion.AsBlocked(err); ok {
-		return h.page(c, http.StatusUnprocessableEntity, &in, nil, b.Differences)
-	}
-	if v, ok := errs.AsValidation(err); ok {
-		return h.page(c, http.StatusUnprocessableEntity, &in, v.Fields, nil)
-	}
-	if err != nil {
-		return err
-	}
-	_ = render.Flash(c, "success", "Promotion of "+ws.Name+" requested as run "+r.Label()+": it passes every gate of its environment before anything is applied.")
-	return render.Redirect(c, paths.Run(r.ID))
+	return fields, shown
 }
 
 // unquote is an input's JSON value as a form field holds it (a string without quotes).

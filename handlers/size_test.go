@@ -23,7 +23,7 @@ const maxLines = 40
 // function joins it.
 var notYet = []string{
 	"API.registerRuns", "Audit.historyJSON", "Audit.historyProps", "Audit.progress", "Breakglass.act", "Breakglass.page",
-	"Dashboard.activity", "Dashboard.show", "Promotions.page", "Runs.approvals", "Runs.decideOnce",
+	"Dashboard.activity", "Dashboard.show", "Runs.approvals", "Runs.decideOnce",
 	"Runs.reviewProps", "Tokens.page", "Workspaces.list", "Workspaces.show", "environmentInput", "evidenceProps",
 }
 

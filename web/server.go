@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}.Register(app)
 	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
-	handlers.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}.Register(app)
+	handlers.Promotions{Forms: pages.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}}.Register(app)
 	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)

@@ -11,39 +11,26 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/breakglass"
-	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// BreakglassService is what the manual change path's pages need (breakglass.Service).
-type BreakglassService interface {
-	Get(ctx context.Context, id string) (breakglass.View, error)
-	Check(ctx context.Context, req breakglass.Request) error
-	Request(ctx context.Context, req breakglass.Request) (breakglass.Window, error)
-	Approve(ctx context.Context, id, terms string) (breakglass.Window, error)
-	Reject(ctx context.Context, id, terms, reason string) (breakglass.Window, error)
-	Cancel(ctx context.Context, id string) (breakglass.Window, error)
-	Open(ctx context.Context, id string) (breakglass.Window, breakglass.Credentials, error)
-	IssueCredentials(ctx context.Context, id string) (breakglass.Window, breakglass.Credentials, error)
-	End(ctx context.Context, id string) (breakglass.Window, error)
-	Codify(ctx context.Context, id string) (breakglass.Window, run.Run, error)
-	Close(ctx context.Context, id, reason string) (breakglass.Window, error)
-	Recent(ctx context.Context, limit int) ([]breakglass.Window, error)
-}
-
-// RunLabels names runs by their label ("#3") for the window page's links.
-type RunLabels interface {
-	Get(ctx context.Context, id string) (run.Run, error)
+// BreakglassPages reads the manual change path's pages and takes their actions
+// (pages.Breakglass).
+type BreakglassPages interface {
+	Form(ctx context.Context, workspaceID string) (pages.WindowForm, error)
+	Submit(ctx context.Context, req breakglass.Request) (breakglass.Window, *pages.WindowForm, error)
+	List(ctx context.Context, limit int) ([]pages.WindowEntry, error)
+	Window(ctx context.Context, id string) (pages.WindowPage, error)
+	Act(ctx context.Context, id string, a pages.WindowAction) (pages.Acted, error)
 }
 
 // Breakglass serves the manual change path: the request form on a workspace, the list
 // of windows and each window's page with its decisions, credentials and codification.
 type Breakglass struct {
-	Windows    BreakglassService
-	Workspaces WorkspaceReader
-	Runs       RunLabels
+	Pages BreakglassPages
 }
 
 // Register adds the break-glass routes to g.
@@ -81,81 +68,55 @@ func durationLabel(d time.Duration) string {
 // form draws the request form; what would refuse the request whatever is typed (the
 // person, the workspace) is said before anything is typed.
 func (h Breakglass) form(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+	f, err := h.Pages.Form(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	p := views.BreakglassRequestProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName,
-		Minutes: int(breakglass.DefaultDuration / time.Minute), Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes()),
-		MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength}
-	err = h.Windows.Check(ctx, breakglass.Request{WorkspaceID: ws.ID, Reason: "a reason long enough", Duration: breakglass.DefaultDuration})
-	if v, ok := errs.AsValidation(err); ok {
-		p.Errors, p.Refused = v.Fields, true
-	} else if err != nil {
-		return err
-	}
-	return render.Page(c, http.StatusOK, views.BreakglassRequest(p))
+	return render.Page(c, http.StatusOK, views.BreakglassRequest(windowFormProps(f)))
 }
 
 // request asks for the window; a refusal comes back on the form with what was typed.
 func (h Breakglass) request(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
-	if err != nil {
-		return err
-	}
 	// Absent is the default length; anything but a whole number is refused.
 	minutes := formWhole(c.FormValue("duration"))
-	req := breakglass.Request{WorkspaceID: ws.ID, Reason: c.FormValue("reason"), Duration: time.Duration(minutes) * time.Minute}
-	w, err := h.Windows.Request(ctx, req)
-	if v, ok := errs.AsValidation(err); ok {
-		p := views.BreakglassRequestProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Reason: req.Reason,
-			Minutes: minutes, Durations: durations(), ApprovalMinutes: int(run.ApprovalValidity.Minutes()), Errors: v.Fields,
-			MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength}
-		_, p.Refused = v.Fields["workspace"]
-		return render.Page(c, http.StatusUnprocessableEntity, views.BreakglassRequest(p))
-	}
+	w, refused, err := h.Pages.Submit(c.Request().Context(), breakglass.Request{WorkspaceID: c.Param("id"), Reason: c.FormValue("reason"),
+		Duration: time.Duration(minutes) * time.Minute})
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.BreakglassRequest(windowFormProps(*refused)))
 	}
 	_ = render.Flash(c, "success", "Break-glass window "+w.ID+" requested: an admin other than you approves it; you then open it within "+
 		strconv.Itoa(int(run.ApprovalValidity.Minutes()))+" minutes.")
 	return render.Redirect(c, paths.BreakglassWindow(w.ID))
 }
 
+// windowFormProps is the request form f as drawn.
+func windowFormProps(f pages.WindowForm) views.BreakglassRequestProps {
+	return views.BreakglassRequestProps{WorkspaceID: f.Workspace.ID, Workspace: f.Workspace.Name, Environment: f.Workspace.EnvironmentName,
+		Reason: f.Request.Reason, Minutes: int(f.Request.Duration / time.Minute), Durations: durations(),
+		ApprovalMinutes: int(run.ApprovalValidity.Minutes()), Errors: f.Errors, Refused: f.Refused,
+		MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength}
+}
+
 func (h Breakglass) list(c echo.Context) error {
-	ctx := c.Request().Context()
-	windows, err := h.Windows.Recent(ctx, MaxWindowList)
+	entries, err := h.Pages.List(c.Request().Context(), MaxWindowList)
 	if err != nil {
 		return err
 	}
-	rows, err := windowRows(ctx, h.Workspaces, windows, time.Now())
-	if err != nil {
-		return err
-	}
-	return render.Page(c, http.StatusOK, views.WindowList(views.WindowListProps{Windows: rows, Max: MaxWindowList}))
+	return render.Page(c, http.StatusOK, views.WindowList(views.WindowListProps{Windows: windowRows(entries, time.Now()), Max: MaxWindowList}))
 }
 
 // windowRows are windows in a list with their workspaces' names, clocks judged at now.
-func windowRows(ctx context.Context, workspaces WorkspaceReader, windows []breakglass.Window, now time.Time) ([]views.WindowRow, error) {
-	ids := make([]string, len(windows))
-	for i, w := range windows {
-		ids[i] = w.WorkspaceID
-	}
-	names, err := workspaces.Views(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]views.WindowRow, 0, len(windows))
-	for _, w := range windows {
-		row := windowRow(w, now)
-		if v, ok := names[w.WorkspaceID]; ok {
-			row.Workspace, row.Environment = v.Name, v.EnvironmentName
-		}
+func windowRows(entries []pages.WindowEntry, now time.Time) []views.WindowRow {
+	rows := make([]views.WindowRow, 0, len(entries))
+	for _, e := range entries {
+		row := windowRow(e.Window, now)
+		row.Workspace, row.Environment = e.Workspace, e.Environment
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows
 }
 
 // windowRow is a window in a list, its clock judged at now.
@@ -189,109 +150,90 @@ func windowClock(w breakglass.Window, now time.Time) string {
 }
 
 func (h Breakglass) show(c echo.Context) error {
-	return h.page(c, http.StatusOK, c.Param("id"), nil, nil)
-}
-
-// page draws window id for the reader, with credentials just minted (shown once) or the
-// problems of a refused action.
-func (h Breakglass) page(c echo.Context, status int, id string, creds *breakglass.Credentials, problems map[string]string) error {
-	ctx := c.Request().Context()
-	v, err := h.Windows.Get(ctx, id)
+	p, err := h.Pages.Window(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	w, perms := v.Window, v.Permissions
-	p := views.WindowProps{ID: w.ID, WorkspaceID: w.WorkspaceID, Workspace: v.Workspace, Environment: v.Environment.Name,
+	return render.Page(c, http.StatusOK, views.WindowPage(windowProps(p)))
+}
+
+// windowProps is window page p as drawn for its reader.
+func windowProps(page pages.WindowPage) views.WindowProps {
+	w, perms, name := page.Window, page.Permissions, page.View.Workspace
+	p := views.WindowProps{ID: w.ID, WorkspaceID: w.WorkspaceID, Workspace: name, Environment: page.Environment.Name,
 		State: string(w.State), StateLabel: w.State.Label(), StateReason: w.StateReason, Reason: w.Reason,
 		Duration: durationLabel(w.Duration()), RequestedBy: w.RequestedByName, ApprovedBy: w.ApprovedByName, TermsDigest: w.TermsDigest,
-		CreatedAt: w.CreatedAt, Clock: windowClock(w, v.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
-		CredentialsIssued: w.CredentialsIssued, Errors: problems, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,
+		CreatedAt: w.CreatedAt, Clock: windowClock(w, page.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
+		CredentialsIssued: w.CredentialsIssued, Errors: page.Errors, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,
 		CanApprove: perms.Approve.Allowed(), CanReject: perms.Reject.Allowed(), CanCancel: perms.Cancel.Allowed(),
 		CanOpen: perms.Open.Allowed(), CanIssue: perms.Credentials.Allowed(), CanEnd: perms.End.Allowed(),
-		CanCodify: perms.Codify.Allowed(), CanClose: perms.Close.Allowed()}
-	for _, link := range []struct {
-		id          *string
-		dstID, dstL *string
-	}{{w.DriftCheckRunID, &p.DriftCheckRunID, &p.DriftCheckLabel}, {w.CodifyRunID, &p.CodifyRunID, &p.CodifyLabel}} {
-		if link.id == nil {
-			continue
-		}
-		if r, err := h.Runs.Get(ctx, *link.id); err == nil {
-			*link.dstID, *link.dstL = r.ID, v.Workspace+" "+r.Label()+" ("+string(r.State)+")"
-		}
+		CanCodify: perms.Codify.Allowed(), CanClose: perms.Close.Allowed(), Notes: windowNotes(page)}
+	if r := page.DriftCheck; r != nil {
+		p.DriftCheckRunID, p.DriftCheckLabel = r.ID, name+" "+r.Label()+" ("+string(r.State)+")"
 	}
-	// Why an expected control is missing, in the rules' words.
+	if r := page.Codification; r != nil {
+		p.CodifyRunID, p.CodifyLabel = r.ID, name+" "+r.Label()+" ("+string(r.State)+")"
+	}
+	if creds := page.Credentials; creds != nil {
+		p.Credentials = &views.WindowCredentials{Token: creds.Token, ExpiresAt: creds.ExpiresAt, Endpoint: creds.Endpoint}
+	}
+	return p
+}
+
+// windowNotes say why an expected control is missing, in the rules' words, and what a
+// codified window's change means for the workspace's inputs.
+func windowNotes(page pages.WindowPage) []string {
+	var notes []string
+	perms := page.Permissions
 	for _, n := range []struct {
 		state breakglass.State
 		v     run.Verdict
 	}{{breakglass.Requested, perms.Approve}, {breakglass.Approved, perms.Open}, {breakglass.AwaitingCodification, perms.Codify}} {
-		if w.State == n.state && !n.v.Allowed() {
-			p.Notes = append(p.Notes, n.v.Reason())
+		if page.State == n.state && !n.v.Allowed() {
+			notes = append(notes, n.v.Reason())
 		}
 	}
-	if w.State == breakglass.Codified {
+	if page.State == breakglass.Codified {
 		// Codifying accepted the world into state, not into the workspace's inputs.
-		p.Notes = append(p.Notes, "The change is in the workspace's state, not in its inputs: a change planned from the inputs as they are would undo it. "+
-			"To keep it, request a change of "+v.Workspace+" with the new values.")
+		notes = append(notes, "The change is in the workspace's state, not in its inputs: a change planned from the inputs as they are would undo it. "+
+			"To keep it, request a change of "+page.View.Workspace+" with the new values.")
 	}
-	if creds != nil {
-		p.Credentials = &views.WindowCredentials{Token: creds.Token, ExpiresAt: creds.ExpiresAt, Endpoint: creds.Endpoint}
-		// A page holding a secret is never cached, nor restored from history.
-		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	}
-	return render.Page(c, status, views.WindowPage(p))
+	return notes
+}
+
+// windowDone is what the flash says after an action on a window that leaves for another
+// page.
+var windowDone = map[string]string{
+	"approve": "Window approved: its requester may open it now.",
+	"reject":  "Window rejected.",
+	"cancel":  "Window cancelled.",
+	"end":     "Window ended: a drift check runs now, and the window awaits codification.",
+	"close":   "Window closed without codification; the reason is on the record.",
 }
 
 // act takes one action on a window; field problems come back on its page, other
 // refusals through the central error handler (404, 403, 409 with the reason).
 func (h Breakglass) act(c echo.Context) error {
-	ctx := c.Request().Context()
-	id, terms := c.Param("id"), c.FormValue("terms")
-	var err error
-	var creds breakglass.Credentials
-	var codify run.Run
-	var done string
-	switch c.Param("action") {
-	case "approve":
-		_, err = h.Windows.Approve(ctx, id, terms)
-		done = "Window approved: its requester may open it now."
-	case "reject":
-		_, err = h.Windows.Reject(ctx, id, terms, c.FormValue("reason"))
-		done = "Window rejected."
-	case "cancel":
-		_, err = h.Windows.Cancel(ctx, id)
-		done = "Window cancelled."
-	case "open":
-		_, creds, err = h.Windows.Open(ctx, id)
-	case "credentials":
-		_, creds, err = h.Windows.IssueCredentials(ctx, id)
-	case "end":
-		_, err = h.Windows.End(ctx, id)
-		done = "Window ended: a drift check runs now, and the window awaits codification."
-	case "codify":
-		_, codify, err = h.Windows.Codify(ctx, id)
-		done = "Codification requested as run " + codify.Label() + ": it is planned refresh-only and passes every gate before anything is written to state."
-	case "close":
-		_, err = h.Windows.Close(ctx, id, c.FormValue("reason"))
-		done = "Window closed without codification; the reason is on the record."
-	default:
-		return echo.ErrNotFound
-	}
-	if v, ok := errs.AsValidation(err); ok {
-		return h.page(c, http.StatusUnprocessableEntity, id, nil, v.Fields)
-	}
-	if err != nil {
+	id := c.Param("id")
+	out, err := h.Pages.Act(c.Request().Context(), id, pages.WindowAction{Name: c.Param("action"), Terms: c.FormValue("terms"),
+		Reason: c.FormValue("reason")})
+	switch {
+	case err != nil:
 		return err
-	}
-	if creds.Token != "" {
+	case out.Page != nil && out.Page.Credentials != nil:
 		// The credentials are shown in this answer only: a repeat of the form (same
-		// idempotency key) is sent to the window's page, never shown them again.
+		// idempotency key) is sent to the window's page, never shown them again. A page
+		// holding a secret is never cached, nor restored from history.
 		render.ReplayTo(c, paths.BreakglassWindow(id))
-		return h.page(c, http.StatusOK, id, &creds, nil)
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+		return render.Page(c, http.StatusOK, views.WindowPage(windowProps(*out.Page)))
+	case out.Page != nil:
+		return render.Page(c, http.StatusUnprocessableEntity, views.WindowPage(windowProps(*out.Page)))
+	case out.Codification.ID != "":
+		_ = render.Flash(c, "success", "Codification requested as run "+out.Codification.Label()+
+			": it is planned refresh-only and passes every gate before anything is written to state.")
+		return render.Redirect(c, paths.Run(out.Codification.ID))
 	}
-	_ = render.Flash(c, "success", done)
-	if codify.ID != "" {
-		return render.Redirect(c, paths.Run(codify.ID))
-	}
+	_ = render.Flash(c, "success", windowDone[c.Param("action")])
 	return render.Redirect(c, paths.BreakglassWindow(id))
 }

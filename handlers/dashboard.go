@@ -14,6 +14,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/environment"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
@@ -89,9 +90,11 @@ func (h Dashboard) show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if props.Windows, err = windowRows(ctx, h.Workspaces, windows, now); err != nil {
+	entries, err := pages.WindowEntries(ctx, h.Workspaces, windows)
+	if err != nil {
 		return err
 	}
+	props.Windows = windowRows(entries, now)
 	// Approvers: who holds provisioning.apply (as the navigation's count asks); viewers
 	// and auditors never decide.
 	if subject.Can(authz.PermProvisioningApply) {

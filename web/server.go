@@ -179,7 +179,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names, Catalog: svc.Catalog,
 		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
-	handlers.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}.Register(app)
+	handlers.Breakglass{Pages: pages.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}}.Register(app)
 	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Forms: pages.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}}.Register(app)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +16,8 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
-	"gantry/models/authz"
 	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -49,8 +48,15 @@ type AuditNames interface {
 	MemberNames(ctx context.Context) (map[string]string, error)
 }
 
+// AuditPages reads the audit history page and its JSON (pages.Audit).
+type AuditPages interface {
+	History(ctx context.Context, q audit.Query, events bool) (pages.AuditPage, error)
+	RequestExport(ctx context.Context, req audit.ExportRequest, problems *errs.Validation) (audit.Export, *pages.AuditPage, error)
+}
+
 // Audit serves the audit history, its JSON API, exports and the signing keys.
 type Audit struct {
+	Pages   AuditPages
 	Log     AuditHistory
 	Exports AuditExports
 	Keys    SigningKeys
@@ -141,111 +147,60 @@ func filterValues(q audit.Query) url.Values {
 }
 
 func (h Audit) history(c echo.Context) error {
-	ctx := c.Request().Context()
 	q, qerr := queryFrom(c.QueryParams())
-	props, err := h.historyProps(ctx, q, qerr)
+	v, refused := errs.AsValidation(qerr)
+	if qerr != nil && !refused {
+		return qerr
+	}
+	page, err := h.Pages.History(c.Request().Context(), q, !refused)
 	if err != nil {
 		return err
 	}
+	props := historyProps(q, page)
 	status := http.StatusOK
-	if len(props.Errors) > 0 {
-		status = http.StatusUnprocessableEntity
+	if refused {
+		props.Errors, status = v.Fields, http.StatusUnprocessableEntity
 	}
 	return render.Page(c, status, views.AuditHistory(props))
 }
 
-// historyProps is the history page for query q; qerr is what reading q refused (the
-// page then shows the filters with their messages and no events).
-func (h Audit) historyProps(ctx context.Context, q audit.Query, qerr error) (views.AuditProps, error) {
-	subject, err := authz.Require(ctx, authz.PermAuditRead)
-	if err != nil {
-		return views.AuditProps{}, err
-	}
-	props := views.AuditProps{CanExport: subject.Can(authz.PermAuditExport)}
+// historyProps is the history page for query q as page reads it.
+func historyProps(q audit.Query, page pages.AuditPage) views.AuditProps {
+	props := views.AuditProps{CanExport: page.CanExport, Rows: auditRows(page.Lines), Paged: q.Before > 0,
+		Newest: paths.AuditFiltered(filterValues(q)), Environments: views.SortedChoices(page.Environments),
+		Members: views.SortedChoices(page.Members),
+		Filters: views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: q.RunID,
+			Environment: q.EnvironmentID, Workspace: q.WorkspaceID},
+		Chain: views.AuditChain{Head: page.Chain.Head, VerifiedSeq: page.Chain.VerifiedSeq, BrokenSeq: page.Chain.BrokenSeq,
+			CheckedAt: page.Chain.CheckedAt, BrokenReason: page.Chain.BrokenReason}}
 	for _, a := range audit.Actions {
 		props.Actions = append(props.Actions, views.AuditChoice{Value: a.Code, Label: a.Label})
 	}
-	props.Filters = views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: q.RunID,
-		Environment: q.EnvironmentID, Workspace: q.WorkspaceID}
 	// The export form starts from the filters' range, else the last 30 days.
 	now := time.Now().UTC()
 	props.ExportFrom, props.ExportTo = formValue(cmp.Or(q.From, now.AddDate(0, 0, -30))), formValue(cmp.Or(q.To, now.Add(time.Minute)))
-	envs, err := h.Names.EnvironmentNames(ctx)
-	if err != nil {
-		return props, err
+	if page.Next > 0 {
+		next := filterValues(q)
+		next.Set("before", strconv.FormatInt(page.Next, 10))
+		props.Older = paths.AuditFiltered(next)
 	}
-	props.Environments = views.SortedChoices(envs)
-	members, err := h.Names.MemberNames(ctx)
-	if err != nil {
-		return props, err
+	for _, e := range page.Exports {
+		props.Exports = append(props.Exports, exportRow(e))
 	}
-	members["system"] = "Gantry (system)"
-	props.Members = views.SortedChoices(members)
-	if qerr != nil {
-		v, ok := errs.AsValidation(qerr)
-		if !ok {
-			return props, qerr
-		}
-		props.Errors = v.Fields
-	} else {
-		page, err := h.Log.History(ctx, q)
-		if err != nil {
-			return props, err
-		}
-		if props.Rows, err = auditRows(ctx, h.Names, page.Events, audit.Names{Environments: envs, Users: members}); err != nil {
-			return props, err
-		}
-		if page.Next > 0 {
-			next := filterValues(q)
-			next.Set("before", strconv.FormatInt(page.Next, 10))
-			props.Older = paths.AuditFiltered(next)
-		}
-		props.Paged = q.Before > 0
-		props.Newest = paths.AuditFiltered(filterValues(q))
-	}
-	chain, err := h.Log.Chain(ctx)
-	if err != nil {
-		return props, err
-	}
-	props.Chain = views.AuditChain{Head: chain.Head, VerifiedSeq: chain.VerifiedSeq, BrokenSeq: chain.BrokenSeq, CheckedAt: chain.CheckedAt,
-		BrokenReason: chain.BrokenReason}
-	if props.CanExport {
-		exports, err := h.Exports.List(ctx, 10)
-		if err != nil {
-			return props, err
-		}
-		for _, e := range exports {
-			props.Exports = append(props.Exports, exportRow(e))
-		}
-	}
-	return props, nil
+	return props
 }
 
-// auditRows turns events into sentences with names (names, completed with the
-// workspaces the events name) and links.
-func auditRows(ctx context.Context, lookup AuditNames, events []audit.Event, names audit.Names) ([]views.AuditRow, error) {
-	var wsIDs []string
-	for _, e := range events {
-		for _, id := range []string{e.WorkspaceID, workspaceOfData(e)} {
-			if id != "" && !slices.Contains(wsIDs, id) {
-				wsIDs = append(wsIDs, id)
-			}
-		}
-	}
-	workspaces, err := lookup.WorkspaceNames(ctx, wsIDs)
-	if err != nil {
-		return nil, err
-	}
-	names.Workspaces = workspaces
-	rows := make([]views.AuditRow, 0, len(events))
-	for _, e := range events {
-		s := audit.Describe(e, names)
-		row := views.AuditRow{Seq: e.Seq, At: e.OccurredAt, Action: e.Action, Actor: s.Actor, Verb: s.Verb, Object: s.Object.Label, Rest: s.Rest}
+// auditRows are the log's lines as sentences with links.
+func auditRows(lines []pages.AuditLine) []views.AuditRow {
+	rows := make([]views.AuditRow, 0, len(lines))
+	for _, l := range lines {
+		s := l.Said
+		row := views.AuditRow{Seq: l.Seq, At: l.OccurredAt, Action: l.Action, Actor: s.Actor, Verb: s.Verb, Object: s.Object.Label, Rest: s.Rest}
 		switch s.Object.Kind {
 		case "run":
 			row.ObjectURL = paths.Run(s.Object.ID)
 		case "workspace":
-			if _, visible := workspaces[s.Object.ID]; visible {
+			if l.ObjectVisible {
 				row.ObjectURL = paths.Workspace(s.Object.ID)
 			}
 		case "export":
@@ -255,15 +210,7 @@ func auditRows(ctx context.Context, lookup AuditNames, events []audit.Event, nam
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
-}
-
-// workspaceOfData is the workspace an older event names only in its data.
-func workspaceOfData(e audit.Event) string {
-	if e.WorkspaceID != "" || !strings.HasPrefix(e.Action, "run.") {
-		return ""
-	}
-	return audit.WorkspaceOfData(e)
+	return rows
 }
 
 // auditEventJSON is one event of the JSON API: the sentence, the codes and ids, and
@@ -302,36 +249,19 @@ type chainJSON struct {
 }
 
 func (h Audit) historyJSON(c echo.Context) error {
-	ctx := c.Request().Context()
 	q, err := queryFrom(c.QueryParams())
 	if err != nil {
 		return err
 	}
-	page, err := h.Log.History(ctx, q)
+	page, err := h.Pages.History(c.Request().Context(), q, true)
 	if err != nil {
 		return err
 	}
-	chain, err := h.Log.Chain(ctx)
-	if err != nil {
-		return err
-	}
-	envs, err := h.Names.EnvironmentNames(ctx)
-	if err != nil {
-		return err
-	}
-	members, err := h.Names.MemberNames(ctx)
-	if err != nil {
-		return err
-	}
-	rows, err := auditRows(ctx, h.Names, page.Events, audit.Names{Environments: envs, Users: members})
-	if err != nil {
-		return err
-	}
-	out := auditPageJSON{Events: make([]auditEventJSON, 0, len(page.Events)), Chain: chainOf(chain)}
-	for i, e := range page.Events {
-		out.Events = append(out.Events, auditEventJSON{Seq: e.Seq, OccurredAt: e.OccurredAt.UTC(), ActorID: e.ActorID, ActorName: e.ActorName,
-			Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, Environment: e.EnvironmentID, Workspace: e.WorkspaceID, Run: e.RunID,
-			Summary: rows[i].Sentence(), Data: e.Data, PrevHash: fmt.Sprintf("%x", e.PrevHash), Hash: fmt.Sprintf("%x", e.Hash)})
+	out := auditPageJSON{Events: make([]auditEventJSON, 0, len(page.Lines)), Chain: chainOf(page.Chain)}
+	for _, l := range page.Lines {
+		out.Events = append(out.Events, auditEventJSON{Seq: l.Seq, OccurredAt: l.OccurredAt.UTC(), ActorID: l.ActorID, ActorName: l.ActorName,
+			Action: l.Action, TargetType: l.TargetType, TargetID: l.TargetID, Environment: l.EnvironmentID, Workspace: l.WorkspaceID, Run: l.RunID,
+			Summary: l.Said.String(), Data: l.Data, PrevHash: fmt.Sprintf("%x", l.PrevHash), Hash: fmt.Sprintf("%x", l.Hash)})
 	}
 	if page.Next > 0 {
 		next := filterValues(q)

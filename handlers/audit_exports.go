@@ -35,34 +35,31 @@ func exportRow(e audit.Export) views.AuditExportRow {
 }
 
 func (h Audit) requestExport(c echo.Context) error {
-	ctx := c.Request().Context()
 	form, err := c.FormParams()
 	if err != nil {
 		return fmt.Errorf("reading the form: %w", errs.ErrBadRequest)
 	}
 	q, err := queryFrom(form)
-	if err == nil {
-		q.Before, q.Limit = 0, 0 // an export is the whole range, not a page
-		var e audit.Export
-		e, err = h.Exports.Request(ctx, audit.ExportRequest{Query: q, Format: form.Get("format")})
-		if err == nil {
-			if render.WantsJSON(c) {
-				return c.JSON(http.StatusAccepted, map[string]string{"id": e.ID, "status": e.Status, "url": paths.AuditExport(e.ID)})
-			}
-			return render.Redirect(c, paths.AuditExport(e.ID))
-		}
-	}
-	v, invalid := errs.AsValidation(err)
-	if !invalid || render.WantsJSON(c) {
+	problems, invalid := errs.AsValidation(err)
+	if err != nil && !invalid {
 		return err
 	}
-	// The history again, the export form showing what was sent and what is wrong.
-	props, perr := h.historyProps(ctx, audit.Query{}, nil)
-	if perr != nil {
-		return perr
+	q.Before, q.Limit = 0, 0 // an export is the whole range, not a page
+	e, refused, err := h.Pages.RequestExport(c.Request().Context(), audit.ExportRequest{Query: q, Format: form.Get("format")}, problems)
+	switch {
+	case err != nil:
+		return err
+	case refused != nil && render.WantsJSON(c):
+		return &errs.Validation{Fields: refused.ExportErrors}
+	case refused != nil:
+		// The history again, the export form showing what was sent and what is wrong.
+		props := historyProps(audit.Query{}, *refused)
+		props.ExportErrors, props.ExportFrom, props.ExportTo, props.ExportFormat = refused.ExportErrors, form.Get("from"), form.Get("to"), form.Get("format")
+		return render.Page(c, http.StatusUnprocessableEntity, views.AuditHistory(props))
+	case render.WantsJSON(c):
+		return c.JSON(http.StatusAccepted, map[string]string{"id": e.ID, "status": e.Status, "url": paths.AuditExport(e.ID)})
 	}
-	props.ExportErrors, props.ExportFrom, props.ExportTo, props.ExportFormat = v.Fields, form.Get("from"), form.Get("to"), form.Get("format")
-	return render.Page(c, http.StatusUnprocessableEntity, views.AuditHistory(props))
+	return render.Redirect(c, paths.AuditExport(e.ID))
 }
 
 func (h Audit) export(c echo.Context) error {

@@ -179,15 +179,6 @@ func (h Dashboard) activity(ctx context.Context) ([]views.ActivityItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	envs, err := h.Names.EnvironmentNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	members, err := h.Names.MemberNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	members["system"] = "Gantry (system)"
 	var kept []audit.Event
 	var items []views.ActivityItem
 	folding := false
@@ -218,10 +209,11 @@ func (h Dashboard) activity(ctx context.Context) ([]views.ActivityItem, error) {
 			last.Steps++
 		}
 	}
-	rows, err := auditRows(ctx, h.Names, kept, audit.Names{Environments: envs, Users: members})
+	lines, err := pages.Audit{Names: h.Names}.Describe(ctx, kept)
 	if err != nil {
 		return nil, err
 	}
+	rows := auditRows(lines)
 	next := 0
 	for i := range items {
 		if items[i].Folded() {

@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
-	auditHandler := handlers.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
+	auditHandler := handlers.Audit{Pages: pages.Audit{Log: svc.Audit, Exports: svc.Exports, Names: names}, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,

@@ -17,7 +17,6 @@ import (
 	"gantry/models/risk"
 	"gantry/models/rollback"
 	"gantry/models/run"
-	"gantry/policies"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -316,7 +315,6 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		return views.PolicyView{}
 	}
 	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
-	mayOverride := perms.Override.Allowed()
 	for _, res := range ev.Results {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
 			Passed: res.Passed, Messages: res.Messages}
@@ -326,9 +324,8 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		}
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
-		} else if !res.Passed && res.Enforcement == policies.SoftMandatory && mayOverride {
-			row.CanOverride = true
 		}
+		row.CanOverride = perms.OverrideRule(ev.Results, data.Overrides, res.RuleID, res.RuleVersion).Allowed()
 		v.Rows = append(v.Rows, row)
 	}
 	return v

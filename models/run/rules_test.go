@@ -59,3 +59,19 @@ func TestOverrideRuleIsTheServicesRule(t *testing.T) {
 	v := PermissionsOf(r, operator, env, now).OverrideRule(results, overrides, "soft", "2")
 	require.Equal(t, errs.CodeForbidden, v.Code(), "an operator overrides nothing: the run's own verdict answers")
 }
+
+// TestDriftControlsAskWhatTheServicesRequire: a token that may only plan may check a
+// workspace's drift (CheckDrift needs provisioning.plan) but not plan to correct it
+// (PlanToCorrect needs runs.apply), so the page offers it only the check.
+func TestDriftControlsAskWhatTheServicesRequire(t *testing.T) {
+	t.Parallel()
+	planner := authz.Subject{UserID: "usr-op", OrganizationID: "org-1", Role: authz.RoleOperator, TokenID: "tok-1",
+		Scopes: []authz.Scope{authz.ScopePlan}}
+	require.True(t, MayCheckDrift(planner))
+	require.False(t, MayPlanToCorrect(planner))
+	planner.Scopes = append(planner.Scopes, authz.ScopeApply)
+	require.True(t, MayPlanToCorrect(planner))
+	viewer := authz.Subject{UserID: "usr-v", OrganizationID: "org-1", Role: authz.RoleViewer}
+	require.False(t, MayCheckDrift(viewer))
+	require.False(t, MayPlanToCorrect(viewer))
+}

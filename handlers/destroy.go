@@ -36,7 +36,7 @@ func (h Requests) destroyPage(c echo.Context, status int, problems map[string]st
 		return err
 	}
 	p := views.DestroyProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
-		Errors: problems}
+		Errors: problems, RiskClass: int(run.DestroyClass()), Deciders: run.DestroyDeciders().Summary()}
 	for _, r := range st.Resources {
 		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}
@@ -73,7 +73,7 @@ func (h Requests) destroy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_ = render.Flash(c, "success", "Destroy of "+ws.Name+" requested: it waits for an owner's decision once planned.")
+	_ = render.Flash(c, "success", "Destroy of "+ws.Name+" requested: once planned, it is decided by "+run.DestroyDeciders().Summary()+".")
 	return render.Redirect(c, paths.Run(r.ID))
 }
 

@@ -126,6 +126,7 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		CanEdit: subject.Can(authz.PermMatrixManage), BaseVersion: base, NewComment: comment,
 		Errors: fieldErrors, ConflictVersion: conflict,
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
+		Floors: run.FloorsSummary(), MaxEscalateAfterHours: risk.MaxEscalateAfterHours,
 	}
 	for _, a := range risk.Approvers {
 		p.Approvers = append(p.Approvers, string(a))

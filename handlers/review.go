@@ -250,7 +250,8 @@ func changeReason(r run.Run, ch classify.Change) string {
 func riskView(r run.Run, perms run.Permissions) views.RiskView {
 	d := perms.Deciders
 	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: string(run.RequiredApproverOf(r)),
-		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated, MatrixVersion: r.MatrixVersion}
+		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated,
+		Elevation: run.ElevationSummary(), MatrixVersion: r.MatrixVersion}
 	if a := risk.Approver(r.RequiredApprover); !a.Person() && r.State != run.PendingApproval {
 		// The system decided (or nothing needed deciding): nobody else does.
 		v.Approver, v.Deciders = r.RequiredApprover, ""

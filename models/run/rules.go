@@ -130,6 +130,13 @@ func DecidersAt(r Run, now time.Time) Deciders {
 	return d
 }
 
+// DestroyDeciders is who decides a destroy run whatever the approval matrix says (the
+// floors): the page that asks before a destroy says it before anything is planned.
+func DestroyDeciders() Deciders { return DecidersOf(Run{Kind: KindDestroy}) }
+
+// DestroyClass is the least risk class of a destroy run (the floors).
+func DestroyClass() risk.Class { return Floors.Classes[risk.CondDestroy] }
+
 // Requirement is what deciding a run requires: the decision row it was routed by, with
 // the floors applied again from the run's own facts (so a row recorded before the
 // floors, or one a migration backfilled, cannot loosen them).

@@ -160,7 +160,7 @@ func windowRows(ctx context.Context, workspaces WorkspaceReader, windows []break
 
 // windowRow is a window in a list, its clock judged at now.
 func windowRow(w breakglass.Window, now time.Time) views.WindowRow {
-	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, State: string(w.State), StateLabel: w.State.Label(),
+	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, StateLabel: w.State.Label(), Tone: windowTone(w.State), Open: w.State == breakglass.Open,
 		RequestedBy: w.RequestedByName, Reason: w.Reason, CreatedAt: w.CreatedAt, Clock: windowClock(w, now)}
 }
 
@@ -202,7 +202,7 @@ func (h Breakglass) page(c echo.Context, status int, id string, creds *breakglas
 	}
 	w, perms := v.Window, v.Permissions
 	p := views.WindowProps{ID: w.ID, WorkspaceID: w.WorkspaceID, Workspace: v.Workspace, Environment: v.Environment.Name,
-		State: string(w.State), StateLabel: w.State.Label(), StateReason: w.StateReason, Reason: w.Reason,
+		StateLabel: w.State.Label(), Tone: windowTone(w.State), StateReason: w.StateReason, Reason: w.Reason,
 		Duration: durationLabel(w.Duration()), RequestedBy: w.RequestedByName, ApprovedBy: w.ApprovedByName, TermsDigest: w.TermsDigest,
 		CreatedAt: w.CreatedAt, Clock: windowClock(w, v.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
 		CredentialsIssued: w.CredentialsIssued, Errors: problems, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,

@@ -118,7 +118,7 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 		return views.ReviewProps{}, err
 	}
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: stateReason(r),
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
 	rb, err := h.Rollbacks.ReviewOf(ctx, r, data.Classification)
 	if err != nil {

@@ -141,7 +141,7 @@ func (h Runs) live(ctx context.Context, r run.Run) (views.RunLiveProps, error) {
 	if err != nil {
 		return views.RunLiveProps{}, err
 	}
-	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil}
 	p.Decision = decisionProps(r, perms, nil)
@@ -303,7 +303,7 @@ func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.
 // runRow is run r of workspace ws as a list shows it.
 func runRow(r run.Run, ws workspace.View) views.RunRow {
 	row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
+		Template: r.TemplateName, Kind: string(r.Kind), State: runState(r), RequestedBy: r.RequestedByName,
 		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
 	if r.RiskClass != nil {
 		row.Risk = strconv.Itoa(*r.RiskClass)

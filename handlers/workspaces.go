@@ -114,7 +114,7 @@ func (h Workspaces) list(c echo.Context) error {
 		row := views.WorkspaceRow{ID: w.ID, Name: w.Name, Environment: w.EnvironmentName, Template: w.TemplateName, Applying: w.ActiveRunID != nil}
 		if r, ok := last[w.ID]; ok {
 			row.LastRun = &views.RunRow{ID: r.ID, Label: r.Label(), Workspace: w.Name, Environment: w.EnvironmentName,
-				Kind: string(r.Kind), State: string(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
+				Kind: string(r.Kind), State: stateOf(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
 		}
 		p.Workspaces = append(p.Workspaces, row)
 	}

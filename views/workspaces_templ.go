@@ -263,7 +263,7 @@ func Workspaces(p WorkspacesProps) templ.Component {
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}
-								var templ_7745c5c3_Var13 = []any{stateClass(w.LastRun.State)}
+								var templ_7745c5c3_Var13 = []any{w.LastRun.State.Class()}
 								templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var13...)
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
@@ -296,9 +296,9 @@ func Workspaces(p WorkspacesProps) templ.Component {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var15 string
-							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(w.LastRun.State)
+							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(w.LastRun.State.Name)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `workspaces.templ`, Line: 73, Col: 73}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `workspaces.templ`, Line: 73, Col: 74}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 							if templ_7745c5c3_Err != nil {
@@ -682,7 +682,7 @@ func WorkspacePage(p WorkspaceProps) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if p.Glass.State == "OPEN" {
+				if p.Glass.Open {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 55, "<br>No pipeline run of this workspace is approved or applied until it ends.")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

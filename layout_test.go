@@ -7,6 +7,8 @@
 // true: a test file that needs a browser, runc, Kubernetes or live OpenTofu is left out of
 // it by its build constraint; TestPlantedLiveTestIsCaught shows the rule fire.
 // TestRunRolesStayNarrow (roles_test.go) keeps models/run a set of small roles.
+// TestViewsTypeNoRuleWords (views_words_test.go) keeps the rules' words, the decision
+// window and run state names out of views.
 package gantry_test
 
 import (

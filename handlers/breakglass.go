@@ -121,7 +121,7 @@ func windowRows(entries []pages.WindowEntry, now time.Time) []views.WindowRow {
 
 // windowRow is a window in a list, its clock judged at now.
 func windowRow(w breakglass.Window, now time.Time) views.WindowRow {
-	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, State: string(w.State), StateLabel: w.State.Label(),
+	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, StateLabel: w.State.Label(), Tone: windowTone(w.State), Open: w.State == breakglass.Open,
 		RequestedBy: w.RequestedByName, Reason: w.Reason, CreatedAt: w.CreatedAt, Clock: windowClock(w, now)}
 }
 
@@ -161,7 +161,7 @@ func (h Breakglass) show(c echo.Context) error {
 func windowProps(page pages.WindowPage) views.WindowProps {
 	w, perms, name := page.Window, page.Permissions, page.View.Workspace
 	p := views.WindowProps{ID: w.ID, WorkspaceID: w.WorkspaceID, Workspace: name, Environment: page.Environment.Name,
-		State: string(w.State), StateLabel: w.State.Label(), StateReason: w.StateReason, Reason: w.Reason,
+		StateLabel: w.State.Label(), Tone: windowTone(w.State), StateReason: w.StateReason, Reason: w.Reason,
 		Duration: durationLabel(w.Duration()), RequestedBy: w.RequestedByName, ApprovedBy: w.ApprovedByName, TermsDigest: w.TermsDigest,
 		CreatedAt: w.CreatedAt, Clock: windowClock(w, page.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
 		CredentialsIssued: w.CredentialsIssued, Errors: page.Errors, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,

@@ -164,7 +164,7 @@ func (h Runs) confirmCancel(c echo.Context) error {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: r.ID, Label: r.Label(),
-		WorkspaceName: ws.Name, State: string(r.State)}))
+		WorkspaceName: ws.Name, State: runState(r)}))
 }
 
 // said formats a message naming run r by its workspace-qualified label

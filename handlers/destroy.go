@@ -11,6 +11,7 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/pages"
+	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -46,7 +47,7 @@ func (h Requests) destroy(c echo.Context) error {
 	if refused != nil {
 		return render.Page(c, http.StatusUnprocessableEntity, views.DestroyWorkspace(destroyProps(*refused)))
 	}
-	_ = render.Flash(c, "success", "Destroy of "+strings.TrimSpace(confirm.Name)+" requested: it waits for an owner's decision once planned.")
+	_ = render.Flash(c, "success", "Destroy of "+strings.TrimSpace(confirm.Name)+" requested: once planned, it is decided by "+run.DestroyDeciders().Summary()+".")
 	return render.Redirect(c, paths.Run(r.ID))
 }
 
@@ -54,7 +55,7 @@ func (h Requests) destroy(c echo.Context) error {
 func destroyProps(f pages.DestroyForm) views.DestroyProps {
 	ws := f.Workspace
 	p := views.DestroyProps{WorkspaceID: ws.ID, Workspace: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName,
-		Errors: f.Errors}
+		Errors: f.Errors, RiskClass: int(run.DestroyClass()), Deciders: run.DestroyDeciders().Summary()}
 	for _, r := range f.Resources {
 		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}

@@ -192,11 +192,28 @@ func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormPr
 		p.CredentialsManaged = true
 		p.CredentialSetAt, p.ReadCredentialSetAt = st.WriteSetAt, st.ReadSetAt
 	}
+	p.Tiers, p.MaxPromotionOrder = tierChoices(), environment.MaxPromotionOrder
+	p.Window = views.WindowBounds{Default: environment.DefaultDecisionWindowHours, Min: environment.MinDecisionWindowHours,
+		Max: environment.MaxDecisionWindowHours}
 	for _, m := range members {
 		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,
 			Role: string(m.Role), Granted: slices.Contains(granted, m.UserID), Owner: slices.Contains(owners, m.UserID)})
 	}
 	return render.Page(c, status, views.EnvironmentForm(p))
+}
+
+// tierChoices are the tiers the environment form offers, with their defaults.
+func tierChoices() []views.TierChoice {
+	out := make([]views.TierChoice, len(environment.Tiers))
+	for i, t := range environment.Tiers {
+		drift := "never"
+		if m := t.DefaultDriftIntervalMinutes(); m > 0 {
+			drift = driftSchedule(m)
+		}
+		out[i] = views.TierChoice{Name: string(t), RequiresApproval: t.DefaultRequiresApproval(), PromotionOrder: t.DefaultPromotionOrder(),
+			Drift: drift}
+	}
+	return out
 }
 
 // environmentInput reads the form. On create, requires_approval is a three-way choice

@@ -126,6 +126,7 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		CanEdit: subject.Can(authz.PermMatrixManage), BaseVersion: base, NewComment: comment,
 		Errors: fieldErrors, ConflictVersion: conflict,
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
+		Floors: run.FloorsSummary(), MaxEscalateAfterHours: risk.MaxEscalateAfterHours,
 	}
 	for _, a := range risk.Approvers {
 		p.Approvers = append(p.Approvers, string(a))
@@ -144,6 +145,14 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		}
 		p.Decisions = append(p.Decisions, row)
 	}
+	p.History = matrixHistory(history)
+	return render.Page(c, status, views.ApprovalMatrix(p))
+}
+
+// matrixHistory is the matrix's versions, newest first, each with what it changed from
+// the one before (the first from the default).
+func matrixHistory(history []risk.Version) []views.MatrixVersionRow {
+	rows := make([]views.MatrixVersionRow, 0, len(history))
 	for i, v := range history {
 		before := risk.Default()
 		if i+1 < len(history) {
@@ -153,7 +162,7 @@ func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.
 		for _, ch := range risk.Diff(before, v.Matrix) {
 			row.Changes = append(row.Changes, ch.String())
 		}
-		p.History = append(p.History, row)
+		rows = append(rows, row)
 	}
-	return render.Page(c, status, views.ApprovalMatrix(p))
+	return rows
 }

@@ -17,7 +17,6 @@ import (
 	"gantry/models/risk"
 	"gantry/models/rollback"
 	"gantry/models/run"
-	"gantry/policies"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -119,7 +118,7 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 		return views.ReviewProps{}, err
 	}
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: string(r.State), StateReason: stateReason(r),
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
 	rb, err := h.Rollbacks.ReviewOf(ctx, r, data.Classification)
 	if err != nil {
@@ -251,7 +250,8 @@ func changeReason(r run.Run, ch classify.Change) string {
 func riskView(r run.Run, perms run.Permissions) views.RiskView {
 	d := perms.Deciders
 	v := views.RiskView{Level: r.RiskLevel, Rule: r.RiskRule, Reason: r.RiskReason, Approver: string(run.RequiredApproverOf(r)),
-		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated, MatrixVersion: r.MatrixVersion}
+		Deciders: d.Summary(), Escalated: d.Escalated, FourEyes: d.Decision.FourEyes, Elevated: d.Decision.Elevated,
+		Elevation: run.ElevationSummary(), MatrixVersion: r.MatrixVersion}
 	if a := risk.Approver(r.RequiredApprover); !a.Person() && r.State != run.PendingApproval {
 		// The system decided (or nothing needed deciding): nobody else does.
 		v.Approver, v.Deciders = r.RequiredApprover, ""
@@ -316,7 +316,6 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		return views.PolicyView{}
 	}
 	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
-	mayOverride := perms.Override.Allowed()
 	for _, res := range ev.Results {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
 			Passed: res.Passed, Messages: res.Messages}
@@ -326,9 +325,8 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		}
 		if o, ok := data.Overrides[res.RuleID]; ok {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
-		} else if !res.Passed && res.Enforcement == policies.SoftMandatory && mayOverride {
-			row.CanOverride = true
 		}
+		row.CanOverride = perms.OverrideRule(ev.Results, data.Overrides, res.RuleID, res.RuleVersion).Allowed()
 		v.Rows = append(v.Rows, row)
 	}
 	return v

@@ -134,7 +134,7 @@ func (h Runs) show(c echo.Context) error {
 // liveProps is the part of the run page that changes while the run moves.
 func liveProps(l pages.RunLive) views.RunLiveProps {
 	r, perms := l.Run, l.Permissions
-	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: string(r.State), StateReason: stateReason(r),
+	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil),
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), CanRecover: perms.Recover.Allowed(),
@@ -272,7 +272,7 @@ func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.
 // runRow is run r of workspace ws as a list shows it.
 func runRow(r run.Run, ws workspace.View) views.RunRow {
 	row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Kind: string(r.Kind), State: string(r.State), RequestedBy: r.RequestedByName,
+		Template: r.TemplateName, Kind: string(r.Kind), State: runState(r), RequestedBy: r.RequestedByName,
 		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
 	if r.RiskClass != nil {
 		row.Risk = strconv.Itoa(*r.RiskClass)

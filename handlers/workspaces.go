@@ -114,7 +114,7 @@ func (h Workspaces) list(c echo.Context) error {
 		row := views.WorkspaceRow{ID: w.ID, Name: w.Name, Environment: w.EnvironmentName, Template: w.TemplateName, Applying: w.ActiveRunID != nil}
 		if r, ok := last[w.ID]; ok {
 			row.LastRun = &views.RunRow{ID: r.ID, Label: r.Label(), Workspace: w.Name, Environment: w.EnvironmentName,
-				Kind: string(r.Kind), State: string(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
+				Kind: string(r.Kind), State: stateOf(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
 		}
 		p.Workspaces = append(p.Workspaces, row)
 	}
@@ -191,25 +191,26 @@ func (h Workspaces) show(c echo.Context) error {
 		}
 		p.Outputs = append(p.Outputs, views.KV{Key: o.Name, Value: value})
 	}
-	if err := h.operations(ctx, ws, subject.Can(authz.PermProvisioningPlan) && len(st.Resources) > 0, &p); err != nil {
+	if err := h.operations(ctx, ws, subject, len(st.Resources) > 0, &p); err != nil {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.WorkspacePage(p))
 }
 
 // operations fills the workspace page's drift section and break-glass windows; changes
-// (checking drift, correcting it, asking for a window) are offered to who may request
-// runs on a workspace that holds something.
-func (h Workspaces) operations(ctx context.Context, ws workspace.View, mayChange bool, p *views.WorkspaceProps) error {
+// (checking drift, correcting it, asking for a window) are offered on a workspace that
+// holds something, each to who holds what its service requires.
+func (h Workspaces) operations(ctx context.Context, ws workspace.View, subject authz.Subject, holds bool, p *views.WorkspaceProps) error {
 	latest, err := h.Drift.LatestDrift(ctx, ws.ID)
 	if err != nil {
 		return err
 	}
-	p.Drift = views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes), CanCheck: mayChange}
+	p.Drift = views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes),
+		CanCheck: holds && run.MayCheckDrift(subject)}
 	if latest != nil {
 		v := driftView(*latest)
 		p.Drift.Latest = &v
-		p.Drift.CanCorrect = mayChange && (latest.DriftStatus == run.DriftExpected || latest.DriftStatus == run.DriftUnowned)
+		p.Drift.CanCorrect = holds && run.MayPlanToCorrect(subject) && (latest.DriftStatus == run.DriftExpected || latest.DriftStatus == run.DriftUnowned)
 	}
 	windows, err := h.Windows.OfWorkspace(ctx, ws.ID, 20)
 	if err != nil {
@@ -223,6 +224,6 @@ func (h Workspaces) operations(ctx context.Context, ws workspace.View, mayChange
 			p.Glass = &row
 		}
 	}
-	p.CanAskWindow = mayChange
+	p.CanAskWindow = holds && breakglass.MayAsk(subject)
 	return nil
 }

@@ -436,13 +436,13 @@ func inboxTable(rows []InboxRow, headers []SortHeader, testid string, mine bool)
 						return templ_7745c5c3_Err
 					}
 				}
-			} else if r.State == "POLICY_BLOCKED" {
+			} else if r.State.AwaitsOverride {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<span class=\"muted small\" data-testid=\"needs-override\">an admin's override of a soft-mandatory policy</span> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			if r.State == "PENDING_APPROVAL" {
+			if r.State.AwaitsApproval {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, "<span class=\"small muted\" data-testid=\"deciders\">decided by ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

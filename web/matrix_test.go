@@ -13,6 +13,7 @@ import (
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit"
 	"gantry/models/risk"
+	"gantry/models/run"
 	"gantry/views/paths"
 )
 
@@ -64,6 +65,7 @@ func TestApprovalMatrixOwnerEdits(t *testing.T) {
 	require.Contains(t, body, `id="save-matrix"`)
 	require.NotContains(t, body, `data-testid="matrix-read-only"`)
 	require.Contains(t, body, `aria-label="Risk class for any change in a production environment"`)
+	require.Contains(t, body, "Floors no edit can lower: "+run.FloorsSummary()+".", "the floors in the rules' own words")
 	require.Contains(t, body, `href="/settings/approval-matrix" aria-current="page"`, "the navigation links the page")
 
 	token := app.CSRF(t, c)

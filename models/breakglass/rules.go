@@ -165,11 +165,19 @@ func (r Request) check() *errs.Validation {
 	return v
 }
 
+// permAsk is what asking for a window needs of a person's rights: requesting runs that
+// change a workspace. Pages offer the request form from MayAsk.
+const permAsk = authz.PermRunsApply
+
+// MayAsk reports whether s holds the rights asking for a window needs (mayRequest then
+// asks for a grant and cloud.live too, with a message on the form).
+func MayAsk(s authz.Subject) bool { return s.Can(permAsk) }
+
 // mayRequest says whether a may ask for a window in env (field messages): who may
 // request runs there, with cloud.live (the window changes a live cloud).
 func mayRequest(a run.Actor, env environment.Environment, v *errs.Validation) {
 	switch {
-	case !a.Can(authz.PermRunsApply):
+	case !a.Can(permAsk):
 		v.Add("workspace", fmt.Sprintf("Your role (%s) does not change workspaces.", a.Role))
 	case env.Restricted && environment.NeedsGrant(a.Role) && !a.Granted:
 		v.Add("workspace", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))

@@ -13,7 +13,6 @@ import (
 	"gantry/models/errs"
 	"gantry/models/policy"
 	"gantry/models/risk"
-	"gantry/policies"
 )
 
 // The decisions people take on a run. Each is authorized first, through Permissions,
@@ -250,26 +249,9 @@ func (s *Decisions) Override(ctx context.Context, id string, ev Evidence, ruleID
 		if err != nil {
 			return err
 		}
-		var found *policies.Result
-		for i := range evaluation.Results {
-			if evaluation.Results[i].RuleID == ruleID {
-				found = &evaluation.Results[i]
-			}
-		}
-		switch {
-		case found == nil || found.Passed:
-			v := &errs.Validation{}
-			v.Add("rule_id", fmt.Sprintf("Rule %q did not fail in this evaluation: there is nothing to override.", ruleID))
-			return v
-		case found.Enforcement == policies.HardMandatory:
-			return errs.Explain(errs.ErrForbidden, "Rule "+ruleID+" is hard-mandatory: its failure is never overridden. Change the request instead.")
-		case found.Enforcement != policies.SoftMandatory:
-			return fmt.Errorf("rule %s is advisory: nothing to override: %w", ruleID, errs.ErrConflict)
-		case found.RuleVersion != ruleVersion:
-			return fmt.Errorf("the override names version %s of rule %s, the evaluation used %s: %w", ruleVersion, ruleID, found.RuleVersion, ErrStaleEvidence)
-		}
-		if _, done := overrides[ruleID]; done {
-			return fmt.Errorf("rule %s is already overridden: %w", ruleID, errs.ErrConflict)
+		found, err := overridable(evaluation.Results, overrides, ruleID, ruleVersion)
+		if err != nil {
+			return err
 		}
 		if r.DecisionDeadline == nil {
 			return fmt.Errorf("run %s has no decision deadline to bound the override: %w", r.ID, errs.ErrConflict)
@@ -282,7 +264,7 @@ func (s *Decisions) Override(ctx context.Context, id string, ev Evidence, ruleID
 		}
 		overrides[ruleID] = o
 		for _, res := range evaluation.Results {
-			if _, ok := overrides[res.RuleID]; !ok && !res.Passed && res.Enforcement == policies.SoftMandatory {
+			if _, err := overridable(evaluation.Results, overrides, res.RuleID, res.RuleVersion); err == nil {
 				return nil // more failures wait for their own override
 			}
 		}

@@ -60,11 +60,26 @@ func fromWriter(k Kind, writer Run, v StateVersionInfo) queued {
 		configDigest: writer.ConfigDigest, writer: &writer, writerSerial: v.Serial}
 }
 
+// What the drift controls need of a person's rights. The services require them and the
+// pages show "Check drift now" and "Plan to correct" from MayCheckDrift and
+// MayPlanToCorrect: checking changes nothing, so planning rights do; correcting (and
+// codifying a window) changes what is applied.
+const (
+	permCheckDrift = authz.PermProvisioningPlan
+	permFromState  = authz.PermRunsApply
+)
+
+// MayCheckDrift reports whether s holds what CheckDrift requires.
+func MayCheckDrift(s authz.Subject) bool { return s.Can(permCheckDrift) }
+
+// MayPlanToCorrect reports whether s holds what PlanToCorrect requires.
+func MayPlanToCorrect(s authz.Subject) bool { return s.Can(permFromState) }
+
 // CheckDrift queues a drift check of workspaceID for the person asking: it needs what a
 // dry run needs (provisioning.plan, a grant in a restricted environment, cloud.live for
 // a live executor). A check already queued or planning is returned instead of a second.
 func (s *DriftChecks) CheckDrift(ctx context.Context, workspaceID string) (Run, error) {
-	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	subject, err := authz.Require(ctx, permCheckDrift)
 	if err != nil {
 		return Run{}, err
 	}
@@ -237,7 +252,7 @@ func (s *DriftChecks) Codify(ctx context.Context, workspaceID, windowID, madeBy 
 // its plan.
 func (s *DriftChecks) fromState(ctx context.Context, workspaceID string, k Kind, set func(q *queued)) (Run, error) {
 	// Both change what is applied (a correction the world, a codification the state).
-	subject, err := authz.Require(ctx, authz.PermRunsApply)
+	subject, err := authz.Require(ctx, permFromState)
 	if err != nil {
 		return Run{}, err
 	}

@@ -5,6 +5,9 @@ package run
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"gantry/models/risk"
 )
@@ -18,7 +21,7 @@ func (d Deciders) Summary() string {
 		s += ", not the requester"
 	}
 	if r.Elevated {
-		s += fmt.Sprintf(", signed in within %d minutes, typing %s with a reason", int(ElevationWindow.Minutes()), ConfirmWord)
+		s += ", " + ElevationSummary()
 	}
 	if r.Escalation != "" {
 		switch {
@@ -29,6 +32,44 @@ func (d Deciders) Summary() string {
 		}
 	}
 	return s
+}
+
+// ElevationSummary says what an elevated (risk 3) decision asks of the person: "signed
+// in within 15 minutes, typing DESTROY with a reason".
+func ElevationSummary() string {
+	return fmt.Sprintf("signed in within %d minutes, typing %s with a reason", int(ElevationWindow.Minutes()), ConfirmWord)
+}
+
+// FloorsSummary says the floors (Floors) in a sentence, the conditions in the default
+// matrix's words: "any destroy (delete action or destroy run) and replace or destroy of
+// an irreversible (data-bearing) resource are risk 3, decided by an owner, not the
+// requester, signed in within 15 minutes, typing DESTROY with a reason; any change in a
+// production environment is risk 2 or more".
+func FloorsSummary() string {
+	byClass := map[risk.Class][]string{}
+	for _, rule := range risk.Default().Rules {
+		if class, ok := Floors.Classes[rule.Condition]; ok {
+			byClass[class] = append(byClass[class], rule.Description)
+		}
+	}
+	classes := slices.Sorted(maps.Keys(byClass))
+	slices.Reverse(classes)
+	parts := make([]string, 0, len(classes))
+	for _, class := range classes {
+		verb := "is"
+		if len(byClass[class]) > 1 {
+			verb = "are"
+		}
+		s := fmt.Sprintf("%s %s risk %d", strings.Join(byClass[class], " and "), verb, class)
+		if class < risk.MaxClass {
+			s += " or more"
+		}
+		if d, ok := Floors.Decisions[risk.LevelOf(class, false)]; ok {
+			s += ", decided by " + Deciders{Decision: Requirement{Approver: d.Approver, FourEyes: d.FourEyes, Elevated: d.Elevated}}.Summary()
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func approverPhrase(a risk.Approver) string {

@@ -31,7 +31,7 @@ type API struct {
 	Pages     RunPages
 	Runs      RunService
 	Decisions RunDecisions
-	Reviews   ReviewService
+	Reviews   ReviewPages
 	Search    RunSearcher
 	Reports   EvidenceReports
 	// Workspaces lists and reads workspaces; States reads what their state holds.

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/classify"
-	"gantry/models/errs"
 	"gantry/models/run"
 )
 
@@ -119,22 +118,11 @@ func toVerdict(v run.Verdict) apiVerdict {
 }
 
 func (h API) review(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	page, err := h.Reviews.Page(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if r.PlanJSONArtifactID == nil {
-		return errs.Explain(errs.ErrNotFound, "This run has no plan to review yet: poll it until it is planned.")
-	}
-	data, err := h.Reviews.Review(ctx, r)
-	if err != nil {
-		return err
-	}
-	perms, err := h.Decisions.Permissions(ctx, r)
-	if err != nil {
-		return err
-	}
+	r, data, perms := page.Run, page.Plan, page.Permissions
 	out := apiReview{Run: toAPIRun(r), Evidence: toAPIEvidence(run.EvidenceOf(r)), Changes: []apiChange{},
 		Irreversible: data.Classification.HasIrreversible, Policy: apiPolicyResult{Outcome: r.PolicyOutcome, Results: []apiPolicyRule{}},
 		Deciders: perms.Deciders.Summary(),

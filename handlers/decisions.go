@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
@@ -26,106 +26,75 @@ import (
 // decision records nothing, so its key may be retried. A decision with field errors
 // draws the review page again, the messages at their fields and the typed reason kept.
 func (h Runs) decide(c echo.Context) error {
-	action := run.Action(c.Param("action"))
-	if !slices.Contains(run.Actions, action) {
-		return errs.ErrNotFound
+	d, err := decisionForm(c)
+	if err != nil {
+		return err
 	}
-	msg, location, err := h.decideOnce(c.Request().Context(), c, action)
-	if v, ok := errs.AsValidation(err); ok && onDecisionForm(action, v) && !render.WantsJSON(c) {
-		again := &retry{action: action, rule: c.FormValue("rule_id"), errors: v.Fields, reason: c.FormValue("reason")}
-		p, perr := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, again)
-		if perr != nil {
+	out, err := h.Reviews.Decide(c.Request().Context(), c.Param("id"), d)
+	if err != nil {
+		return err
+	}
+	if out.Refused != nil {
+		p, err := reviewProps(*out.Refused, "", 1)
+		if err != nil {
 			return err
 		}
 		return render.Page(c, http.StatusUnprocessableEntity, views.ReviewPage(p))
 	}
-	if err != nil {
-		return err
-	}
+	msg, location := decidedMessage(c.Param("id"), d, out)
 	_ = render.Flash(c, "success", msg)
 	return render.Redirect(c, location)
 }
 
-// onDecisionForm reports whether v's messages belong at the fields of the review page's
-// decision forms (then the page is drawn again with them); any other refusal (a missing
-// idempotency key, say) goes to the error page.
-func onDecisionForm(action run.Action, v *errs.Validation) bool {
-	if action != run.ActionApprove && action != run.ActionReject && action != run.ActionOverride {
-		return false
-	}
-	for f := range v.Fields {
-		if f != "confirm" && f != "reason" && f != "evidence" {
-			return false
+// decisionForm reads a decision from its form: the action in the path, the evidence the
+// review page showed (a field missing is refused with the decision), the confirmation
+// and reason. A cancel is confirmed on its confirmation page first.
+func decisionForm(c echo.Context) (pages.Decision, error) {
+	d := pages.Decision{Action: run.Action(c.Param("action")), Confirm: c.FormValue("confirm"), Reason: c.FormValue("reason"),
+		RuleID: c.FormValue("rule_id"), RuleVersion: c.FormValue("rule_version"), Redraw: !render.WantsJSON(c)}
+	switch {
+	case !slices.Contains(run.Actions, d.Action):
+		return d, errs.ErrNotFound
+	case d.Action == run.ActionCancel && d.Confirm != "yes":
+		v := &errs.Validation{}
+		v.Add("confirm", "Confirm the cancellation on its confirmation page.")
+		return d, v
+	case d.Action == run.ActionApprove || d.Action == run.ActionReject || d.Action == run.ActionOverride:
+		ev, err := evidenceForm(c)
+		if v, ok := errs.AsValidation(err); ok {
+			d.Problems = v
+		} else if err != nil {
+			return d, err
 		}
+		d.Evidence = ev
 	}
-	return true
+	return d, nil
 }
 
-// decideOnce makes the service call of one decision and returns its flash message and
-// where to go next.
-func (h Runs) decideOnce(ctx context.Context, c echo.Context, action run.Action) (msg, location string, err error) {
-	id, reason := c.Param("id"), c.FormValue("reason")
-	location = paths.Run(id)
-	var ev run.Evidence
-	if action == run.ActionApprove || action == run.ActionReject || action == run.ActionOverride {
-		if ev, err = evidenceForm(c); err != nil {
-			return "", "", err
-		}
-	}
-	switch action {
+// decidedMessage is the flash after decision d on run id came to out, and where to go
+// next: the next run waiting for the person takes them on after an approval or a
+// rejection. What follows an approval belongs to the APPROVED state, which the run page
+// says while it lasts; the flash only reports what the person did.
+func decidedMessage(id string, d pages.Decision, out pages.Decided) (msg, location string) {
+	said := out.Workspace + " " + out.Run.Label()
+	switch d.Action {
 	case run.ActionApprove:
-		var r run.Run
-		if r, err = h.Decisions.Approve(ctx, id, run.Approval{Evidence: ev, Confirm: c.FormValue("confirm"), Reason: reason}); err == nil {
-			// What follows belongs to the APPROVED state, which the run page says while
-			// it lasts; the flash only reports what the person did.
-			msg, err = h.said(ctx, "You approved %s.", r)
-		}
-	case run.ActionOverride:
-		_, err = h.Decisions.Override(ctx, id, ev, c.FormValue("rule_id"), c.FormValue("rule_version"), reason)
-		msg, location = "Override recorded for "+c.FormValue("rule_id")+".", paths.RunReview(id)
+		msg = "You approved " + said + "."
 	case run.ActionReject:
-		var r run.Run
-		if r, err = h.Decisions.Reject(ctx, id, ev, reason); err == nil {
-			msg, err = h.said(ctx, "You rejected %s: it will not apply.", r)
-		}
+		msg = "You rejected " + said + ": it will not apply."
+	case run.ActionOverride:
+		return "Override recorded for " + d.RuleID + ".", paths.RunReview(id)
 	case run.ActionCancel:
-		if c.FormValue("confirm") != "yes" {
-			v := &errs.Validation{}
-			v.Add("confirm", "Confirm the cancellation on its confirmation page.")
-			return "", "", v
-		}
-		_, err = h.Decisions.Cancel(ctx, id, reason)
-		msg = "Cancelled: the run stopped and will not apply."
+		return "Cancelled: the run stopped and will not apply.", paths.Run(id)
 	case run.ActionRecover:
-		_, err = h.Decisions.Recover(ctx, id, reason)
-		msg = "Recovered: the run is closed and the workspace is free."
+		return "Recovered: the run is closed and the workspace is free.", paths.Run(id)
 	case run.ActionPlanAgain:
-		var r run.Run
-		if r, err = h.Decisions.PlanAgain(ctx, id); err == nil {
-			msg, location = "Planning again as run "+r.Label()+".", paths.Run(r.ID)
-		}
+		return "Planning again as run " + out.Run.Label() + ".", paths.Run(out.Run.ID)
 	}
-	if err != nil {
-		return "", "", err
+	if n := out.Next; n != nil {
+		return msg + " Next waiting for you: " + n.Workspace.Name + " " + n.Label() + ".", paths.RunReview(n.ID)
 	}
-	if action == run.ActionApprove || action == run.ActionReject {
-		// The next run waiting for this person takes them on.
-		next, err := h.Inbox.WaitingForYou(ctx, nil, 2)
-		if err != nil {
-			return "", "", err
-		}
-		for _, e := range next {
-			if e.ID == id {
-				continue
-			}
-			next, err := h.said(ctx, " Next waiting for you: %s.", e.Run)
-			if err != nil {
-				return "", "", err
-			}
-			return msg + next, paths.RunReview(e.ID), nil
-		}
-	}
-	return msg, location, nil
+	return msg, paths.Run(id)
 }
 
 // evidenceForm reads the evidence a review page submits with a decision: a field
@@ -147,32 +116,10 @@ func evidenceForm(c echo.Context) (run.Evidence, error) {
 // confirmCancel asks before cancelling: what cancelling means, an optional reason,
 // and the button that does it (the focus starts there).
 func (h Runs) confirmCancel(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
+	p, err := h.Reviews.ConfirmCancel(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	perms, err := h.Decisions.Permissions(ctx, r)
-	if err != nil {
-		return err
-	}
-	if !perms.Cancel.Allowed() {
-		return perms.Cancel.Err()
-	}
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: r.ID, Label: r.Label(),
-		WorkspaceName: ws.Name, State: runState(r)}))
-}
-
-// said formats a message naming run r by its workspace-qualified label
-// ("billing-prod #3").
-func (h Runs) said(ctx context.Context, format string, r run.Run) (string, error) {
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf(format, ws.Name+" "+r.Label()), nil
+	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: p.Run.ID, Label: p.Run.Label(),
+		WorkspaceName: p.Workspace.Name, State: runState(p.Run)}))
 }

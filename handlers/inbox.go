@@ -14,6 +14,7 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/listing"
+	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/views"
@@ -36,23 +37,32 @@ var inboxRisks = []views.ListChoice{{Value: "1", Label: "risk 1"}, {Value: "2", 
 // you", from the run service's deciders), and the others they see, with who decides;
 // both searched and filtered alike, each list paged by a cursor of its own.
 func (h Runs) approvals(c echo.Context) error {
-	ctx := c.Request().Context()
 	l, err := readList(c, paths.Approvals(), run.InboxSortKeys(), listing.Sort{Key: run.SortDeadline}, 50)
 	if err != nil {
 		return err
 	}
-	youPage, err := l.pageOf("you_")
+	q := pages.InboxQuery{Text: l.text, EnvironmentID: l.query.Get("environment"), Lists: !l.refused()}
+	q.Risk, _ = strconv.Atoi(choice(l, "risk", inboxRisks))
+	if q.ForYou, err = l.pageOf("you_"); err != nil {
+		return err
+	}
+	if q.ForOthers, err = l.pageOf("others_"); err != nil {
+		return err
+	}
+	page, err := h.InboxPages.Page(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	othersPage, err := l.pageOf("others_")
-	if err != nil {
-		return err
+	status := http.StatusOK
+	if l.refused() {
+		status = http.StatusUnprocessableEntity
 	}
-	envs, _, err := filterChoices(ctx, h.Names)
-	if err != nil {
-		return err
-	}
+	return render.Page(c, status, views.Approvals(approvalsProps(l, page)))
+}
+
+// approvalsProps is the inbox as drawn for list form l.
+func approvalsProps(l listRequest, page pages.InboxPage) views.ApprovalsProps {
+	envs := listChoices(page.EnvironmentNames)
 	filters := []views.ListFilter{{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
 		{Name: "risk", Label: "Risk", Any: "Any risk", Choices: inboxRisks, Selected: choice(l, "risk", inboxRisks)}}
 	p := views.ApprovalsProps{Controls: l.controls("approvals", "Search waiting runs", "A workspace's name, a template or who requested it.", filters, nil),
@@ -60,54 +70,25 @@ func (h Runs) approvals(c echo.Context) error {
 	p.Controls.Noun, p.Controls.Nouns = "run waits for you", "runs wait for you"
 	p.Controls.MatchNoun, p.Controls.MatchNouns = "matching run waits for you", "matching runs wait for you"
 	if l.refused() {
-		return render.Page(c, http.StatusUnprocessableEntity, views.Approvals(p))
+		return p
 	}
-	risk, _ := strconv.Atoi(filters[1].Selected)
-	q := run.InboxQuery{Text: l.text, EnvironmentID: filters[0].Selected, Risk: risk, Count: true}
-	q.Page = youPage
-	mine, err := h.Inbox.Inbox(ctx, true, q)
-	if err != nil {
-		return err
-	}
-	q.Page = othersPage
-	others, err := h.Inbox.Inbox(ctx, false, q)
-	if err != nil {
-		return err
-	}
-	now, err := h.Runs.Clock(ctx)
-	if err != nil {
-		return err
-	}
-	if p.ForYou, err = inboxRows(ctx, h.Workspaces, mine.Rows, now); err != nil {
-		return err
-	}
-	if p.ForOthers, err = inboxRows(ctx, h.Workspaces, others.Rows, now); err != nil {
-		return err
-	}
+	mine, others := page.ForYou.Page, page.ForOthers.Page
+	p.ForYou, p.ForOthers = inboxRows(page.ForYou.Lines, page.Now), inboxRows(page.ForOthers.Lines, page.Now)
 	p.Controls.Total, p.ForYouTotal, p.ForOthersTotal = mine.Total, mine.Total, others.Total
 	p.Controls.Note = "· " + strconv.FormatInt(others.Total, 10) + " for others"
 	p.ForYouPager = pager(l, "you_", mine.Result, "Pages of the runs waiting for you")
 	p.ForOthersPager = pager(l, "others_", others.Result, "Pages of the runs waiting for others")
-	return render.Page(c, http.StatusOK, views.Approvals(p))
+	return p
 }
 
-// inboxRows are the inbox's rows of entries, at now (the database clock).
-func inboxRows(ctx context.Context, wss WorkspaceReader, entries []run.InboxEntry, now time.Time) ([]views.InboxRow, error) {
-	runs := make([]run.Run, len(entries))
-	for i, e := range entries {
-		runs[i] = e.Run
-	}
-	rows, err := runRows(ctx, wss, runs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]views.InboxRow, len(entries))
-	for i, e := range entries {
+// inboxRows are the inbox's rows of lines, at now (the database clock).
+func inboxRows(lines []pages.InboxLine, now time.Time) []views.InboxRow {
+	out := make([]views.InboxRow, len(lines))
+	for i, e := range lines {
 		d := run.DecidersAt(e.Run, now)
-		rows[i].Deciders, rows[i].Escalated = d.Summary(), d.Escalated
-		s := e.PlanSummary
-		row := views.InboxRow{RunRow: rows[i], Qualified: rows[i].Workspace + " " + e.Label(), Action: string(e.Action),
-			Changes: changeCounts(s)}
+		rr := runRow(e.Run, e.Workspace)
+		rr.Deciders, rr.Escalated = d.Summary(), d.Escalated
+		row := views.InboxRow{RunRow: rr, Qualified: rr.Workspace + " " + e.Label(), Action: string(e.Action), Changes: changeCounts(e.PlanSummary)}
 		if e.NeedsFreshSignIn {
 			row.FreshSignIn = fmt.Sprintf("needs a sign-in within %d minutes", int(run.ElevationWindow.Minutes()))
 		}
@@ -122,7 +103,7 @@ func inboxRows(ctx context.Context, wss WorkspaceReader, entries []run.InboxEntr
 		}
 		out[i] = row
 	}
-	return out, nil
+	return out
 }
 
 // changeCounts says a plan's changes in words, leaving out what it does not do: "1 to

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"cmp"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -158,4 +160,16 @@ func choice(l listRequest, name string, choices []views.ListChoice) string {
 		}
 	}
 	return ""
+}
+
+// listChoices are the options of a filter by id, sorted by their names.
+func listChoices(byID map[string]string) []views.ListChoice {
+	out := make([]views.ListChoice, 0, len(byID))
+	for id, name := range byID {
+		out = append(out, views.ListChoice{Value: id, Label: name})
+	}
+	slices.SortFunc(out, func(a, b views.ListChoice) int {
+		return cmp.Or(cmp.Compare(a.Label, b.Label), cmp.Compare(a.Value, b.Value))
+	})
+	return out
 }

@@ -13,23 +13,20 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/classify"
 	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/risk"
-	"gantry/models/rollback"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// ReviewService is what the plan review page needs beyond RunService.
-type ReviewService interface {
-	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
-}
-
-// RollbackReviews say what a rollback's plan cannot bring back (rollback.Service; nil
-// for a run that is no rollback).
-type RollbackReviews interface {
-	ReviewOf(ctx context.Context, r run.Run, res classify.Result) (*rollback.Review, error)
+// ReviewPages reads the plan review page and takes the decisions made on it, and asks
+// before a cancel (pages.Reviews).
+type ReviewPages interface {
+	Page(ctx context.Context, id string) (pages.ReviewPage, error)
+	Decide(ctx context.Context, id string, d pages.Decision) (pages.Decided, error)
+	ConfirmCancel(ctx context.Context, id string) (pages.CancelPage, error)
 }
 
 // reviewSectionDef is one section of the review page: its id (in URLs and test
@@ -58,20 +55,15 @@ const maxMessagesShown = 20
 const graphNodes = 60
 
 func (h Runs) review(c echo.Context) error {
-	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), "", 1, nil)
+	page, err := h.Reviews.Page(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p, err := reviewProps(page, "", 1)
 	if err != nil {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.ReviewPage(p))
-}
-
-// retry is a decision that came back with field errors: the review page is drawn again
-// with the messages at their fields and what the person typed kept.
-type retry struct {
-	action run.Action
-	rule   string
-	errors map[string]string
-	reason string
 }
 
 // reviewSection answers the pager of one section: for htmx the section alone (the
@@ -86,7 +78,11 @@ func (h Runs) reviewSection(c echo.Context) error {
 	if err != nil || page < 1 {
 		page = 1
 	}
-	p, err := h.reviewProps(c.Request().Context(), c.Param("id"), id, page, nil)
+	rp, err := h.Reviews.Page(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p, err := reviewProps(rp, id, page)
 	if err != nil {
 		return err
 	}
@@ -98,33 +94,15 @@ func (h Runs) reviewSection(c echo.Context) error {
 	return render.Page(c, http.StatusOK, views.ReviewPage(p))
 }
 
-// reviewProps builds the review page of run id, with section pagedID on page page and
-// every other section on its first page, and a decision that came back (nil: none).
-func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, again *retry) (views.ReviewProps, error) {
-	r, err := h.Runs.Get(ctx, id)
-	if err != nil {
-		return views.ReviewProps{}, err
-	}
-	perms, err := h.Decisions.Permissions(ctx, r)
-	if err != nil {
-		return views.ReviewProps{}, err
-	}
-	data, err := h.Reviews.Review(ctx, r)
-	if err != nil {
-		return views.ReviewProps{}, err
-	}
-	ws, err := h.Workspaces.Get(ctx, r.WorkspaceID)
-	if err != nil {
-		return views.ReviewProps{}, err
-	}
+// reviewProps is review page rp as drawn, with section pagedID on page page and every
+// other section on its first page (and a decision that came back, if any).
+func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewProps, error) {
+	r, ws, perms, data := rp.Run, rp.Workspace, rp.Permissions, rp.Plan
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: runState(r), StateReason: stateReason(r),
-		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, again)}
-	rb, err := h.Rollbacks.ReviewOf(ctx, r, data.Classification)
-	if err != nil {
-		return views.ReviewProps{}, err
-	}
-	if rb != nil {
+		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, rp.Refused, rp.Errors),
+		Policy: policyView(data, perms), Cost: costView(r.Cost), Graph: review.Graph(data.Classification, graphNodes)}
+	if rb := rp.Rollback; rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}
 	if r.Kind == run.KindCodify && r.BreakglassWindowID != nil {
@@ -145,9 +123,6 @@ func (h Runs) reviewProps(ctx context.Context, id, pagedID string, page int, aga
 		}
 		p.Sections = append(p.Sections, sec)
 	}
-	p.Policy = policyView(data, perms)
-	p.Cost = costView(r.Cost)
-	p.Graph = review.Graph(data.Classification, graphNodes)
 	return p, nil
 }
 
@@ -274,7 +249,7 @@ func expiry(r run.Run) string {
 
 // decisionProps are the decision forms the rules allow this person on run r, bound
 // to the run's evidence; again is a decision that came back with field errors.
-func decisionProps(r run.Run, perms run.Permissions, again *retry) views.DecisionProps {
+func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, problems map[string]string) views.DecisionProps {
 	ev := run.EvidenceOf(r)
 	fields := ev.Fields()
 	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, Elevated: perms.Deciders.Decision.Elevated,
@@ -305,7 +280,7 @@ func decisionProps(r run.Run, perms run.Permissions, again *retry) views.Decisio
 		}
 	}
 	if again != nil {
-		d.Failed, d.FailedRule, d.Errors, d.Reason = string(again.action), again.rule, again.errors, again.reason
+		d.Failed, d.FailedRule, d.Errors, d.Reason = string(again.Action), again.RuleID, problems, again.Reason
 	}
 	return d
 }

@@ -44,12 +44,13 @@ type RunPages interface {
 	Log(ctx context.Context, id string, phase run.JobKind) ([]byte, error)
 }
 
-// RunInbox is the personal inbox (run.Inbox).
+// InboxPages reads the personal inbox page (pages.Inbox).
+type InboxPages interface {
+	Page(ctx context.Context, q pages.InboxQuery) (pages.InboxPage, error)
+}
+
+// RunInbox counts what waits for the person (run.Inbox): the navigation's count.
 type RunInbox interface {
-	// Inbox is one page of the personal inbox's lists: what the person may decide now
-	// (decides), or what waits for others; WaitingForYou its first list's first runs.
-	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
-	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
 }
 
@@ -85,12 +86,13 @@ type RunChanges interface {
 // (inbox.go).
 type Runs struct {
 	// Pages reads the run page's read model (models/pages).
-	Pages      RunPages
-	Runs       RunService
-	Decisions  RunDecisions
-	Inbox      RunInbox
-	Reviews    ReviewService
-	Rollbacks  RollbackReviews
+	Pages     RunPages
+	Runs      RunService
+	Decisions RunDecisions
+	Inbox     RunInbox
+	// InboxPages reads the personal inbox (pages.Inbox).
+	InboxPages InboxPages
+	Reviews    ReviewPages
 	Workspaces WorkspaceReader
 	// Names names what the inbox filters by.
 	Names   ListNames
@@ -136,7 +138,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 	r, perms := l.Run, l.Permissions
 	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
-		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil),
+		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}

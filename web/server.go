@@ -158,8 +158,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	runs := svc.Runs
-	handlers.Dashboard{Environments: svc.Environments, Activity: svc.Audit, Names: names, Runs: runs.Reads, Inbox: runs.Inbox, Workspaces: svc.Workspaces,
-		Windows: svc.Breakglass}.Register(app)
+	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Names: names}
+	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
+		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages}}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
@@ -175,7 +176,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if svc.Executors != nil {
 		runReads.Executors = svc.Executors
 	}
-	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: runs.Reads, Rollbacks: svc.Rollbacks,
+	reviews := pages.Reviews{Runs: runs.Reads, Decisions: runs.Decisions, Plans: runs.Reads, Workspaces: svc.Workspaces, Rollbacks: svc.Rollbacks,
+		Inbox: runs.Inbox}
+	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: reviews,
+		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names},
 		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names, Catalog: svc.Catalog,
 		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
@@ -186,10 +190,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
 	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
-	auditHandler := handlers.Audit{Pages: pages.Audit{Log: svc.Audit, Exports: svc.Exports, Names: names}, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
+	auditHandler := handlers.Audit{Pages: auditPages, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: runs.Reads, Search: runs.Reads, Reports: svc.Evidence,
+	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: svc.Evidence,
 		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)

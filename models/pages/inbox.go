@@ -1,0 +1,165 @@
+package pages
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gantry/models/errs"
+	"gantry/models/listing"
+	"gantry/models/run"
+	"gantry/models/workspace"
+)
+
+// RunInbox is the personal inbox (run.Inbox).
+type RunInbox interface {
+	// Inbox is one page of the personal inbox's lists: what the person may decide now
+	// (decides), or what waits for others; WaitingForYou its first list's first runs.
+	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
+	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
+	CountWaitingForYou(ctx context.Context) (int64, error)
+}
+
+// Clock is the database clock (escalations and deadlines are judged by it, as the
+// decisions judge them) (run.Reads).
+type Clock interface {
+	Clock(ctx context.Context) (time.Time, error)
+}
+
+// ListNames name what lists filter by: the organization's environments (by id) and the
+// catalog's templates.
+type ListNames interface {
+	EnvironmentNames(ctx context.Context) (map[string]string, error)
+	TemplateNames() []string
+}
+
+// Inbox builds the personal inbox page: the runs the person may decide now ("Waiting
+// for you", from the run service's deciders), and the others they see, with who
+// decides.
+type Inbox struct {
+	Inbox      RunInbox
+	Clock      Clock
+	Workspaces WorkspaceViews
+	Names      ListNames
+}
+
+// InboxQuery searches and filters both lists alike; each list pages by a cursor of its
+// own.
+type InboxQuery struct {
+	Text          string
+	EnvironmentID string
+	Risk          int // 0: any
+	ForYou        listing.Page
+	ForOthers     listing.Page
+	// Lists is false for a list form that was refused: the page without its lists.
+	Lists bool
+}
+
+// InboxLine is a run waiting for a decision, with its workspace.
+type InboxLine struct {
+	run.InboxEntry
+	Workspace workspace.View
+}
+
+// InboxList is one page of an inbox list and how many runs match.
+type InboxList struct {
+	Page  run.InboxPage
+	Lines []InboxLine
+}
+
+// InboxPage is the personal inbox: both lists judged at Now (the database clock), and
+// the environments its filter chooses from (by id).
+type InboxPage struct {
+	Now               time.Time
+	ForYou, ForOthers InboxList
+	EnvironmentNames  map[string]string
+}
+
+// Page reads the inbox for q.
+func (s Inbox) Page(ctx context.Context, q InboxQuery) (InboxPage, error) {
+	var p InboxPage
+	var err error
+	if p.EnvironmentNames, err = s.Names.EnvironmentNames(ctx); err != nil {
+		return InboxPage{}, err
+	}
+	if !q.Lists {
+		return p, nil
+	}
+	// An environment gone since the link was made filters nothing rather than everything.
+	if _, known := p.EnvironmentNames[q.EnvironmentID]; !known {
+		q.EnvironmentID = ""
+	}
+	if p.Now, err = s.Clock.Clock(ctx); err != nil {
+		return InboxPage{}, err
+	}
+	for _, l := range []struct {
+		decides bool
+		page    listing.Page
+		dst     *InboxList
+	}{{true, q.ForYou, &p.ForYou}, {false, q.ForOthers, &p.ForOthers}} {
+		rq := run.InboxQuery{Text: q.Text, EnvironmentID: q.EnvironmentID, Risk: q.Risk, Count: true, Page: l.page}
+		if l.dst.Page, err = s.Inbox.Inbox(ctx, l.decides, rq); err != nil {
+			return InboxPage{}, err
+		}
+		if l.dst.Lines, err = inboxLines(ctx, s.Workspaces, l.dst.Page.Rows); err != nil {
+			return InboxPage{}, err
+		}
+	}
+	return p, nil
+}
+
+// inboxLines are entries with their workspaces.
+func inboxLines(ctx context.Context, wss WorkspaceViews, entries []run.InboxEntry) ([]InboxLine, error) {
+	runs := make([]run.Run, len(entries))
+	for i, e := range entries {
+		runs[i] = e.Run
+	}
+	byID, err := workspacesOf(ctx, wss, runs)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]InboxLine, len(entries))
+	for i, e := range entries {
+		lines[i] = InboxLine{InboxEntry: e, Workspace: byID[e.WorkspaceID]}
+	}
+	return lines, nil
+}
+
+// RunLine is a run with its workspace.
+type RunLine struct {
+	run.Run
+	Workspace workspace.View
+}
+
+// RunLines are runs with their workspaces.
+func RunLines(ctx context.Context, wss WorkspaceViews, runs []run.Run) ([]RunLine, error) {
+	byID, err := workspacesOf(ctx, wss, runs)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]RunLine, len(runs))
+	for i, r := range runs {
+		lines[i] = RunLine{Run: r, Workspace: byID[r.WorkspaceID]}
+	}
+	return lines, nil
+}
+
+// workspacesOf reads the workspaces of runs in one call. The run service showed the
+// runs, so their workspaces are visible too: a workspace missing is a fault, not a
+// hidden one.
+func workspacesOf(ctx context.Context, wss WorkspaceViews, runs []run.Run) (map[string]workspace.View, error) {
+	ids := make([]string, 0, len(runs))
+	for _, r := range runs {
+		ids = append(ids, r.WorkspaceID)
+	}
+	byID, err := wss.Views(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if _, ok := byID[r.WorkspaceID]; !ok {
+			return nil, fmt.Errorf("run %s: workspace %s: %w", r.ID, r.WorkspaceID, errs.ErrNotFound)
+		}
+	}
+	return byID, nil
+}

@@ -8,21 +8,25 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/listing"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// RunSearcher searches the runs a member may see.
+// RunSearcher searches the runs a member may see (run.Reads; the API's run list).
 type RunSearcher interface {
 	Search(ctx context.Context, q run.ListQuery) (run.SearchResult, error)
 }
 
+// RunListPages reads the runs list (pages.RunList).
+type RunListPages interface {
+	List(ctx context.Context, q pages.RunListQuery) (pages.RunListPage, error)
+}
+
 // RunList serves the runs list.
 type RunList struct {
-	Runs       RunSearcher
-	Workspaces WorkspaceReader
-	Names      ListNames
+	Pages RunListPages
 }
 
 // Register adds the runs list's route to g.
@@ -46,16 +50,27 @@ func runStates() []views.ListChoice {
 
 // list is one page of the runs the reader may see, newest first unless sorted otherwise.
 func (h RunList) list(c echo.Context) error {
-	ctx := c.Request().Context()
 	l, err := readList(c, paths.Runs(), run.SortKeys(), listing.Sort{Key: run.SortRequested, Desc: true}, 50)
 	if err != nil {
 		return err
 	}
-	envs, templates, err := filterChoices(ctx, h.Names)
+	q := pages.RunListQuery{ListQuery: run.ListQuery{Text: l.text, State: run.State(choice(l, "state", runStates())),
+		EnvironmentID: l.query.Get("environment"), Template: l.query.Get("template"), Kind: run.Kind(choice(l, "kind", runKinds)),
+		Mine: l.query.Get("mine") != "", Page: l.page}, Rows: !l.refused()}
+	page, err := h.Pages.List(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	states := runStates()
+	status := http.StatusOK
+	if l.refused() {
+		status = http.StatusUnprocessableEntity
+	}
+	return render.Page(c, status, views.RunList(runListProps(l, page)))
+}
+
+// runListProps is the runs list as drawn for list form l.
+func runListProps(l listRequest, page pages.RunListPage) views.RunListProps {
+	states, envs, templates := runStates(), listChoices(page.EnvironmentNames), listChoices(templateNames(page.Templates))
 	filters := []views.ListFilter{{Name: "state", Label: "State", Any: "Any state", Choices: states, Selected: choice(l, "state", states)},
 		{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
 		{Name: "template", Label: "Template", Any: "Any template", Choices: templates, Selected: choice(l, "template", templates)},
@@ -65,20 +80,15 @@ func (h RunList) list(c echo.Context) error {
 		filters, checks), Headers: l.headers(runColumns)}
 	p.Controls.Noun, p.Controls.Nouns = "run", "runs"
 	if l.refused() {
-		return render.Page(c, http.StatusUnprocessableEntity, views.RunList(p))
+		return p
 	}
-	res, err := h.Runs.Search(ctx, run.ListQuery{Text: l.text, State: run.State(filters[0].Selected), EnvironmentID: filters[1].Selected,
-		Template: filters[2].Selected, Kind: run.Kind(filters[3].Selected), Mine: checks[0].Checked, Page: l.page})
-	if err != nil {
-		return err
-	}
-	p.Controls.Total = res.Total
-	if res.Narrow {
+	p.Controls.Total = page.Result.Total
+	if page.Result.Narrow {
 		p.Controls.Note = "The search text is in more than 1,000 workspace names; only the runs of the first 1,000 by name are counted. Type more of the name."
 	}
-	if p.Runs, err = runRows(ctx, h.Workspaces, res.Rows); err != nil {
-		return err
+	for _, r := range page.Lines {
+		p.Runs = append(p.Runs, runRow(r.Run, r.Workspace))
 	}
-	p.Pager = pager(l, "", res.Result, "Pages of runs")
-	return render.Page(c, http.StatusOK, views.RunList(p))
+	p.Pager = pager(l, "", page.Result.Result, "Pages of runs")
+	return p
 }

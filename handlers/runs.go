@@ -14,7 +14,6 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/audit"
-	"gantry/models/errs"
 	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/run"
@@ -243,32 +242,6 @@ func (h Runs) planJSON(c echo.Context) error {
 		return err
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
-}
-
-func (h Runs) rows(ctx context.Context, runs []run.Run) ([]views.RunRow, error) {
-	return runRows(ctx, h.Workspaces, runs)
-}
-
-func runRows(ctx context.Context, wss WorkspaceReader, runs []run.Run) ([]views.RunRow, error) {
-	ids := make([]string, 0, len(runs))
-	for _, r := range runs {
-		ids = append(ids, r.WorkspaceID)
-	}
-	byID, err := wss.Views(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]views.RunRow, 0, len(runs))
-	for _, r := range runs {
-		ws, ok := byID[r.WorkspaceID]
-		if !ok {
-			// The run service showed the run, so its workspace is visible too: a
-			// workspace missing here is a fault, not a hidden one.
-			return nil, fmt.Errorf("run %s: workspace %s: %w", r.ID, r.WorkspaceID, errs.ErrNotFound)
-		}
-		rows = append(rows, runRow(r, ws))
-	}
-	return rows, nil
 }
 
 // runRow is run r of workspace ws as a list shows it.

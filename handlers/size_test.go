@@ -22,7 +22,7 @@ const maxLines = 40
 // list only shrinks: a function that fits is taken off it (the test says so), and no
 // function joins it.
 var notYet = []string{
-	"API.registerRuns", "Audit.progress", "Tokens.page", "Workspaces.list", "Workspaces.show", "environmentInput", "evidenceProps",
+	"API.registerRuns", "Audit.progress", "Tokens.page", "environmentInput", "evidenceProps",
 }
 
 // longFunctions lists the functions of the Go files in dir (tests and generated code

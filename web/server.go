@@ -181,13 +181,13 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: reviews,
 		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names},
 		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
-	handlers.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names, Catalog: svc.Catalog,
-		Drift: runs.DriftChecks, Windows: svc.Breakglass}.Register(app)
+	handlers.Workspaces{Pages: pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
+		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}}.Register(app)
 	handlers.Breakglass{Pages: pages.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}}.Register(app)
 	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Forms: pages.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}}.Register(app)
-	handlers.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}.Register(app)
+	handlers.RunList{Pages: pages.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}}.Register(app)
 	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	auditHandler := handlers.Audit{Pages: auditPages, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}

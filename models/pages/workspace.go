@@ -1,0 +1,166 @@
+package pages
+
+import (
+	"context"
+	"slices"
+
+	"gantry/models/authz"
+	"gantry/models/breakglass"
+	"gantry/models/listing"
+	"gantry/models/rollback"
+	"gantry/models/run"
+	"gantry/models/state"
+	"gantry/models/workspace"
+)
+
+// WorkspaceSearch searches and reads workspaces (workspace.Service).
+type WorkspaceSearch interface {
+	WorkspaceViews
+	Search(ctx context.Context, q workspace.Query) (listing.Result[workspace.View], int64, error)
+}
+
+// WorkspaceRuns reads a workspace's runs, newest first, and the newest run of several
+// (run.Reads).
+type WorkspaceRuns interface {
+	ListForWorkspace(ctx context.Context, workspaceID string, limit int) ([]run.Run, error)
+	Latest(ctx context.Context, workspaceIDs []string) (map[string]run.LastRun, error)
+}
+
+// LatestDrift reads a workspace's newest drift check (run.DriftChecks).
+type LatestDrift interface {
+	LatestDrift(ctx context.Context, workspaceID string) (*run.Run, error)
+}
+
+// WorkspaceWindows lists a workspace's break-glass windows (breakglass.Service).
+type WorkspaceWindows interface {
+	OfWorkspace(ctx context.Context, workspaceID string, limit int) ([]breakglass.Window, error)
+}
+
+// Workspaces builds the workspace list and each workspace's page.
+type Workspaces struct {
+	Workspaces WorkspaceSearch
+	Runs       WorkspaceRuns
+	States     WorkspaceStates
+	Names      ListNames
+	// Catalog gives the template's irreversible types (the rollback boundary).
+	Catalog CatalogReader
+	Drift   LatestDrift
+	Windows WorkspaceWindows
+}
+
+// Sizes of what a workspace's page lists.
+const (
+	workspaceRuns     = 100
+	workspaceVersions = 20
+	workspaceWindows  = 20
+)
+
+// WorkspaceQuery searches, filters, sorts and pages the workspace list.
+type WorkspaceQuery struct {
+	workspace.Query
+	// Rows is false for a list form that was refused: the page without its rows.
+	Rows bool
+}
+
+// WorkspaceList is one page of the workspaces the reader may see, each with its newest
+// run, and what the list filters by.
+type WorkspaceList struct {
+	Page   listing.Result[workspace.View]
+	Total  int64
+	Latest map[string]run.LastRun
+	// EnvironmentNames (by id) and Templates are what the filters choose from.
+	EnvironmentNames map[string]string
+	Templates        []string
+}
+
+// List reads the workspace list for q. An environment or template gone since the link
+// was made filters nothing rather than everything.
+func (s Workspaces) List(ctx context.Context, q WorkspaceQuery) (WorkspaceList, error) {
+	envs, err := s.Names.EnvironmentNames(ctx)
+	if err != nil {
+		return WorkspaceList{}, err
+	}
+	l := WorkspaceList{EnvironmentNames: envs, Templates: s.Names.TemplateNames()}
+	if !q.Rows {
+		return l, nil
+	}
+	if _, known := envs[q.EnvironmentID]; !known {
+		q.EnvironmentID = ""
+	}
+	if !slices.Contains(l.Templates, q.Template) {
+		q.Template = ""
+	}
+	if l.Page, l.Total, err = s.Workspaces.Search(ctx, q.Query); err != nil {
+		return WorkspaceList{}, err
+	}
+	ids := make([]string, len(l.Page.Rows))
+	for i, w := range l.Page.Rows {
+		ids[i] = w.ID
+	}
+	if l.Latest, err = s.Runs.Latest(ctx, ids); err != nil {
+		return WorkspaceList{}, err
+	}
+	return l, nil
+}
+
+// WorkspacePage is a workspace's page: its runs and state, the rollback boundary, its
+// newest drift check and break-glass windows, and the changes the reader may ask for
+// there, each answered by the permission its service checks.
+type WorkspacePage struct {
+	Workspace workspace.View
+	Runs      []run.Run
+	State     state.WorkspaceState
+	// Boundary says what a rollback of this workspace cannot bring back.
+	Boundary    []string
+	LatestDrift *run.Run
+	Windows     []breakglass.Window
+	// What the reader may ask for: a rollback to an earlier version, a drift check, a
+	// plan correcting drift, a break-glass window. The changes are offered on a
+	// workspace that holds something.
+	CanRollBack, CanCheckDrift, CanCorrect, CanAskWindow bool
+}
+
+// Page reads workspace id's page. Another organization's or a hidden workspace is not
+// found.
+func (s Workspaces) Page(ctx context.Context, id string) (WorkspacePage, error) {
+	ws, err := s.Workspaces.Get(ctx, id)
+	if err != nil {
+		return WorkspacePage{}, err
+	}
+	p := WorkspacePage{Workspace: ws}
+	if p.Runs, err = s.Runs.ListForWorkspace(ctx, ws.ID, workspaceRuns); err != nil {
+		return WorkspacePage{}, err
+	}
+	if p.State, err = s.States.OfWorkspace(ctx, ws.ID, workspaceVersions); err != nil {
+		return WorkspacePage{}, err
+	}
+	var irreversible []string
+	if e, err := s.Catalog.Get(ws.TemplateName); err == nil {
+		irreversible = e.Template.Irreversible
+	}
+	p.Boundary = append(rollback.TemplateBoundary(irreversible), rollback.WorkspaceBoundary(irreversible, StateResources(p.State))...)
+	if p.LatestDrift, err = s.Drift.LatestDrift(ctx, ws.ID); err != nil {
+		return WorkspacePage{}, err
+	}
+	if p.Windows, err = s.Windows.OfWorkspace(ctx, ws.ID, workspaceWindows); err != nil {
+		return WorkspacePage{}, err
+	}
+	subject, _ := authz.SubjectFrom(ctx)
+	holds := len(p.State.Resources) > 0
+	p.CanRollBack = subject.Can(authz.PermProvisioningPlan)
+	p.CanCheckDrift = holds && run.MayCheckDrift(subject)
+	p.CanAskWindow = holds && breakglass.MayAsk(subject)
+	if d := p.LatestDrift; d != nil {
+		p.CanCorrect = holds && run.MayPlanToCorrect(subject) && (d.DriftStatus == run.DriftExpected || d.DriftStatus == run.DriftUnowned)
+	}
+	return p, nil
+}
+
+// StateResources are the resources a workspace's state holds, as runs name them.
+func StateResources(st state.WorkspaceState) []run.StateResource {
+	out := make([]run.StateResource, len(st.Resources))
+	for i, r := range st.Resources {
+		out[i] = run.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
+	}
+	return out
+}

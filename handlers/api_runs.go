@@ -17,18 +17,7 @@ import (
 )
 
 func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {
-	states := make([]string, 0, len(run.States))
-	for _, s := range run.States {
-		states = append(states, string(s))
-	}
-	list := []openapi.Param{
-		{Name: "q", Description: "a workspace's name, a run such as billing-prod #3, a template, a requester or a run id"},
-		{Name: "state", Enum: states}, {Name: "environment_id"}, {Name: "template"},
-		{Name: "kind", Enum: []string{string(run.KindApply), string(run.KindPlanOnly), string(run.KindDestroy), string(run.KindDrift), string(run.KindCodify)}},
-		{Name: "mine", Type: "boolean", Description: "only the runs the caller requested"},
-		{Name: "sort", Description: "requested, template or requester; a leading - reverses"},
-		{Name: "after", Description: "the next page's cursor (from next)"}, {Name: "before", Description: "the previous page's cursor (from prev)"},
-		{Name: "limit", Type: "integer", Description: "1 to 200; 50 by default"}}
+	list := runListParams()
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIRuns(), ID: "listRuns", Tag: "runs", Scope: "read",
 		Summary: "The runs the caller may see, newest first, filtered and paged by keyset cursors", Query: list, Response: apiRunList{}}, h.runs)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIRun, ID: "getRun", Tag: "runs", Scope: "read",
@@ -59,6 +48,22 @@ func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {
 		Summary: "Cancel a run that has not started applying", Body: apiReason{}, Response: apiRun{}}, h.cancel)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/plan-again", ID: "planRunAgain", Tag: "runs", Scope: "plan or apply",
 		Summary: "Plan a stale, expired or failed run again as a new run", Status: http.StatusCreated, Response: apiRun{}}, h.planAgain)
+}
+
+// runListParams are the query parameters of the run list.
+func runListParams() []openapi.Param {
+	states := make([]string, 0, len(run.States))
+	for _, s := range run.States {
+		states = append(states, string(s))
+	}
+	return []openapi.Param{
+		{Name: "q", Description: "a workspace's name, a run such as billing-prod #3, a template, a requester or a run id"},
+		{Name: "state", Enum: states}, {Name: "environment_id"}, {Name: "template"},
+		{Name: "kind", Enum: []string{string(run.KindApply), string(run.KindPlanOnly), string(run.KindDestroy), string(run.KindDrift), string(run.KindCodify)}},
+		{Name: "mine", Type: "boolean", Description: "only the runs the caller requested"},
+		{Name: "sort", Description: "requested, template or requester; a leading - reverses"},
+		{Name: "after", Description: "the next page's cursor (from next)"}, {Name: "before", Description: "the previous page's cursor (from prev)"},
+		{Name: "limit", Type: "integer", Description: "1 to 200; 50 by default"}}
 }
 
 type apiRunList struct {
@@ -192,12 +197,7 @@ func (h API) timeline(c echo.Context) error {
 }
 
 func (h API) evidence(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	rep, err := h.Reports.Of(ctx, r)
+	rep, err := h.Reports.Report(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

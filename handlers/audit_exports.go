@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -108,11 +109,14 @@ func (h Audit) progress(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
+	startStream(w)
+	h.followExport(ctx, w, e)
+	return nil
+}
+
+// followExport sends export e's progress as it moves until it is ready or failed (then
+// tells the page the stream ends), or the browser goes away.
+func (h Audit) followExport(ctx context.Context, w *echo.Response, e audit.Export) {
 	// The build reports progress on its row; the stream reads the row twice a second
 	// and sends what changed (a million events take seconds, so polling costs little).
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -124,26 +128,27 @@ func (h Audit) progress(c echo.Context) error {
 		row := exportRow(e)
 		if first || row != shown {
 			if err := sendFragment(ctx, w, "export", views.AuditExportStatus(row)); err != nil {
-				return nil
+				return
 			}
 			shown = row
 		}
 		if e.Status == audit.ExportReady || e.Status == audit.ExportFailed {
 			fmt.Fprint(w, "event: end\ndata: done\n\n")
 			w.Flush()
-			return nil
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-beat.C:
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return nil
+				return
 			}
 			w.Flush()
 		case <-tick.C:
+			var err error
 			if e, err = h.Exports.Get(ctx, e.ID); err != nil {
-				return nil
+				return
 			}
 		}
 	}

@@ -245,19 +245,24 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		}
 		in.DriftIntervalMinutes = &minutes
 	}
-	approval := "off"
-	values := form["requires_approval"]
-	switch {
-	case creating && (len(values) == 0 || values[0] == "default"):
-		approval = "default"
-	case slices.Contains(values, "on"):
-		approval = "on"
-	}
+	approval := approvalChoice(form["requires_approval"], creating)
 	if approval != "default" {
 		on := approval == "on"
 		in.RequiresApproval = &on
 	}
 	return in, approval
+}
+
+// approvalChoice is the requires-approval field as sent (values of its radio and
+// checkbox): "default" (the tier's, on create only), "on" or "off".
+func approvalChoice(values []string, creating bool) string {
+	switch {
+	case creating && (len(values) == 0 || values[0] == "default"):
+		return "default"
+	case slices.Contains(values, "on"):
+		return "on"
+	}
+	return "off"
 }
 
 // formWhole reads a whole-number field (the decision window, the promotion order):

@@ -17,20 +17,13 @@ import (
 	"gantry/views/paths"
 )
 
-// EvidenceRuns reads the runs whose reports are asked for (run.Reads: the subject must
-// see the run).
-type EvidenceRuns interface {
-	Get(ctx context.Context, id string) (run.Run, error)
-}
-
-// EvidenceReports builds a run's evidence report (evidence.Reports).
+// EvidenceReports reads a run's evidence report (pages.Evidence).
 type EvidenceReports interface {
-	Of(ctx context.Context, r run.Run) (evidence.Report, error)
+	Report(ctx context.Context, runID string) (evidence.Report, error)
 }
 
 // Evidence serves a run's evidence report as a page, an HTML download and JSON.
 type Evidence struct {
-	Runs    EvidenceRuns
 	Reports EvidenceReports
 }
 
@@ -58,12 +51,7 @@ func (h Evidence) attestations(c echo.Context) error {
 }
 
 func (h Evidence) report(c echo.Context) (evidence.Report, error) {
-	ctx := c.Request().Context()
-	r, err := h.Runs.Get(ctx, c.Param("id"))
-	if err != nil {
-		return evidence.Report{}, err
-	}
-	return h.Reports.Of(ctx, r)
+	return h.Reports.Report(c.Request().Context(), c.Param("id"))
 }
 
 func (h Evidence) page(c echo.Context) error {
@@ -152,24 +140,7 @@ func evidenceProps(rep evidence.Report, standalone bool) views.EvidenceProps {
 		p.Inputs = append(p.Inputs, views.KV{Key: k, Value: fmt.Sprint(v)})
 	}
 	sort.Slice(p.Inputs, func(i, j int) bool { return p.Inputs[i].Key < p.Inputs[j].Key })
-	risk := "not assessed"
-	if r.RiskClass != nil {
-		risk = fmt.Sprintf("%d (%s, rule %s)", *r.RiskClass, r.RiskLevel, r.RiskRule)
-	}
-	s := r.PlanSummary
-	p.Facts = []views.KV{
-		{Key: "Requested by", Value: r.RequestedByName + ", " + r.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")},
-		{Key: "Template", Value: r.TemplateName + " " + r.TemplateVersion},
-		{Key: "Module digest", Value: r.ModuleDigest},
-		{Key: "Config bundle digest", Value: r.ConfigDigest},
-		{Key: "Predecessor state", Value: run.EvidenceOf(r).Predecessor.String()},
-		{Key: "Plan revision", Value: fmt.Sprint(r.PlanRevision)},
-		{Key: "Plan digest", Value: r.PlanDigest},
-		{Key: "Changes", Value: fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete", s.Create, s.Update, s.Replace, s.Delete)},
-		{Key: "Risk", Value: risk},
-		{Key: "Policy", Value: r.PolicyOutcome + " · bundle " + r.PolicyBundleDigest + " · result " + r.PolicyResultDigest},
-		{Key: "Executor", Value: r.Runner},
-	}
+	p.Facts = evidenceFacts(r)
 	if rep.Evaluation != nil {
 		for _, res := range rep.Evaluation.Results {
 			status := "passed"
@@ -192,6 +163,28 @@ func evidenceProps(rep evidence.Report, standalone bool) views.EvidenceProps {
 		}
 	}
 	return p
+}
+
+// evidenceFacts are what run r bound, as the report's facts table says them.
+func evidenceFacts(r run.Run) []views.KV {
+	risk := "not assessed"
+	if r.RiskClass != nil {
+		risk = fmt.Sprintf("%d (%s, rule %s)", *r.RiskClass, r.RiskLevel, r.RiskRule)
+	}
+	s := r.PlanSummary
+	return []views.KV{
+		{Key: "Requested by", Value: r.RequestedByName + ", " + r.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")},
+		{Key: "Template", Value: r.TemplateName + " " + r.TemplateVersion},
+		{Key: "Module digest", Value: r.ModuleDigest},
+		{Key: "Config bundle digest", Value: r.ConfigDigest},
+		{Key: "Predecessor state", Value: run.EvidenceOf(r).Predecessor.String()},
+		{Key: "Plan revision", Value: fmt.Sprint(r.PlanRevision)},
+		{Key: "Plan digest", Value: r.PlanDigest},
+		{Key: "Changes", Value: fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete", s.Create, s.Update, s.Replace, s.Delete)},
+		{Key: "Risk", Value: risk},
+		{Key: "Policy", Value: r.PolicyOutcome + " · bundle " + r.PolicyBundleDigest + " · result " + r.PolicyResultDigest},
+		{Key: "Executor", Value: r.Runner},
+	}
 }
 
 func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {

@@ -18,13 +18,6 @@ import (
 // the sign of work that belongs below.
 const maxLines = 40
 
-// notYet are the functions still over maxLines whose pages have no read model yet. The
-// list only shrinks: a function that fits is taken off it (the test says so), and no
-// function joins it.
-var notYet = []string{
-	"API.registerRuns", "Audit.progress", "Tokens.page", "environmentInput", "evidenceProps",
-}
-
 // longFunctions lists the functions of the Go files in dir (tests and generated code
 // left out) longer than maxLines, as "Receiver.name" or "name".
 func longFunctions(t *testing.T, files map[string]string) []string {
@@ -86,22 +79,13 @@ func sources(t *testing.T) map[string]string {
 	return files
 }
 
-// TestHandlersStayShort: no function of handlers/ is over maxLines lines, but those on
-// notYet, each of which still is (or it comes off the list).
+// TestHandlersStayShort: no function of handlers/ is over maxLines lines.
 func TestHandlersStayShort(t *testing.T) {
 	t.Parallel()
 	long := longFunctions(t, sources(t))
 	for _, name := range long {
-		if !slices.Contains(notYet, name) {
-			t.Errorf("%s is over %d lines: read what its page shows in one call (models/pages) instead of gathering it here", name, maxLines)
-		}
+		t.Errorf("%s is over %d lines: read what its page shows in one call (models/pages) instead of gathering it here", name, maxLines)
 	}
-	for _, name := range notYet {
-		if !slices.Contains(long, name) {
-			t.Errorf("%s fits in %d lines now (or is gone): take it off notYet", name, maxLines)
-		}
-	}
-	t.Logf("%d functions of handlers/ over %d lines, all on notYet", len(long), maxLines)
 }
 
 // TestLongHandlerIsCaught: a planted function of maxLines+1 lines is reported, one of

@@ -188,12 +188,13 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
 	handlers.Promotions{Forms: pages.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}}.Register(app)
 	handlers.RunList{Pages: pages.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}}.Register(app)
-	handlers.Evidence{Runs: runs.Reads, Reports: svc.Evidence}.Register(app)
+	evidenceReports := pages.Evidence{Runs: runs.Reads, Reports: svc.Evidence}
+	handlers.Evidence{Reports: evidenceReports}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
 	auditHandler := handlers.Audit{Pages: auditPages, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
-	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: svc.Evidence,
+	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: evidenceReports,
 		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
@@ -202,7 +203,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	handlers.Notifications{Service: svc.Notifications, MailConfigured: svc.MailConfigured}.Register(app)
 	if svc.Tokens != nil {
-		handlers.Tokens{Tokens: svc.Tokens, Members: svc.Members}.Register(app)
+		handlers.Tokens{Pages: pages.Tokens{Tokens: svc.Tokens, Members: svc.Members}, Tokens: svc.Tokens}.Register(app)
 	}
 	if cfg.DevMail != nil {
 		handlers.DevMail{Mailbox: mailbox{cfg.DevMail}}.Register(app)

@@ -41,9 +41,8 @@ type API struct {
 	// PolicyPages reads the policies as the policies page does.
 	PolicyPages PolicyPages
 	Matrix      MatrixStore
-	// Drift asks for drift checks and corrections, Rollbacks for rollbacks.
-	Drift     DriftRuns
-	Rollbacks RollbackRuns
+	// WorkspaceChanges asks for drift checks, corrections and rollbacks.
+	WorkspaceChanges WorkspaceChanges
 	// Changes signals run moves for the run event stream.
 	Changes RunChanges
 	// Heartbeat is the interval of SSE comments on the run event stream.

@@ -132,12 +132,12 @@ func (h API) request(c echo.Context) error {
 		}
 		body.EnvironmentID = id
 	}
-	r, err := h.Requests.Runs.Request(c.Request().Context(), run.Request{Template: body.Template, EnvironmentID: body.EnvironmentID,
+	r, err := h.Requests.Forms.Request(c.Request().Context(), run.Request{Template: body.Template, EnvironmentID: body.EnvironmentID,
 		Workspace: body.Workspace, Kind: kind, Inputs: body.Inputs, NewWorkspace: body.NewWorkspace})
 	if err != nil {
 		return err
 	}
-	return h.created(c, r.ID)
+	return h.created(c, r)
 }
 
 // environmentNamed is the id of the environment named name among those the caller may
@@ -176,16 +176,12 @@ func (h API) destroy(c echo.Context) error {
 	if refused != nil {
 		return &errs.Validation{Fields: refused.Errors}
 	}
-	return h.created(c, r.ID)
+	return h.created(c, r)
 }
 
-// created answers a new run: 201, its API URL in Location, the run as read back (with
-// what the database filled in).
-func (h API) created(c echo.Context, id string) error {
-	r, err := h.Runs.Get(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
+// created answers a new run, as stored (the read models read it back with what the
+// database filled in): 201, its API URL in Location.
+func (h API) created(c echo.Context, r run.Run) error {
 	c.Response().Header().Set(echo.HeaderLocation, paths.APIRun(r.ID))
 	return c.JSON(http.StatusCreated, toAPIRun(r))
 }

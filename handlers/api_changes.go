@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/openapi"
-	"gantry/models/run"
 	"gantry/views/paths"
 )
 
@@ -30,22 +28,20 @@ func (h API) registerChanges(g *echo.Group, spec *openapi.Spec) {
 		Body:    apiPolicyModes{}, Response: apiPolicyModes{}}, h.setPolicyModes)
 }
 
-func (h API) workspaceRun(c echo.Context, ask func(ctx context.Context, workspaceID string) (run.Run, error)) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+func (h API) checkDrift(c echo.Context) error {
+	asked, err := h.WorkspaceChanges.CheckDrift(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	r, err := ask(ctx, ws.ID)
-	if err != nil {
-		return err
-	}
-	return h.created(c, r.ID)
+	return h.created(c, asked.Run)
 }
 
-func (h API) checkDrift(c echo.Context) error { return h.workspaceRun(c, h.Drift.CheckDrift) }
 func (h API) correctDrift(c echo.Context) error {
-	return h.workspaceRun(c, h.Drift.PlanToCorrect)
+	asked, err := h.WorkspaceChanges.PlanToCorrect(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return h.created(c, asked.Run)
 }
 
 type apiRollback struct {
@@ -57,9 +53,11 @@ func (h API) rollBack(c echo.Context) error {
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
-	return h.workspaceRun(c, func(ctx context.Context, id string) (run.Run, error) {
-		return h.Rollbacks.RollBack(ctx, id, body.VersionID)
-	})
+	asked, err := h.WorkspaceChanges.RollBack(c.Request().Context(), c.Param("id"), body.VersionID)
+	if err != nil {
+		return err
+	}
+	return h.created(c, asked.Run)
 }
 
 type apiPolicyUpload struct {

@@ -12,6 +12,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/listing"
+	"gantry/models/pages"
 	"gantry/models/run"
 	"gantry/views/paths"
 )
@@ -222,9 +223,9 @@ func (h API) cancel(c echo.Context) error {
 }
 
 func (h API) planAgain(c echo.Context) error {
-	r, err := h.Decisions.PlanAgain(c.Request().Context(), c.Param("id"))
+	out, err := h.Reviews.Decide(c.Request().Context(), c.Param("id"), pages.Decision{Action: run.ActionPlanAgain})
 	if err != nil {
 		return err
 	}
-	return h.created(c, r.ID)
+	return h.created(c, out.Run)
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -13,19 +12,10 @@ import (
 	"gantry/views/paths"
 )
 
-// DriftRuns is what the drift pages need of runs.
-type DriftRuns interface {
-	CheckDrift(ctx context.Context, workspaceID string) (run.Run, error)
-	PlanToCorrect(ctx context.Context, workspaceID string) (run.Run, error)
-	LatestDrift(ctx context.Context, workspaceID string) (*run.Run, error)
-	DriftList(ctx context.Context) ([]run.Run, error)
-}
-
 // Drift serves drift detection: checking a workspace now, planning to correct its
 // drift, and the organization's drift list.
 type Drift struct {
-	Runs       DriftRuns
-	Workspaces WorkspaceReader
+	Changes WorkspaceChanges
 }
 
 // Register adds the drift routes to g.
@@ -36,54 +26,33 @@ func (h Drift) Register(g *echo.Group) {
 }
 
 func (h Drift) check(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+	asked, err := h.Changes.CheckDrift(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.CheckDrift(ctx, ws.ID)
-	if err != nil {
-		return err
-	}
-	_ = render.Flash(c, "success", "Drift check of "+ws.Name+" requested as run "+r.Label()+": a refresh-only plan that changes nothing.")
-	return render.Redirect(c, paths.Run(r.ID))
+	_ = render.Flash(c, "success", "Drift check of "+asked.Workspace.Name+" requested as run "+asked.Run.Label()+": a refresh-only plan that changes nothing.")
+	return render.Redirect(c, paths.Run(asked.Run.ID))
 }
 
 func (h Drift) correct(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspaceToChange(ctx, h.Workspaces, c.Param("id"))
+	asked, err := h.Changes.PlanToCorrect(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	r, err := h.Runs.PlanToCorrect(ctx, ws.ID)
-	if err != nil {
-		return err
-	}
-	_ = render.Flash(c, "success", "Correction of "+ws.Name+"'s drift requested as run "+r.Label()+": it plans to bring the live resources back to the state, through every gate.")
-	return render.Redirect(c, paths.Run(r.ID))
+	_ = render.Flash(c, "success", "Correction of "+asked.Workspace.Name+"'s drift requested as run "+asked.Run.Label()+
+		": it plans to bring the live resources back to the state, through every gate.")
+	return render.Redirect(c, paths.Run(asked.Run.ID))
 }
 
 func (h Drift) list(c echo.Context) error {
-	ctx := c.Request().Context()
-	checks, err := h.Runs.DriftList(ctx)
-	if err != nil {
-		return err
-	}
-	ids := make([]string, len(checks))
-	for i, r := range checks {
-		ids[i] = r.WorkspaceID
-	}
-	names, err := h.Workspaces.Views(ctx, ids)
+	lines, err := h.Changes.DriftList(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	p := views.DriftListProps{Max: run.MaxDriftList}
-	for _, r := range checks {
-		v, ok := names[r.WorkspaceID]
-		if !ok {
-			continue
-		}
-		p.Rows = append(p.Rows, views.DriftListRow{WorkspaceID: r.WorkspaceID, Workspace: v.Name, Environment: v.EnvironmentName, Check: driftView(r)})
+	for _, l := range lines {
+		p.Rows = append(p.Rows, views.DriftListRow{WorkspaceID: l.Workspace.ID, Workspace: l.Workspace.Name, Environment: l.Workspace.EnvironmentName,
+			Check: driftView(l.Check)})
 	}
 	return render.Page(c, http.StatusOK, views.DriftList(p))
 }

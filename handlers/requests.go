@@ -41,6 +41,7 @@ type EnvironmentChooser interface {
 type RequestForms interface {
 	Form(ctx context.Context, start pages.FormStart) (pages.RequestForm, error)
 	Submit(ctx context.Context, req run.Request, values map[string]string) (run.Run, *pages.RequestForm, error)
+	Request(ctx context.Context, req run.Request) (run.Run, error)
 	Destroy(ctx context.Context, workspaceID string) (pages.DestroyForm, error)
 	SubmitDestroy(ctx context.Context, workspaceID string, c pages.DestroyConfirmation) (run.Run, *pages.DestroyForm, error)
 }

@@ -184,8 +184,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Workspaces{Pages: pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
 		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}}.Register(app)
 	handlers.Breakglass{Pages: pages.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}}.Register(app)
-	handlers.Drift{Runs: runs.DriftChecks, Workspaces: svc.Workspaces}.Register(app)
-	handlers.Rollbacks{Workspaces: svc.Workspaces, States: svc.State, Runs: svc.Rollbacks, Catalog: svc.Catalog}.Register(app)
+	changes := pages.Changes{Workspaces: svc.Workspaces, Runs: runs.Reads, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks, States: svc.State,
+		Catalog: svc.Catalog}
+	handlers.Drift{Changes: changes}.Register(app)
+	handlers.Rollbacks{Changes: changes}.Register(app)
 	handlers.Promotions{Forms: pages.Promotions{Workspaces: svc.Workspaces, Runs: svc.Promotions, Catalog: svc.Catalog}}.Register(app)
 	handlers.RunList{Pages: pages.RunList{Runs: runs.Reads, Workspaces: svc.Workspaces, Names: names}}.Register(app)
 	evidenceReports := pages.Evidence{Runs: runs.Reads, Reports: svc.Evidence}
@@ -195,7 +197,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: evidenceReports,
-		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks,
+		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

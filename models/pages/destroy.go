@@ -50,6 +50,10 @@ func (s Requests) SubmitDestroy(ctx context.Context, id string, c DestroyConfirm
 	}
 	r, err := s.requestDestroy(ctx, ws, c)
 	v, refused := errs.AsValidation(err)
+	if err == nil {
+		// As stored, with what the database filled in (the API answers it).
+		r, err = s.History.Get(ctx, r.ID)
+	}
 	if !refused {
 		return r, nil, err
 	}

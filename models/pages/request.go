@@ -120,6 +120,16 @@ func (s Requests) Form(ctx context.Context, start FormStart) (RequestForm, error
 	return s.form(ctx, e.Template, req, values, nil)
 }
 
+// Request requests the run req asks for and reads it back as stored (with what the
+// database filled in): the API's request, whose refusals are its field messages.
+func (s Requests) Request(ctx context.Context, req run.Request) (run.Run, error) {
+	r, err := s.Runs.Request(ctx, req)
+	if err != nil {
+		return run.Run{}, err
+	}
+	return s.History.Get(ctx, r.ID)
+}
+
 // Submit requests the run req asks for (values are the form's fields as sent). A
 // refused request answers the form to draw again with its messages (the run is then
 // zero); a request of a template the catalog does not hold answers the messages alone.

@@ -158,7 +158,10 @@ func (s Reviews) decide(ctx context.Context, id string, d Decision) (Decided, er
 	case run.ActionRecover:
 		out.Run, err = s.Decisions.Recover(ctx, id, d.Reason)
 	case run.ActionPlanAgain:
-		out.Run, err = s.Decisions.PlanAgain(ctx, id)
+		// The new run as stored, with what the database filled in (the API answers it).
+		if out.Run, err = s.Decisions.PlanAgain(ctx, id); err == nil {
+			out.Run, err = s.Runs.Get(ctx, out.Run.ID)
+		}
 	default:
 		return Decided{}, fmt.Errorf("decision %q: %w", d.Action, errs.ErrNotFound)
 	}

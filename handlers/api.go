@@ -37,7 +37,9 @@ type API struct {
 	// Workspaces lists and reads workspaces; States reads what their state holds.
 	Workspaces WorkspaceLister
 	States     WorkspaceStates
-	Policies   PolicyChanges
+	// WorkspacePages reads a workspace's state as its page does.
+	WorkspacePages WorkspacePages
+	Policies       PolicyChanges
 	// PolicyPages reads the policies as the policies page does.
 	PolicyPages PolicyPages
 	Matrix      MatrixStore

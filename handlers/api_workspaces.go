@@ -165,12 +165,7 @@ type apiOutput struct {
 }
 
 func (h API) stateVersions(c echo.Context) error {
-	ctx := c.Request().Context()
-	w, err := h.Workspaces.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	st, err := h.States.OfWorkspace(ctx, w.ID, 100)
+	st, err := h.WorkspacePages.State(c.Request().Context(), c.Param("id"), 100)
 	if err != nil {
 		return err
 	}
@@ -186,12 +181,7 @@ func (h API) stateVersions(c echo.Context) error {
 }
 
 func (h API) outputs(c echo.Context) error {
-	ctx := c.Request().Context()
-	w, err := h.Workspaces.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	st, err := h.States.OfWorkspace(ctx, w.ID, 1)
+	st, err := h.WorkspacePages.State(c.Request().Context(), c.Param("id"), 1)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,8 @@ type AuditNames interface {
 type AuditPages interface {
 	History(ctx context.Context, q audit.Query, events bool) (pages.AuditPage, error)
 	RequestExport(ctx context.Context, req audit.ExportRequest, problems *errs.Validation) (audit.Export, *pages.AuditPage, error)
+	Export(ctx context.Context, id string) (pages.ExportPage, error)
+	ExportFile(ctx context.Context, id string) (audit.Export, io.ReadSeeker, error)
 }
 
 // Audit serves the audit history, its JSON API, exports and the signing keys.

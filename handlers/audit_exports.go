@@ -66,23 +66,14 @@ func (h Audit) requestExport(c echo.Context) error {
 func (h Audit) export(c echo.Context) error {
 	// The export page streams its progress; it opens no second stream for the inbox count.
 	c.SetRequest(c.Request().WithContext(views.OwnStream(c.Request().Context())))
-	ctx := c.Request().Context()
-	e, err := h.Exports.Get(ctx, c.Param("id"))
+	page, err := h.Pages.Export(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	keys, err := h.Keys.Published(ctx)
-	if err != nil {
-		return err
-	}
+	e, f := page.Export, page.Export.Filters
 	props := views.AuditExportProps{Export: exportRow(e), Manifest: string(e.Manifest), KeysURL: paths.APIAuditKeys()}
-	f := e.Filters
-	envs, err := h.Names.EnvironmentNames(ctx)
-	if err != nil {
-		return err
-	}
 	environment := f.Environment
-	if name, ok := envs[environment]; ok {
+	if name, ok := page.EnvironmentNames[environment]; ok {
 		environment = name + " (" + f.Environment + ")"
 	}
 	for _, kv := range []views.AuditChoice{{Label: "actor", Value: f.Actor}, {Label: "action", Value: f.Action}, {Label: "environment", Value: environment},
@@ -91,7 +82,7 @@ func (h Audit) export(c echo.Context) error {
 			props.Filters = append(props.Filters, kv)
 		}
 	}
-	for _, k := range keys.Keys {
+	for _, k := range page.Keys.Keys {
 		row := views.PublicKeyRow{KeyID: k.KeyID, Fingerprint: k.Fingerprint, Created: k.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")}
 		if k.RetiredAt != nil {
 			row.Retired = k.RetiredAt.UTC().Format("2006-01-02 15:04 UTC")
@@ -101,7 +92,6 @@ func (h Audit) export(c echo.Context) error {
 	return render.Page(c, http.StatusOK, views.AuditExport(props))
 }
 
-// progress streams the export's progress (SSE) until it is ready or failed.
 func (h Audit) progress(c echo.Context) error {
 	ctx := c.Request().Context()
 	e, err := h.Exports.Get(ctx, c.Param("id"))
@@ -157,15 +147,7 @@ func (h Audit) followExport(ctx context.Context, w *echo.Response, e audit.Expor
 // download serves the export's file; http.ServeContent answers Range and If-Range
 // (the ETag is the file's sha256), so an interrupted download resumes byte-identical.
 func (h Audit) download(c echo.Context) error {
-	ctx := c.Request().Context()
-	e, err := h.Exports.Get(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if e.Status != audit.ExportReady {
-		return errs.Explain(errs.ErrConflict, "This export is not ready yet.")
-	}
-	r, err := h.Exports.Reader(ctx, e)
+	e, r, err := h.Pages.ExportFile(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

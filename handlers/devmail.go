@@ -14,8 +14,8 @@ import (
 // SMTP catcher (web/devmail), which the web shell hands in. Handlers stand below the
 // shell, so they name what they read instead of importing the catcher.
 type Mailbox interface {
-	Addr() string
-	Caught() []views.DevMailRow
+	// Caught is the catcher's address and the mail it caught, newest first.
+	Caught() (addr string, mail []views.DevMailRow)
 }
 
 // DevMail shows what `gantry dev`'s SMTP catcher caught. Registered only by gantry dev.
@@ -27,6 +27,7 @@ type DevMail struct {
 func (h DevMail) Register(g *echo.Group) { g.GET(paths.DevMail(), h.show) }
 
 func (h DevMail) show(c echo.Context) error {
-	p := views.DevMailProps{Addr: h.Mailbox.Addr(), Messages: h.Mailbox.Caught()}
+	addr, mail := h.Mailbox.Caught()
+	p := views.DevMailProps{Addr: addr, Messages: mail}
 	return render.Page(c, http.StatusOK, views.DevMail(p))
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,7 +10,7 @@ import (
 
 	"gantry/handlers/render"
 	"gantry/models/authz"
-	"gantry/models/errs"
+	"gantry/models/pages"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/views"
@@ -28,6 +27,13 @@ type MatrixStore interface {
 // it, owners edit it (the store checks).
 type Matrix struct {
 	Store MatrixStore
+	// Saves saves an edit read onto the current matrix (pages.Matrix).
+	Saves MatrixSaves
+}
+
+// MatrixSaves saves edits of the approval matrix (pages.Matrix).
+type MatrixSaves interface {
+	Save(ctx context.Context, edit pages.MatrixEdit) (pages.MatrixSave, error)
 }
 
 // Register adds the approval matrix routes to g.
@@ -46,26 +52,19 @@ func (h Matrix) show(c echo.Context) error {
 }
 
 func (h Matrix) save(c echo.Context) error {
-	ctx := c.Request().Context()
-	history, err := h.Store.History(ctx)
+	out, err := h.Saves.Save(c.Request().Context(), func(cur risk.Matrix) (risk.Matrix, int, string) { return matrixInput(c, cur) })
 	if err != nil {
 		return err
 	}
-	cur := risk.Latest(history)
-	m, base, comment := matrixInput(c, cur.Matrix)
-	saved, err := h.Store.SaveOnto(ctx, base, m, comment)
-	if v, ok := errs.AsValidation(err); ok {
-		return h.page(c, http.StatusUnprocessableEntity, history, m, base, comment, v.Fields, 0)
-	}
-	if errors.Is(err, errs.ErrConflict) {
+	switch {
+	case out.Errors != nil:
+		return h.page(c, http.StatusUnprocessableEntity, out.History, out.Submitted, out.Base, out.Comment, out.Errors, 0)
+	case out.Conflict != 0:
 		// Show the edits against the version now current; saving again replaces it knowingly.
-		return h.page(c, http.StatusConflict, history, m, cur.Version, comment, nil, cur.Version)
+		return h.page(c, http.StatusConflict, out.History, out.Submitted, out.Base, out.Comment, nil, out.Conflict)
 	}
-	if err != nil {
-		return err
-	}
-	msg := "Approval matrix saved as version " + strconv.Itoa(saved.Version) + "."
-	if saved.Version == cur.Version {
+	msg := "Approval matrix saved as version " + strconv.Itoa(out.Saved.Version) + "."
+	if cur := risk.Latest(out.History); out.Saved.Version == cur.Version {
 		msg = "Nothing changed: the approval matrix is still version " + strconv.Itoa(cur.Version) + "."
 	}
 	_ = render.Flash(c, "success", msg)

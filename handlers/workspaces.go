@@ -36,6 +36,7 @@ type ListNames interface {
 type WorkspacePages interface {
 	List(ctx context.Context, q pages.WorkspaceQuery) (pages.WorkspaceList, error)
 	Page(ctx context.Context, id string) (pages.WorkspacePage, error)
+	State(ctx context.Context, id string, limit int) (state.WorkspaceState, error)
 }
 
 // Workspaces serves the workspace list and workspace pages.

@@ -158,13 +158,13 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	runs := svc.Runs
-	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Names: names}
+	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Names: names}
 	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
 		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages}}.Register(app)
 	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
 	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
-	handlers.Matrix{Store: svc.Matrix}.Register(app)
+	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)
 	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}
 	handlers.Policies{Pages: policyPages, Store: svc.Policies}.Register(app)
 	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
@@ -181,8 +181,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: reviews,
 		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names},
 		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
-	handlers.Workspaces{Pages: pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
-		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}}.Register(app)
+	workspacePages := pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
+		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}
+	handlers.Workspaces{Pages: workspacePages}.Register(app)
 	handlers.Breakglass{Pages: pages.Breakglass{Windows: svc.Breakglass, Workspaces: svc.Workspaces, Runs: runs.Reads}}.Register(app)
 	changes := pages.Changes{Workspaces: svc.Workspaces, Runs: runs.Reads, Drift: runs.DriftChecks, Rollbacks: svc.Rollbacks, States: svc.State,
 		Catalog: svc.Catalog}
@@ -197,7 +198,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: evidenceReports,
-		Workspaces: svc.Workspaces, States: svc.State, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
+		Workspaces: svc.Workspaces, States: svc.State, WorkspacePages: workspacePages, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {
@@ -311,13 +312,11 @@ func (n auditNames) MemberNames(ctx context.Context) (map[string]string, error) 
 // mailbox reads gantry dev's SMTP catcher for the caught-mail page.
 type mailbox struct{ c *devmail.Catcher }
 
-func (m mailbox) Addr() string { return m.c.Addr() }
-
-func (m mailbox) Caught() []views.DevMailRow {
+func (m mailbox) Caught() (string, []views.DevMailRow) {
 	var rows []views.DevMailRow
 	for _, msg := range m.c.Messages() {
 		rows = append(rows, views.DevMailRow{ID: msg.ID, At: msg.At, From: msg.From, To: strings.Join(msg.To, ", "),
 			Subject: msg.Subject, Text: msg.Text, Event: msg.Headers["X-Gantry-Event"]})
 	}
-	return rows
+	return m.c.Addr(), rows
 }

@@ -2,10 +2,12 @@ package pages
 
 import (
 	"context"
+	"io"
 	"slices"
 	"strings"
 
 	"gantry/models/audit"
+	"gantry/models/audit/exportfile"
 	"gantry/models/authz"
 	"gantry/models/errs"
 )
@@ -16,11 +18,18 @@ type AuditLog interface {
 	Chain(ctx context.Context) (audit.ChainState, error)
 }
 
-// AuditExportList lists the organization's signed exports and asks for one
-// (audit.Exports).
+// AuditExportList lists the organization's signed exports, asks for one, reads one and
+// its file (audit.Exports).
 type AuditExportList interface {
 	List(ctx context.Context, limit int) ([]audit.Export, error)
 	Request(ctx context.Context, req audit.ExportRequest) (audit.Export, error)
+	Get(ctx context.Context, id string) (audit.Export, error)
+	Reader(ctx context.Context, e audit.Export) (io.ReadSeeker, error)
+}
+
+// SigningKeys are the organization's published signing keys (audit.Keys).
+type SigningKeys interface {
+	Published(ctx context.Context) (exportfile.KeySet, error)
 }
 
 // AuditNames resolves the ids events carry to names (the organization's directory).
@@ -34,6 +43,7 @@ type AuditNames interface {
 type Audit struct {
 	Log     AuditLog
 	Exports AuditExportList
+	Keys    SigningKeys
 	Names   AuditNames
 }
 
@@ -172,4 +182,45 @@ func workspaceOfData(e audit.Event) string {
 		return ""
 	}
 	return audit.WorkspaceOfData(e)
+}
+
+// ExportPage is a signed export's page: the export, the keys that verify it and the
+// environments its filters name (by id).
+type ExportPage struct {
+	Export           audit.Export
+	Keys             exportfile.KeySet
+	EnvironmentNames map[string]string
+}
+
+// Export reads export id's page. Another organization's export is not found.
+func (s Audit) Export(ctx context.Context, id string) (ExportPage, error) {
+	e, err := s.Exports.Get(ctx, id)
+	if err != nil {
+		return ExportPage{}, err
+	}
+	p := ExportPage{Export: e}
+	if p.Keys, err = s.Keys.Published(ctx); err != nil {
+		return ExportPage{}, err
+	}
+	if p.EnvironmentNames, err = s.Names.EnvironmentNames(ctx); err != nil {
+		return ExportPage{}, err
+	}
+	return p, nil
+}
+
+// ExportFile opens export id's file to download; an export not ready yet is a conflict
+// that says so.
+func (s Audit) ExportFile(ctx context.Context, id string) (audit.Export, io.ReadSeeker, error) {
+	e, err := s.Exports.Get(ctx, id)
+	if err != nil {
+		return audit.Export{}, nil, err
+	}
+	if e.Status != audit.ExportReady {
+		return audit.Export{}, nil, errs.Explain(errs.ErrConflict, "This export is not ready yet.")
+	}
+	r, err := s.Exports.Reader(ctx, e)
+	if err != nil {
+		return audit.Export{}, nil, err
+	}
+	return e, r, nil
 }

@@ -164,3 +164,14 @@ func StateResources(st state.WorkspaceState) []run.StateResource {
 	}
 	return out
 }
+
+// State reads what workspace id's state holds: its newest limit versions and the
+// resources and outputs of the newest (the API's state versions and outputs). Another
+// organization's or a hidden workspace is not found.
+func (s Workspaces) State(ctx context.Context, id string, limit int) (state.WorkspaceState, error) {
+	ws, err := s.Workspaces.Get(ctx, id)
+	if err != nil {
+		return state.WorkspaceState{}, err
+	}
+	return s.States.OfWorkspace(ctx, ws.ID, limit)
+}

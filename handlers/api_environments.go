@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -17,10 +16,9 @@ import (
 // so the same checks. Errors (404, 403, 422 with field messages) come back as JSON from
 // the central error handler.
 type EnvironmentsAPI struct {
-	Service EnvironmentService
-	// Credentials is optional: without it the API neither shows nor takes the static
-	// cloud credentials.
-	Credentials EnvironmentCredentials
+	// Pages reads and saves environments as the pages do; without a credential store the
+	// API neither shows nor takes the static cloud credentials.
+	Pages EnvironmentPages
 }
 
 // Register adds the API routes to g, documented in spec.
@@ -106,23 +104,6 @@ func toJSON(e environment.Environment, st environment.Standing) environmentJSON 
 		CloudCredentialSetAt: st.WriteSetAt, CloudReadCredentialSetAt: st.ReadSetAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
-// standing is what static credentials environment id holds (none without a store).
-func (h EnvironmentsAPI) standing(c echo.Context, id string) (environment.Standing, error) {
-	if h.Credentials == nil {
-		return environment.Standing{}, nil
-	}
-	return h.Credentials.StaticCredentialStatus(c.Request().Context(), id)
-}
-
-// reply answers with env as it now stands.
-func (h EnvironmentsAPI) reply(c echo.Context, status int, env environment.Environment) error {
-	st, err := h.standing(c, env.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(status, toJSON(env, st))
-}
-
 func nonNil(xs []string) []string {
 	if xs == nil {
 		return []string{}
@@ -131,88 +112,39 @@ func nonNil(xs []string) []string {
 }
 
 func (h EnvironmentsAPI) list(c echo.Context) error {
-	envs, err := h.Service.List(c.Request().Context())
+	envs, err := h.Pages.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	static := map[string]environment.Standing{}
-	if h.Credentials != nil {
-		if static, err = h.Credentials.StaticCredentialsOf(c.Request().Context()); err != nil {
-			return err
-		}
-	}
 	out := make([]environmentJSON, 0, len(envs))
 	for _, e := range envs {
-		out = append(out, toJSON(e, static[e.ID]))
+		out = append(out, toJSON(e.Environment, e.Standing))
 	}
 	return c.JSON(http.StatusOK, environmentList{Environments: out})
 }
 
 func (h EnvironmentsAPI) get(c echo.Context) error {
-	env, err := h.Service.Get(c.Request().Context(), c.Param("id"))
+	env, err := h.Pages.Get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return h.reply(c, http.StatusOK, env)
+	return c.JSON(http.StatusOK, toJSON(env.Environment, env.Standing))
 }
 
-func (h EnvironmentsAPI) create(c echo.Context) error {
+func (h EnvironmentsAPI) create(c echo.Context) error { return h.save(c, "", http.StatusCreated) }
+
+func (h EnvironmentsAPI) update(c echo.Context) error { return h.save(c, c.Param("id"), http.StatusOK) }
+
+// save creates (id "") or updates an environment and answers it as it now stands. The
+// credentials are checked before anything is saved, so a refused request saved nothing.
+func (h EnvironmentsAPI) save(c echo.Context, id string, status int) error {
 	var req environmentRequest
 	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	// The credentials are checked before anything is saved (a new environment holds none
-	// to compare with), so a refused request created nothing.
-	creds := req.credentials()
-	if err := h.checkCredentials(ctx, "", creds); err != nil {
-		return err
-	}
-	env, err := h.Service.Create(ctx, req.input())
+	env, _, err := h.Pages.Save(c.Request().Context(), id, req.input(), req.credentials(), false)
 	if err != nil {
 		return err
 	}
-	if err := h.applyCredentials(ctx, env.ID, creds); err != nil {
-		return err
-	}
-	return h.reply(c, http.StatusCreated, env)
-}
-
-func (h EnvironmentsAPI) update(c echo.Context) error {
-	var req environmentRequest
-	if err := (&echo.DefaultBinder{}).BindBody(c, &req); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	creds := req.credentials()
-	if err := h.checkCredentials(ctx, c.Param("id"), creds); err != nil {
-		return err
-	}
-	env, err := h.Service.Update(ctx, c.Param("id"), req.input())
-	if err != nil {
-		return err
-	}
-	if err := h.applyCredentials(ctx, env.ID, creds); err != nil {
-		return err
-	}
-	return h.reply(c, http.StatusOK, env)
-}
-
-// checkCredentials validates the credential changes before anything is saved: on their
-// own for a new environment, and against what environment id holds otherwise.
-func (h EnvironmentsAPI) checkCredentials(ctx context.Context, id string, chs environment.CredentialChanges) error {
-	switch {
-	case h.Credentials == nil:
-		return nil
-	case id == "":
-		return chs.Validate()
-	}
-	return h.Credentials.Check(ctx, id, chs)
-}
-
-func (h EnvironmentsAPI) applyCredentials(ctx context.Context, id string, chs environment.CredentialChanges) error {
-	if h.Credentials == nil {
-		return nil
-	}
-	return h.Credentials.Apply(ctx, id, chs)
+	return c.JSON(status, toJSON(env.Environment, env.Standing))
 }

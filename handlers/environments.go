@@ -13,45 +13,28 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/authz"
 	"gantry/models/environment"
-	"gantry/models/errs"
-	"gantry/models/org"
+	"gantry/models/pages"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// EnvironmentService is what the environment pages need.
-type EnvironmentService interface {
-	List(ctx context.Context) ([]environment.Environment, error)
-	Get(ctx context.Context, id string) (environment.Environment, error)
-	Grants(ctx context.Context, id string) ([]string, error)
-	Create(ctx context.Context, in environment.Input) (environment.Environment, error)
-	Update(ctx context.Context, id string, in environment.Input) (environment.Environment, error)
-}
-
-// MemberLister lists the organization's members (for the grants checkboxes).
-type MemberLister interface {
-	Members(ctx context.Context) ([]org.MembershipView, error)
-}
-
-// EnvironmentCredentials is what the environment pages and API need of the static cloud
-// credential store (environment.Credentials): the write credential applies use and the
-// read credential plans and verifications use. They say whether and since when each is
-// set, never what it is.
-type EnvironmentCredentials interface {
-	StaticCredentialStatus(ctx context.Context, envID string) (environment.Standing, error)
-	StaticCredentialsOf(ctx context.Context) (map[string]environment.Standing, error)
-	Check(ctx context.Context, envID string, chs environment.CredentialChanges) error
-	Apply(ctx context.Context, envID string, chs environment.CredentialChanges) error
+// EnvironmentPages reads the environment administration pages and saves environments
+// with their static credentials (pages.Environments).
+type EnvironmentPages interface {
+	List(ctx context.Context) ([]pages.EnvironmentLine, error)
+	Get(ctx context.Context, id string) (pages.EnvironmentLine, error)
+	New(ctx context.Context) (pages.EnvironmentForm, error)
+	Edit(ctx context.Context, id string) (pages.EnvironmentForm, error)
+	Save(ctx context.Context, id string, in environment.Input, creds environment.CredentialChanges, form bool) (pages.EnvironmentLine, *pages.EnvironmentForm, error)
 }
 
 // Environments serves the environment administration pages.
 type Environments struct {
-	Service EnvironmentService
-	Members MemberLister
-	// Credentials is optional: without it the pages have no cloud credential section.
-	Credentials EnvironmentCredentials
+	Pages EnvironmentPages
+	// CredentialsManaged: a credential store keeps static cloud credentials (the edit form
+	// has their section, and its fields are read).
+	CredentialsManaged bool
 }
 
 // Register adds the environment routes to g.
@@ -65,107 +48,73 @@ func (h Environments) Register(g *echo.Group) {
 }
 
 func (h Environments) list(c echo.Context) error {
-	envs, err := h.Service.List(c.Request().Context())
+	envs, err := h.Pages.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	static := map[string]environment.Standing{}
-	if h.Credentials != nil {
-		if static, err = h.Credentials.StaticCredentialsOf(c.Request().Context()); err != nil {
-			return err
-		}
-	}
 	rows := make([]views.EnvironmentRow, 0, len(envs))
 	for _, e := range envs {
-		hasStatic := static[e.ID].Any()
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
 			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, DriftSchedule: driftSchedule(e.DriftIntervalMinutes),
-			StaticCredential: hasStatic})
+			StaticCredential: e.Standing.Any()})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
 
 func (h Environments) new(c echo.Context) error {
-	// No service call happens before the form is posted, so ask here: a viewer gets a
-	// 403 page, not a form whose submission would be refused.
-	if _, err := authz.Require(c.Request().Context(), authz.PermEnvironmentsManage); err != nil {
-		return err
-	}
-	return h.form(c, http.StatusOK, views.EnvironmentFormProps{Tier: string(environment.TierDevelopment), Approval: "default",
-		DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, nil, nil)
-}
-
-func (h Environments) create(c echo.Context) error {
-	in, approval := environmentInput(c, true)
-	env, err := h.Service.Create(c.Request().Context(), in)
-	if v, ok := errs.AsValidation(err); ok {
-		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
-			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
-		}, in.Grants, *in.Owners)
-	}
+	f, err := h.Pages.New(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	_ = render.Flash(c, "success", "Environment "+env.Name+" created.")
-	return render.Redirect(c, paths.Environments())
+	return render.Page(c, http.StatusOK, views.EnvironmentForm(formProps(views.EnvironmentFormProps{Tier: string(environment.TierDevelopment),
+		Approval: "default", DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, f, nil)))
 }
 
 func (h Environments) edit(c echo.Context) error {
-	ctx := c.Request().Context()
-	env, err := h.Service.Get(ctx, c.Param("id"))
+	f, err := h.Pages.Edit(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	grants, err := h.Service.Grants(ctx, env.ID)
-	if err != nil {
-		return err
-	}
-	return h.form(c, http.StatusOK, views.EnvironmentFormProps{
+	env := f.Environment
+	return render.Page(c, http.StatusOK, views.EnvironmentForm(formProps(views.EnvironmentFormProps{
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
 		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), PromotionOrder: strconv.Itoa(env.PromotionOrder),
 		DriftInterval: strconv.Itoa(env.DriftIntervalMinutes), OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
-	}, grants, env.Owners)
+	}, f, env.Owners)))
 }
 
-func (h Environments) update(c echo.Context) error {
-	ctx := c.Request().Context()
-	in, approval := environmentInput(c, false)
-	cred := h.credentialInput(c)
-	// The credentials are checked before anything is saved, so a refused form saved nothing.
-	var err error
-	if h.Credentials != nil {
-		err = h.Credentials.Check(ctx, c.Param("id"), cred)
-	}
-	var env environment.Environment
-	if err == nil {
-		env, err = h.Service.Update(ctx, c.Param("id"), in)
-	}
-	if v, ok := errs.AsValidation(err); ok {
-		return h.form(c, http.StatusUnprocessableEntity, views.EnvironmentFormProps{
-			ID: c.Param("id"), Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
-			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
-			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"), Errors: v.Fields,
-		}, in.Grants, *in.Owners)
-	}
+func (h Environments) create(c echo.Context) error { return h.save(c, "") }
+
+func (h Environments) update(c echo.Context) error { return h.save(c, c.Param("id")) }
+
+// save creates (id "") or updates an environment from the form; a refused form comes
+// back with what was typed and the messages beside its fields, nothing saved.
+func (h Environments) save(c echo.Context, id string) error {
+	in, approval := environmentInput(c, id == "")
+	env, refused, err := h.Pages.Save(c.Request().Context(), id, in, h.credentialInput(c, id), true)
 	if err != nil {
 		return err
 	}
-	if h.Credentials != nil {
-		if err := h.Credentials.Apply(ctx, env.ID, cred); err != nil {
-			return err
-		}
+	if refused != nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.EnvironmentForm(formProps(views.EnvironmentFormProps{
+			ID: id, Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
+			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
+			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"),
+		}, *refused, *in.Owners)))
 	}
-	_ = render.Flash(c, "success", "Environment "+env.Name+" saved.")
+	verb := " saved."
+	if id == "" {
+		verb = " created."
+	}
+	_ = render.Flash(c, "success", "Environment "+env.Name+verb)
 	return render.Redirect(c, paths.Environments())
 }
 
 // credentialInput reads the cloud credential fields of the edit form; without a
-// credential store they are ignored (the form does not show them).
-func (h Environments) credentialInput(c echo.Context) environment.CredentialChanges {
-	if h.Credentials == nil {
+// credential store, or on create, they are ignored (the form does not show them).
+func (h Environments) credentialInput(c echo.Context, id string) environment.CredentialChanges {
+	if !h.CredentialsManaged || id == "" {
 		return environment.CredentialChanges{}
 	}
 	field := func(k environment.Kind) environment.CredentialChange {
@@ -177,29 +126,22 @@ func (h Environments) credentialInput(c echo.Context) environment.CredentialChan
 	return environment.CredentialChanges{Write: field(environment.Write), Read: field(environment.Read)}
 }
 
-// form renders the create/edit form with the organization's members as grant choices
-// and, when editing, whether each static cloud credential is set (never a credential).
-func (h Environments) form(c echo.Context, status int, p views.EnvironmentFormProps, granted, owners []string) error {
-	members, err := h.Members.Members(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	if h.Credentials != nil && p.ID != "" {
-		st, err := h.Credentials.StaticCredentialStatus(c.Request().Context(), p.ID)
-		if err != nil {
-			return err
-		}
-		p.CredentialsManaged = true
-		p.CredentialSetAt, p.ReadCredentialSetAt = st.WriteSetAt, st.ReadSetAt
+// formProps completes p, the create/edit form with what was stored or typed, from form
+// f: the organization's members as grant and owner choices (owners ticked), and when
+// editing whether each static cloud credential is set (never a credential).
+func formProps(p views.EnvironmentFormProps, f pages.EnvironmentForm, owners []string) views.EnvironmentFormProps {
+	p.Errors, p.CredentialsManaged = f.Errors, f.CredentialsManaged
+	if f.CredentialsManaged {
+		p.CredentialSetAt, p.ReadCredentialSetAt = f.Standing.WriteSetAt, f.Standing.ReadSetAt
 	}
 	p.Tiers, p.MaxPromotionOrder = tierChoices(), environment.MaxPromotionOrder
 	p.Window = views.WindowBounds{Default: environment.DefaultDecisionWindowHours, Min: environment.MinDecisionWindowHours,
 		Max: environment.MaxDecisionWindowHours}
-	for _, m := range members {
+	for _, m := range f.Members {
 		p.Members = append(p.Members, views.MemberChoice{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail,
-			Role: string(m.Role), Granted: slices.Contains(granted, m.UserID), Owner: slices.Contains(owners, m.UserID)})
+			Role: string(m.Role), Granted: slices.Contains(f.Grants, m.UserID), Owner: slices.Contains(owners, m.UserID)})
 	}
-	return render.Page(c, status, views.EnvironmentForm(p))
+	return p
 }
 
 // tierChoices are the tiers the environment form offers, with their defaults.

@@ -96,7 +96,7 @@ type Services struct {
 	Governance   handlers.GovernanceReports
 	Environments *environment.Service
 	// Credentials manages environments' static cloud credentials.
-	Credentials handlers.EnvironmentCredentials
+	Credentials pages.EnvironmentCredentials
 	Matrix      *risk.Store
 	Policies    *policy.Store
 	Workspaces  *workspace.Service

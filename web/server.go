@@ -161,8 +161,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Names: names}
 	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
 		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages}}.Register(app)
-	handlers.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}.Register(app)
-	handlers.EnvironmentsAPI{Service: svc.Environments, Credentials: svc.Credentials}.Register(app, s.api)
+	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}
+	handlers.Environments{Pages: envPages, CredentialsManaged: svc.Credentials != nil}.Register(app)
+	handlers.EnvironmentsAPI{Pages: envPages}.Register(app, s.api)
 	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)
 	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}

@@ -12,6 +12,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/org"
+	"gantry/models/pages"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -35,9 +36,16 @@ type MemberGrants interface {
 	SetMemberGrants(ctx context.Context, userID string, envIDs []string) error
 }
 
+// MemberPages reads the members page and sends invitations (pages.Members).
+type MemberPages interface {
+	Page(ctx context.Context) (pages.MembersPage, error)
+	Invite(ctx context.Context, email string, role authz.Role) (*pages.MembersPage, error)
+}
+
 // Members serves the members page (admins and owners): roles, cloud.live, grants on
 // restricted environments, invitations and removal.
 type Members struct {
+	Pages        MemberPages
 	Members      MemberAdmin
 	Environments MemberGrants
 }
@@ -52,53 +60,45 @@ func (h Members) Register(g *echo.Group) {
 }
 
 func (h Members) show(c echo.Context) error {
-	return h.page(c, http.StatusOK, views.InviteForm{Role: string(authz.RoleOperator)})
+	page, err := h.Pages.Page(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusOK, views.MembersPage(membersProps(c, page, views.InviteForm{Role: string(authz.RoleOperator)})))
 }
 
-// page draws the members page with the invitation form as given.
-func (h Members) page(c echo.Context, status int, invite views.InviteForm) error {
-	ctx := c.Request().Context()
-	members, err := h.Members.List(ctx)
-	if err != nil {
-		return err
-	}
-	invitations, err := h.Members.Invitations(ctx)
-	if err != nil {
-		return err
-	}
-	restricted, grants, err := h.Environments.RestrictedGrants(ctx)
-	if err != nil {
-		return err
-	}
-	subject, _ := authz.SubjectFrom(ctx)
-	p := views.MembersProps{CanEntitle: subject.Can(authz.PermEntitlementsManage), Invite: invite}
+// membersProps is the members page as drawn with the invitation form holding invite.
+func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteForm) views.MembersProps {
+	subject, _ := authz.SubjectFrom(c.Request().Context())
+	p := views.MembersProps{CanEntitle: page.CanEntitle, Invite: invite}
+	p.Invite.Errors = page.InviteErrors
 	for _, r := range authz.Roles {
 		if r != authz.RoleOwner || p.CanEntitle {
 			p.Roles = append(p.Roles, string(r))
 		}
 	}
-	for _, e := range restricted {
+	for _, e := range page.Restricted {
 		p.Restricted = append(p.Restricted, views.KV{Key: e.ID, Value: e.Name})
 	}
-	for _, m := range members {
+	for _, m := range page.Members {
 		p.Rows = append(p.Rows, views.MemberRow{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail, Role: string(m.Role),
-			CloudLive: m.CloudLive, Groups: m.Groups, Grants: grants[m.UserID], Self: m.UserID == subject.UserID, ServiceAccount: m.ServiceAccount,
+			CloudLive: m.CloudLive, Groups: m.Groups, Grants: page.Grants[m.UserID], Self: m.UserID == subject.UserID, ServiceAccount: m.ServiceAccount,
 			Editable: m.Role != authz.RoleOwner || p.CanEntitle})
 	}
-	for _, inv := range invitations {
+	for _, inv := range page.Invitations {
 		p.Invitations = append(p.Invitations, views.KV{Key: inv.Email, Value: string(inv.Role)})
 	}
-	return render.Page(c, status, views.MembersPage(p))
+	return p
 }
 
 func (h Members) invite(c echo.Context) error {
 	email, role := c.FormValue("email"), c.FormValue("role")
-	err := h.Members.Invite(c.Request().Context(), email, authz.Role(role))
-	if v, ok := errs.AsValidation(err); ok {
-		return h.page(c, http.StatusUnprocessableEntity, views.InviteForm{Email: email, Role: role, Errors: v.Fields})
-	}
+	refused, err := h.Pages.Invite(c.Request().Context(), email, authz.Role(role))
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.MembersPage(membersProps(c, *refused, views.InviteForm{Email: email, Role: role})))
 	}
 	_ = render.Flash(c, "success", "Invited "+email+" as "+role+": the invitation becomes a membership at their first sign-in.")
 	return render.Redirect(c, paths.Members())

@@ -12,6 +12,7 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/errs"
 	"gantry/models/notify"
+	"gantry/models/pages"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -30,10 +31,19 @@ type NotificationService interface {
 	HookOptions() notify.HookOptions
 }
 
+// WebhookPages reads the webhook pages and adds webhooks (pages.Webhooks).
+type WebhookPages interface {
+	List(ctx context.Context) (pages.WebhooksPage, error)
+	Create(ctx context.Context, in notify.HookInput) (pages.WebhooksPage, error)
+	Hook(ctx context.Context, id string) (pages.WebhookPage, error)
+}
+
 // Notifications serves a member's mail preferences and the organization's webhooks
 // (the service lets only admins and owners near the hooks).
 type Notifications struct {
 	Service NotificationService
+	// Pages reads the webhook pages and adds webhooks (pages.Webhooks).
+	Pages WebhookPages
 	// MailConfigured: an SMTP server is configured, so preferences take effect.
 	MailConfigured bool
 }
@@ -91,21 +101,30 @@ func (h Notifications) savePreferences(c echo.Context) error {
 	return render.Redirect(c, paths.NotificationSettings())
 }
 
-func (h Notifications) hooks(c echo.Context) error {
-	return h.hooksPage(c, http.StatusOK, views.WebhookForm{Format: "json", Events: map[string]bool{string(notify.DecisionWaiting): true}}, nil, nil)
+// newHookForm is the webhook form as the page first draws it.
+func newHookForm() views.WebhookForm {
+	return views.WebhookForm{Format: "json", Events: map[string]bool{string(notify.DecisionWaiting): true}}
 }
 
-func (h Notifications) hooksPage(c echo.Context, status int, form views.WebhookForm, fieldErrors map[string]string, created *views.CreatedWebhook) error {
-	hooks, err := h.Service.Hooks(c.Request().Context())
+func (h Notifications) hooks(c echo.Context) error {
+	page, err := h.Pages.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	p := views.WebhooksProps{Form: form, Errors: fieldErrors, Created: created, Events: eventChoices(func(notify.Event) bool { return false }),
-		PrivateTargetsAllowed: h.Service.HookOptions().AllowPrivateTargets}
-	for _, hk := range hooks {
+	return render.Page(c, http.StatusOK, views.Webhooks(hooksProps(page, newHookForm())))
+}
+
+// hooksProps is the webhooks page as drawn with its form holding form.
+func hooksProps(page pages.WebhooksPage, form views.WebhookForm) views.WebhooksProps {
+	p := views.WebhooksProps{Form: form, Errors: page.Errors, Events: eventChoices(func(notify.Event) bool { return false }),
+		PrivateTargetsAllowed: page.PrivateTargetsAllowed}
+	if hk := page.Created; hk != nil {
+		p.Created = &views.CreatedWebhook{ID: hk.ID, Name: hk.Name, Secret: hk.Secret}
+	}
+	for _, hk := range page.Hooks {
 		p.Hooks = append(p.Hooks, hookRow(hk))
 	}
-	return render.Page(c, status, views.Webhooks(p))
+	return p
 }
 
 func hookRow(h notify.Hook) views.WebhookRow {
@@ -130,29 +149,24 @@ func (h Notifications) createHook(c echo.Context) error {
 	for _, e := range in.Events {
 		typed.Events[e] = true
 	}
-	hk, secret, err := h.Service.CreateHook(c.Request().Context(), in)
-	if v, ok := errs.AsValidation(err); ok {
-		return h.hooksPage(c, http.StatusUnprocessableEntity, typed, v.Fields, nil)
-	}
+	page, err := h.Pages.Create(c.Request().Context(), in)
 	if err != nil {
 		return err
+	}
+	if page.Created == nil {
+		return render.Page(c, http.StatusUnprocessableEntity, views.Webhooks(hooksProps(page, typed)))
 	}
 	// The secret is shown in this answer only: no redirect could carry it safely.
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return h.hooksPage(c, http.StatusCreated, views.WebhookForm{Format: "json", Events: map[string]bool{}}, nil,
-		&views.CreatedWebhook{ID: hk.ID, Name: hk.Name, Secret: secret})
+	return render.Page(c, http.StatusCreated, views.Webhooks(hooksProps(page, views.WebhookForm{Format: "json", Events: map[string]bool{}})))
 }
 
 func (h Notifications) hook(c echo.Context) error {
-	ctx := c.Request().Context()
-	hk, err := h.Service.Hook(ctx, c.Param("id"))
+	page, err := h.Pages.Hook(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	ds, err := h.Service.Deliveries(ctx, hk.ID)
-	if err != nil {
-		return err
-	}
+	hk, ds := page.Hook, page.Deliveries
 	p := views.WebhookProps{Hook: hookRow(hk), MaxShown: notify.MaxDeliveriesShown}
 	for _, d := range ds {
 		row := views.DeliveryRow{ID: d.ID, Event: string(d.Event), Status: string(d.Status), Attempts: d.Attempts, LastError: d.LastError,

@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}
 	handlers.Environments{Pages: envPages, CredentialsManaged: svc.Credentials != nil}.Register(app)
 	handlers.EnvironmentsAPI{Pages: envPages}.Register(app, s.api)
-	handlers.Members{Members: svc.Members, Environments: svc.Environments}.Register(app)
+	handlers.Members{Pages: pages.Members{Members: svc.Members, Environments: svc.Environments}, Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)
 	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}
 	handlers.Policies{Pages: policyPages, Store: svc.Policies}.Register(app)
@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if svc.Executors != nil {
 		handlers.Executors{Runners: svc.Executors}.Register(app)
 	}
-	handlers.Notifications{Service: svc.Notifications, MailConfigured: svc.MailConfigured}.Register(app)
+	handlers.Notifications{Service: svc.Notifications, Pages: pages.Webhooks{Service: svc.Notifications}, MailConfigured: svc.MailConfigured}.Register(app)
 	if svc.Tokens != nil {
 		handlers.Tokens{Pages: pages.Tokens{Tokens: svc.Tokens, Members: svc.Members}, Tokens: svc.Tokens}.Register(app)
 	}

@@ -147,7 +147,7 @@ func (s Workspaces) Page(ctx context.Context, id string) (WorkspacePage, error) 
 	}
 	subject, _ := authz.SubjectFrom(ctx)
 	holds := len(p.State.Resources) > 0
-	p.CanRollBack = subject.Can(authz.PermProvisioningPlan)
+	p.CanRollBack = run.MayRollBack(subject)
 	p.CanCheckDrift = holds && run.MayCheckDrift(subject)
 	p.CanAskWindow = holds && breakglass.MayAsk(subject)
 	if d := p.LatestDrift; d != nil {

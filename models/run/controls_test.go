@@ -74,4 +74,8 @@ func TestDriftControlsAskWhatTheServicesRequire(t *testing.T) {
 	viewer := authz.Subject{UserID: "usr-v", OrganizationID: "org-1", Role: authz.RoleViewer}
 	require.False(t, MayCheckDrift(viewer))
 	require.False(t, MayPlanToCorrect(viewer))
+	// A rollback is asked for as a request is (RequestRollback needs provisioning.plan):
+	// the workspace page's rollback links follow it.
+	require.True(t, MayRollBack(authz.Subject{UserID: "usr-op", OrganizationID: "org-1", Role: authz.RoleOperator}))
+	require.False(t, MayRollBack(viewer))
 }

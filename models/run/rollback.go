@@ -16,11 +16,19 @@ import (
 // request runs in its environment, its executor is still offered and the catalog still
 // offers its template.
 
+// permRollback is what asking for a rollback requires (the rules of a request of the
+// source run's environment come on top).
+const permRollback = authz.PermProvisioningPlan
+
+// MayRollBack reports whether s holds what CheckRollback and RequestRollback require:
+// the workspace page offers a rollback from it.
+func MayRollBack(s authz.Subject) bool { return s.Can(permRollback) }
+
 // CheckRollback says whether the subject may roll back to state version versionID now:
 // nil, or the refusal RequestRollback would answer (not found for a version or a run
 // they may not see; the refusal in words otherwise).
 func (s *Requests) CheckRollback(ctx context.Context, versionID string) error {
-	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	subject, err := authz.Require(ctx, permRollback)
 	if err != nil {
 		return err
 	}
@@ -31,7 +39,7 @@ func (s *Requests) CheckRollback(ctx context.Context, versionID string) error {
 // RequestRollback queues the rollback to state version versionID: a new run re-applying
 // the configuration of the run that wrote it, planned against today's state.
 func (s *Requests) RequestRollback(ctx context.Context, versionID string) (Run, error) {
-	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
+	subject, err := authz.Require(ctx, permRollback)
 	if err != nil {
 		return Run{}, err
 	}

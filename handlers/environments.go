@@ -1,5 +1,6 @@
 // Package handlers turns HTTP requests into service calls: bind and read the input,
-// call one service method, render or redirect. Errors go to the central error handler
+// make one call (a page's read model in models/pages, or a service method), map the
+// answer to a view's props, render or redirect. Errors go to the central error handler
 // in package web; authorization lives in the services.
 package handlers
 

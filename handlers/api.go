@@ -29,14 +29,13 @@ type API struct {
 	Environments EnvironmentChooser
 	// Pages reads what the run page reads (models/pages): its timeline, plan and logs.
 	Pages     RunPages
-	Runs      RunService
+	Runs      RunGetter
 	Decisions RunDecisions
 	Reviews   ReviewPages
 	Search    RunSearcher
 	Reports   EvidenceReports
-	// Workspaces lists and reads workspaces; States reads what their state holds.
+	// Workspaces lists and reads workspaces.
 	Workspaces WorkspaceLister
-	States     WorkspaceStates
 	// WorkspacePages reads a workspace's state as its page does.
 	WorkspacePages WorkspacePages
 	Policies       PolicyChanges

@@ -22,12 +22,6 @@ import (
 	"gantry/views/paths"
 )
 
-// AuditHistory reads the audit log and the state of its chain.
-type AuditHistory interface {
-	History(ctx context.Context, q audit.Query) (audit.HistoryPage, error)
-	Chain(ctx context.Context) (audit.ChainState, error)
-}
-
 // AuditExports requests, lists and serves signed exports.
 type AuditExports interface {
 	Request(ctx context.Context, req audit.ExportRequest) (audit.Export, error)
@@ -41,13 +35,6 @@ type SigningKeys interface {
 	Published(ctx context.Context) (exportfile.KeySet, error)
 }
 
-// AuditNames resolves the ids events carry to names.
-type AuditNames interface {
-	EnvironmentNames(ctx context.Context) (map[string]string, error)
-	WorkspaceNames(ctx context.Context, ids []string) (map[string]string, error)
-	MemberNames(ctx context.Context) (map[string]string, error)
-}
-
 // AuditPages reads the audit history page and its JSON (pages.Audit).
 type AuditPages interface {
 	History(ctx context.Context, q audit.Query, events bool) (pages.AuditPage, error)
@@ -59,10 +46,8 @@ type AuditPages interface {
 // Audit serves the audit history, its JSON API, exports and the signing keys.
 type Audit struct {
 	Pages   AuditPages
-	Log     AuditHistory
 	Exports AuditExports
 	Keys    SigningKeys
-	Names   AuditNames
 	// Heartbeat is the interval of SSE comments on the export progress stream.
 	Heartbeat time.Duration
 }

@@ -23,13 +23,17 @@ import (
 	"gantry/views/paths"
 )
 
-// RunService is what the run pages read of runs (run.Reads).
-type RunService interface {
+// RunGetter reads one run the reader may see (run.Reads): the API's run, its event
+// stream.
+type RunGetter interface {
 	Get(ctx context.Context, id string) (run.Run, error)
+}
+
+// RunService is what the run page's stream reads of runs beside its read model
+// (run.Reads): the live log's chunks.
+type RunService interface {
 	// LogChunks reads the live log of a phase of run id after chunk after.
 	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
-	// Clock is the database clock (escalations are judged by it).
-	Clock(ctx context.Context) (time.Time, error)
 }
 
 // RunPages reads the run page (pages.Runs): all of it, or the part that moves while
@@ -67,13 +71,6 @@ type RunDecisions interface {
 	Permissions(ctx context.Context, r run.Run) (run.Permissions, error)
 }
 
-// WorkspaceReader reads workspaces.
-type WorkspaceReader interface {
-	Get(ctx context.Context, id string) (workspace.View, error)
-	// Views reads several at once (those the reader may see).
-	Views(ctx context.Context, ids []string) (map[string]workspace.View, error)
-}
-
 // RunChanges delivers a signal whenever a run moves (runID "": any run of the
 // organization), or when a chunk of its live log was stored.
 type RunChanges interface {
@@ -85,17 +82,13 @@ type RunChanges interface {
 // (inbox.go).
 type Runs struct {
 	// Pages reads the run page's read model (models/pages).
-	Pages     RunPages
-	Runs      RunService
-	Decisions RunDecisions
-	Inbox     RunInbox
+	Pages RunPages
+	Runs  RunService
+	Inbox RunInbox
 	// InboxPages reads the personal inbox (pages.Inbox).
 	InboxPages InboxPages
 	Reviews    ReviewPages
-	Workspaces WorkspaceReader
-	// Names names what the inbox filters by.
-	Names   ListNames
-	Changes RunChanges
+	Changes    RunChanges
 	// Heartbeat keeps idle live streams open through proxies.
 	Heartbeat time.Duration
 }

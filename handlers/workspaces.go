@@ -25,13 +25,6 @@ type WorkspaceLister interface {
 	Views(ctx context.Context, ids []string) (map[string]workspace.View, error)
 }
 
-// ListNames names what lists filter by: the environments the reader may see (id to
-// name) and the catalog's templates.
-type ListNames interface {
-	EnvironmentNames(ctx context.Context) (map[string]string, error)
-	TemplateNames() []string
-}
-
 // WorkspacePages reads the workspace list and each workspace's page (pages.Workspaces).
 type WorkspacePages interface {
 	List(ctx context.Context, q pages.WorkspaceQuery) (pages.WorkspaceList, error)
@@ -42,11 +35,6 @@ type WorkspacePages interface {
 // Workspaces serves the workspace list and workspace pages.
 type Workspaces struct {
 	Pages WorkspacePages
-}
-
-// WorkspaceStates reads what a workspace's state holds (state.Store).
-type WorkspaceStates interface {
-	OfWorkspace(ctx context.Context, workspaceID string, limit int) (state.WorkspaceState, error)
 }
 
 // Register adds the workspace routes to g.

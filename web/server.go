@@ -179,9 +179,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	reviews := pages.Reviews{Runs: runs.Reads, Decisions: runs.Decisions, Plans: runs.Reads, Workspaces: svc.Workspaces, Rollbacks: svc.Rollbacks,
 		Inbox: runs.Inbox}
-	handlers.Runs{Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Inbox: runs.Inbox, Reviews: reviews,
+	handlers.Runs{Pages: runReads, Runs: runs.Reads, Inbox: runs.Inbox, Reviews: reviews,
 		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names},
-		Workspaces: svc.Workspaces, Names: names, Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
+		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app)
 	workspacePages := pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
 		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}
 	handlers.Workspaces{Pages: workspacePages}.Register(app)
@@ -195,11 +195,11 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	evidenceReports := pages.Evidence{Runs: runs.Reads, Reports: svc.Evidence}
 	handlers.Evidence{Reports: evidenceReports}.Register(app)
 	handlers.Governance{Reports: svc.Governance}.Register(app)
-	auditHandler := handlers.Audit{Pages: auditPages, Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second, Names: names}
+	auditHandler := handlers.Audit{Pages: auditPages, Exports: svc.Exports, Keys: svc.AuditKeys, Heartbeat: 20 * time.Second}
 	auditHandler.Register(app)
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: evidenceReports,
-		Workspaces: svc.Workspaces, States: svc.State, WorkspacePages: workspacePages, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
+		Workspaces: svc.Workspaces, WorkspacePages: workspacePages, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
 		Changes: s.Changes, Heartbeat: 20 * time.Second}.Register(app, s.api)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

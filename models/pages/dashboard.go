@@ -171,12 +171,29 @@ func (s Dashboard) activity(ctx context.Context) ([]ActivityItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	var kept []audit.Event
-	var items []ActivityItem
+	items, kept := foldActivity(page.Events, DashboardActivity)
+	lines, err := s.Audit.Describe(ctx, kept)
+	if err != nil {
+		return nil, err
+	}
+	next := 0
+	for i := range items {
+		if !items[i].Folded() {
+			items[i].Line = &lines[next]
+			next++
+		}
+	}
+	return items, nil
+}
+
+// foldActivity folds events (newest first) into at most limit items: each event that is
+// not routine is an item of its own (kept, in order, to be described), each stretch of
+// routine ones one folded item counting them from its newest.
+func foldActivity(events []audit.Event, limit int) (items []ActivityItem, kept []audit.Event) {
 	folding := false
-	for _, e := range page.Events {
+	for _, e := range events {
 		kind, routine := routineActions[e.Action]
-		if (!routine || !folding) && len(items) >= DashboardActivity {
+		if (!routine || !folding) && len(items) >= limit {
 			break
 		}
 		switch {
@@ -195,16 +212,5 @@ func (s Dashboard) activity(ctx context.Context) ([]ActivityItem, error) {
 			last.Steps++
 		}
 	}
-	lines, err := s.Audit.Describe(ctx, kept)
-	if err != nil {
-		return nil, err
-	}
-	next := 0
-	for i := range items {
-		if !items[i].Folded() {
-			items[i].Line = &lines[next]
-			next++
-		}
-	}
-	return items, nil
+	return items, kept
 }

@@ -33,9 +33,6 @@ type EnvironmentPages interface {
 // Environments serves the environment administration pages.
 type Environments struct {
 	Pages EnvironmentPages
-	// CredentialsManaged: a credential store keeps static cloud credentials (the edit form
-	// has their section, and its fields are read).
-	CredentialsManaged bool
 }
 
 // Register adds the environment routes to g.
@@ -93,7 +90,7 @@ func (h Environments) update(c echo.Context) error { return h.save(c, c.Param("i
 // back with what was typed and the messages beside its fields, nothing saved.
 func (h Environments) save(c echo.Context, id string) error {
 	in, approval := environmentInput(c, id == "")
-	env, refused, err := h.Pages.Save(c.Request().Context(), id, in, h.credentialInput(c, id), true)
+	env, refused, err := h.Pages.Save(c.Request().Context(), id, in, credentialInput(c), true)
 	if err != nil {
 		return err
 	}
@@ -112,12 +109,9 @@ func (h Environments) save(c echo.Context, id string) error {
 	return render.Redirect(c, paths.Environments())
 }
 
-// credentialInput reads the cloud credential fields of the edit form; without a
-// credential store, or on create, they are ignored (the form does not show them).
-func (h Environments) credentialInput(c echo.Context, id string) environment.CredentialChanges {
-	if !h.CredentialsManaged || id == "" {
-		return environment.CredentialChanges{}
-	}
+// credentialInput reads the cloud credential fields of the edit form (absent on create
+// and without a credential store, whose read model ignores them).
+func credentialInput(c echo.Context) environment.CredentialChanges {
 	field := func(k environment.Kind) environment.CredentialChange {
 		return environment.CredentialChange{
 			Secret: strings.TrimSpace(c.FormValue(k.Field())),

@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
 		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages}}.Register(app)
 	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}
-	handlers.Environments{Pages: envPages, CredentialsManaged: svc.Credentials != nil}.Register(app)
+	handlers.Environments{Pages: envPages}.Register(app)
 	handlers.EnvironmentsAPI{Pages: envPages}.Register(app, s.api)
 	handlers.Members{Pages: pages.Members{Members: svc.Members, Environments: svc.Environments}, Members: svc.Members, Environments: svc.Environments}.Register(app)
 	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)

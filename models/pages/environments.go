@@ -149,7 +149,7 @@ func (s Environments) form(ctx context.Context, id string, grants []string, prob
 }
 
 // Save creates an environment (id "") or updates environment id from in, with the
-// changes to its static credentials. The credentials are checked before anything is
+// changes to its static credentials (ignored without a credential store). The credentials are checked before anything is
 // saved, so a refused save saved nothing; a refusal with field messages answers the form
 // to draw again when form is set (a page's form; the API wants the messages alone).
 func (s Environments) Save(ctx context.Context, id string, in environment.Input, creds environment.CredentialChanges, form bool) (EnvironmentLine, *EnvironmentForm, error) {

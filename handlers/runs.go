@@ -57,18 +57,13 @@ type RunInbox interface {
 	CountWaitingForYou(ctx context.Context) (int64, error)
 }
 
-// RunDecisions are what a person may decide on a run, and what they may decide now
-// (run.Decisions).
+// RunDecisions are the decisions the API takes on a run one by one (run.Decisions); the
+// pages decide through their read model (pages.Reviews.Decide).
 type RunDecisions interface {
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
 	Cancel(ctx context.Context, id, reason string) (run.Run, error)
-	Recover(ctx context.Context, id, reason string) (run.Run, error)
-	PlanAgain(ctx context.Context, id string) (run.Run, error)
-	// Permissions says what the person may do to the run now (the only source of the
-	// controls a page shows).
-	Permissions(ctx context.Context, r run.Run) (run.Permissions, error)
 }
 
 // RunChanges delivers a signal whenever a run moves (runID "": any run of the

@@ -32,6 +32,7 @@ import (
 
 type pkg struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 }
 
@@ -117,11 +118,29 @@ var rules = []rule{
 		Why: "the metrics are a leaf: the composition root hands them their gauges' reads"},
 	{Prefix: "gantry/bench", Bans: []string{"gantry/"},
 		Why: "benchmark support is a leaf"},
-	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/cmd/benchtable", "gantry/cmd/gantry/webtest",
+	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/tools/benchtable", "gantry/cmd/gantry/webtest",
 		"gantry/runner/kube/kubecluster/kubetest", "gantry/models/db/dbtest", "gantry/runner/tofu/tofutest"},
 		Why: "only tests, benchmarks, their harnesses (webtest, kubetest, dbtest, tofutest: budgets for their waits) and the summary tool use benchmark support; the product never does"},
-	{Prefix: "gantry", Bans: []string{"gantry/deploy"}, Except: []string{"gantry/deploy"},
+	{Prefix: "gantry", Bans: []string{"gantry/deploy"}, Except: []string{"gantry/deploy", "gantry/tools"},
 		Why: "deploy/ holds the Helm chart and its checks (render, validate, install, the portal's image): tests and tasks use them, the product never does"},
+	{Prefix: "gantry", Bans: []string{"gantry/tools"}, Except: []string{"gantry/tools"},
+		Why: "tools/ holds the developer tools (test wrapper, builds, images, summaries): nothing that ships imports them"},
+}
+
+// mainHomes are where a command may live, each saying what it is by where it is:
+// cmd/ what ships (the portal, the in-container helpers, the provider runs use),
+// tools/ what developers and CI run, sandbox/cmd the development cloud's server.
+var mainHomes = []string{"gantry/cmd", "gantry/tools", "gantry/sandbox/cmd"}
+
+// misplacedMains lists the commands that live anywhere else.
+func misplacedMains(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		if p.Name == "main" && !exempt(p.ImportPath, mainHomes) {
+			out = append(out, fmt.Sprintf("%s is a command outside cmd/ (what ships), tools/ (developer tools) and sandbox/cmd", p.ImportPath))
+		}
+	}
+	return out
 }
 
 // violations lists what pkgs break of rules.
@@ -163,7 +182,11 @@ func banned(imp, ban string) bool {
 }
 
 func TestDependencyDirection(t *testing.T) {
-	for _, v := range violations(listPackages(t, ""), rules) {
+	pkgs := listPackages(t, "")
+	for _, v := range violations(pkgs, rules) {
+		t.Error(v)
+	}
+	for _, v := range misplacedMains(pkgs) {
 		t.Error(v)
 	}
 }
@@ -214,6 +237,7 @@ func TestPlantedImportIsCaught(t *testing.T) {
 		filepath.Join(root, "models", "run", "planted_import.go"): "package run\n\nimport _ \"gantry/models/state\"\n",
 		filepath.Join(root, "views", "planted_import.go"):         "package views\n\nimport _ \"net/http\"\n",
 		filepath.Join(root, "handlers", "planted_import.go"):      "package handlers\n\nimport _ \"gantry/web/devmail\"\n",
+		filepath.Join(root, "bench", "planted_main", "main.go"):   "package main\n\nfunc main() {}\n",
 	}
 	replace := map[string]string{}
 	i := 0
@@ -233,9 +257,10 @@ func TestPlantedImportIsCaught(t *testing.T) {
 	if err := os.WriteFile(overlay, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(violations(listPackages(t, overlay), rules), "\n")
+	pkgs := listPackages(t, overlay)
+	got := strings.Join(append(violations(pkgs, rules), misplacedMains(pkgs)...), "\n")
 	for _, want := range []string{"gantry/models/run imports gantry/models/state", "gantry/views imports net/http",
-		"gantry/handlers imports gantry/web/devmail"} {
+		"gantry/handlers imports gantry/web/devmail", "gantry/bench/planted_main is a command outside cmd/"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the planted import was not caught: want %q in\n%s", want, got)
 		}

@@ -1,7 +1,7 @@
 // Package bench is what Gantry's benchmarks share: deadlines scaled to how busy the
 // machine is, waits on events that report a time-out as a figure instead of failing, and
 // the table of every benchmark's goal that `go tool task bench` summarises (goals.go).
-// It is a leaf: it imports nothing of Gantry, and only tests and cmd/benchtable use it.
+// It is a leaf: it imports nothing of Gantry, and only tests and tools/benchtable use it.
 package bench
 
 import (

@@ -83,7 +83,7 @@ var Goals = []Goal{
 	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineStart", Metric: "gantry_build_s", Report: true,
 		Why: "Gantry compiled (gantry dev's first line)"},
 	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineStart", Metric: "opentofu_s", Report: true,
-		Why: "bin/tofu built (cmd/tofubuild ready)"},
+		Why: "bin/tofu built (tools/tofubuild ready)"},
 	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkFreshMachineStart", Metric: "cpu_s", Report: true,
 		Why: "CPU seconds of the command's process tree"},
 	{Package: "gantry/cmd/gantry", Benchmark: "BenchmarkSecondCloneStart", Metric: "serve_s", Max: 5,

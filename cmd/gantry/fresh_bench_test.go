@@ -39,13 +39,13 @@ import (
 //     measured, present ones take no time — the figure says which it met);
 //   - gantry_build_s: gantry dev's first line (Gantry compiled and linked);
 //   - serve_s: /healthz answering (goal ≤ 240);
-//   - opentofu_s: bin/tofu built (cmd/tofubuild's "ready" line);
+//   - opentofu_s: bin/tofu built (tools/tofubuild's "ready" line);
 //   - toolchain_ready_s: the provider and gantry-fwd built too, the live executor ready;
 //   - first_plan_s, first_live_run_s: a bucket requested in development through the API
 //     (as soon as the portal serves) reaching its review or apply, then SUCCEEDED (goal ≤ 600);
 //
 // with load_at_start and cpu_s, the CPU seconds of the command's process tree; a step whose
-// line a commit does not print (GANTRY_FRESH_REV=f2c7d85 has no cmd/tofubuild) is not
+// line a commit does not print (GANTRY_FRESH_REV=f2c7d85 has no cmd/tofubuild, now tools/tofubuild) is not
 // reported. It needs the
 // ports `go tool task dev` uses (8080, 5556, 8790, 9464) free. Run with -benchtime=1x: one
 // start takes many minutes. Not in CI (go tool task bench).
@@ -326,7 +326,7 @@ type stepLine struct{ mark, prefix string }
 
 // newStepMarks watches for the first lines that end each step: go-task's first line (it
 // is built), the task's install command (generate done), the command after it (installs
-// done) and, for dev, gantry dev's first line (Gantry built), cmd/tofubuild's "ready" and
+// done) and, for dev, gantry dev's first line (Gantry built), tools/tofubuild's "ready" and
 // gantry dev's toolchain message.
 func newStepMarks(task string) *stepMarks {
 	lines := []stepLine{
@@ -338,7 +338,7 @@ func newStepMarks(task string) *stepMarks {
 		lines = append(lines, stepLine{"installs", "task: [dev] .ci/dev"},
 			stepLine{"gantry", "Starting the private PostgreSQL cluster"}, stepLine{"opentofu", "OpenTofu: ready"})
 	case "test":
-		lines = append(lines, stepLine{"installs", "task: [test] go run ./cmd/testenv"})
+		lines = append(lines, stepLine{"installs", "task: [test] go run ./tools/testenv"})
 	}
 	return &stepMarks{lines: lines, marks: map[string]time.Time{}}
 }

@@ -25,7 +25,7 @@ const (
 
 // tofuBuild is the release-like static build of the pinned OpenTofu into out. The flags
 // come from OpenTofu's .goreleaser.yaml (without version.dev=no the binary calls itself
-// "-dev"). The Taskfile's tofu:build task runs this very build (cmd/tofubuild).
+// "-dev"). The Taskfile's tofu:build task runs this very build (tools/tofubuild).
 func tofuBuild(repoRoot, out string) GoBuild {
 	return GoBuild{Label: "OpenTofu", Dir: filepath.Join(repoRoot, "tools", "tofu"), Package: mainPackage,
 		Flags: []string{"-trimpath", "-ldflags", "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'", "-o", out}}
@@ -44,7 +44,7 @@ func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, 
 
 // EnsureBinaryIn returns the absolute path of binDir/tofu, building it first unless it
 // exists and reports the version tools/tofu/go.mod pins. The build runs `go build` in
-// repoRoot/tools/tofu (`go tool task tofu:build` runs it through cmd/tofubuild) and takes a few minutes the
+// repoRoot/tools/tofu (`go tool task tofu:build` runs it through tools/tofubuild) and takes a few minutes the
 // first time (then seconds, from the Go build cache); its packages are counted in p and
 // its messages go to log.
 //

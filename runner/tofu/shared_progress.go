@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// A pinned build is shared between processes (cmd/tofubuild started by `go tool task dev`,
+// A pinned build is shared between processes (tools/tofubuild started by `go tool task dev`,
 // gantry dev, parallel test binaries): one holds the lock and builds, the others wait. So
 // that a waiter can still say how far the build has come, the builder writes its count of
 // compiled packages to a file beside the lock, "<done> <total>", about every second, and

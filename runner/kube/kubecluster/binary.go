@@ -25,7 +25,7 @@ func PinnedVersion(repoRoot string) (string, error) {
 
 // k8sBuild is the static build of tools/k8s into out, stamped with version: without the -X
 // flags the kubelet and the apiserver call themselves v0.0.0 and version skew checks complain.
-// `go tool task k8s:build` runs this same build (through cmd/k8scluster), so it has one home.
+// `go tool task k8s:build` runs this same build (through tools/k8scluster), so it has one home.
 func k8sBuild(repoRoot, version, out string) tofu.GoBuild {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")

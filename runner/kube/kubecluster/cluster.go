@@ -43,7 +43,7 @@ const (
 	CNIBinDir    = "/usr/lib/cni"
 	cniNetwork   = "gantry-k8s"
 	// PauseImage is the pod sandbox image Start builds and imports (bump the tag when
-	// internal/pause changes: an image already imported under this name is kept).
+	// tools/k8scluster/pause changes: an image already imported under this name is kept).
 	PauseImage = "gantry.local/kubecluster/pause:1"
 
 	etcdPort                = 2379
@@ -63,7 +63,7 @@ type Options struct {
 	// Dir is the state directory (created when missing).
 	Dir string
 	// RepoRoot is Gantry's source tree: the pinned binary is built from its tools/k8s and
-	// the pause image from its internal/pause. Default: found from the working directory.
+	// the pause image from tools/k8scluster/pause. Default: found from the working directory.
 	RepoRoot string
 	// Binary is a prebuilt tools/k8s binary; default EnsureBinary's.
 	Binary string

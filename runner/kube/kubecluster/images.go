@@ -65,7 +65,7 @@ func (c *Cluster) Images(ctx context.Context) ([]string, error) {
 	return strings.Fields(out.String()), nil
 }
 
-// ensurePauseImage builds internal/pause statically and imports it as PauseImage unless
+// ensurePauseImage builds tools/k8scluster/pause statically and imports it as PauseImage unless
 // containerd (whose root survives Stop) has it already.
 func (c *Cluster) ensurePauseImage(ctx context.Context, repoRoot string, log io.Writer) error {
 	images, err := c.Images(ctx)
@@ -83,7 +83,7 @@ func (c *Cluster) ensurePauseImage(ctx context.Context, repoRoot string, log io.
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "pause")
-	build := tofu.GoBuild{Label: "the pause image", Dir: repoRoot, Package: "./runner/kube/kubecluster/internal/pause",
+	build := tofu.GoBuild{Label: "the pause image", Dir: repoRoot, Package: "./tools/k8scluster/pause",
 		Flags: []string{"-trimpath", "-ldflags", "-s -w", "-o", bin}}
 	if err := build.Run(ctx, nil, log); err != nil {
 		return err

@@ -27,7 +27,7 @@ import (
 //     a waiting stop is not starved by tests that keep starting: a new user waits at the gate
 //     while a stop is pending;
 //   - users/: one file per holder saying who it is, so that whoever waits can say whom for;
-//   - runs.lock: held shared by every test run (cmd/testenv, and each test process that uses
+//   - runs.lock: held shared by every test run (tools/testenv, and each test process that uses
 //     the cluster) for as long as it lasts; the last run to end stops a cluster the tests
 //     started, and never one a developer started (run/owner).
 

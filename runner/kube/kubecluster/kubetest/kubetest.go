@@ -3,7 +3,7 @@
 // One cluster per machine, shared by every test package of every checkout, in the machine-wide
 // state directory kubecluster.DefaultDir (/var/lib/gantry/k8s, the one `go tool task k8s:up`
 // uses), started by whichever test asks first. Why this and not a cluster per checkout, or one
-// that cmd/testenv starts up front, the way it starts PostgreSQL:
+// that tools/testenv starts up front, the way it starts PostgreSQL:
 //   - the cluster holds machine-wide resources (ports 2379/6443/10250, the kubepods cgroups, the
 //     pod bridge), so there can only be one at a time anyway: two checkouts each with its own
 //     directory fought over the ports; one directory lets them share the cluster and count its
@@ -20,7 +20,7 @@
 // test anywhere loses the cluster while it uses it. Whoever waits says whom for.
 //
 // A test process that uses the cluster joins the machine's test runs (kubecluster.JoinTestRun)
-// until it exits, as cmd/testenv does for a whole `go tool task test`; the last run to end
+// until it exits, as tools/testenv does for a whole `go tool task test`; the last run to end
 // stops a cluster the tests started (never one a developer started with k8s:up). A plain
 // `go test` leaves it running for the next run (`go tool task k8s:down` stops it).
 //

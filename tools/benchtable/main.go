@@ -1,7 +1,7 @@
 // Command benchtable runs Gantry's benchmarks and writes the summary table every issue
 // quotes: each goal of bench/goals.go with the figure of this run and whether it is met.
 //
-//	go run ./cmd/benchtable [-quick] [-timeout 45m] [-out .bench/summary.md] [packages]
+//	go run ./tools/benchtable [-quick] [-timeout 45m] [-out .bench/summary.md] [packages]
 //
 // It runs `go test -p 1 -run ^$ -bench <pattern> -benchmem -json -timeout <timeout>`, prints the
 // benchmark lines as they come, and writes the table even when a package fails or runs

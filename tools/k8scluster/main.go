@@ -1,10 +1,10 @@
 // Command k8scluster builds, starts, stops and inspects the single-node Kubernetes test
 // cluster (runner/kube/kubecluster) for the tasks:
 //
-//	go run ./cmd/k8scluster build     # the pinned binary, into the user cache (task k8s:build)
-//	go run ./cmd/k8scluster up        # start, or reuse, the machine's cluster (task k8s:up)
-//	go run ./cmd/k8scluster down      # stop it by its PID files and clean up, once no test uses it (task k8s:down)
-//	go run ./cmd/k8scluster status    # which components run; exit 1 unless healthy
+//	go run ./tools/k8scluster build     # the pinned binary, into the user cache (task k8s:build)
+//	go run ./tools/k8scluster up        # start, or reuse, the machine's cluster (task k8s:up)
+//	go run ./tools/k8scluster down      # stop it by its PID files and clean up, once no test uses it (task k8s:down)
+//	go run ./tools/k8scluster status    # which components run; exit 1 unless healthy
 //
 // -dir picks another state directory (default the machine's, /var/lib/gantry/k8s or
 // $GANTRY_K8S_DIR: the one the tests of every checkout share, runner/kube/kubecluster/kubetest).

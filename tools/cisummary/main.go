@@ -4,7 +4,7 @@
 // packages that failed without a failing test (a build error, a panic in TestMain, a
 // timeout), and the slowest top-level tests.
 //
-//	go run ./cmd/cisummary [-slowest 10] test.json
+//	go run ./tools/cisummary [-slowest 10] test.json
 //
 // It exits 1 when the run had a failure of any kind, 2 when it cannot read the file.
 package main

@@ -12,13 +12,13 @@
 //
 // Run it through go vet (it needs the facts go vet passes between packages):
 //
-//	go build -o bin/testvet ./cmd/testvet && go vet -vettool=bin/testvet ./...
+//	go build -o bin/testvet ./tools/testvet && go vet -vettool=bin/testvet ./...
 package main
 
 import (
 	"golang.org/x/tools/go/analysis/unitchecker"
 
-	"gantry/cmd/testvet/testgoroutine"
+	"gantry/tools/testvet/testgoroutine"
 )
 
 func main() { unitchecker.Main(testgoroutine.Analyzer) }

@@ -17,7 +17,7 @@ import (
 	"gantry/runner/tofu"
 )
 
-// TestPrebuildSaysHowFarItHasCome compiles a small program of this module (cmd/tofubuild)
+// TestPrebuildSaysHowFarItHasCome compiles a small program of this module (tools/tofubuild)
 // into an empty build cache: progress lines while it compiles, a last line with the count,
 // and then `go run` with the same flags compiles only the program's main package.
 func TestPrebuildSaysHowFarItHasCome(t *testing.T) {
@@ -25,7 +25,7 @@ func TestPrebuildSaysHowFarItHasCome(t *testing.T) {
 	t.Setenv("GOFLAGS", "")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	b := tofu.GoBuild{Label: "tofubuild", Dir: root, Package: "./cmd/tofubuild", Flags: []string{"-trimpath"}, CacheOnly: true}
+	b := tofu.GoBuild{Label: "tofubuild", Dir: root, Package: "./tools/tofubuild", Flags: []string{"-trimpath"}, CacheOnly: true}
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), b, 200*time.Millisecond, false, &syncWriter{w: &out}))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -37,12 +37,12 @@ func TestPrebuildSaysHowFarItHasCome(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "go: downloading")
 
-	list := exec.Command("go", "run", "-trimpath", "-v", "./cmd/tofubuild", "-h")
+	list := exec.Command("go", "run", "-trimpath", "-v", "./tools/tofubuild", "-h")
 	list.Dir = root
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	_ = list.Run() // -h exits 2
-	require.True(t, strings.HasPrefix(stderr.String(), "gantry/cmd/tofubuild\n"), "go run compiled more than the main package:\n%s", stderr.String())
+	require.True(t, strings.HasPrefix(stderr.String(), "gantry/tools/tofubuild\n"), "go run compiled more than the main package:\n%s", stderr.String())
 	_, err = os.Stat(filepath.Join(root, "tofubuild"))
 	require.True(t, os.IsNotExist(err), "nothing linked into the source tree")
 }

@@ -2,7 +2,7 @@
 // far it has come at least every 10 s, so that the `go run` of the program that follows
 // (with the same build flags) compiles only its main package and links:
 //
-//	go run ./cmd/prebuild [-label Gantry] [-every 10s] [-v] -- -trimpath ./cmd/gantry
+//	go run ./tools/prebuild [-label Gantry] [-every 10s] [-v] -- -trimpath ./cmd/gantry
 //
 // `go tool task dev` runs it before `go run -trimpath ./cmd/gantry dev`: on a machine with
 // an empty Go build cache that is a thousand packages and minutes of compiling, which a

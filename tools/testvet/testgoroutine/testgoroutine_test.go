@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/tools/go/analysis/analysistest"
 
-	"gantry/cmd/testvet/testgoroutine"
+	"gantry/tools/testvet/testgoroutine"
 )
 
 // TestAnalyzer runs the analyzer over testdata/src: gantry/fixture plants a violation

@@ -1,7 +1,7 @@
 // Command testenv runs a command with TEST_DATABASE_URL pointing at a
 // PostgreSQL server, for the Taskfile:
 //
-//	go run ./cmd/testenv -- go test ./...
+//	go run ./tools/testenv -- go test ./...
 //
 // If TEST_DATABASE_URL is already set, the command simply runs with it.
 // Otherwise testenv starts a throwaway cluster (fsync off) in a temp dir,
@@ -39,7 +39,7 @@ func run(args []string) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/testenv -- <command> [args...]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./tools/testenv -- <command> [args...]")
 		return 2
 	}
 	// Resolve the command first: no point starting postgres for a typo.
@@ -117,7 +117,7 @@ func run(args []string) int {
 func stopKubernetes(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	unlock, err := kubecluster.LockUsers(ctx, dir, true, "cmd/testenv at the end of its run", os.Stderr)
+	unlock, err := kubecluster.LockUsers(ctx, dir, true, "tools/testenv at the end of its run", os.Stderr)
 	if err != nil {
 		return err
 	}

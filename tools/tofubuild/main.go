@@ -3,7 +3,7 @@
 // before the binary is put in place — and says how far it has come at least every 10 s.
 // It returns at once when bin/tofu is already the pinned version.
 //
-//	go run ./cmd/tofubuild [-root .] [-bin-dir bin] [-every 10s]
+//	go run ./tools/tofubuild [-root .] [-bin-dir bin] [-every 10s]
 //
 // `go tool task dev` starts it first, at the lowest CPU priority, so that OpenTofu's long
 // first build takes the cores whenever Gantry's own build leaves them; `gantry dev` then

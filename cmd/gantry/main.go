@@ -32,6 +32,7 @@ Commands:
             .data/, a development OpenID Provider with demo users, and demo data.
   dev-oidc  Run gantry dev's development OpenID Provider on its own, for a gantry serve
             elsewhere (a Kubernetes cluster): flags set its address, issuer, client and users.
+            (dev and dev-oidc are left out of a build with -tags nodev: the production image.)
   migrate   Apply pending database migrations and exit.
   org       "gantry org invite": create an organization and invite its first owner by e-mail.
   keys      "gantry keys rotate": re-wrap every data key under the first key of --keys;
@@ -53,11 +54,15 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// commands maps each subcommand to its entry point.
-var commands = map[string]func(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error{
+// command is a subcommand's entry point.
+type command func(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error
+
+// commands maps each subcommand to its entry point. The development commands come from
+// devcommands.go (the default build) or nodev.go (-tags nodev, the production image).
+var commands = map[string]command{
 	"serve":    runServe,
-	"dev":      runDev,
-	"dev-oidc": runDevOIDC,
+	"dev":      devCommands.dev,
+	"dev-oidc": devCommands.oidc,
 	"migrate":  runMigrate,
 	"org":      runOrg,
 	"keys":     runKeys,

@@ -46,7 +46,8 @@ const installBudget = 5 * time.Minute
 // TestChartInstallsOnTheTestCluster installs the chart on the real single-node cluster:
 // the image built from this tree and imported into the node's containerd (never pulled),
 // a database of this test reachable from the pods at the cluster's gateway, and the
-// development OpenID Provider (`gantry dev-oidc`, the same binary) there too, with the
+// development OpenID Provider (`gantry dev-oidc` of a default build: the image's production
+// build leaves it out) there too, with the
 // Kubernetes executor's RBAC in a runner namespace of its own. Both replicas must become
 // ready, `/readyz` must answer through each pod, a person must sign in through a pod with
 // the provider on the host, the API server must grant the portal's ServiceAccount exactly
@@ -63,6 +64,12 @@ func TestChartInstallsOnTheTestCluster(t *testing.T) {
 
 	bin, err := portalimage.BuildBinary(ctx, repoRoot(t), t.TempDir())
 	require.NoError(t, err)
+	// The image's gantry is the production build: its development commands are not there.
+	refused, err := exec.CommandContext(ctx, bin, "dev").CombinedOutput()
+	require.Error(t, err, "the production gantry ran `gantry dev`")
+	require.Contains(t, string(refused), "not in this build")
+	devBin, err := portalimage.BuildDevBinary(ctx, repoRoot(t), t.TempDir())
+	require.NoError(t, err)
 	tag, err := portalimage.ContentTag(bin)
 	require.NoError(t, err)
 	img, err := portalimage.Image(bin, portalimage.CABundle, tag)
@@ -73,7 +80,7 @@ func TestChartInstallsOnTheTestCluster(t *testing.T) {
 	dbURL := forwardDatabase(t, c.Gateway(), dbtest.NewURL(t))
 	const baseURL = "http://gantry.test"
 	secret := "s-" + tag
-	issuer := startDevOIDC(t, bin, c.Gateway()+":0", baseURL+"/auth/callback", secret)
+	issuer := startDevOIDC(t, devBin, c.Gateway()+":0", baseURL+"/auth/callback", secret)
 
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	require.NoError(t, os.WriteFile(values, fmt.Appendf(nil, `baseURL: %s
@@ -237,7 +244,7 @@ func forwardDatabase(t *testing.T, gateway, dsn string) string {
 
 var devOIDCIssuer = regexp.MustCompile(`development OpenID Provider: (http://\S+)`)
 
-// startDevOIDC runs bin (gantry) as `gantry dev-oidc` on addr for one client, with the
+// startDevOIDC runs bin (a default build of gantry) as `gantry dev-oidc` on addr for one client, with the
 // demo users, and returns the issuer it announces.
 func startDevOIDC(t *testing.T, bin, addr, redirect, secret string) string {
 	t.Helper()

@@ -34,15 +34,31 @@ const (
 	CABundle = "/etc/ssl/certs/ca-certificates.crt"
 )
 
+// ProductionTags are the build tags of the gantry that ships: nodev leaves out the
+// development commands (`gantry dev`, `gantry dev-oidc`) and with them the sandbox cloud
+// and the development OpenID Provider (cmd/gantry/nodev.go).
+const ProductionTags = "nodev"
+
 // BuildBinary builds cmd/gantry from the module at repoRoot as a static binary (no cgo:
-// the image has no C library) into dir and returns its path.
+// the image has no C library) with ProductionTags into dir and returns its path.
 func BuildBinary(ctx context.Context, repoRoot, dir string) (string, error) {
+	return build(ctx, repoRoot, dir, "gantry", "-tags", ProductionTags)
+}
+
+// BuildDevBinary builds the default gantry (with its development commands) into dir:
+// tests run `gantry dev-oidc` from it beside an installed image.
+func BuildDevBinary(ctx context.Context, repoRoot, dir string) (string, error) {
+	return build(ctx, repoRoot, dir, "gantry-dev")
+}
+
+func build(ctx context.Context, repoRoot, dir, name string, flags ...string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(abs, "gantry")
-	b := tofu.GoBuild{Label: "gantry", Dir: repoRoot, Package: "./cmd/gantry", Flags: []string{"-trimpath", "-ldflags", "-s -w", "-o", out}}
+	out := filepath.Join(abs, name)
+	flags = append(flags, "-trimpath", "-ldflags", "-s -w", "-o", out)
+	b := tofu.GoBuild{Label: name, Dir: repoRoot, Package: "./cmd/gantry", Flags: flags}
 	var log bytes.Buffer
 	if err := b.Run(ctx, nil, &log); err != nil {
 		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(log.String()))

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,4 +109,35 @@ func TestChartAppVersion(t *testing.T) {
 	v, err := ChartAppVersion(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	require.Regexp(t, `^\d+\.\d+\.\d+`, v)
+}
+
+// TestProductionBuildLinksNoSandbox: the gantry the image ships (built with
+// ProductionTags) links no package of the sandbox cloud and not the development OpenID
+// Provider, while the default build, whose `gantry dev` starts them, does (so the check
+// can fail: a tag that left nothing out would be caught).
+func TestProductionBuildLinksNoSandbox(t *testing.T) {
+	t.Parallel()
+	deps := func(tags ...string) []string {
+		args := append([]string{"list", "-deps"}, tags...)
+		cmd := exec.Command("go", append(args, "./cmd/gantry")...)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		require.NoError(t, err, "go list %v", tags)
+		return strings.Fields(string(out))
+	}
+	development := func(pkgs []string) []string {
+		var out []string
+		for _, p := range pkgs {
+			if strings.HasPrefix(p, "gantry/sandbox/") || p == "gantry/web/devidp" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	shipped := deps("-tags", ProductionTags)
+	require.Contains(t, shipped, "gantry/cmd/gantry/assemble", "the production build is the portal")
+	require.Empty(t, development(shipped), "the production build links development pieces")
+	dev := development(deps())
+	require.True(t, slices.Contains(dev, "gantry/sandbox/cloud") && slices.Contains(dev, "gantry/web/devidp"),
+		"the default build should start the sandbox cloud and the development provider: %v", dev)
 }

@@ -44,7 +44,8 @@ func (d DriftedResource) Owned() bool { return d.WindowID != "" }
 
 // CloudChange is one change of a live resource as the cloud recorded it.
 type CloudChange struct {
-	// By is "run", "breakglass", "key" or "admin" (the sandbox cloud's words).
+	// By is "run", "breakglass", "key" or "admin" (the change history protocol's
+	// words, docs/change-history.md; anything else is someone outside Gantry).
 	By      string
 	Action  string
 	Subject string

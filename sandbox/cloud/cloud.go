@@ -141,7 +141,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/{kind}", s.workload(s.listObjects))
 	m.HandleFunc("POST /v1/{kind}", s.workload(s.createObject))
 	m.HandleFunc("GET /v1/{kind}/{id}", s.workload(s.getObject))
-	m.HandleFunc("GET /v1/{kind}/{id}/changes", s.workload(s.getHistory))
+	// Gantry's change history protocol (docs/change-history.md in Gantry): the object
+	// is named by its OpenTofu resource type, sandbox_<kind>.
+	m.HandleFunc("GET /v1/changes/{type}/{id}", byResourceType(s.workload(s.getHistory)))
 	m.HandleFunc("PUT /v1/{kind}/{id}", s.workload(s.updateObject))
 	m.HandleFunc("DELETE /v1/{kind}/{id}", s.workload(s.deleteObject))
 	m.HandleFunc("POST /admin/v1/keys", s.adminKeys(s.adminCreateKey))

@@ -1,14 +1,11 @@
 package cloud
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,8 +124,22 @@ func adminChange(action, reason string, generation int64, at time.Time) ChangeRe
 	return ChangeRecord{By: "admin", Action: action, Reason: reason, Generation: generation, At: at}
 }
 
-// getHistory answers GET /v1/{kind}/{id}/changes: the history of an object of the caller's
-// namespace, also after it was deleted (anything else is 404). Read tokens may ask.
+// byResourceType names the kind of a change history request from its OpenTofu resource
+// type: sandbox_<kind>. Any other type is no kind of this cloud (404 from workload).
+func byResourceType(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		kind, ok := strings.CutPrefix(r.PathValue("type"), "sandbox_")
+		if !ok {
+			kind = ""
+		}
+		r.SetPathValue("kind", kind)
+		next(w, r)
+	}
+}
+
+// getHistory answers GET /v1/changes/sandbox_{kind}/{id}, the change history protocol
+// Gantry's drift checks read: the history of an object of the caller's namespace, also
+// after it was deleted (anything else is 404). Read tokens may ask.
 func (s *Server) getHistory(w http.ResponseWriter, req *request) error {
 	h, err := s.history.load(req.kind, req.id)
 	if errors.Is(err, errNotFound) {
@@ -150,63 +161,4 @@ func (s *Server) getHistory(w http.ResponseWriter, req *request) error {
 	}
 	writeJSON(w, http.StatusOK, h)
 	return nil
-}
-
-// HistoryClient reads objects' change histories from a sandbox cloud with a workload token
-// (Gantry's drift checks use their read-only plan token).
-type HistoryClient struct {
-	// Endpoint is the cloud's http(s) URL.
-	Endpoint string
-	// HTTP is the client to use (nil: one with a 10-second timeout).
-	HTTP *http.Client
-}
-
-// ErrNoHistory: the cloud keeps no history of that object for this token (404).
-var ErrNoHistory = errors.New("the cloud has no history of this object")
-
-// Changes returns the history of the object of resource type typ (e.g. sandbox_database)
-// and id.
-func (c HistoryClient) Changes(ctx context.Context, token, typ, id string) (History, error) {
-	k, ok := api.Lookup(strings.TrimPrefix(typ, "sandbox_"))
-	if !ok || !strings.HasPrefix(typ, "sandbox_") {
-		return History{}, fmt.Errorf("%s is not a sandbox cloud resource type", typ)
-	}
-	if !k.ValidID(id) {
-		return History{}, fmt.Errorf("%q is not an id of %s", id, typ)
-	}
-	u, err := url.Parse(strings.TrimRight(c.Endpoint, "/") + "/v1/" + k.Name + "/" + url.PathEscape(id) + "/changes")
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return History{}, fmt.Errorf("the sandbox cloud endpoint %q is not an http(s) URL", c.Endpoint)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return History{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return History{}, fmt.Errorf("reading the history of %s %s: %w", typ, id, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return History{}, err
-	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return History{}, fmt.Errorf("%s %s: %w", typ, id, ErrNoHistory)
-	case resp.StatusCode != http.StatusOK:
-		var e api.ErrorBody
-		_ = json.Unmarshal(body, &e)
-		return History{}, fmt.Errorf("reading the history of %s %s: %d %s", typ, id, resp.StatusCode, redact(e.Error.Message, token))
-	}
-	var h History
-	if err := json.Unmarshal(body, &h); err != nil {
-		return History{}, fmt.Errorf("reading the history of %s %s: %w", typ, id, err)
-	}
-	return h, nil
 }

@@ -1,7 +1,8 @@
 package cloud_test
 
 import (
-	"errors"
+	"encoding/json"
+	"net/http"
 	"testing"
 
 	"gantry/sandbox/api"
@@ -11,8 +12,8 @@ import (
 
 // TestBreakglassTokensAndHistory: a break-glass window's token writes to its workspace and
 // every change records who made it (the window, a run, the admin API), also after a
-// delete; a read token of the workspace reads the history through HistoryClient, another
-// workspace's token gets nothing; a breakglass token must name its window, and only it.
+// delete; a read token of the workspace reads the history as Gantry's change history
+// protocol asks for it (GET /v1/changes/<type>/<id>), another workspace's token gets nothing; a breakglass token must name its window, and only it.
 func TestBreakglassTokensAndHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -30,8 +31,7 @@ func TestBreakglassTokensAndHistory(t *testing.T) {
 	must(e.admin.AdminUpdate(ctx(), "network", network.ID, map[string]any{"labels": map[string]any{"team": "ops"}}, "INC-7"))(t)
 
 	read := e.iss.Token(t, "acme", "prod", "ws-a", "read")
-	hc := cloud.HistoryClient{Endpoint: e.cloud.URL}
-	h := must(hc.Changes(ctx(), read, "sandbox_network", network.ID))(t)
+	h := readHistory(t, e.cloud.URL, read, "sandbox_network", network.ID)
 	if len(h.Changes) != 3 || h.Deleted || h.Namespace != (api.Namespace{Org: "acme", Env: "prod", Workspace: "ws-a"}) {
 		t.Fatalf("network history %+v", h)
 	}
@@ -46,21 +46,23 @@ func TestBreakglassTokensAndHistory(t *testing.T) {
 		t.Errorf("admin change %+v", c)
 	}
 	// A deleted object keeps its history, with who deleted it.
-	h = must(hc.Changes(ctx(), read, "sandbox_bucket", bucket.ID))(t)
+	h = readHistory(t, e.cloud.URL, read, "sandbox_bucket", bucket.ID)
 	if !h.Deleted || len(h.Changes) != 2 || h.Changes[1].Action != "delete" || h.Changes[1].Window != "bgw-1" {
 		t.Errorf("bucket history %+v", h)
 	}
-	// Another workspace, organization or a made-up id: nothing.
+	// Another workspace, organization, a made-up id or a type of another cloud: nothing (404).
 	for _, tok := range []string{e.iss.Token(t, "acme", "prod", "ws-b", "read"), e.iss.Token(t, "globex", "prod", "ws-a", "read")} {
-		if _, err := hc.Changes(ctx(), tok, "sandbox_network", network.ID); !errors.Is(err, cloud.ErrNoHistory) {
-			t.Errorf("another namespace read the history: %v", err)
+		if got := historyStatus(t, e.cloud.URL, tok, "sandbox_network", network.ID); got != http.StatusNotFound {
+			t.Errorf("another namespace read the history: %d", got)
 		}
 	}
-	if _, err := hc.Changes(ctx(), read, "sandbox_network", "net-00000000"); !errors.Is(err, cloud.ErrNoHistory) {
-		t.Errorf("unknown id: %v", err)
+	for typ, id := range map[string]string{"sandbox_network": "net-00000000", "aws_instance": "i-1", "network": network.ID} {
+		if got := historyStatus(t, e.cloud.URL, read, typ, id); got != http.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", typ, id, got)
+		}
 	}
-	if _, err := hc.Changes(ctx(), read, "aws_instance", "i-1"); err == nil {
-		t.Error("a type of another cloud was asked for")
+	if got := historyStatus(t, e.cloud.URL, "", "sandbox_network", network.ID); got != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", got)
 	}
 
 	// A breakglass token names its window; no other token does; a plan token never writes.
@@ -73,4 +75,42 @@ func TestBreakglassTokensAndHistory(t *testing.T) {
 		t.Logf("%s: %v", name, err)
 		wantStatus(t, err, 401, api.CodeUnauthenticated)
 	}
+}
+
+// historyGet asks for the change history of typ id as Gantry's drift checks do.
+func historyGet(t *testing.T, endpoint, token, typ, id string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(), http.MethodGet, endpoint+"/v1/changes/"+typ+"/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func historyStatus(t *testing.T, endpoint, token, typ, id string) int {
+	t.Helper()
+	resp := historyGet(t, endpoint, token, typ, id)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func readHistory(t *testing.T, endpoint, token, typ, id string) cloud.History {
+	t.Helper()
+	resp := historyGet(t, endpoint, token, typ, id)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("history of %s %s: %d", typ, id, resp.StatusCode)
+	}
+	var h cloud.History
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

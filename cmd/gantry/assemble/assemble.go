@@ -42,8 +42,8 @@ import (
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/runner"
+	"gantry/runner/cloudhistory"
 	"gantry/runner/mock"
-	"gantry/sandbox/cloud"
 	"gantry/telemetry"
 	"gantry/views/paths"
 	"gantry/web"
@@ -80,8 +80,9 @@ type Config struct {
 	// client's settings.
 	Mailer notify.Mailer
 	Hooks  notify.HookOptions
-	// CloudEndpoint is the sandbox cloud's API as Gantry reaches it: drift checks read
-	// its change history there, and break-glass credentials are shown with it ("":
+	// CloudEndpoint is the cloud's API as Gantry reaches it: drift checks read who
+	// changed a resource there through the change history protocol
+	// (docs/change-history.md), and break-glass credentials are shown with it ("":
 	// none; drift is then reported without who made it).
 	CloudEndpoint string
 	// DriftDispatchEvery is how often the leader looks for due drift checks (zero:
@@ -266,7 +267,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	var changes runner.ChangeLog
 	if cfg.CloudEndpoint != "" {
-		changes = cloudChanges{cloud.HistoryClient{Endpoint: cfg.CloudEndpoint}}
+		changes = cloudhistory.Client{Endpoint: cfg.CloudEndpoint}
 	}
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
 		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
@@ -380,19 +381,3 @@ func (a attestor) OfRun(ctx context.Context, orgID, runID string) ([]json.RawMes
 
 // Close releases the listen pool (stop the queue first).
 func (p *Portal) Close() { p.ListenPool.Close() }
-
-// cloudChanges reads the sandbox cloud's change history for drift checks (runner.ChangeLog).
-type cloudChanges struct{ client cloud.HistoryClient }
-
-func (c cloudChanges) Changes(ctx context.Context, token, typ, id string) ([]run.CloudChange, error) {
-	h, err := c.client.Changes(ctx, token, typ, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]run.CloudChange, len(h.Changes))
-	for i, ch := range h.Changes {
-		out[i] = run.CloudChange{By: ch.By, Action: ch.Action, Subject: ch.Subject, Run: ch.Run, Window: ch.Window, Phase: ch.Phase,
-			Reason: ch.Reason, At: ch.At}
-	}
-	return out, nil
-}

@@ -1,10 +1,7 @@
 package policies
 
 import (
-	"encoding/json"
 	"sort"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -28,98 +25,6 @@ var (
 	keyValue         = ast.StringTerm("value")
 	keyDefault       = ast.StringTerm("default")
 )
-
-// planCtx is where a value is in a plan document, as far as masking cares: the
-// parser passes it down so that it masks the objects that carry sensitivity
-// markers (and only those) when it has read them whole.
-type planCtx uint8
-
-const (
-	ctxNone           planCtx = iota // nothing to mask in here
-	ctxPlan                          // the plan document
-	ctxChanges                       // resource_changes, resource_drift
-	ctxResourceChange                // one of their elements
-	ctxOutputChanges                 // output_changes
-	ctxState                         // planned_values, prior_state.values
-	ctxPriorState                    // prior_state
-	ctxModules                       // child_modules
-	ctxModule                        // root_module, an element of child_modules
-	ctxResources                     // a module's resources
-	ctxOutputs                       // planned_values.outputs, prior_state.values.outputs
-	// The objects masked, when the parser has read them:
-	ctxChange   // resource_changes[].change, output_changes.<name>: before, after
-	ctxResource // a state resource: values by sensitive_values
-	ctxOutput   // a state output: value if sensitive
-)
-
-// child is the context of the value of key in an object of context c.
-func (c planCtx) child(key ast.String) planCtx {
-	switch c {
-	case ctxPlan:
-		switch key {
-		case "resource_changes", "resource_drift":
-			return ctxChanges
-		case "output_changes":
-			return ctxOutputChanges
-		case "planned_values":
-			return ctxState
-		case "prior_state":
-			return ctxPriorState
-		}
-	case ctxResourceChange:
-		if key == "change" {
-			return ctxChange
-		}
-	case ctxOutputChanges:
-		return ctxChange
-	case ctxPriorState:
-		if key == "values" {
-			return ctxState
-		}
-	case ctxState:
-		switch key {
-		case "root_module":
-			return ctxModule
-		case "outputs":
-			return ctxOutputs
-		}
-	case ctxModule:
-		switch key {
-		case "resources":
-			return ctxResources
-		case "child_modules":
-			return ctxModules
-		}
-	case ctxOutputs:
-		return ctxOutput
-	}
-	return ctxNone
-}
-
-// elem is the context of the elements of an array of context c.
-func (c planCtx) elem() planCtx {
-	switch c {
-	case ctxChanges:
-		return ctxResourceChange
-	case ctxModules:
-		return ctxModule
-	case ctxResources:
-		return ctxResource
-	}
-	return ctxNone
-}
-
-// masks reports whether the parser hands objects of context c to masker.object.
-func (c planCtx) masks() bool { return c >= ctxChange }
-
-// isMarkerKey reports whether a key's value is a sensitivity marker.
-func isMarkerKey(k ast.String) bool {
-	switch k {
-	case "before_sensitive", "after_sensitive", "sensitive_values", "sensitive":
-		return true
-	}
-	return false
-}
 
 // masker replaces the sensitive values of a plan by SensitiveMask (a null stays
 // null: it says only that the value is unset) and remembers the strings it masked,
@@ -389,88 +294,4 @@ func withValues(obj ast.Object, repl [][2]*ast.Term) ast.Object {
 		pairs = append(pairs, [2]*ast.Term{k, v})
 	})
 	return ast.NewObject(pairs...)
-}
-
-// redactor replaces, in a text, every occurrence of a sensitive string by
-// SensitiveMask: defence in depth, should a rule or an error copy one from somewhere
-// the masking did not reach. It looks for each string as is and as it appears
-// quoted in Rego's and JSON's renderings of a value; overlapping or adjacent
-// occurrences become one mask.
-type redactor struct {
-	// byPrefix lists the strings looked for by their first minPrefix bytes.
-	byPrefix map[string][]string
-}
-
-// minPrefix bytes start every string a redactor looks for (minSecretLen runes are
-// at least as many bytes).
-const minPrefix = minSecretLen
-
-func newRedactor(secrets []string) *redactor {
-	if len(secrets) == 0 {
-		return nil
-	}
-	r := &redactor{byPrefix: make(map[string][]string, len(secrets))}
-	seen := make(map[string]struct{}, len(secrets))
-	add := func(s string) {
-		if len(s) < minPrefix {
-			return
-		}
-		if _, dup := seen[s]; dup {
-			return
-		}
-		seen[s] = struct{}{}
-		r.byPrefix[s[:minPrefix]] = append(r.byPrefix[s[:minPrefix]], s)
-	}
-	for _, s := range secrets {
-		add(s)
-		q := strconv.Quote(s)
-		add(q[1 : len(q)-1])
-		if j, err := json.Marshal(s); err == nil {
-			add(string(j[1 : len(j)-1]))
-		}
-	}
-	return r
-}
-
-// redact returns s with every sensitive string in it masked. A nil redactor
-// changes nothing.
-func (r *redactor) redact(s string) string {
-	if r == nil || len(s) < minPrefix {
-		return s
-	}
-	// Find the covered byte ranges, in order of their start.
-	var spans [][2]int
-	for i := 0; i+minPrefix <= len(s); i++ {
-		cands, ok := r.byPrefix[s[i:i+minPrefix]]
-		if !ok {
-			continue
-		}
-		end := -1
-		for _, c := range cands {
-			if i+len(c) > end && strings.HasPrefix(s[i:], c) {
-				end = i + len(c)
-			}
-		}
-		if end < 0 {
-			continue
-		}
-		if n := len(spans); n > 0 && i <= spans[n-1][1] {
-			spans[n-1][1] = max(spans[n-1][1], end)
-		} else {
-			spans = append(spans, [2]int{i, end})
-		}
-	}
-	if spans == nil {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	prev := 0
-	for _, sp := range spans {
-		b.WriteString(s[prev:sp[0]])
-		b.WriteString(SensitiveMask)
-		prev = sp[1]
-	}
-	b.WriteString(s[prev:])
-	return b.String()
 }

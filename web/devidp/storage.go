@@ -3,11 +3,9 @@ package devidp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +19,6 @@ import (
 var (
 	_ op.Storage                   = (*storage)(nil)
 	_ op.CanSetUserinfoFromRequest = (*storage)(nil)
-	_ op.AuthRequest               = (*authRequest)(nil)
-	_ op.Client                    = (*client)(nil)
 )
 
 // Errors of the login form; the handler maps them to status codes.
@@ -370,113 +366,8 @@ func (s *storage) ValidateJWTProfileScopes(context.Context, string, []string) ([
 
 func (s *storage) Health(context.Context) error { return nil }
 
-// authRequest is one pending authorization. The op only ever sees copies
-// (snapshot), so the login handler can complete the stored one under the
-// mutex without racing readers.
-type authRequest struct {
-	id, clientID, redirectURI, state, nonce string
-	scopes                                  []string
-	responseType                            oidc.ResponseType
-	responseMode                            oidc.ResponseMode
-	challenge                               *oidc.CodeChallenge
-	created, authTime                       time.Time
-	subject                                 string
-	done                                    bool
-}
-
-func (r *authRequest) snapshot() *authRequest { c := *r; return &c }
-
-func (r *authRequest) GetID() string                         { return r.id }
-func (r *authRequest) GetACR() string                        { return "" }
-func (r *authRequest) GetAudience() []string                 { return []string{r.clientID} }
-func (r *authRequest) GetAuthTime() time.Time                { return r.authTime }
-func (r *authRequest) GetClientID() string                   { return r.clientID }
-func (r *authRequest) GetCodeChallenge() *oidc.CodeChallenge { return r.challenge }
-func (r *authRequest) GetNonce() string                      { return r.nonce }
-func (r *authRequest) GetRedirectURI() string                { return r.redirectURI }
-func (r *authRequest) GetResponseType() oidc.ResponseType    { return r.responseType }
-func (r *authRequest) GetResponseMode() oidc.ResponseMode    { return r.responseMode }
-func (r *authRequest) GetScopes() []string                   { return r.scopes }
-func (r *authRequest) GetState() string                      { return r.state }
-func (r *authRequest) GetSubject() string                    { return r.subject }
-func (r *authRequest) Done() bool                            { return r.done }
-
-func (r *authRequest) GetAMR() []string {
-	if r.done {
-		return []string{"pwd"}
-	}
-	return nil
-}
-
 type accessToken struct {
 	id, clientID, subject string
 	audience, scopes      []string
 	expires               time.Time
 }
-
-// client adapts a configured Client to op.Client.
-type client struct {
-	cfg      Client
-	loginURL string // prefix; the auth request id is appended
-}
-
-func (c *client) GetID() string                    { return c.cfg.ID }
-func (c *client) RedirectURIs() []string           { return c.cfg.RedirectURIs }
-func (c *client) PostLogoutRedirectURIs() []string { return c.cfg.PostLogoutRedirectURIs }
-func (c *client) LoginURL(id string) string        { return c.loginURL + url.QueryEscape(id) }
-
-// ApplicationType: a web (confidential) client may use http redirect URIs
-// for the code flow; a native (public) client may use loopback ones.
-func (c *client) ApplicationType() op.ApplicationType {
-	if c.cfg.Secret == "" {
-		return op.ApplicationTypeNative
-	}
-	return op.ApplicationTypeWeb
-}
-
-// AuthMethod: basic also accepts client_secret_post, because the op only
-// refuses post for clients registered as post when the provider lacks it.
-func (c *client) AuthMethod() oidc.AuthMethod {
-	if c.cfg.Secret == "" {
-		return oidc.AuthMethodNone
-	}
-	return oidc.AuthMethodBasic
-}
-
-func (c *client) ResponseTypes() []oidc.ResponseType {
-	return []oidc.ResponseType{oidc.ResponseTypeCode}
-}
-func (c *client) GrantTypes() []oidc.GrantType        { return []oidc.GrantType{oidc.GrantTypeCode} }
-func (c *client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
-func (c *client) IDTokenLifetime() time.Duration      { return idTokenTTL }
-func (c *client) DevMode() bool                       { return false }
-func (c *client) IsScopeAllowed(string) bool          { return false }
-func (c *client) ClockSkew() time.Duration            { return 0 }
-
-// IDTokenUserinfoClaimsAssertion puts email and name into the ID token even
-// though an access token is issued too; the app reads them from the ID token.
-func (c *client) IDTokenUserinfoClaimsAssertion() bool { return true }
-
-func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string     { return keepScopes }
-func (c *client) RestrictAdditionalAccessTokenScopes() func([]string) []string { return keepScopes }
-
-func keepScopes(s []string) []string { return s }
-
-// signingKey is the provider's RSA key; it serves as op.SigningKey, and its
-// public half as op.Key on the JWKS endpoint.
-type signingKey struct {
-	id  string
-	alg jose.SignatureAlgorithm
-	key *rsa.PrivateKey
-}
-
-func (k signingKey) ID() string                                  { return k.id }
-func (k signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return k.alg }
-func (k signingKey) Key() any                                    { return k.key }
-
-type publicKey struct{ k signingKey }
-
-func (p publicKey) ID() string                         { return p.k.id }
-func (p publicKey) Algorithm() jose.SignatureAlgorithm { return p.k.alg }
-func (p publicKey) Use() string                        { return "sig" }
-func (p publicKey) Key() any                           { return &p.k.key.PublicKey }

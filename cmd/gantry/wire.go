@@ -74,7 +74,7 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (serve: required for live runners, never built; dev: built from the source tree into bin/tofu in the background)")
 	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (serve: required for live runners; dev: built from the source tree)")
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
-	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the sandbox cloud's API URL as jobs reach it (SANDBOX_ENDPOINT)")
+	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the cloud's API URL as jobs reach it (SANDBOX_ENDPOINT); drift checks read who changed a resource there (docs/change-history.md)")
 	f.str(&s.fwdPath, "fwd", "GANTRY_FWD", "", "static gantry-fwd binary for runc jobs (serve: required for tofu/oci; dev: built from the source tree)")
 	f.str(&s.stateSocket, "state-socket", "GANTRY_STATE_SOCKET", "", "unix socket the portal serves the state backend on, for runc jobs (tofu/oci needs it)")
 	f.str(&s.cloudSocket, "cloud-socket", "GANTRY_CLOUD_SOCKET", "", "unix socket of the sandbox cloud, for runc jobs (tofu/oci needs it)")

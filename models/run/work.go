@@ -10,6 +10,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/environment"
 	"gantry/models/risk"
+	"gantry/models/secret"
 	"gantry/policies"
 )
 
@@ -36,7 +37,7 @@ type PlanWork struct {
 	Secrets []string
 	// Variables are the same values as the runner hands them to OpenTofu
 	// (TF_VAR_<name>; variables.go).
-	Variables Variables
+	Variables secret.Variables
 }
 
 // ExecutorOf names the executor run runID was requested on (every phase uses it): a

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/oci"
 	"gantry/runner/tofurun"
@@ -117,7 +118,7 @@ type phaseReq struct {
 	runID, workspaceID string
 	config, planFile   []byte
 	creds              runner.Credentials
-	vars               runner.Variables
+	vars               secret.Variables
 	log                io.Writer
 }
 
@@ -231,7 +232,7 @@ func or(d, def time.Duration) time.Duration {
 }
 
 // phaseSecrets are the files of the phase's Secret.
-func phaseSecrets(token string, c runner.Credentials, vars runner.Variables) map[string][]byte {
+func phaseSecrets(token string, c runner.Credentials, vars secret.Variables) map[string][]byte {
 	s := map[string][]byte{SecretEndpointToken: []byte(token)}
 	if c.StateUsername != "" {
 		s[SecretStateUsername], s[SecretStatePassword] = []byte(c.StateUsername), []byte(c.StatePassword)

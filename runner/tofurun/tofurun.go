@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"gantry/models/bundle"
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/tofu"
 )
@@ -92,7 +93,7 @@ type job struct {
 	files *SecretDir
 	stop  func()
 	// vars are the sensitive root variables of a plan or a verification.
-	vars runner.Variables
+	vars secret.Variables
 }
 
 // newJob writes the config bundle into a fresh working directory and the cloud token

@@ -117,6 +117,8 @@ var rules = []rule{
 		Why: "the API's description is built from the operations handlers register; it knows nothing of Gantry"},
 	{Prefix: "gantry/telemetry", Bans: []string{"gantry/"},
 		Why: "the metrics are a leaf: the composition root hands them their gauges' reads"},
+	{Prefix: "gantry/syncio", Bans: []string{"gantry/"},
+		Why: "the shared writers are a leaf: runners and the tests under cmd/ and deploy/ all use them"},
 	{Prefix: "gantry/bench", Bans: []string{"gantry/"},
 		Why: "benchmark support is a leaf"},
 	{Prefix: "gantry", Bans: []string{"gantry/bench"}, Except: []string{"gantry/bench", "gantry/cmd/benchtable", "gantry/cmd/gantry/webtest",

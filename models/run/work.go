@@ -312,7 +312,7 @@ func (s *Plans) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error 
 	if err := r.FinishPlanAs(to, DriftSummary(d, status)); err != nil {
 		return err
 	}
-	r.annotate(map[string]any{"drift_status": status, "drift": d})
+	r.moves.Annotate(map[string]any{"drift_status": status, "drift": d})
 	return s.k.windows.DriftChecked(ctx, DriftCheck{RunID: r.ID, Label: r.Label(), OrganizationID: r.OrganizationID,
 		WorkspaceID: r.WorkspaceID, SourceRunID: r.SourceRunID, Status: status})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gantry/models/run"
+	"gantry/models/secret"
 )
 
 // Kind is what a run intends.
@@ -58,26 +59,6 @@ func (Credentials) GoString() string { return redacted }
 // handler encodes structs with encoding/json).
 func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
 
-// Variables are the values of a run's sensitive inputs, by root variable name, as
-// OpenTofu parses TF_VAR_<name> (a string as it is, a number in decimal, a bool "true"
-// or "false"). An executor sets them only as TF_VAR_<name> in tofu's process
-// environment, never in a file; the config bundle only declares them. Like
-// Credentials, they stay out of logs, %v and JSON.
-type Variables map[string]string
-
-// redactedVariables is what a log line or a formatted value shows of variables.
-const redactedVariables = "[variables redacted]"
-
-// LogValue keeps the values out of slog output.
-func (Variables) LogValue() slog.Value { return slog.StringValue(redactedVariables) }
-
-// String and GoString keep the values out of %v, %+v and %#v.
-func (Variables) String() string   { return redactedVariables }
-func (Variables) GoString() string { return redactedVariables }
-
-// MarshalJSON keeps the values out of any JSON a request is encoded into.
-func (Variables) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedVariables + `"`), nil }
-
 // PlanRequest is the input of a plan: the config bundle (a tar, see models/bundle)
 // and the workspace's current state (nil when there is none yet).
 type PlanRequest struct {
@@ -87,8 +68,10 @@ type PlanRequest struct {
 	Config      []byte
 	PriorState  []byte
 	Credentials Credentials
-	// Variables are the values of the bundle's sensitive root variables.
-	Variables Variables
+	// Variables are the values of the bundle's sensitive root variables. An executor
+	// sets them only as TF_VAR_<name> in tofu's process environment, never in a file;
+	// the config bundle only declares them.
+	Variables secret.Variables
 	// Log receives the phase's log while it runs (the worker's LiveLog; nil: nobody
 	// watches). The result's Log still carries all of it, as evidence.
 	Log io.Writer
@@ -133,7 +116,7 @@ type VerifyRequest struct {
 	State       []byte
 	Credentials Credentials
 	// Variables as PlanRequest's: the refresh-only plan evaluates the configuration.
-	Variables Variables
+	Variables secret.Variables
 	Log       io.Writer // as PlanRequest.Log
 }
 

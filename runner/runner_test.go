@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/run"
+	"gantry/models/secret"
 )
 
 // TestCredentialsNeverPrint: credentials formatted or logged show no secret.
@@ -23,11 +24,12 @@ func TestCredentialsNeverPrint(t *testing.T) {
 	}
 }
 
-// TestVariablesNeverPrint: a request's sensitive variables formatted, logged or encoded
-// show no value, on their own or inside a request.
-func TestVariablesNeverPrint(t *testing.T) {
+// TestVariablesInRequestsNeverPrint: a request's sensitive variables (secret.Variables,
+// whose own test shows them quiet alone) formatted, logged or encoded inside a request
+// show no value.
+func TestVariablesInRequestsNeverPrint(t *testing.T) {
 	t.Parallel()
-	v := Variables{"note": "note-CANARY", "count": "4242CANARY"}
+	v := secret.Variables{"note": "note-CANARY", "count": "4242CANARY"}
 	plan, verify := PlanRequest{Variables: v}, VerifyRequest{Variables: v}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("job", "vars", v, "plan", plan, "verify", verify)
@@ -37,13 +39,12 @@ func TestVariablesNeverPrint(t *testing.T) {
 	for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", v, v, v, v), fmt.Sprintf("%v %+v %#v", plan, plan, verify), buf.String(), string(encoded)} {
 		require.NotContains(t, s, "CANARY")
 	}
-	// The run package's form of them, which the worker hands on, is as quiet.
-	w := run.Variables{"note": "note-CANARY"}
+	// The run package's work, which the worker hands on, is as quiet.
 	buf.Reset()
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("work", "vars", w, "work", run.PlanWork{Variables: w})
-	encoded, err = json.Marshal(run.VerifyWork{Variables: w})
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("work", "vars", v, "work", run.PlanWork{Variables: v})
+	encoded, err = json.Marshal(run.VerifyWork{Variables: v})
 	require.NoError(t, err)
-	for _, s := range []string{fmt.Sprintf("%v %+v %#v", w, w, run.PlanWork{Variables: w}), buf.String(), string(encoded)} {
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v", v, v, run.PlanWork{Variables: v}), buf.String(), string(encoded)} {
 		require.NotContains(t, s, "CANARY")
 	}
 }

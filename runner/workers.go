@@ -86,7 +86,7 @@ func (w *PlanWorker) Work(ctx context.Context, job *river.Job[PlanArgs]) error {
 	defer o.close()
 	ctx, creds, live := o.ctx, o.creds, o.live
 	res, err := o.rn.Plan(ctx, PlanRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Kind: kindOf(work.Run.Kind),
-		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Variables: Variables(work.Variables), Log: live})
+		Config: work.Config, PriorState: work.PriorState, Credentials: creds, Variables: work.Variables, Log: live})
 	live.Close() // the live log is complete before the run leaves the phase
 	// The stored log is the runner's whole log, which holds what it printed in clear.
 	res.Log = live.Mask(res.Log)
@@ -318,7 +318,7 @@ func (w *VerifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) err
 	defer o.close()
 	ctx, live := o.ctx, o.live
 	res, err := o.rn.Verify(ctx, VerifyRequest{RunID: work.Run.ID, WorkspaceID: work.Run.WorkspaceID, Config: work.Config,
-		State: work.State, Credentials: o.creds, Variables: Variables(work.Variables), Log: live})
+		State: work.State, Credentials: o.creds, Variables: work.Variables, Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
 	if err != nil {

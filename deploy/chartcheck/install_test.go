@@ -34,6 +34,7 @@ import (
 	"gantry/models/db/dbtest"
 	"gantry/models/keyring"
 	"gantry/runner/kube/kubecluster/kubetest"
+	"gantry/syncio"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -252,7 +253,7 @@ func startDevOIDC(t *testing.T, bin, addr, redirect, secret string) string {
 	cmd.Env = append(os.Environ(), "GANTRY_DEV_OIDC_CLIENT_SECRET="+secret)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &lockedBuffer{}
+	stderr := &syncio.Buffer{} // read while the process writes it
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -289,24 +290,6 @@ func startDevOIDC(t *testing.T, bin, addr, redirect, secret string) string {
 			}
 		}
 	}
-}
-
-// lockedBuffer is a process's stderr, safe to read while the process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // waitReady waits until n pods of the portal in ns are ready and returns them, woken by a

@@ -186,7 +186,7 @@ func (s *Service) end(ctx context.Context, w *Window, reason string, now time.Ti
 		return err
 	}
 	w.DriftCheckRunID = &check.ID
-	w.moves[len(w.moves)-1].data = map[string]any{"drift_check_run_id": check.ID}
+	w.moves.Last().Data = map[string]any{"drift_check_run_id": check.ID}
 	return nil
 }
 

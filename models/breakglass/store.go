@@ -90,12 +90,12 @@ func (s *Store) save(ctx context.Context, w *Window, who authz.Subject, now time
 
 // transitionEntry is the audit event of one move of a window.
 func transitionEntry(w Window, m move) audit.Entry {
-	data := map[string]any{"from": m.from, "to": m.to, "reason": m.reason, "workspace_id": w.WorkspaceID,
+	data := map[string]any{"from": m.From, "to": m.To, "reason": m.Reason, "workspace_id": w.WorkspaceID,
 		"terms_digest": w.TermsDigest, "duration_minutes": w.DurationMinutes}
-	for k, v := range m.data {
+	for k, v := range m.Data {
 		data[k] = v
 	}
-	return audit.Entry{Action: "breakglass." + actionOf[m.to], TargetType: "breakglass_window", TargetID: w.ID, Data: data,
+	return audit.Entry{Action: "breakglass." + actionOf[m.To], TargetType: "breakglass_window", TargetID: w.ID, Data: data,
 		EnvironmentID: w.EnvironmentID, WorkspaceID: w.WorkspaceID}
 }
 
@@ -177,8 +177,8 @@ func (s *Store) DriftChecked(ctx context.Context, c runport.DriftCheck) error {
 		if err != nil {
 			return err
 		}
-		if len(w.moves) > 0 {
-			w.moves[len(w.moves)-1].data = map[string]any{"drift_check_run_id": c.RunID, "codify_run_id": w.CodifyRunID}
+		if m := w.moves.Last(); m != nil {
+			m.Data = map[string]any{"drift_check_run_id": c.RunID, "codify_run_id": w.CodifyRunID}
 		}
 		if err := s.save(ctx, &w, authz.System(c.OrganizationID), now); err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"gantry/models/errs"
+	"gantry/models/moves"
 )
 
 // State is where a window is.
@@ -125,16 +126,12 @@ type Window struct {
 	UpdatedAt  time.Time
 	FinishedAt *time.Time
 
-	// moves are the transitions since the window was read, for the audit (gorm ignores
-	// unexported fields).
-	moves []move
+	// moves are the transitions since the window was read, for the audit.
+	moves moves.Log[State]
 }
 
-type move struct {
-	from, to State
-	reason   string
-	data     map[string]any
-}
+// move is one of a window's moves.
+type move = moves.Move[State]
 
 // TableName: gorm would say "windows".
 func (Window) TableName() string { return "breakglass_windows" }
@@ -188,7 +185,7 @@ func (w *Window) transition(to State, reason string, data map[string]any) error 
 	if !slices.Contains(transitions[w.State], to) {
 		return &TransitionError{From: w.State, To: to}
 	}
-	w.moves = append(w.moves, move{from: w.State, to: to, reason: reason, data: data})
+	w.moves.Add(w.State, to, reason, data)
 	w.State, w.StateReason = to, reason
 	return nil
 }

@@ -151,7 +151,7 @@ func (s *Decisions) decision(ctx context.Context, id string, act Action, ev *Evi
 					act, subject.Name, now.Format(time.RFC3339Nano), r.DecisionDeadline.UTC().Format(time.RFC3339Nano))); err != nil {
 					return err
 				}
-				r.annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
+				r.moves.Annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
 				outcome = "expired_late"
 				return db.CommitThen(v.Err())
 			}
@@ -193,8 +193,8 @@ func (s *Decisions) Approve(ctx context.Context, id string, in Approval) (Run, e
 		if elevated {
 			reason := strings.TrimSpace(in.Reason)
 			r.StateReason += ": " + reason
-			r.moves[len(r.moves)-1].reason = r.StateReason
-			r.annotate(map[string]any{"elevated": true, "confirmation": ConfirmWord, "approval_reason": reason,
+			r.moves.Last().Reason = r.StateReason
+			r.moves.Annotate(map[string]any{"elevated": true, "confirmation": ConfirmWord, "approval_reason": reason,
 				"authenticated_at": subject.AuthenticatedAt.UTC()})
 		}
 		return nil

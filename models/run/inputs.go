@@ -1,11 +1,15 @@
 package run
 
-import "context"
+import (
+	"context"
+
+	"gantry/models/secret"
+)
 
 // phaseInputs are what a phase of a run reads before it starts.
 type phaseInputs struct {
 	config, state []byte
-	vars          Variables
+	vars          secret.Variables
 	secrets       []string
 }
 

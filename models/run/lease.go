@@ -297,7 +297,7 @@ func (s *Jobs) takeOver(ctx context.Context, runID string, pass sweepPass) (Take
 			if err := r.transition(ApplyInterrupted, why+"; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
 				return err
 			}
-			r.annotate(map[string]any{"lease": data})
+			r.moves.Annotate(map[string]any{"lease": data})
 			return nil
 		}
 		t.Outcome = map[JobKind]string{JobPlan: "planning again", JobVerify: "verifying again"}[old.Phase]

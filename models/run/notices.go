@@ -20,9 +20,9 @@ type Notifier interface {
 // is addressed by the service: a waiting decision to everyone who may take it, an
 // outcome to the requester and the run's approvers.
 func noticesOf(r Run, m move) []notify.Event {
-	switch m.to {
+	switch m.To {
 	case PendingApproval:
-		if m.from == PolicyBlocked {
+		if m.From == PolicyBlocked {
 			// An override released a soft block: said to the requester, and the run now
 			// waits for an approval.
 			return []notify.Event{notify.RunDecided, notify.DecisionWaiting}
@@ -44,7 +44,7 @@ func noticesOf(r Run, m move) []notify.Event {
 	case ApplyInterrupted:
 		return []notify.Event{notify.RunFailed}
 	case Failed:
-		if m.from != ApplyInterrupted { // already told at the interruption
+		if m.From != ApplyInterrupted { // already told at the interruption
 			return []notify.Event{notify.RunFailed}
 		}
 	case Stale:
@@ -91,7 +91,7 @@ func (s *core) sendNotices(ctx context.Context, r Run, before []string, actor *a
 					to = append(to, *r.ApprovedBy)
 				}
 			}
-			n := notify.Notice{Event: e, OrganizationID: r.OrganizationID, RunID: r.ID, State: string(m.to), Reason: m.reason,
+			n := notify.Notice{Event: e, OrganizationID: r.OrganizationID, RunID: r.ID, State: string(m.To), Reason: m.Reason,
 				At: r.UpdatedAt, Recipients: without(to, actor)}
 			if actor != nil && !actor.System {
 				n.ActorName = actor.Name

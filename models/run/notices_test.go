@@ -21,25 +21,25 @@ func TestNoticesOfTransitions(t *testing.T) {
 		m    move
 		want []notify.Event
 	}{
-		{"planned, waits", Run{}, move{from: Planning, to: PendingApproval}, []notify.Event{notify.DecisionWaiting}},
-		{"approval voided, waits again", Run{}, move{from: Approved, to: PendingApproval}, []notify.Event{notify.DecisionWaiting}},
-		{"override released", Run{}, move{from: PolicyBlocked, to: PendingApproval}, []notify.Event{notify.RunDecided, notify.DecisionWaiting}},
-		{"soft block waits for an override", Run{PolicyOutcome: "soft_failed"}, move{from: Planning, to: PolicyBlocked}, []notify.Event{notify.DecisionWaiting}},
-		{"hard block", hard, move{from: Planning, to: PolicyBlocked}, []notify.Event{notify.RunFailed}},
-		{"approved by a person", person, move{from: PendingApproval, to: Approved}, []notify.Event{notify.RunDecided}},
-		{"self-service approval tells nobody", self, move{from: Planning, to: Approved}, nil},
-		{"rejected", Run{}, move{from: PendingApproval, to: Rejected}, []notify.Event{notify.RunDecided}},
-		{"expired", Run{}, move{from: PendingApproval, to: Expired}, []notify.Event{notify.RunExpired}},
-		{"stale", Run{}, move{from: Approved, to: Stale}, []notify.Event{notify.RunStale}},
-		{"plan failed", Run{}, move{from: Planning, to: Failed}, []notify.Event{notify.RunFailed}},
-		{"apply interrupted", Run{}, move{from: Running, to: ApplyInterrupted}, []notify.Event{notify.RunFailed}},
-		{"interrupted, then failed: told once", Run{}, move{from: ApplyInterrupted, to: Failed}, nil},
-		{"cancelled by the requester", Run{}, move{from: PendingApproval, to: Cancelled}, nil},
-		{"applying", Run{}, move{from: Approved, to: Running}, nil},
-		{"succeeded", Run{}, move{from: Verifying, to: Succeeded}, nil},
+		{"planned, waits", Run{}, move{From: Planning, To: PendingApproval}, []notify.Event{notify.DecisionWaiting}},
+		{"approval voided, waits again", Run{}, move{From: Approved, To: PendingApproval}, []notify.Event{notify.DecisionWaiting}},
+		{"override released", Run{}, move{From: PolicyBlocked, To: PendingApproval}, []notify.Event{notify.RunDecided, notify.DecisionWaiting}},
+		{"soft block waits for an override", Run{PolicyOutcome: "soft_failed"}, move{From: Planning, To: PolicyBlocked}, []notify.Event{notify.DecisionWaiting}},
+		{"hard block", hard, move{From: Planning, To: PolicyBlocked}, []notify.Event{notify.RunFailed}},
+		{"approved by a person", person, move{From: PendingApproval, To: Approved}, []notify.Event{notify.RunDecided}},
+		{"self-service approval tells nobody", self, move{From: Planning, To: Approved}, nil},
+		{"rejected", Run{}, move{From: PendingApproval, To: Rejected}, []notify.Event{notify.RunDecided}},
+		{"expired", Run{}, move{From: PendingApproval, To: Expired}, []notify.Event{notify.RunExpired}},
+		{"stale", Run{}, move{From: Approved, To: Stale}, []notify.Event{notify.RunStale}},
+		{"plan failed", Run{}, move{From: Planning, To: Failed}, []notify.Event{notify.RunFailed}},
+		{"apply interrupted", Run{}, move{From: Running, To: ApplyInterrupted}, []notify.Event{notify.RunFailed}},
+		{"interrupted, then failed: told once", Run{}, move{From: ApplyInterrupted, To: Failed}, nil},
+		{"cancelled by the requester", Run{}, move{From: PendingApproval, To: Cancelled}, nil},
+		{"applying", Run{}, move{From: Approved, To: Running}, nil},
+		{"succeeded", Run{}, move{From: Verifying, To: Succeeded}, nil},
 	}
 	for _, c := range cases {
-		c.r.State = c.m.to
+		c.r.State = c.m.To
 		require.Equal(t, c.want, noticesOf(c.r, c.m), c.name)
 	}
 }

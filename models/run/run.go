@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/moves"
 	"gantry/models/review"
 )
 
@@ -137,17 +138,12 @@ type Run struct {
 	FinishedAt *time.Time
 
 	// moves are the transitions made since the run was read, in order; the service
-	// audits each one (gorm ignores unexported fields).
-	moves []move
+	// audits each one with what its decision bound (evidence, reason, who may decide).
+	moves moves.Log[State]
 }
 
-type move struct {
-	from, to State
-	reason   string
-	// data is what the decision bound (evidence, reason, who may decide), written into
-	// the transition's audit event.
-	data map[string]any
-}
+// move is one of a run's moves.
+type move = moves.Move[State]
 
 // LogValue keeps run logs to ids and state; inputs may be sensitive.
 func (r Run) LogValue() slog.Value {
@@ -166,23 +162,9 @@ func (r *Run) transition(to State, reason string) error {
 	if !CanTransition(r.State, to) || r.Finished() {
 		return &TransitionError{From: r.State, To: to}
 	}
-	r.moves = append(r.moves, move{from: r.State, to: to, reason: reason})
+	r.moves.Add(r.State, to, reason, nil)
 	r.State, r.StateReason = to, reason
 	return nil
-}
-
-// annotate adds what the last move bound to its audit event.
-func (r *Run) annotate(data map[string]any) {
-	if len(r.moves) == 0 {
-		return
-	}
-	m := &r.moves[len(r.moves)-1]
-	if m.data == nil {
-		m.data = map[string]any{}
-	}
-	for k, v := range data {
-		m.data[k] = v
-	}
 }
 
 // Decider is the person (or the system) deciding on a run.
@@ -233,7 +215,7 @@ func (r *Run) Approve(d Decider, ev Evidence, now time.Time) error {
 	expires := now.Add(ApprovalValidity)
 	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, ev.PlanDigest, "person"
 	r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
-	r.annotate(ev.auditData())
+	r.moves.Annotate(ev.auditData())
 	return nil
 }
 
@@ -246,7 +228,7 @@ func (r *Run) SelfServiceApprove(rule string, now time.Time) error {
 	system, expires := "system", now.Add(ApprovalValidity)
 	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &system, "Gantry (self-service)", r.PlanDigest, "self-service"
 	r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
-	r.annotate(EvidenceOf(*r).auditData())
+	r.moves.Annotate(EvidenceOf(*r).auditData())
 	return nil
 }
 
@@ -281,8 +263,8 @@ func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error
 		return err
 	}
 	r.RejectedBy, r.RejectedByName, r.RejectedAt = &d.UserID, d.Name, &now
-	r.annotate(ev.auditData())
-	r.annotate(map[string]any{"rejected_by": d.UserID, "rejection_reason": reason})
+	r.moves.Annotate(ev.auditData())
+	r.moves.Annotate(map[string]any{"rejected_by": d.UserID, "rejection_reason": reason})
 	return nil
 }
 
@@ -297,7 +279,7 @@ func (r *Run) Cancel(d Decider, reason string, now time.Time) error {
 		return err
 	}
 	r.CancelledBy, r.CancelledByName, r.CancelledAt = &d.UserID, d.Name, &now
-	r.annotate(map[string]any{"cancelled_by": d.UserID, "cancellation_reason": reason})
+	r.moves.Annotate(map[string]any{"cancelled_by": d.UserID, "cancellation_reason": reason})
 	return nil
 }
 

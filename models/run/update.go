@@ -106,12 +106,12 @@ func (s *core) update(ctx context.Context, orgID, id string, actor *authz.Subjec
 // transitionEntry is the audit event of one state change, with the evidence in force
 // and what the decision bound.
 func transitionEntry(r Run, m move) audit.Entry {
-	data := map[string]any{"from": m.from, "to": m.to, "reason": m.reason, "workspace_id": r.WorkspaceID,
+	data := map[string]any{"from": m.From, "to": m.To, "reason": m.Reason, "workspace_id": r.WorkspaceID,
 		"number": r.Number, "simulated": r.Simulated}
 	if r.PlanDigest != "" {
 		data["plan_digest"] = r.PlanDigest
 	}
-	if m.to == Approved {
+	if m.To == Approved {
 		data["approved_plan_digest"], data["approval_kind"], data["config_digest"] = r.ApprovedPlanDigest, r.ApprovalKind, r.ConfigDigest
 		// What else the approval bound: the policy evaluation and the risk decision (the
 		// run row changes later; the hash-chained log keeps this).
@@ -125,9 +125,9 @@ func transitionEntry(r Run, m move) audit.Entry {
 			data["risk_class"] = *r.RiskClass
 		}
 	}
-	for k, v := range m.data {
+	for k, v := range m.Data {
 		data[k] = v
 	}
-	return audit.Entry{Action: "run." + strings.ToLower(string(m.to)), TargetType: "run", TargetID: r.ID, Data: data,
+	return audit.Entry{Action: "run." + strings.ToLower(string(m.To)), TargetType: "run", TargetID: r.ID, Data: data,
 		EnvironmentID: r.EnvironmentID, WorkspaceID: r.WorkspaceID}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 
@@ -12,6 +11,7 @@ import (
 
 	"gantry/models/db"
 	"gantry/models/keyring"
+	"gantry/models/secret"
 )
 
 // Sensitive template inputs (DESIGN §6: secrets never in generated files, plan JSON,
@@ -21,26 +21,8 @@ import (
 // the run) and reaches the runner of a plan or a verification only as the process
 // environment TF_VAR_<name>. An apply needs none: OpenTofu keeps the values in the
 // saved plan it applies (encrypted at rest like every artifact, never shown). A run
-// made from another run's bundle gets that run's values, sealed again for itself.
-
-// Variables are the values of a run's sensitive inputs as its runner hands them to
-// OpenTofu: TF_VAR_<name> = value, as OpenTofu parses such a variable (a string as it
-// is, a number in decimal, a bool "true" or "false"). They are secrets: logs, %v and
-// JSON show none of them.
-type Variables map[string]string
-
-// redactedVariables is what a log line or a formatted value shows of Variables.
-const redactedVariables = "[variables redacted]"
-
-// LogValue keeps the values out of slog output.
-func (Variables) LogValue() slog.Value { return slog.StringValue(redactedVariables) }
-
-// String and GoString keep the values out of %v, %+v and %#v.
-func (Variables) String() string   { return redactedVariables }
-func (Variables) GoString() string { return redactedVariables }
-
-// MarshalJSON keeps the values out of any JSON they are encoded into.
-func (Variables) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedVariables + `"`), nil }
+// made from another run's bundle gets that run's values, sealed again for itself. The
+// worker gets them as secret.Variables, which logs, %v and JSON never show.
 
 // variablesAAD binds a run's sealed values to its row: copied to another run (or
 // another organization) they do not open.
@@ -86,7 +68,7 @@ func (s *core) sensitiveValues(ctx context.Context, r Run) (map[string]any, erro
 // phaseSecrets are what a phase of run r (config, its bundle) needs of its sensitive
 // inputs: the variables a plan or a verification hands its runner, and the values its
 // live log masks: the sealed ones, and the literals an older bundle still holds.
-func (s *Jobs) phaseSecrets(ctx context.Context, r Run, config []byte) (Variables, []string, error) {
+func (s *Jobs) phaseSecrets(ctx context.Context, r Run, config []byte) (secret.Variables, []string, error) {
 	values, err := s.k.sensitiveValues(ctx, r)
 	if err != nil {
 		return nil, nil, err
@@ -99,11 +81,11 @@ func (s *Jobs) phaseSecrets(ctx context.Context, r Run, config []byte) (Variable
 }
 
 // variablesOf turns sealed values into TF_VAR_ texts.
-func variablesOf(values map[string]any) (Variables, error) {
+func variablesOf(values map[string]any) (secret.Variables, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
-	out := make(Variables, len(values))
+	out := make(secret.Variables, len(values))
 	for name, v := range values {
 		switch x := v.(type) {
 		case string:

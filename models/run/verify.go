@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gantry/models/artifact"
+	"gantry/models/secret"
 )
 
 // The verification phase: after an apply, a refresh-only comparison of the live
@@ -17,8 +18,8 @@ type VerifyWork struct {
 	Run       Run
 	Config    []byte
 	State     []byte
-	Secrets   []string  // as PlanWork.Secrets
-	Variables Variables // as PlanWork.Variables: the refresh-only plan evaluates the configuration too
+	Secrets   []string         // as PlanWork.Secrets
+	Variables secret.Variables // as PlanWork.Variables: the refresh-only plan evaluates the configuration too
 }
 
 // BeginVerify takes a lease for claim on a run being verified and returns the

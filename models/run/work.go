@@ -10,6 +10,7 @@ import (
 	"gantry/models/artifact"
 	"gantry/models/environment"
 	"gantry/models/risk"
+	"gantry/models/secret"
 	"gantry/policies"
 )
 
@@ -36,7 +37,7 @@ type PlanWork struct {
 	Secrets []string
 	// Variables are the same values as the runner hands them to OpenTofu
 	// (TF_VAR_<name>; variables.go).
-	Variables Variables
+	Variables secret.Variables
 }
 
 // ExecutorOf names the executor run runID was requested on (every phase uses it): a
@@ -311,7 +312,7 @@ func (s *Plans) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error 
 	if err := r.FinishPlanAs(to, DriftSummary(d, status)); err != nil {
 		return err
 	}
-	r.annotate(map[string]any{"drift_status": status, "drift": d})
+	r.moves.Annotate(map[string]any{"drift_status": status, "drift": d})
 	return s.k.windows.DriftChecked(ctx, DriftCheck{RunID: r.ID, Label: r.Label(), OrganizationID: r.OrganizationID,
 		WorkspaceID: r.WorkspaceID, SourceRunID: r.SourceRunID, Status: status})
 }

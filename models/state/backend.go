@@ -77,18 +77,7 @@ func parseState(data []byte) (stateHeader, error) {
 // serial with the same bytes again is an idempotent success (a retried request). In the
 // same transaction the run lifecycle marks the workspace's waiting runs STALE.
 func (s *Service) Write(ctx context.Context, cred Credential, workspaceID, lockID string, data []byte) error {
-	if err := s.authorize(ctx, cred, workspaceID, true); err != nil {
-		return err
-	}
-	h, err := parseState(data)
-	if err != nil {
-		return err
-	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		lock, err := s.lockFor(ctx, cred, workspaceID)
-		if err != nil {
-			return err
-		}
+	return withLock(ctx, s.Store, cred, workspaceID, true, data, parseState, func(ctx context.Context, lock lockRow, h stateHeader) error {
 		switch {
 		case lock.held() && (lockID != *lock.LockID || cred.RunID != deref(lock.RunID)):
 			return lock.lockedError()

@@ -92,6 +92,29 @@ func (s *Store) lockFor(ctx context.Context, cred Credential, workspaceID string
 	return lock, nil
 }
 
+// withLock is the one way a request of cred reaches workspaceID's state (Write, Lock,
+// Unlock): it checks that cred may read the state (write: write it) before looking at
+// the request's body, reads the body with parse, refusing a malformed one before any
+// row is locked, then runs fn with what parse read in a transaction holding the
+// workspace's lock row (lockFor), so a workspace's writes, locks and unlocks take turns.
+func withLock[T any](ctx context.Context, s *Store, cred Credential, workspaceID string, write bool, body []byte,
+	parse func([]byte) (T, error), fn func(ctx context.Context, lock lockRow, doc T) error) error {
+	if err := s.authorize(ctx, cred, workspaceID, write); err != nil {
+		return err
+	}
+	doc, err := parse(body)
+	if err != nil {
+		return err
+	}
+	return db.Tx(ctx, s.db, func(ctx context.Context) error {
+		lock, err := s.lockFor(ctx, cred, workspaceID)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, lock, doc)
+	})
+}
+
 func parseLockInfo(info []byte) (LockInfo, error) {
 	var li LockInfo
 	if err := json.Unmarshal(info, &li); err != nil {
@@ -114,18 +137,7 @@ func parseLockInfo(info []byte) (LockInfo, error) {
 // apply credential may also take again, under a new lock id, the lock it holds
 // (retakenBy).
 func (s *Store) Lock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
-	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
-		return err
-	}
-	li, err := parseLockInfo(info)
-	if err != nil {
-		return err
-	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		lock, err := s.lockFor(ctx, cred, workspaceID)
-		if err != nil {
-			return err
-		}
+	return withLock(ctx, s, cred, workspaceID, false, info, parseLockInfo, func(ctx context.Context, lock lockRow, li LockInfo) error {
 		if reservedFor(lock, cred) || retakenBy(lock, cred) {
 			// The apply's own tofu takes the lock Gantry reserved for it, or its job
 			// locks again what it already holds: the same holding, so the fence stays.
@@ -144,7 +156,7 @@ func (s *Store) Lock(ctx context.Context, cred Credential, workspaceID string, i
 		}
 		// Every acquisition gets the next fence: a lock id names one holding, and the
 		// fence orders holdings, never going back.
-		err = db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = ?, info = ?, run_id = ?, credential_id = ?,
+		err := db.Conn(ctx, s.db).Exec(`UPDATE state_locks SET lock_id = ?, info = ?, run_id = ?, credential_id = ?,
 			fence = fence + 1, acquired_at = now() WHERE workspace_id = ?`,
 			li.ID, string(info), cred.RunID, cred.ID, workspaceID).Error
 		if err != nil {
@@ -220,18 +232,7 @@ func retakenBy(lock lockRow, cred Credential) bool {
 // applies, so a job cannot break another run's lock; the orchestrator does that with
 // FenceAndRelease.
 func (s *Store) Unlock(ctx context.Context, cred Credential, workspaceID string, info []byte) error {
-	if err := s.authorize(ctx, cred, workspaceID, false); err != nil {
-		return err
-	}
-	li, err := parseLockInfo(info)
-	if err != nil {
-		return err
-	}
-	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		lock, err := s.lockFor(ctx, cred, workspaceID)
-		if err != nil {
-			return err
-		}
+	return withLock(ctx, s, cred, workspaceID, false, info, parseLockInfo, func(ctx context.Context, lock lockRow, li LockInfo) error {
 		if !lock.held() {
 			return nil
 		}

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 	"gantry/runner/oci"
 	"gantry/runner/tofu"
 	"gantry/runner/tofu/tofutest"
+	"gantry/syncio"
 )
 
 // probeEnv is the cluster, a namespace, the runner image and a phase endpoint on the
@@ -90,7 +90,7 @@ func TestPodIsolation(t *testing.T) {
 	secrets := map[string][]byte{kube.SecretEndpointToken: []byte(token), kube.SecretStateUsername: []byte("job-cred-1"),
 		kube.SecretStatePassword: []byte("canary-STATE-password"), kube.SecretCloudToken: []byte("canary-CLOUD-token"),
 		"var.note": []byte("canary-VARIABLE-value")}
-	var log lockedLog
+	var log syncio.Buffer // written by the pod's follower, read by the test
 	apiserver := "https://" + net.JoinHostPort(p.ce.cluster.NodeIP(), "6443") + "/api/v1/namespaces/" + p.ce.ns + "/secrets"
 	spec := kube.PodSpec{Job: mine.Job, Phase: kube.PhasePlan, RunID: mine.RunID, Log: &log, Timeout: 5 * time.Minute,
 		Env:     map[string]string{kube.EnvPhaseURL: p.url + kube.PathPrefix + mine.Job, kube.EnvCloudEndpoint: "http://cloud.invalid"},
@@ -189,24 +189,6 @@ func requireJobSpec(t *testing.T, job *batchv1.Job, image string) {
 	require.False(t, c.Resources.Limits.Cpu().IsZero())
 }
 
-// lockedLog is a log written by the pod's follower and read by the test.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // TestHealthAndSweep: the executor is healthy with its image imported, and says why not
 // with an image no node has or a namespace that does not exist; a restarted replica's
 // sweep deletes its own Jobs and Secrets and leaves another replica's alone.
@@ -229,7 +211,7 @@ func TestHealthAndSweep(t *testing.T) {
 		in, token := p.open(t, "run-"+replica)
 		l, err := kube.NewJobLauncher(kube.JobConfig{Client: p.ce.client, Namespace: p.ce.ns, Image: p.ce.image, Replica: replica})
 		require.NoError(t, err)
-		pod, err := l.Launch(ctx, kube.PodSpec{Job: in.Job, Phase: kube.PhasePlan, RunID: in.RunID, Log: &lockedLog{},
+		pod, err := l.Launch(ctx, kube.PodSpec{Job: in.Job, Phase: kube.PhasePlan, RunID: in.RunID, Log: &syncio.Buffer{},
 			Env:     map[string]string{kube.EnvPhaseURL: p.url + kube.PathPrefix + in.Job},
 			Secrets: map[string][]byte{kube.SecretEndpointToken: []byte(token)}, Args: []string{"-probe"}})
 		require.NoError(t, err)

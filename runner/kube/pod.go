@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/tofu"
 	"gantry/runner/tofurun"
@@ -129,7 +130,7 @@ func RunPhase(ctx context.Context, cfg PodConfig) error {
 // podSecrets are the Secret's values.
 type podSecrets struct {
 	stateUser, statePass, cloud, endpoint string
-	vars                                  runner.Variables
+	vars                                  secret.Variables
 }
 
 // readSecrets reads the mounted Secret. A Secret volume shows each key as a link into
@@ -162,7 +163,7 @@ func readSecrets(dir string) (podSecrets, error) {
 			s.endpoint = v
 		case strings.HasPrefix(name, secretVarPrefix):
 			if s.vars == nil {
-				s.vars = runner.Variables{}
+				s.vars = secret.Variables{}
 			}
 			s.vars[strings.TrimPrefix(name, secretVarPrefix)] = v
 		}

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/oci"
 	"gantry/runner/tofurun"
+	"gantry/syncio"
 )
 
 // Name is the executor's name in runs and environments.
@@ -117,7 +117,7 @@ type phaseReq struct {
 	runID, workspaceID string
 	config, planFile   []byte
 	creds              runner.Credentials
-	vars               runner.Variables
+	vars               secret.Variables
 	log                io.Writer
 }
 
@@ -139,8 +139,8 @@ func (r *Runner) phase(ctx context.Context, req phaseReq) (Result, error) {
 	}
 	defer r.Portal.Close(sess)
 	// The followed log is kept too: it is the evidence of a pod that died before it
-	// could upload its own.
-	var followed lockedBuffer
+	// could upload its own. The follower writes it while the phase may read it.
+	var followed syncio.Buffer
 	spec := PodSpec{Job: job, Phase: req.phase, RunID: req.runID,
 		Env:     map[string]string{EnvPhaseURL: strings.TrimRight(r.PortalURL, "/") + PathPrefix + job, EnvCloudEndpoint: r.CloudEndpoint},
 		Secrets: phaseSecrets(token, req.creds, req.vars), Log: io.MultiWriter(runner.LogTo(req.log), &followed),
@@ -231,7 +231,7 @@ func or(d, def time.Duration) time.Duration {
 }
 
 // phaseSecrets are the files of the phase's Secret.
-func phaseSecrets(token string, c runner.Credentials, vars runner.Variables) map[string][]byte {
+func phaseSecrets(token string, c runner.Credentials, vars secret.Variables) map[string][]byte {
 	s := map[string][]byte{SecretEndpointToken: []byte(token)}
 	if c.StateUsername != "" {
 		s[SecretStateUsername], s[SecretStatePassword] = []byte(c.StateUsername), []byte(c.StatePassword)
@@ -252,22 +252,4 @@ func newJobName(phase string) (string, error) {
 		return "", err
 	}
 	return "gantry-" + phase + "-" + hex.EncodeToString(b), nil
-}
-
-// lockedBuffer is a buffer written from the log follower while the phase reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }

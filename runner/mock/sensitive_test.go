@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/bundle"
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/mock"
 )
@@ -86,7 +87,7 @@ output "digest" {
 	return tarball
 }
 
-func planWith(t *testing.T, config, prior []byte, vars runner.Variables) (runner.PlanResult, error) {
+func planWith(t *testing.T, config, prior []byte, vars secret.Variables) (runner.PlanResult, error) {
 	t.Helper()
 	return mock.New().Plan(context.Background(), runner.PlanRequest{RunID: "run-1", WorkspaceID: workspace, Kind: runner.KindApply,
 		Config: config, PriorState: prior, Variables: vars})
@@ -106,12 +107,12 @@ func TestSensitiveRootVariables(t *testing.T) {
 
 	_, err := planWith(t, cfg, nil, nil)
 	require.ErrorContains(t, err, `no value for required variable: the root module input variable "note" is not set`)
-	_, err = planWith(t, cfg, nil, runner.Variables{"note": "too-short"})
+	_, err = planWith(t, cfg, nil, secret.Variables{"note": "too-short"})
 	require.ErrorContains(t, err, "Resource precondition failed: sandbox_bucket.this: The access note must be at least 12 characters.",
 		"a precondition on a sensitive value is checked, and says its message")
 	require.NotContains(t, err.Error(), "too-short")
 
-	res, err := planWith(t, cfg, nil, runner.Variables{"note": noteSecret, "undeclared": "ignored"})
+	res, err := planWith(t, cfg, nil, secret.Variables{"note": noteSecret, "undeclared": "ignored"})
 	require.NoError(t, err)
 	var doc struct {
 		Variables map[string]struct {
@@ -178,14 +179,14 @@ func TestSensitiveRootVariables(t *testing.T) {
 
 	// Planned again with the same value: nothing changes, and the prior value is known
 	// to be sensitive from the state.
-	again, err := planWith(t, cfg, out.State, runner.Variables{"note": noteSecret})
+	again, err := planWith(t, cfg, out.State, secret.Variables{"note": noteSecret})
 	require.NoError(t, err)
 	require.False(t, again.HasChanges)
 	require.NoError(t, json.Unmarshal(again.PlanJSON, &doc))
 	require.Equal(t, map[string]any{"labels": map[string]any{"key_digest": true}}, doc.ResourceChanges[0].Change.BeforeSensitive)
 
 	// Another value: the label changes, shown sensitive on both sides.
-	changed, err := planWith(t, cfg, out.State, runner.Variables{"note": "another-note-value"})
+	changed, err := planWith(t, cfg, out.State, secret.Variables{"note": "another-note-value"})
 	require.NoError(t, err)
 	require.True(t, changed.HasChanges)
 	require.Contains(t, string(changed.Log), `~ labels = { key_digest = (sensitive value), managed_by = "gantry" } -> { key_digest = (sensitive value), managed_by = "gantry" }`)
@@ -196,10 +197,10 @@ func TestSensitiveRootVariables(t *testing.T) {
 // derived from a sensitive one must be declared sensitive, and then shows none of it.
 func TestSensitiveValuesNeedSensitiveOutputs(t *testing.T) {
 	t.Parallel()
-	_, err := planWith(t, notedBundle(t, "\noutput \"digest\" {\n  value = module.noted.digest\n}\n"), nil, runner.Variables{"note": noteSecret})
+	_, err := planWith(t, notedBundle(t, "\noutput \"digest\" {\n  value = module.noted.digest\n}\n"), nil, secret.Variables{"note": noteSecret})
 	require.ErrorContains(t, err, `output "digest": Output refers to sensitive values`)
 
-	res, err := planWith(t, notedBundle(t, "\noutput \"digest\" {\n  value     = module.noted.digest\n  sensitive = true\n}\n"), nil, runner.Variables{"note": noteSecret})
+	res, err := planWith(t, notedBundle(t, "\noutput \"digest\" {\n  value     = module.noted.digest\n  sensitive = true\n}\n"), nil, secret.Variables{"note": noteSecret})
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(res.Log), "digest = (sensitive value)"), string(res.Log))
 }

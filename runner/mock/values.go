@@ -73,40 +73,21 @@ func omitUnknowns(v cty.Value) cty.Value {
 // unknownAsBool mirrors v with true for unknown leaves; known leaves are left
 // out of objects (so a known map becomes {}), as tofu's after_unknown.
 func unknownAsBool(v cty.Value) cty.Value {
-	ty := v.Type()
-	switch {
-	case v.IsNull():
-		return cty.False
-	case !v.IsKnown():
-		return cty.True
-	case ty.IsPrimitiveType():
-		return cty.False
-	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
-		if v.LengthInt() == 0 {
-			return cty.EmptyTupleVal
-		}
-		var vals []cty.Value
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
-			vals = append(vals, unknownAsBool(e))
-		}
-		return cty.TupleVal(vals)
-	default:
-		vals := map[string]cty.Value{}
-		for it := v.ElementIterator(); it.Next(); {
-			k, e := it.Element()
-			if b := unknownAsBool(e); !b.RawEquals(cty.False) {
-				vals[k.AsString()] = b
-			}
-		}
-		return cty.ObjectVal(vals)
-	}
+	return markAsBool(v, func(v cty.Value) bool { return !v.IsKnown() })
 }
 
 // sensitiveAsBool mirrors v's structure: a marked (sensitive) part is true,
 // other primitives and nulls are false, collections keep their shape.
 func sensitiveAsBool(v cty.Value) cty.Value {
-	if v.IsMarked() {
+	return markAsBool(v, cty.Value.IsMarked)
+}
+
+// markAsBool mirrors v's structure as tofu's after_unknown and *_sensitive do: a part
+// that is(part) is true and is not looked into; any other null, unknown or primitive
+// is false; a sequence keeps its elements' places; an object or a map keeps only the
+// attributes that are not false (so an object with nothing marked becomes {}).
+func markAsBool(v cty.Value, is func(cty.Value) bool) cty.Value {
+	if is(v) {
 		return cty.True
 	}
 	ty := v.Type()
@@ -120,14 +101,14 @@ func sensitiveAsBool(v cty.Value) cty.Value {
 		var vals []cty.Value
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			vals = append(vals, sensitiveAsBool(e))
+			vals = append(vals, markAsBool(e, is))
 		}
 		return cty.TupleVal(vals)
 	default:
 		vals := map[string]cty.Value{}
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
-			if b := sensitiveAsBool(e); !b.RawEquals(cty.False) {
+			if b := markAsBool(e, is); !b.RawEquals(cty.False) {
 				vals[k.AsString()] = b
 			}
 		}

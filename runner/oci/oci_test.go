@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"gantry/bench"
+	"gantry/syncio"
 )
 
 // The tests run real containers: they need root and runc (Debian package runc).
@@ -163,28 +164,11 @@ func (e *env) assertClean(t *testing.T, id string) {
 
 func (e *env) run(t *testing.T, ctx context.Context, s Spec) (Result, string, error) {
 	t.Helper()
-	var out syncBuffer
+	var out syncio.Buffer // stdout and stderr, copied by two goroutines
 	s.Stdout, s.Stderr = &out, &out
 	res, err := e.ex.Run(ctx, s)
 	e.assertClean(t, s.ID)
 	return res, out.String(), err
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestHealth(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+
+	"gantry/syncio"
 )
 
 // BuildProgress counts the packages of the toolchain's `go build`s, for the pages that
@@ -203,7 +205,7 @@ func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error
 	// The go command's stderr and the messages read from its events both go to log, from
 	// two goroutines: one lock, and no ReadFrom (a bytes.Buffer's would drop the other's
 	// writes).
-	log = &lockedWriter{w: log}
+	log = syncio.NewWriter(log)
 	cmd.Stderr = log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -234,16 +236,4 @@ func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error
 	}
 	p.finish(b.Label)
 	return nil
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -43,11 +43,9 @@ var ErrStateNotStored = errors.New("the apply's state could not be stored")
 // logSnapshot returns a copy of the job log so far. The token refresher may be writing
 // to it, so it is read under the log writer's lock.
 func (j *job) logSnapshot() []byte {
-	if lw, ok := j.out.(*lockedWriter); ok {
-		lw.mu.Lock()
-		defer lw.mu.Unlock()
-	}
-	return bytes.Clone(j.log.Bytes())
+	var snapshot []byte
+	j.out.Locked(func() { snapshot = bytes.Clone(j.log.Bytes()) })
+	return snapshot
 }
 
 // recoverState follows an apply that failed with applyErr, whose output was applyLog.

@@ -169,15 +169,3 @@ func (j *job) secretFiles(ctx context.Context, live io.Writer) error {
 	j.stop = func() { cancel(); <-done }
 	return nil
 }
-
-// lockedWriter serialises writes: tofu's output and the refresher's notes.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

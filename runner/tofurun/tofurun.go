@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"gantry/models/bundle"
+	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/tofu"
+	"gantry/syncio"
 )
 
 // Command is one tofu invocation in a job's working directory.
@@ -83,8 +85,9 @@ type job struct {
 	r   *Runner
 	dir string
 	log bytes.Buffer // the whole log, the phase's evidence
-	// out is where the log is written: log, and the request's live log as it happens.
-	out     io.Writer
+	// out is where the log is written: log, and the request's live log as it happens,
+	// one write at a time (tofu's output and the refresher's notes).
+	out     *syncio.Writer
 	creds   runner.Credentials
 	plugins string // the plugin cache directory for this job's lock file, or ""
 	// files holds the cloud token (tokenFile), kept fresh while the phase runs by the
@@ -92,7 +95,7 @@ type job struct {
 	files *SecretDir
 	stop  func()
 	// vars are the sensitive root variables of a plan or a verification.
-	vars runner.Variables
+	vars secret.Variables
 }
 
 // newJob writes the config bundle into a fresh working directory and the cloud token
@@ -126,7 +129,7 @@ func (r *Runner) newJob(ctx context.Context, cfg []byte, creds runner.Credential
 	j := &job{r: r, dir: dir, creds: creds, stop: func() {}}
 	// The live log never fails a write, so the buffer always gets everything. The
 	// refresher writes to it too, while tofu's output comes.
-	j.out = &lockedWriter{w: io.MultiWriter(&j.log, runner.LogTo(live))}
+	j.out = syncio.NewWriter(io.MultiWriter(&j.log, runner.LogTo(live)))
 	if err := j.secretFiles(ctx, live); err != nil {
 		j.close()
 		return nil, err

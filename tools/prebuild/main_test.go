@@ -2,19 +2,18 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gantry/runner/tofu"
+	"gantry/syncio"
 )
 
 // TestPrebuildSaysHowFarItHasCome compiles a small program of this module (tools/tofubuild)
@@ -26,8 +25,8 @@ func TestPrebuildSaysHowFarItHasCome(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	b := tofu.GoBuild{Label: "tofubuild", Dir: root, Package: "./tools/tofubuild", Flags: []string{"-trimpath"}, CacheOnly: true}
-	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), b, 200*time.Millisecond, false, &syncWriter{w: &out}))
+	var out syncio.Buffer // the reporting goroutine and the build both write it
+	require.NoError(t, run(t.Context(), b, 200*time.Millisecond, false, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Regexp(t, `^tofubuild: its \d+ packages are built \(.*\); linking and starting$`, lines[len(lines)-1])
 	progress := regexp.MustCompile(`^tofubuild: (downloading modules and listing packages|compiling tofubuild)( \(\d+ of \d+ packages\))?, \d`)
@@ -45,16 +44,4 @@ func TestPrebuildSaysHowFarItHasCome(t *testing.T) {
 	require.True(t, strings.HasPrefix(stderr.String(), "gantry/tools/tofubuild\n"), "go run compiled more than the main package:\n%s", stderr.String())
 	_, err = os.Stat(filepath.Join(root, "tofubuild"))
 	require.True(t, os.IsNotExist(err), "nothing linked into the source tree")
-}
-
-// syncWriter lets the reporting goroutine and the build write to one buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

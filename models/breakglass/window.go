@@ -25,6 +25,7 @@ import (
 
 	"gantry/models/errs"
 	"gantry/models/moves"
+	"gantry/models/run"
 )
 
 // State is where a window is.
@@ -190,11 +191,9 @@ func (w *Window) transition(to State, reason string, data map[string]any) error 
 	return nil
 }
 
-// Decider is the person (or the system) acting on a window.
-type Decider struct {
-	UserID string
-	Name   string
-}
+// Decider is the person (or the system) acting on a window: the same record as who
+// decides on a run.
+type Decider = run.Decider
 
 // Approve records an admin's approval of exactly the terms digest terms, valid for
 // validity from now: the requester opens the window within it.

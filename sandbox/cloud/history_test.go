@@ -56,7 +56,8 @@ func TestBreakglassTokensAndHistory(t *testing.T) {
 			t.Errorf("another namespace read the history: %d", got)
 		}
 	}
-	for typ, id := range map[string]string{"sandbox_network": "net-00000000", "aws_instance": "i-1", "network": network.ID} {
+	for typ, id := range map[string]string{"sandbox_network": "net-00000000", "aws_instance": "i-1", "network": network.ID,
+		"sandbox_network%00": network.ID, "sandbox_..%2Fnetwork": network.ID, "sandbox_bucket": network.ID} {
 		if got := historyStatus(t, e.cloud.URL, read, typ, id); got != http.StatusNotFound {
 			t.Errorf("%s %s: %d, want 404", typ, id, got)
 		}

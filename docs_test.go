@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gantry/models/run"
 )
 
 // checkedDocs name paths a newcomer follows: each path they name in backticks must exist.
@@ -134,5 +136,28 @@ func TestReadmeStaysShort(t *testing.T) {
 	}
 	if n := strings.Count(string(raw), "\n"); n > 150 {
 		t.Errorf("README.md has %d lines; keep it to 150 and move the detail into docs/", n)
+	}
+}
+
+// TestAPIDocsListEveryEnding: docs/api.md's table of endings has every code of the rule,
+// with the states it ends a run in.
+func TestAPIDocsListEveryEnding(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range run.Endings() {
+		row := regexp.MustCompile("(?m)^\\| `" + string(e) + "` \\| ([A-Z_, ]+) \\|")
+		m := row.FindStringSubmatch(string(raw))
+		if m == nil {
+			t.Errorf("docs/api.md does not list the ending %s", e)
+			continue
+		}
+		for st := range strings.SplitSeq(m[1], ", ") {
+			if !e.EndsIn(run.State(st)) {
+				t.Errorf("docs/api.md says %s ends a run %s; the rule says it does not", e, st)
+			}
+		}
 	}
 }

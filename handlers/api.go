@@ -81,6 +81,18 @@ func bindJSON(c echo.Context, dst any) error {
 }
 
 // apiRun is a run as the API shows it.
+// apiEnding is a run's ending code: one of run.Endings(), or "".
+type apiEnding string
+
+// OpenAPIEnum lists the codes, from the rule that defines them.
+func (apiEnding) OpenAPIEnum() []string {
+	out := []string{""}
+	for _, e := range run.Endings() {
+		out = append(out, string(e))
+	}
+	return out
+}
+
 type apiRun struct {
 	ID            string `json:"id"`
 	Label         string `json:"label" doc:"the run's number in its workspace, as in billing-prod #3"`
@@ -93,6 +105,7 @@ type apiRun struct {
 	// Finished: nothing more will happen to the run (a terminal state or a hard policy
 	// block).
 	Finished        bool        `json:"finished"`
+	Ending          apiEnding   `json:"ending" doc:"why the run ended, one code per way it can end (docs/api.md, \"Endings\"); empty while it has not ended, and for runs that ended before endings were coded in a way their state alone does not tell"`
 	Template        string      `json:"template"`
 	TemplateVersion string      `json:"template_version"`
 	RequestedBy     string      `json:"requested_by"`
@@ -137,7 +150,7 @@ type apiRunLinks struct {
 
 func toAPIRun(r run.Run) apiRun {
 	out := apiRun{ID: r.ID, Label: r.Label(), Number: r.Number, WorkspaceID: r.WorkspaceID, EnvironmentID: r.EnvironmentID,
-		Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason, Finished: r.Finished(),
+		Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason, Finished: r.Finished(), Ending: apiEnding(r.Ending),
 		Template: r.TemplateName, TemplateVersion: r.TemplateVersion, RequestedBy: r.RequestedByName, Runner: r.Runner,
 		Simulated: r.Simulated, PlanRevision: r.PlanRevision, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest,
 		Changes: r.PlanSummary, RiskClass: r.RiskClass, RiskLevel: r.RiskLevel, RequiredDecider: r.RequiredApprover,

@@ -124,7 +124,7 @@ func (h Runs) show(c echo.Context) error {
 func liveProps(l pages.RunLive) views.RunLiveProps {
 	r, perms := l.Run, l.Permissions
 	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
-		Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
+		Ending: string(r.Ending), EndingWords: r.Ending.Words(), Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),

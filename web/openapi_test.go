@@ -15,6 +15,8 @@ import (
 
 	"gantry/cmd/gantry/webtest"
 	"gantry/handlers/openapi"
+	"gantry/models/authz"
+	"gantry/models/run"
 )
 
 // openAPIDocument fetches the served description.
@@ -291,4 +293,35 @@ func TestOpenAPIValidatorRejectsADriftedAnswer(t *testing.T) {
 	require.False(t, answer(`{"runs":[],"total":"many"}`), "a total that is no number")
 	require.False(t, answer(`{"total":0}`), "the runs gone")
 	require.False(t, answer(`{"runs":[{"id":"run-1"}],"total":1}`), "a run without its fields")
+}
+
+// TestOpenAPIHoldsARunsEnding: a run's ending is in GET /api/v1/runs/{id} as one of the
+// rule's codes, the description's enum holds the real answer, and a code the rule does
+// not have is refused.
+func TestOpenAPIHoldsARunsEnding(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	v, err := newValidator(openAPIDocument(t, app))
+	require.NoError(t, err)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	req := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")
+	req.Set("kind", "plan_only")
+	id := app.RequestRun(t, operator, req)
+	waitForState(t, app, id, run.Planned)
+	token := app.Token(t, app.NewMember(t, "acme", "Enid Ending", authz.RoleViewer, false), "read")
+	resp := app.API(t, token, http.MethodGet, "/api/v1/runs/"+id, "")
+	real := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, real)
+	require.Contains(t, real, `"ending":"PLAN_ONLY"`)
+	answer := func(body string) bool {
+		req, err := http.NewRequest(http.MethodGet, app.URL+"/api/v1/runs/"+id, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		r := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), Request: req}
+		ok, _ := v.ValidateHttpResponse(req, r)
+		return ok
+	}
+	require.True(t, answer(real), "the real answer")
+	require.False(t, answer(strings.Replace(real, `"ending":"PLAN_ONLY"`, `"ending":"MADE_UP"`, 1)), "a code the rule does not have")
 }

@@ -82,6 +82,13 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 	require.Equal(t, http.StatusConflict, status)
 	ended["expired"] = waitForState(t, app, r.ID, run.Expired)
 
+	// The scheduled expiry (the expire job at the deadline) ends it with the same code.
+	r = waitingIn(t, app, operator, "tl-expired-scheduled")
+	require.NoError(t, app.DB.Exec("UPDATE runs SET decision_deadline = now() - interval '1 second' WHERE id = ?", r.ID).Error)
+	_, err := app.System.Runs.Decisions.ExpireIfDue(context.Background(), r.ID, run.PendingApproval)
+	require.NoError(t, err)
+	ended["expired-scheduled"] = waitForState(t, app, r.ID, run.Expired)
+
 	first := waitingIn(t, app, operator, "tl-stale")
 	second := waitingIn(t, app, operator, "tl-stale")
 	approve(t, app, admin, first)
@@ -91,6 +98,17 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 	// us-east is against the organization's data residency: a hard-mandatory block.
 	ended["blocked"] = waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "us-east")), run.PolicyBlocked)
 	require.True(t, ended["blocked"].Finished())
+	// A hard block is final, but a person who decides runs may still reject it with a
+	// reason (DESIGN §2): it ends REJECTED, never approved.
+	blockedReq := bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "us-east")
+	blockedReq.Set("workspace", "tl-blocked-rejected")
+	r = waitForState(t, app, app.RequestRun(t, operator, blockedReq), run.PolicyBlocked)
+	status, _, body := postDecision(t, app, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	require.Equal(t, http.StatusConflict, status, body)
+	form = decisionForm(t, app, admin, r)
+	form.Set("reason", "data must stay in the EU")
+	post(admin, "/runs/"+r.ID+"/reject", form)
+	ended["blocked-rejected"] = waitForState(t, app, r.ID, run.Rejected)
 
 	// Last (it breaks planning for the organization): an org policy that does not
 	// compile fails the plan gates.
@@ -107,12 +125,15 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 			apply: "not-reached", persisted: "not-reached", verify: "not-reached"}
 	}
 	want := map[string]map[string]string{
-		"succeeded": {request: "done", config: "done", plan: "done", policy: "done", cost: "done", decision: "done", apply: "done", persisted: "done", verify: "done"},
-		"rejected":  after("rejected"),
-		"cancelled": after("cancelled"),
-		"expired":   after("expired"),
-		"stale":     after("stale"),
+		"succeeded":         {request: "done", config: "done", plan: "done", policy: "done", cost: "done", decision: "done", apply: "done", persisted: "done", verify: "done"},
+		"rejected":          after("rejected"),
+		"cancelled":         after("cancelled"),
+		"expired":           after("expired"),
+		"expired-scheduled": after("expired"),
+		"stale":             after("stale"),
 		"blocked": {request: "done", config: "done", plan: "done", policy: "blocked", cost: "done", decision: "not-reached",
+			apply: "not-reached", persisted: "not-reached", verify: "not-reached"},
+		"blocked-rejected": {request: "done", config: "done", plan: "done", policy: "blocked", cost: "done", decision: "rejected",
 			apply: "not-reached", persisted: "not-reached", verify: "not-reached"},
 		"failed": {request: "done", config: "done", plan: "failed", policy: "not-reached", cost: "not-reached", decision: "not-reached",
 			apply: "not-reached", persisted: "not-reached", verify: "not-reached"},
@@ -123,6 +144,27 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 			require.NotEqual(t, "waiting", shown[name].status, "%s: %s reads WAITING", ending, name)
 			require.Equal(t, want[ending][name], shown[name].status, "%s: %s", ending, name)
 		}
+	}
+
+	// Every ending says why in its code: on the run, in the audit event of the move
+	// that ended it, and in the API.
+	wantEnding := map[string]run.Ending{"succeeded": run.EndVerified, "rejected": run.EndRejected, "cancelled": run.EndCancelled,
+		"expired": run.EndApprovalExpired, "expired-scheduled": run.EndApprovalExpired, "stale": run.EndStateMoved,
+		"blocked": run.EndPolicyHardBlocked, "blocked-rejected": run.EndRejected, "failed": run.EndPlanFailed}
+	require.Len(t, wantEnding, len(ended))
+	reader := app.Token(t, app.NewMember(t, "acme", "Rita Reader", "viewer", false), "read")
+	for name, r := range ended {
+		require.Equal(t, wantEnding[name], r.Ending, name)
+		var logged string
+		require.NoError(t, app.DB.Raw("SELECT data->>'ending' FROM audit_events WHERE target_id = ? AND action = ? ORDER BY id DESC LIMIT 1",
+			r.ID, "run."+strings.ToLower(string(r.State))).Scan(&logged).Error)
+		require.Equal(t, string(wantEnding[name]), logged, "%s: the audit event of the move", name)
+		resp := app.API(t, reader, http.MethodGet, "/api/v1/runs/"+r.ID, "")
+		body := webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, `"ending":"`+string(wantEnding[name])+`"`, name)
+		page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
+		require.Contains(t, page, `data-testid="run-ending">Ended: <code>`+string(wantEnding[name])+`</code>, `+html.EscapeString(wantEnding[name].Words()), name)
 	}
 
 	// What each ending step says.

@@ -217,8 +217,16 @@ var (
 	rawType  = reflect.TypeOf(json.RawMessage{})
 )
 
+// Enumerated is a string type whose values are a closed set: its schema lists them
+// (the set comes from the code, so the description cannot drift from it).
+type Enumerated interface{ OpenAPIEnum() []string }
+
+var enumeratedType = reflect.TypeOf((*Enumerated)(nil)).Elem()
+
 func (r reflector) schema(t reflect.Type) map[string]any {
 	switch {
+	case t.Kind() == reflect.String && t.Implements(enumeratedType):
+		return map[string]any{"type": "string", "enum": reflect.Zero(t).Interface().(Enumerated).OpenAPIEnum()}
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == rawType:

@@ -55,18 +55,18 @@ func (s *Applies) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 			if err := s.jobs.fence(ctx, *r, "the worker applying this run stopped mid-apply"); err != nil {
 				return err
 			}
-			return r.transition(ApplyInterrupted, "the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
+			return r.end(ApplyInterrupted, EndApplyInterrupted, "the worker applying this run stopped mid-apply; no later run of the workspace applies until an admin recovers this one")
 		case Approved:
 		default:
 			return ErrSkip
 		}
 		// Fail closed: an approval without a validity is treated as expired.
 		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
-			return r.transition(Expired, "the approval expired before the apply started")
+			return r.end(Expired, EndApprovalValidityEnded, "the approval expired before the apply started")
 		}
 		// A manual change is being made: the approval does not wait for it to end.
 		if why, err := s.k.windowRefusal(ctx, *r); err != nil || why != "" {
-			return errors.Join(err, r.transition(Expired, why+"; the approval ended before the apply started: plan again after it"))
+			return errors.Join(err, r.end(Expired, EndWindowOpened, why+"; the approval ended before the apply started: plan again after it"))
 		}
 		plan, _, err := s.k.artifacts.Get(ctx, r.OrganizationID, deref(r.PlanArtifactID))
 		if err != nil {
@@ -87,7 +87,7 @@ func (s *Applies) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 			return err
 		}
 		if mine := EvidenceOf(*r).Predecessor; current != mine {
-			return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
+			return r.end(Stale, EndStateMoved, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", current, mine))
 		}
 		if err := s.jobs.takeSlot(ctx, *r); err != nil {
 			return err
@@ -312,7 +312,7 @@ func (s *Applies) FinishApply(ctx context.Context, out ApplyOutcome) (Run, error
 				return err
 			}
 			if versionID == "" {
-				return r.transition(Failed, "the apply finished but wrote no state through the backend")
+				return r.end(Failed, EndApplyFailed, "the apply finished but wrote no state through the backend")
 			}
 		}
 		logArt, err := s.k.artifacts.Put(ctx, r.OrganizationID, r.WorkspaceID, artifact.ApplyLog, out.Log)

@@ -21,9 +21,9 @@ func (s *Decisions) ExpireIfDue(ctx context.Context, runID string, st State) (Ru
 		}
 		switch {
 		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
-			return r.transition(Expired, "no decision within the decision window")
+			return r.end(Expired, EndApprovalExpired, "no decision within the decision window")
 		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
-			return r.transition(Expired, "the approval expired before the apply started")
+			return r.end(Expired, EndApprovalValidityEnded, "the approval expired before the apply started")
 		}
 		return ErrSkip
 	})

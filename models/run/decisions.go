@@ -147,11 +147,10 @@ func (s *Decisions) decision(ctx context.Context, id string, act Action, ev *Evi
 			if v.Code() == errs.CodeApprovalExpired && r.Waiting() {
 				// Judged at commit: the deadline passed before this decision could be
 				// recorded, so the run ends EXPIRED with that reason and nothing else is.
-				if err := r.transition(Expired, fmt.Sprintf("no decision within the decision window: a decision (%s by %s) arrived at %s, after the deadline %s",
+				if err := r.end(Expired, EndApprovalExpired, fmt.Sprintf("no decision within the decision window: a decision (%s by %s) arrived at %s, after the deadline %s",
 					act, subject.Name, now.Format(time.RFC3339Nano), r.DecisionDeadline.UTC().Format(time.RFC3339Nano))); err != nil {
 					return err
 				}
-				r.moves.Annotate(map[string]any{"terminal_reason": string(errs.CodeApprovalExpired)})
 				outcome = "expired_late"
 				return db.CommitThen(v.Err())
 			}
@@ -351,7 +350,7 @@ func (s *Eligibility) voidAll(ctx context.Context, orgID, userID, reason string,
 				return ErrSkip
 			}
 			if r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline) {
-				return r.transition(Expired, "the approval was void ("+reason+") and the decision window had closed")
+				return r.end(Expired, EndApprovalVoided, "the approval was void ("+reason+") and the decision window had closed")
 			}
 			return r.VoidApproval("the approval by " + r.ApprovedByName + " is void: " + reason + "; the run waits for a decision again")
 		})

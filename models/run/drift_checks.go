@@ -311,9 +311,9 @@ func (s *DriftChecks) WindowOpened(ctx context.Context, orgID, workspaceID, wind
 			_, err := s.k.update(ctx, orgID, id, nil, func(ctx context.Context, r *Run, _ time.Time) error {
 				switch {
 				case r.State == Approved:
-					return r.transition(Expired, why+" before the apply started; no pipeline run applies while it is open: plan again after it")
+					return r.end(Expired, EndWindowOpened, why+" before the apply started; no pipeline run applies while it is open: plan again after it")
 				case r.Waiting():
-					return r.transition(Stale, why+"; no pipeline run is approved while it is open, and its plan may not match the world after the manual change: plan again after it")
+					return r.end(Stale, EndWindowOpened, why+"; no pipeline run is approved while it is open, and its plan may not match the world after the manual change: plan again after it")
 				}
 				return ErrSkip
 			})

@@ -294,7 +294,7 @@ func (s *Jobs) takeOver(ctx context.Context, runID string, pass sweepPass) (Take
 		}
 		if old.Phase == JobApply {
 			t.Outcome = "apply interrupted"
-			if err := r.transition(ApplyInterrupted, why+"; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
+			if err := r.end(ApplyInterrupted, EndApplyInterrupted, why+"; it is never applied again: an admin recovers it once the workspace was checked"); err != nil {
 				return err
 			}
 			r.moves.Annotate(map[string]any{"lease": data})

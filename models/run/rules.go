@@ -287,7 +287,7 @@ func stateVerdict(r Run, act Action, possible bool) Verdict {
 	case r.HardBlocked() && act == ActionOverride:
 		return refused(errs.Explain(errs.ErrForbidden, "This run is blocked by a hard-mandatory policy, which is never overridden. Change the request instead."))
 	case r.HardBlocked():
-		return refused(errs.Explain(errs.ErrConflict, "This run is blocked by a hard-mandatory policy: that is final, nothing moves it. Change the request instead."))
+		return refused(errs.Explain(errs.ErrConflict, "This run is blocked by a hard-mandatory policy: that is final, nothing but a rejection with a reason moves it. Change the request instead."))
 	}
 	return refused(errs.Explain(&TransitionError{From: r.State, To: actionTargets[act]}, fmt.Sprintf("A %s run cannot be %s.", r.State, actionPast[act])))
 }

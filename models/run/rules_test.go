@@ -245,7 +245,7 @@ func planned(t *testing.T, p planning) Run {
 	if p.softFailed {
 		r.PolicyOutcome = string(policies.OutcomeSoft)
 		r.waitFor(decisionWindow(p.env), at)
-		require.NoError(t, r.FinishPlanAs(PolicyBlocked, "blocked by soft-mandatory policy database_protection"))
+		require.NoError(t, r.FinishPlanAs(PolicyBlocked, "", "blocked by soft-mandatory policy database_protection"))
 		return r
 	}
 	r.PolicyOutcome = string(policies.OutcomePass)
@@ -442,5 +442,34 @@ func TestFloorsHold(t *testing.T) {
 		{"codify requester", "codify-development", actor{role: authz.RoleOperator, requester: true}, verdicts{forbidden, forbidden, forbidden, okCode}, false},
 	} {
 		t.Run(row.name, func(t *testing.T) { decideRow(t, row, scenarios[row.scenario]) })
+	}
+}
+
+// TestHardBlockIsRejectedWithAReason: a run a hard-mandatory policy blocked is final,
+// but a person who decides runs may reject it with a reason (DESIGN §2; seed 004: "a
+// closed policy gate still permits rejection"), never approve or override it; in a
+// self-service environment an operator who is not the requester may, as RequirementOf
+// asks of any run that waits for a person there.
+func TestHardBlockIsRejectedWithAReason(t *testing.T) {
+	t.Parallel()
+	hard := func(env environment.Environment) scenario {
+		r := planned(t, planning{env: env, matrix: risk.Default(), kind: KindApply, actions: []string{`["create"]`}, facts: bucketFacts})
+		r.State, r.PolicyOutcome, r.Ending = PolicyBlocked, string(policies.OutcomeHard), EndPolicyHardBlocked
+		r.ApprovedBy, r.ApprovedByName, r.ApprovedAt, r.ApprovalKind, r.ApprovalExpiresAt, r.DecisionDeadline = nil, "", nil, "", nil, nil
+		return scenario{r, env}
+	}
+	dev, staging := hard(devEnv), hard(stagingEnv)
+	for _, c := range []struct {
+		row decisionRow
+		s   scenario
+	}{
+		{decisionRow{name: "hard dev operator", who: actor{role: authz.RoleOperator}, want: verdicts{conflict, okCode, forbidden, forbidden}}, dev},
+		{decisionRow{name: "hard dev admin", who: actor{role: authz.RoleAdmin}, want: verdicts{conflict, okCode, forbidden, conflict}}, dev},
+		{decisionRow{name: "hard dev viewer", who: actor{role: authz.RoleViewer}, want: all(forbidden)}, dev},
+		{decisionRow{name: "hard dev operator requester", who: actor{role: authz.RoleOperator, requester: true}, want: verdicts{forbidden, forbidden, forbidden, conflict}}, dev},
+		{decisionRow{name: "hard staging operator", who: actor{role: authz.RoleOperator}, want: verdicts{conflict, okCode, forbidden, forbidden}}, staging},
+		{decisionRow{name: "hard staging auditor", who: actor{role: authz.RoleAuditor}, want: all(forbidden)}, staging},
+	} {
+		decideRow(t, c.row, c.s)
 	}
 }

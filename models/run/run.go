@@ -35,6 +35,9 @@ type Run struct {
 	Kind           Kind
 	State          State
 	StateReason    string
+	// Ending is why the run ended (endings.go); "" while it has not, and for runs that
+	// ended before endings were coded (migration 00032 fills in the unambiguous ones).
+	Ending Ending `gorm:"default:''"`
 
 	TemplateName    string
 	TemplateVersion string
@@ -157,13 +160,31 @@ func (r Run) Label() string { return fmt.Sprintf("#%d", r.Number) }
 // the one way a phase moves a run (planning, running, verifying, succeeded, failed,
 // stale, expired, interrupted): the table in state.go is the rule, so no verb stands
 // for a target state; the decisions below add the preconditions a person must meet.
-func (r *Run) transition(to State, reason string) error {
-	// A hard policy block is final although POLICY_BLOCKED itself is not terminal.
-	if !CanTransition(r.State, to) || r.Finished() {
+// A move that ends the run goes through end instead, with its code (endings.go).
+func (r *Run) transition(to State, reason string) error { return r.move(to, "", reason) }
+
+// end moves the run into a state it ends in, with the code that says why.
+func (r *Run) end(to State, code Ending, reason string) error { return r.move(to, code, reason) }
+
+func (r *Run) move(to State, code Ending, reason string) error {
+	// A hard policy block is final although POLICY_BLOCKED itself is not terminal:
+	// nothing moves it but a rejection, which records why and never enables approval.
+	rejectingHardBlock := r.HardBlocked() && to == Rejected
+	if !CanTransition(r.State, to) || r.Finished() && !rejectingHardBlock {
 		return &TransitionError{From: r.State, To: to}
 	}
-	r.moves.Add(r.State, to, reason, nil)
-	r.State, r.StateReason = to, reason
+	switch ends := endsAfter(*r, to); {
+	case ends && !code.EndsIn(to):
+		return fmt.Errorf("%w: a run ending %s needs an ending code of that state, not %q", ErrInvalidTransition, to, code)
+	case !ends && code != "":
+		return fmt.Errorf("%w: a move to %s does not end the run, so it takes no ending code (%s)", ErrInvalidTransition, to, code)
+	}
+	var data map[string]any
+	if code != "" {
+		data = map[string]any{"ending": string(code)}
+	}
+	r.moves.Add(r.State, to, reason, data)
+	r.State, r.StateReason, r.Ending = to, reason, code
 	return nil
 }
 
@@ -247,9 +268,10 @@ func (r *Run) VoidApproval(reason string) error {
 }
 
 // Reject records a rejection of the run waiting for a decision (PENDING_APPROVAL, or a
-// soft policy block); it needs a reason and stamps no approval fields.
+// soft policy block) or of a run a hard-mandatory policy blocked (DESIGN §2: it records
+// why and never enables approval); it needs a reason and stamps no approval fields.
 func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error {
-	if !r.Waiting() {
+	if !r.Waiting() && !r.HardBlocked() {
 		return &TransitionError{From: r.State, To: Rejected}
 	}
 	reason = strings.TrimSpace(reason)
@@ -259,7 +281,7 @@ func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error
 	if err := ev.check(*r); err != nil {
 		return err
 	}
-	if err := r.transition(Rejected, "rejected by "+d.Name+": "+reason); err != nil {
+	if err := r.end(Rejected, EndRejected, "rejected by "+d.Name+": "+reason); err != nil {
 		return err
 	}
 	r.RejectedBy, r.RejectedByName, r.RejectedAt = &d.UserID, d.Name, &now
@@ -275,7 +297,7 @@ func (r *Run) Cancel(d Decider, reason string, now time.Time) error {
 	if reason = strings.TrimSpace(reason); reason != "" {
 		why += ": " + reason
 	}
-	if err := r.transition(Cancelled, why); err != nil {
+	if err := r.end(Cancelled, EndCancelled, why); err != nil {
 		return err
 	}
 	r.CancelledBy, r.CancelledByName, r.CancelledAt = &d.UserID, d.Name, &now
@@ -298,7 +320,7 @@ func (r *Run) RefuseApply(reason string) error {
 	if err := r.transition(Running, ""); err != nil {
 		return err
 	}
-	return r.transition(Failed, reason+"; nothing was applied")
+	return r.end(Failed, EndApplyRefused, reason+"; nothing was applied")
 }
 
 // Recover closes an interrupted apply: an admin checked what the dead worker left
@@ -310,17 +332,17 @@ func (r *Run) Recover(d Decider, reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		return ErrReasonRequired
 	}
-	return r.transition(Failed, "recovered by "+d.Name+" after an interrupted apply: "+strings.TrimSpace(reason))
+	return r.end(Failed, EndRecovered, "recovered by "+d.Name+" after an interrupted apply: "+strings.TrimSpace(reason))
 }
 
 // FinishPlanAs moves a planning run to the outcome of its plan (PLANNED, NO_CHANGES,
-// POLICY_BLOCKED, PENDING_APPROVAL); self-service approval goes through
-// SelfServiceApprove.
-func (r *Run) FinishPlanAs(to State, reason string) error {
+// POLICY_BLOCKED, PENDING_APPROVAL), with the ending code when the outcome ends it ("":
+// it waits for a person); self-service approval goes through SelfServiceApprove.
+func (r *Run) FinishPlanAs(to State, code Ending, reason string) error {
 	if r.State != Planning {
 		return &TransitionError{From: r.State, To: to}
 	}
-	return r.transition(to, reason)
+	return r.move(to, code, reason)
 }
 
 // waitFor starts a wait for a person's decision: from now, until the environment's

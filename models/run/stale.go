@@ -38,7 +38,7 @@ func (s *Staleness) StateWritten(ctx context.Context, orgID, workspaceID string,
 				if !(r.Waiting() || r.State == Approved) || mine == written {
 					return ErrSkip
 				}
-				return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", written, mine))
+				return r.end(Stale, EndStateMoved, fmt.Sprintf("the workspace state moved to %s after this run was planned against %s; plan again", written, mine))
 			})
 			if err != nil && !errors.Is(err, ErrSkip) {
 				return err

@@ -113,7 +113,9 @@ var plannedAgainFrom = []State{Stale, Expired, Rejected}
 // went stale, expired or was rejected. Nothing after a hard policy block.
 func (r Run) Actions() []Action {
 	if r.HardBlocked() {
-		return nil
+		// Final: nothing moves it, but a person may still reject it with a reason
+		// (DESIGN §2), which records why and never enables approval.
+		return []Action{ActionReject}
 	}
 	var out []Action
 	for _, a := range Actions {

@@ -38,6 +38,9 @@ func TestTransitionTableEveryPair(t *testing.T) {
 			require.Equal(t, want, CanTransition(from, to), "%s -> %s", from, to)
 			r := &Run{State: from}
 			err := r.transition(to, "test")
+			if endsAfter(*r, to) {
+				err = r.end(to, codeFor(to), "test") // a move that ends the run says why
+			}
 			if want {
 				allowed++
 				require.NoError(t, err, "%s -> %s", from, to)
@@ -49,6 +52,16 @@ func TestTransitionTableEveryPair(t *testing.T) {
 		}
 	}
 	require.Equal(t, len(legal), allowed)
+}
+
+// codeFor is some ending code of state s.
+func codeFor(s State) Ending {
+	for _, e := range Endings() {
+		if e.EndsIn(s) {
+			return e
+		}
+	}
+	return ""
 }
 
 func TestTerminalStates(t *testing.T) {
@@ -74,9 +87,10 @@ func TestActionsFollowTheTable(t *testing.T) {
 	require.Equal(t, []Action{ActionRecover}, actions(ApplyInterrupted, "pass"))
 	require.Empty(t, actions(Verifying, "pass"))
 	require.Empty(t, actions(Succeeded, "pass"))
-	// A soft block waits for an override, or a rejection; a hard block for nothing.
+	// A soft block waits for an override, or a rejection; a hard block only for a
+	// rejection with its reason (DESIGN §2), never an approval.
 	require.Equal(t, []Action{ActionReject, ActionOverride, ActionCancel}, actions(PolicyBlocked, "soft_failed"))
-	require.Empty(t, actions(PolicyBlocked, "hard_failed"))
+	require.Equal(t, []Action{ActionReject}, actions(PolicyBlocked, "hard_failed"))
 	// A run that ended without applying offers planning again, never a decision.
 	for _, st := range []State{Stale, Expired, Rejected} {
 		require.Equal(t, []Action{ActionPlanAgain}, actions(st, "pass"), st)
@@ -157,12 +171,19 @@ func TestHardPolicyBlockIsFinal(t *testing.T) {
 	t.Parallel()
 	hard := Run{State: PolicyBlocked, PolicyOutcome: "hard_failed"}
 	require.True(t, hard.Finished())
-	require.Empty(t, hard.Actions())
-	// Nothing moves it: not a cancel, not a release.
+	require.Equal(t, []Action{ActionReject}, hard.Actions(), "only a rejection, with a reason")
+	// Nothing else moves it: not a cancel, not a release, not an approval.
 	require.ErrorIs(t, hard.Cancel(Decider{Name: "Ann"}, "tidy up", time.Now()), ErrInvalidTransition)
-	require.ErrorIs(t, hard.Reject(Decider{Name: "Ann"}, EvidenceOf(hard), "no", time.Now()), ErrInvalidTransition)
 	require.ErrorIs(t, hard.ReleasePolicyBlock("x"), ErrInvalidTransition)
+	require.ErrorIs(t, hard.Approve(Decider{Name: "Ann"}, EvidenceOf(hard), time.Now()), ErrInvalidTransition)
+	require.ErrorIs(t, hard.Reject(Decider{Name: "Ann"}, EvidenceOf(hard), " ", time.Now()), ErrReasonRequired)
 	require.Equal(t, PolicyBlocked, hard.State)
+	// A rejection records why (DESIGN §2) and ends it REJECTED, never approvable.
+	require.NoError(t, hard.Reject(Decider{UserID: "usr-1", Name: "Ann"}, EvidenceOf(hard), "region not allowed for us", time.Now()))
+	require.Equal(t, Rejected, hard.State)
+	require.Equal(t, EndRejected, hard.Ending)
+	require.Equal(t, "usr-1", *hard.RejectedBy)
+	require.NotContains(t, hard.Actions(), ActionApprove)
 	soft := Run{State: PolicyBlocked, PolicyOutcome: "soft_failed"}
 	require.False(t, soft.Finished())
 	require.Equal(t, []Action{ActionReject, ActionOverride, ActionCancel}, soft.Actions())

@@ -75,9 +75,9 @@ func (s *Verifies) FinishVerify(ctx context.Context, l Lease, converged bool, lo
 		}
 		r.VerifyLogArtifactID = &a.ID
 		if !converged {
-			return r.transition(Failed, "verification found drift between the live resources and the applied state")
+			return r.end(Failed, EndDriftAfterApply, "verification found drift between the live resources and the applied state")
 		}
-		if err := r.transition(Succeeded, "applied and verified"); err != nil {
+		if err := r.end(Succeeded, EndVerified, "applied and verified"); err != nil {
 			return err
 		}
 		// A codification is proven by the drift check after it finding nothing.

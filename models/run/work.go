@@ -123,7 +123,7 @@ func (s *Plans) beginRefreshOnly(ctx context.Context, r *Run, prior Predecessor)
 		writer = v.RunID
 	}
 	if r.SourceRunID == nil || writer != *r.SourceRunID {
-		return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s since this %s was asked for; ask again", prior, map[bool]string{true: "drift check", false: "codification"}[r.Kind == KindDrift]))
+		return r.end(Stale, EndStateMoved, fmt.Sprintf("the workspace state moved to %s since this %s was asked for; ask again", prior, map[bool]string{true: "drift check", false: "codification"}[r.Kind == KindDrift]))
 	}
 	if r.Kind == KindDrift {
 		return s.jobs.takeSlot(ctx, *r)
@@ -237,10 +237,10 @@ func (s *Plans) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) {
 				return err
 			}
 			if mine := EvidenceOf(*r).Predecessor; current != mine {
-				return r.transition(Stale, fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
+				return r.end(Stale, EndStateMoved, fmt.Sprintf("the workspace state moved to %s while this run was planning against %s; plan again", current, mine))
 			}
 			if why, err := s.k.windowRefusal(ctx, *r); err != nil || why != "" {
-				return errors.Join(err, r.transition(Stale, why+"; plan again after it"))
+				return errors.Join(err, r.end(Stale, EndWindowOpened, why+"; plan again after it"))
 			}
 		}
 		env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
@@ -249,17 +249,17 @@ func (s *Plans) FinishPlan(ctx context.Context, out PlanOutcome) (Run, error) {
 		}
 		switch {
 		case r.Kind == KindPlanOnly:
-			return r.FinishPlanAs(Planned, "dry run: planned, never applied"+policyNote(a))
+			return r.FinishPlanAs(Planned, EndPlanOnly, "dry run: planned, never applied"+policyNote(a))
 		case !out.HasChanges:
-			return r.FinishPlanAs(NoChanges, "the plan has no changes; nothing to apply")
+			return r.FinishPlanAs(NoChanges, EndNoChanges, "the plan has no changes; nothing to apply")
 		}
 		if hard := failedRules(a.Policy, policies.HardMandatory); len(hard) > 0 {
-			return r.FinishPlanAs(PolicyBlocked, "blocked by hard-mandatory policy "+strings.Join(hard, ", ")+"; it cannot be overridden: change the request")
+			return r.FinishPlanAs(PolicyBlocked, EndPolicyHardBlocked, "blocked by hard-mandatory policy "+strings.Join(hard, ", ")+"; it cannot be overridden: change the request")
 		}
 		if soft := failedRules(a.Policy, policies.SoftMandatory); len(soft) > 0 {
 			// The override and the approval after it share one decision window.
 			r.waitFor(decisionWindow(env), now)
-			return r.FinishPlanAs(PolicyBlocked, "blocked by soft-mandatory policy "+strings.Join(soft, ", ")+" until an admin overrides it with a reason")
+			return r.FinishPlanAs(PolicyBlocked, "", "blocked by soft-mandatory policy "+strings.Join(soft, ", ")+" until an admin overrides it with a reason")
 		}
 		return route(r, env, now, a.Risk.Reason+policyNote(a))
 	})
@@ -305,11 +305,11 @@ func (s *Plans) finishDrift(ctx context.Context, r *Run, out PlanOutcome) error 
 		d.Resources, status = attribute(out.Drift, since, windows)
 	}
 	r.Drift, r.DriftStatus = &d, status
-	to := Planned
+	to, code := Planned, EndDriftFound
 	if status == DriftClean {
-		to = NoChanges
+		to, code = NoChanges, EndNoChanges
 	}
-	if err := r.FinishPlanAs(to, DriftSummary(d, status)); err != nil {
+	if err := r.FinishPlanAs(to, code, DriftSummary(d, status)); err != nil {
 		return err
 	}
 	r.moves.Annotate(map[string]any{"drift_status": status, "drift": d})
@@ -327,7 +327,7 @@ func route(r *Run, env environment.Environment, now time.Time, reason string) er
 		return r.SelfServiceApprove(reason, now)
 	}
 	r.waitFor(decisionWindow(env), now)
-	return r.FinishPlanAs(PendingApproval, reason)
+	return r.FinishPlanAs(PendingApproval, "", reason)
 }
 
 // decisionWindow is how long a run of env may wait for a person's decision;
@@ -385,6 +385,6 @@ func (s *Jobs) FailPhase(ctx context.Context, l Lease, log []byte, reason string
 				return fmt.Errorf("attesting the failed apply: %w", err)
 			}
 		}
-		return r.transition(Failed, reason)
+		return r.end(Failed, failedIn(phase), reason)
 	})
 }

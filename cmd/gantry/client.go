@@ -17,9 +17,9 @@ import (
 	"time"
 )
 
-// The pipeline commands (request, runs, approve, audit export) talk to a Gantry over
-// its JSON API with an API token: GANTRY_URL and GANTRY_TOKEN. A token never goes in a
-// flag, where the process list would show it.
+// The pipeline commands (request, runs, review, approve, reject, audit export) talk to
+// a Gantry over its JSON API with an API token: GANTRY_URL and GANTRY_TOKEN. A token
+// never goes in a flag, where the process list would show it.
 
 // errStillWaiting is a run still waiting (for a decision, or still running) when
 // --timeout ran out: exit status 2, so a pipeline can tell it from a refusal (1).
@@ -159,8 +159,17 @@ type cliRun struct {
 	RequestedBy string `json:"requested_by"`
 	PlanDigest  string `json:"plan_digest"`
 	RiskClass   *int   `json:"risk_class"`
-	CreatedAt   string `json:"created_at"`
-	Links       struct {
+	RiskLevel   string `json:"risk_level"`
+	FourEyes    bool   `json:"four_eyes"`
+	Changes     struct {
+		Create  int `json:"create"`
+		Update  int `json:"update"`
+		Replace int `json:"replace"`
+		Delete  int `json:"delete"`
+	} `json:"changes"`
+	DecisionDeadline *string `json:"decision_deadline"`
+	CreatedAt        string  `json:"created_at"`
+	Links            struct {
 		Page   string `json:"page"`
 		Decide string `json:"decide_page"`
 	} `json:"links"`

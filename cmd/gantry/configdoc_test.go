@@ -15,7 +15,7 @@ import (
 // order: every command of `commands`, subcommands spelled out.
 var docInvocations = [][]string{
 	{"serve"}, {"dev"}, {"dev-oidc"}, {"migrate"}, {"org", "invite"}, {"keys", "rotate"}, {"keys", "list"},
-	{"audit", "verify"}, {"audit", "export"}, {"request"}, {"runs"}, {"approve"},
+	{"audit", "verify"}, {"audit", "export"}, {"request"}, {"runs"}, {"review"}, {"approve"}, {"reject"},
 }
 
 // envOnly are the variables read without a flag; TestConfigurationDoc checks that the
@@ -23,7 +23,7 @@ var docInvocations = [][]string{
 var envOnly = []struct{ name, file, meaning string }{
 	{"GANTRY_LOG_LEVEL", "main.go", "`debug`, `info` (default), `warn` or `error`; logs are JSON on stderr"},
 	{"GANTRY_SMTP_PASSWORD", "wire.go", "the SMTP password (PLAIN authentication): only from the environment, since a flag shows in the process list"},
-	{"GANTRY_URL", "client.go", "the API commands (`request`, `runs`, `approve`, `audit export`): the portal's address"},
+	{"GANTRY_URL", "client.go", "the API commands (`request`, `runs`, `review`, `approve`, `reject`, `audit export`): the portal's address"},
 	{"GANTRY_TOKEN", "client.go", "the API commands: an API token made on `/settings/tokens`, scoped for what the command does"},
 }
 

@@ -42,10 +42,13 @@ Commands:
   request   Request a run over the API and, with --wait, wait for its outcome (exit 0 applied,
             2 still waiting after --timeout, 1 rejected, blocked, failed, expired or stale).
   runs      List runs over the API.
-  approve   Approve the plan you reviewed over the API (--plan-digest; risk 2 at most).
+  review    Show what deciding a run binds to; --json -o review.json saves the evidence you read.
+  approve   Approve the plan you reviewed over the API: --evidence review.json, as gantry review
+            saved it (risk 2 at most; without it, nothing is approved).
+  reject    Reject the plan you reviewed over the API: --evidence review.json --reason TEXT.
+  help      Show this help, or "gantry help <command>" for a command's flags.
 
 The API commands read GANTRY_URL (the portal's address) and GANTRY_TOKEN (an API token).
-  help      Show this help, or "gantry help <command>" for a command's flags.
 
 Every flag can also be set by the environment variable shown in its help text.
 `
@@ -69,7 +72,9 @@ var commands = map[string]command{
 	"audit":    runAudit,
 	"request":  runRequest,
 	"runs":     runRuns,
+	"review":   runReview,
 	"approve":  runApprove,
+	"reject":   runReject,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/attest"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
@@ -211,4 +212,41 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	require.Equal(t, 2, code, "no file")
 	code, _ = verify(filepath.Join(dir, "missing.jsonl"), "--key", fingerprint)
 	require.Equal(t, 1, code)
+}
+
+// TestAuditVerifyKeysURLOfThePortal: the documented form, `gantry audit verify FILE
+// --keys-url <portal>/api/v1/audit/keys`, verifies with the API token in GANTRY_TOKEN
+// (the keys are served to members only); without one it says to set it (exit 2), and
+// a refused token is said to be refused.
+func TestAuditVerifyKeysURLOfThePortal(t *testing.T) {
+	app := webtest.Start(t)
+	auditor := app.NewMember(t, "acme", "Kim Keys", authz.RoleAuditor, false)
+	viewer := app.NewMember(t, "acme", "Val Viewer", authz.RoleViewer, false)
+	t.Setenv("GANTRY_URL", app.URL)
+	cli := func(token string, args ...string) (int, string, string) {
+		t.Helper()
+		t.Setenv("GANTRY_TOKEN", token)
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		return code, strings.TrimSpace(out.String()), errOut.String()
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	// A minute past now: the default (now, whole seconds) leaves out this second's events.
+	code, out, errOut := cli(app.Token(t, auditor, "audit"), "audit", "export", "-o", file,
+		"--to", time.Now().UTC().Add(time.Minute).Truncate(time.Minute).Format(time.RFC3339))
+	require.Equal(t, 0, code, out+errOut)
+	keysURL := app.URL + "/api/v1/audit/keys"
+
+	code, verdict, errOut := cli(app.Token(t, viewer, "read"), "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 0, code, verdict+errOut)
+	require.Regexp(t, `^OK \d+ events, seq 1\.\.\d+, chain verified from its anchor; signed by audit-`, verdict)
+
+	code, verdict, errOut = cli("", "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 2, code, verdict+errOut)
+	require.Empty(t, verdict)
+	require.Contains(t, errOut, "gantry audit: --keys-url: "+keysURL+" answered 401 Unauthorized: the portal shows its keys to members only; set GANTRY_TOKEN")
+
+	code, verdict, errOut = cli("gantry_nope.nope", "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 1, code, verdict+errOut)
+	require.Contains(t, errOut, "answered 401 Unauthorized: the portal refused GANTRY_TOKEN")
 }

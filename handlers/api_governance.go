@@ -146,7 +146,8 @@ func (h Audit) RegisterAPI(g *echo.Group, spec *openapi.Spec) {
 		Summary: "An export's progress", Response: apiExport{}}, h.apiExport)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIAuditExport + "/download", ID: "downloadAuditExport", Tag: "audit", Scope: "audit",
 		Summary: "A ready export's file (JSON lines or CSV with its signed manifest); gantry audit verify checks it", ContentType: "application/x-ndjson",
-		OtherContentTypes: []string{"text/csv; charset=utf-8"}}, h.apiDownload)
+		OtherContentTypes: []string{"text/csv; charset=utf-8"}, Ranged: true,
+		Conflict: "The export is not built yet (CONFLICT): poll it until its status is ready."}, h.apiDownload)
 }
 
 type apiExportRequest struct {

@@ -146,6 +146,8 @@ func (h Audit) followExport(ctx context.Context, w *echo.Response, e audit.Expor
 
 // download serves the export's file; http.ServeContent answers Range and If-Range
 // (the ETag is the file's sha256), so an interrupted download resumes byte-identical.
+// The errors ServeContent answers itself (416 in plain text, 412 bare) go to the
+// central error handler instead, which answers them as every other error.
 func (h Audit) download(c echo.Context) error {
 	e, r, err := h.Pages.ExportFile(c.Request().Context(), c.Param("id"))
 	if err != nil {
@@ -164,8 +166,48 @@ func (h Audit) download(c echo.Context) error {
 	if e.FinishedAt != nil {
 		modified = *e.FinishedAt
 	}
-	http.ServeContent(w, c.Request(), e.FileName(), modified, r)
-	return nil
+	served := &servedErrors{ResponseWriter: w}
+	http.ServeContent(served, c.Request(), e.FileName(), modified, r)
+	return served.err()
+}
+
+// servedErrors passes an answer through, except an error status (400 and up) with
+// its body, which it keeps back for err to hand to the central error handler.
+type servedErrors struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *servedErrors) WriteHeader(status int) {
+	if status >= http.StatusBadRequest {
+		w.status = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *servedErrors) Write(p []byte) (int, error) {
+	if w.status >= http.StatusBadRequest {
+		return len(p), nil // http.Error's text: the error handler answers instead
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// err is the error answer kept back (nil: none). Content-Range (416) stays; the
+// file's name goes, so that the answer is not saved as the file.
+func (w *servedErrors) err() error {
+	if w.status == 0 {
+		return nil
+	}
+	w.Header().Del(echo.HeaderContentDisposition)
+	switch w.status {
+	case http.StatusRequestedRangeNotSatisfiable:
+		return echo.NewHTTPError(w.status, "The range asked for lies outside the file (Content-Range gives its size): "+
+			"ask for a range within it, or for the whole file without Range.")
+	case http.StatusPreconditionFailed:
+		return echo.NewHTTPError(w.status, "The file is not the one If-Match names, or changed since If-Unmodified-Since: download it whole again.")
+	}
+	return echo.NewHTTPError(w.status)
 }
 
 func (h Audit) keys(c echo.Context) error {

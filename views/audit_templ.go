@@ -1839,7 +1839,7 @@ func AuditExport(p AuditExportProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 149, "</code></a> (for <code>--keys-url</code>):</p><div class=\"table-wrap\"><table data-testid=\"signing-keys\"><thead><tr><th scope=\"col\">Key id</th><th scope=\"col\">Fingerprint</th><th scope=\"col\">Created</th><th scope=\"col\">Status</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 149, "</code></a> (for <code>--keys-url</code>: save them to a file, or give the address with <code>GANTRY_TOKEN</code> set to an API token of yours, since they are shown to members only):</p><div class=\"table-wrap\"><table data-testid=\"signing-keys\"><thead><tr><th scope=\"col\">Key id</th><th scope=\"col\">Fingerprint</th><th scope=\"col\">Created</th><th scope=\"col\">Status</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -260,3 +260,81 @@ func TestAuditExportsDownloadVerifyAndResume(t *testing.T) {
 	require.Contains(t, body, `value="soon"`, "what was sent is shown again")
 	require.Equal(t, before, countRows(t, app, "SELECT count(*) FROM audit_exports"))
 }
+
+// TestAuditExportDownloadAnswersAsDescribed: every answer of the API's export download
+// is in its OpenAPI description, checked by the validator: 200 with the ETag, 206 for a
+// range while If-Range holds, 304 for If-None-Match, 412 for If-Match of another file,
+// 416 for a range outside the file and 409 for an export not built yet; every error is
+// a problem document with its code (the 416 was ServeContent's plain text).
+func TestAuditExportDownloadAnswersAsDescribed(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	api := newAPIChecker(t, app)
+	auditor := app.NewMember(t, "acme", "Dana Download", "auditor", false)
+	token := app.Token(t, auditor, "audit")
+	browser := app.LoggedIn(t, "auditor@acme.test")
+	id := requestExport(t, app, browser, app.CSRF(t, browser), nil)
+	path := "/api/v1/audit/exports/" + id + "/download"
+	download := func(headers map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, app.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		text := webtest.ReadBody(t, resp)
+		api.check(token, http.MethodGet, path, "", resp, text)
+		return resp, text
+	}
+	problem := func(resp *http.Response, text string, status int, code string) {
+		t.Helper()
+		require.Equal(t, status, resp.StatusCode, text)
+		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), text)
+		require.Empty(t, resp.Header.Get("Content-Disposition"), "an error is not saved as the file")
+		var p struct {
+			Status int    `json:"status"`
+			Code   string `json:"code"`
+			Detail string `json:"detail"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(text), &p), text)
+		require.Equal(t, status, p.Status)
+		require.Equal(t, code, p.Code)
+		require.NotEmpty(t, p.Detail)
+	}
+
+	resp, whole := download(nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, whole)
+	etag := resp.Header.Get("ETag")
+	require.Regexp(t, `^"[0-9a-f]{64}"$`, etag)
+
+	resp, part := download(map[string]string{"Range": "bytes=10-19", "If-Range": etag})
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode, part)
+	require.Equal(t, whole[10:20], part)
+	require.Equal(t, fmt.Sprintf("bytes 10-19/%d", len(whole)), resp.Header.Get("Content-Range"))
+
+	resp, text := download(map[string]string{"If-None-Match": etag})
+	require.Equal(t, http.StatusNotModified, resp.StatusCode, text)
+	require.Empty(t, text)
+
+	resp, text = download(map[string]string{"If-Match": `"` + strings.Repeat("0", 64) + `"`})
+	problem(resp, text, http.StatusPreconditionFailed, "PRECONDITION_FAILED")
+
+	resp, text = download(map[string]string{"Range": fmt.Sprintf("bytes=%d-", len(whole)+10)})
+	problem(resp, text, http.StatusRequestedRangeNotSatisfiable, "RANGE_NOT_SATISFIABLE")
+	require.Equal(t, fmt.Sprintf("bytes */%d", len(whole)), resp.Header.Get("Content-Range"))
+
+	// An export the queue has not built yet (the queue is stopped): 409.
+	app.StopQueue(t)
+	status, body := api.call(token, http.MethodPost, "/api/v1/audit/exports", map[string]string{"format": "jsonl",
+		"from": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "to": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	require.Equal(t, http.StatusAccepted, status, body)
+	var queued struct{ Download string }
+	require.NoError(t, json.Unmarshal([]byte(body), &queued))
+	path = queued.Download
+	resp, text = download(nil)
+	problem(resp, text, http.StatusConflict, "CONFLICT")
+	require.Contains(t, text, "not ready yet")
+}

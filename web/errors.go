@@ -117,6 +117,10 @@ func httpCode(status int) errs.Code {
 		return errs.CodeConflict
 	case status == http.StatusRequestEntityTooLarge:
 		return "PAYLOAD_TOO_LARGE"
+	case status == http.StatusRequestedRangeNotSatisfiable:
+		return "RANGE_NOT_SATISFIABLE"
+	case status == http.StatusPreconditionFailed:
+		return "PRECONDITION_FAILED"
 	case status == http.StatusTooManyRequests:
 		return errs.CodeRateLimited
 	case status >= 400 && status < 500:

@@ -5,10 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/cmd/gantry/webtest"
 	"gantry/models/attest"
 	"gantry/models/audit"
 	"gantry/models/audit/exportfile"
@@ -56,16 +56,21 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	require.NoError(t, err)
 	signers := audit.NewKeys(gdb, keys)
 	exports := audit.NewExports(gdb, log, keys, signers, noQueue{})
-	e, err := exports.Request(auditor, audit.ExportRequest{Format: exportfile.JSONL,
-		Query: audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)}})
-	require.NoError(t, err)
-	require.NoError(t, exports.Build(ctx, e.ID))
-	e, err = exports.Get(auditor, e.ID)
-	require.NoError(t, err)
-	r, err := exports.Reader(auditor, e)
-	require.NoError(t, err)
-	data, err := io.ReadAll(r)
-	require.NoError(t, err)
+	// exportOf builds an export of q in format, as the auditor, and reads its file.
+	exportOf := func(format string, q audit.Query) []byte {
+		t.Helper()
+		e, err := exports.Request(auditor, audit.ExportRequest{Format: format, Query: q})
+		require.NoError(t, err)
+		require.NoError(t, exports.Build(ctx, e.ID))
+		e, err = exports.Get(auditor, e.ID)
+		require.NoError(t, err)
+		r, err := exports.Reader(auditor, e)
+		require.NoError(t, err)
+		data, err := io.ReadAll(r)
+		require.NoError(t, err)
+		return data
+	}
+	data := exportOf(exportfile.JSONL, audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
 	dir := t.TempDir()
 	file := filepath.Join(dir, "export.jsonl")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
@@ -112,14 +117,8 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 
 	// The script of docs/audit-format.md, outside Gantry, reaches the same verdicts.
 	script := func(file string) (int, string) {
-		cmd := exec.Command("python3", filepath.Join("..", "..", "docs", "audit-verify.py"), file, fingerprint)
-		outb, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), strings.TrimSpace(string(outb))
-		}
-		require.NoError(t, err, string(outb))
-		return 0, strings.TrimSpace(string(outb))
+		code, out, errOut := runScript(t, file, fingerprint)
+		return code, strings.TrimSpace(out + errOut)
 	}
 	code, verdict = script(file)
 	require.Equal(t, 0, code, verdict)
@@ -127,16 +126,7 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	code, verdict = script(edited)
 	require.Equal(t, 1, code, verdict)
 	require.Equal(t, "FAIL line 7: seq 7: the event's hash does not match its bytes (the event was edited)", verdict)
-	csvExport, err := exports.Request(auditor, audit.ExportRequest{Format: exportfile.CSV,
-		Query: audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), Action: "test.event"}})
-	require.NoError(t, err)
-	require.NoError(t, exports.Build(ctx, csvExport.ID))
-	csvExport, err = exports.Get(auditor, csvExport.ID)
-	require.NoError(t, err)
-	r, err = exports.Reader(auditor, csvExport)
-	require.NoError(t, err)
-	csvData, err := io.ReadAll(r)
-	require.NoError(t, err)
+	csvData := exportOf(exportfile.CSV, audit.Query{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), Action: "test.event"})
 	csvFile := filepath.Join(dir, "export.csv")
 	require.NoError(t, os.WriteFile(csvFile, csvData, 0o600))
 	code, verdict = script(csvFile)
@@ -154,6 +144,43 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	code, verdict = verify(swapped, "--key", fingerprint)
 	require.Equal(t, 1, code, verdict)
 	require.Contains(t, verdict, "FAIL line 5: seq")
+
+	// Bounds as pipelines and the browser give them: whole seconds (RFC 3339 over the
+	// API) and minutes (the page's form). The script once read a zone's digits as
+	// fractional seconds there and stopped on a naive-aware comparison.
+	now := time.Now().UTC()
+	for name, q := range map[string]audit.Query{
+		"whole-second": {From: now.Add(-time.Hour).Truncate(time.Second), To: now.Add(time.Hour).Truncate(time.Second)},
+		"minute":       {From: now.Add(-time.Hour).Truncate(time.Minute), To: now.Add(time.Hour).Truncate(time.Minute)},
+	} {
+		for _, format := range []string{exportfile.JSONL, exportfile.CSV} {
+			raw := exportOf(format, q)
+			require.Contains(t, string(raw), q.From.Format(time.RFC3339), "%s bounds in the manifest", name)
+			bounded := filepath.Join(dir, name+"."+format)
+			require.NoError(t, os.WriteFile(bounded, raw, 0o600))
+			code, verdict = script(bounded)
+			require.Equal(t, 0, code, "%s %s: %s", name, format, verdict)
+			require.Regexp(t, `^OK \d+ events, mode chain, signed by `, verdict)
+			code, verdict = verify(bounded, "--key", fingerprint)
+			require.Equal(t, 0, code, "%s %s: %s", name, format, verdict)
+
+			// Truncated, or without its manifest: the same one-line verdict from both.
+			cut := raw[:len(raw)/2]
+			withoutManifest := raw[:bytes.LastIndexByte(raw[:len(raw)-1], '\n')+1]
+			for what, broken := range map[string][]byte{"truncated": cut, "without its manifest": withoutManifest} {
+				brokenFile := filepath.Join(dir, "broken."+format)
+				require.NoError(t, os.WriteFile(brokenFile, broken, 0o600))
+				want := fmt.Sprintf("FAIL line %d: the last line is not the signed manifest (file truncated?)", bytes.Count(broken, []byte("\n"))+
+					min(1, len(broken)-bytes.LastIndexByte(broken, '\n')-1))
+				code, verdict = script(brokenFile)
+				require.Equal(t, 1, code, "%s %s: %s", what, format, verdict)
+				require.Equal(t, want, verdict, "%s %s", what, format)
+				code, verdict = verify(brokenFile, "--key", fingerprint)
+				require.Equal(t, 1, code, "%s %s: %s", what, format, verdict)
+				require.Equal(t, want, verdict, "%s %s", what, format)
+			}
+		}
+	}
 
 	// An attestation bundle: verified with the same pinned key; another digest fails.
 	signer, err := signers.Signer(ctx, o.ID)
@@ -185,4 +212,41 @@ func TestAuditVerifyAndKeysList(t *testing.T) {
 	require.Equal(t, 2, code, "no file")
 	code, _ = verify(filepath.Join(dir, "missing.jsonl"), "--key", fingerprint)
 	require.Equal(t, 1, code)
+}
+
+// TestAuditVerifyKeysURLOfThePortal: the documented form, `gantry audit verify FILE
+// --keys-url <portal>/api/v1/audit/keys`, verifies with the API token in GANTRY_TOKEN
+// (the keys are served to members only); without one it says to set it (exit 2), and
+// a refused token is said to be refused.
+func TestAuditVerifyKeysURLOfThePortal(t *testing.T) {
+	app := webtest.Start(t)
+	auditor := app.NewMember(t, "acme", "Kim Keys", authz.RoleAuditor, false)
+	viewer := app.NewMember(t, "acme", "Val Viewer", authz.RoleViewer, false)
+	t.Setenv("GANTRY_URL", app.URL)
+	cli := func(token string, args ...string) (int, string, string) {
+		t.Helper()
+		t.Setenv("GANTRY_TOKEN", token)
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		return code, strings.TrimSpace(out.String()), errOut.String()
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	// A minute past now: the default (now, whole seconds) leaves out this second's events.
+	code, out, errOut := cli(app.Token(t, auditor, "audit"), "audit", "export", "-o", file,
+		"--to", time.Now().UTC().Add(time.Minute).Truncate(time.Minute).Format(time.RFC3339))
+	require.Equal(t, 0, code, out+errOut)
+	keysURL := app.URL + "/api/v1/audit/keys"
+
+	code, verdict, errOut := cli(app.Token(t, viewer, "read"), "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 0, code, verdict+errOut)
+	require.Regexp(t, `^OK \d+ events, seq 1\.\.\d+, chain verified from its anchor; signed by audit-`, verdict)
+
+	code, verdict, errOut = cli("", "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 2, code, verdict+errOut)
+	require.Empty(t, verdict)
+	require.Contains(t, errOut, "gantry audit: --keys-url: "+keysURL+" answered 401 Unauthorized: the portal shows its keys to members only; set GANTRY_TOKEN")
+
+	code, verdict, errOut = cli("gantry_nope.nope", "audit", "verify", file, "--keys-url", keysURL)
+	require.Equal(t, 1, code, verdict+errOut)
+	require.Contains(t, errOut, "answered 401 Unauthorized: the portal refused GANTRY_TOKEN")
 }

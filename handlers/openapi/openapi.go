@@ -55,6 +55,13 @@ type Op struct {
 	// 429 RATE_LIMITED with Retry-After over the limit; the web layer limits exactly the
 	// operations registered with it (web/ratelimit.go).
 	RateLimited bool
+	// Ranged operations serve a file as http.ServeContent does, with its ETag: Range
+	// and If-Range answer 206 with a part (or 416 for a range outside the file),
+	// If-None-Match answers 304, If-Match and If-Unmodified-Since 412.
+	Ranged bool
+	// Conflict is what the 409 of an operation that changes nothing means (a changing
+	// one has its own: the evidence moved, the time ran out).
+	Conflict string
 }
 
 // Spec collects the operations of the API.
@@ -94,6 +101,28 @@ type Problem struct {
 }
 
 var echoParam = regexp.MustCompile(`:([a-zA-Z_]+)`)
+
+// rangedResponses adds the answers of a file served with Range and conditional
+// requests to responses, whose success answer is ok.
+func rangedResponses(responses, ok map[string]any, problem func(string) map[string]any) {
+	header := func(desc string) map[string]any {
+		return map[string]any{"description": desc, "schema": map[string]any{"type": "string"}}
+	}
+	ok["headers"] = map[string]any{"ETag": header("The file's sha256, quoted: send it in If-Range to resume, in If-None-Match to ask whether it changed.")}
+	partial := map[string]any{}
+	for ct, c := range ok["content"].(map[string]any) {
+		partial[ct] = c
+	}
+	partial["multipart/byteranges"] = map[string]any{}
+	responses["206"] = map[string]any{"description": "The part of the file Range asked for (several ranges: multipart/byteranges), " +
+		"while the file is still the one If-Range names.", "content": partial,
+		"headers": map[string]any{"Content-Range": header("Which bytes of the file this is, and its size.")}}
+	responses["304"] = map[string]any{"description": "The file is the one If-None-Match names: nothing is sent."}
+	responses["412"] = problem("The file is not the one If-Match names, or changed since If-Unmodified-Since (PRECONDITION_FAILED).")
+	unsatisfiable := problem("Range asks for bytes outside the file (RANGE_NOT_SATISFIABLE); Content-Range gives its size.")
+	unsatisfiable["headers"] = map[string]any{"Content-Range": header("bytes */SIZE: the file's size.")}
+	responses["416"] = unsatisfiable
+}
 
 // OpenAPIPath turns an echo route into an OpenAPI path (":id" to "{id}").
 func OpenAPIPath(route string) string { return echoParam.ReplaceAllString(route, "{$1}") }
@@ -150,6 +179,11 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 			content := map[string]any{}
 			for _, ct := range append([]string{op.ContentType}, op.OtherContentTypes...) {
 				content[ct] = map[string]any{"schema": map[string]any{"type": "string"}}
+				if op.Ranged {
+					// A file of its own format, served whole or in parts (JSON lines are
+					// no one JSON value): no schema.
+					content[ct] = map[string]any{}
+				}
 			}
 			ok["content"] = content
 		case op.Response != nil:
@@ -170,6 +204,12 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 		}
 		if op.Mutating {
 			responses["409"] = problem("A conflict: the evidence changed (STALE_EVIDENCE), the time to decide ran out (APPROVAL_EXPIRED), or a change made meanwhile.")
+		}
+		if op.Conflict != "" {
+			responses["409"] = problem(op.Conflict)
+		}
+		if op.Ranged {
+			rangedResponses(responses, ok, problem)
 		}
 		o := map[string]any{"operationId": op.ID, "summary": op.Summary, "tags": []string{op.Tag},
 			"parameters": params, "responses": responses, "x-gantry-scope": op.Scope}

@@ -35,6 +35,15 @@ const PredicateType = "https://gantry.dev/attestation/apply/v1"
 // MediaType is the bundle's own type.
 const MediaType = "application/vnd.gantry.attestation.v1+json"
 
+// PayloadType is the DSSE payload type of an in-toto Statement, as the in-toto
+// envelope rules name it; tooling that follows them refuses any other.
+const PayloadType = "application/vnd.in-toto+json"
+
+// legacyPayloadType is the payload type attestations were signed with before
+// PayloadType (the Statement's type URI). The signature covers it, so those keep it:
+// Verify accepts it so that what was issued still verifies.
+const legacyPayloadType = ita1.StatementTypeUri
+
 // Subject is one state version an apply wrote.
 type Subject struct {
 	Name   string // "state-version/<id>"
@@ -52,7 +61,7 @@ type Bundle struct {
 	} `json:"verificationMaterial"`
 }
 
-type signer struct{ s audit.Signer }
+type signer struct{ s exportfile.Signer }
 
 func (s signer) Sign(_ context.Context, data []byte) ([]byte, error) { return s.s.Sign(data) }
 func (s signer) KeyID() (string, error)                              { return s.s.KeyID(), nil }
@@ -147,18 +156,19 @@ func Statement(subjects []Subject, predicate map[string]any) ([]byte, error) {
 	return protojson.Marshal(st)
 }
 
-// Sign wraps statement in a DSSE envelope signed by s and bundles it with s's key.
-func Sign(ctx context.Context, s audit.Signer, statement []byte) (Bundle, error) {
+// Sign wraps statement in a DSSE envelope of PayloadType signed by s (an organization's
+// audit key, audit.Signer) and bundles it with s's key.
+func Sign(ctx context.Context, s exportfile.Signer, statement []byte) (Bundle, error) {
 	es, err := dsse.NewEnvelopeSigner(signer{s})
 	if err != nil {
 		return Bundle{}, err
 	}
-	env, err := es.SignPayload(ctx, ita1.StatementTypeUri, statement)
+	env, err := es.SignPayload(ctx, PayloadType, statement)
 	if err != nil {
 		return Bundle{}, fmt.Errorf("signing the statement: %w", err)
 	}
 	b := Bundle{MediaType: MediaType, DSSEEnvelope: *env}
-	b.Key.KeyID, b.Key.PublicKey, b.Key.Fingerprint = s.KeyID(), base64.StdEncoding.EncodeToString(s.Public()), s.Fingerprint()
+	b.Key.KeyID, b.Key.PublicKey, b.Key.Fingerprint = s.KeyID(), base64.StdEncoding.EncodeToString(s.Public()), exportfile.Fingerprint(s.Public())
 	return b, nil
 }
 
@@ -193,7 +203,8 @@ func VerifyFile(raw []byte, trust exportfile.Trust) Result {
 }
 
 // Verify checks a bundle offline: the key is trusted (pinned fingerprint or key set),
-// the DSSE signature verifies over the payload, and the payload is a valid in-toto
+// the DSSE signature verifies over the payload and its type (PayloadType, or the
+// legacy type of bundles signed before it), and the payload is a valid in-toto
 // Statement of Gantry's apply predicate.
 func Verify(raw []byte, trust exportfile.Trust) Result {
 	fail := func(format string, args ...any) Result {
@@ -219,6 +230,9 @@ func Verify(raw []byte, trust exportfile.Trust) Result {
 	}
 	if _, err := ev.Verify(context.Background(), &b.DSSEEnvelope); err != nil {
 		return fail("signature: does not verify over the statement (statement or signature altered): %v", err)
+	}
+	if t := b.DSSEEnvelope.PayloadType; t != PayloadType && t != legacyPayloadType {
+		return fail("payload type %q is not an in-toto Statement's (%s)", t, PayloadType)
 	}
 	payload, err := b.DSSEEnvelope.DecodeB64Payload()
 	if err != nil {

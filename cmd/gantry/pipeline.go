@@ -424,7 +424,9 @@ func runAuditExport(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	if to == "" {
-		to = time.Now().UTC().Format(time.RFC3339)
+		// To the nanosecond: whole seconds would leave out this second's events (in a
+		// fresh organization, often all of them).
+		to = time.Now().UTC().Format(time.RFC3339Nano)
 	}
 	type export struct {
 		ID, Status, Error, SHA256, Download string

@@ -179,6 +179,13 @@ func TestPipelineCommands(t *testing.T) {
 	file := filepath.Join(dir, "audit.ndjson")
 	code, out = cli(auditToken, "audit", "export", "-o", file)
 	require.Equal(t, 0, code, out)
+	// Without --to it runs to now, this second's events included: the audit token's
+	// issue, made just before it, is in the file.
+	var issued string
+	require.NoError(t, app.DB.Raw("SELECT target_id FROM audit_events WHERE action = 'api_token.issued' ORDER BY id DESC LIMIT 1").Scan(&issued).Error)
+	exported, readErr := os.ReadFile(file)
+	require.NoError(t, readErr)
+	require.Contains(t, string(exported), issued, "the newest event before the export")
 	resp := app.API(t, auditToken, http.MethodGet, "/api/v1/audit/keys", "")
 	keys := filepath.Join(dir, "keys.json")
 	require.NoError(t, os.WriteFile(keys, []byte(webtest.ReadBody(t, resp)), 0o600))

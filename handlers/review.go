@@ -260,7 +260,8 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, Elevated: perms.Deciders.Decision.Elevated,
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
 		CanApprove: perms.Approve.Allowed() || perms.FreshSignIn, NeedsReauth: perms.FreshSignIn,
-		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed()}
+		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed(),
+		Counts: views.PlanCounts{Create: r.PlanSummary.Create, Update: r.PlanSummary.Update, Replace: r.PlanSummary.Replace, Destroy: r.PlanSummary.Delete}}
 	for _, f := range run.EvidenceFields {
 		d.Evidence = append(d.Evidence, views.KV{Key: f, Value: fields[f]})
 	}

@@ -53,7 +53,8 @@ func approvalBoundary(t *testing.T, app *webtest.App, id string) (bool, []string
 
 // TestReviewShowsRollbackBoundary (issue 35, item 4): a plan that is no rollback and
 // replaces a database shows, beside that change, the boundary in words (forward fix
-// only) and the template's rollback notes; the API's review carries the same boundary; and the
+// only) and the template's rollback notes; the confirmation of its elevated approval
+// restates the plan's counts; the API's review carries the same boundary; and the
 // approval's audit event records that it was shown, computed from the run's plan. The
 // destroy of the workspace then shows a boundary beside every destroyed resource (the
 // network and subnet come back from a state version, the database's data only by a
@@ -90,6 +91,7 @@ func TestReviewShowsRollbackBoundary(t *testing.T) {
 		`\s*<span data-testid="boundary-words">The data it holds is lost with this change\. A rollback to state version 2 brings back its configuration, not its data: only a forward fix brings the data back`, page)
 	require.Regexp(t, `(?s)data-address="module\.postgres\.sandbox_database\.this">.*?<details class="boundary-notes" open>.*?data-testid="boundary-notes">A database holds data: replacing or destroying it loses everything written since the last\s+backup\.`, page,
 		"the template's notes, open beside the change")
+	require.Regexp(t, `(?s)data-testid="confirmation-counts">\s*This plan creates <strong>0</strong>,\s*changes <strong>0</strong> in place,\s*replaces <strong>1</strong>\s*and destroys <strong>0</strong> resources\.`, page)
 
 	// The API's review says the same beside the same change (and is described).
 	auditor := app.NewMember(t, "acme", "Boundary Reader", authz.RoleViewer, false)
@@ -132,6 +134,7 @@ func TestReviewShowsRollbackBoundary(t *testing.T) {
 	want := []string{dbAddr + " forward_fix_only", subnetAddr + " restore_from_state_version", netAddr + " restore_from_state_version"}
 	require.ElementsMatch(t, want, boundaryShown(t, page))
 	require.Contains(t, page, "rollback boundary: restore from state version 3")
+	require.Regexp(t, `(?s)data-testid="confirmation-counts">\s*This plan creates <strong>0</strong>,\s*changes <strong>0</strong> in place,\s*replaces <strong>0</strong>\s*and destroys <strong>3</strong> resources\.`, page)
 	resp = app.PostForm(t, owner, "/runs/"+destroy.ID+"/approve", decisionForm(t, app, owner, destroy))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
 	waitForState(t, app, destroy.ID, run.Succeeded)

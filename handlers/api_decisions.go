@@ -77,6 +77,16 @@ type apiChange struct {
 	Class        string   `json:"class" doc:"create, update, replace, destroy, read or no-op"`
 	Actions      []string `json:"actions"`
 	Irreversible bool     `json:"irreversible"`
+	// RollbackBoundary: how a replaced or destroyed resource comes back (the review
+	// page's words; the approval's audit event records the same).
+	RollbackBoundary *apiBoundary `json:"rollback_boundary,omitempty"`
+}
+
+// apiBoundary is one change's rollback boundary.
+type apiBoundary struct {
+	Kind  string `json:"kind" doc:"forward_fix_only, restore_from_state_version or none_known"`
+	Words string `json:"words"`
+	Notes string `json:"notes,omitempty" doc:"the template's rollback notes"`
 }
 
 type apiPolicyResult struct {
@@ -128,12 +138,15 @@ func (h API) review(c echo.Context) error {
 		Deciders: perms.Deciders.Summary(),
 		Allowed: apiAllows{Approve: toVerdict(perms.Approve), Reject: toVerdict(perms.Reject), Override: toVerdict(perms.Override),
 			Cancel: toVerdict(perms.Cancel), PlanAgain: toVerdict(perms.PlanAgain)}}
-	for _, ch := range data.Classification.Changes {
+	for i, ch := range data.Classification.Changes {
 		if ch.Class == classify.ClassNoOp {
 			continue
 		}
-		out.Changes = append(out.Changes, apiChange{Address: ch.Address, Type: ch.Type, Class: string(ch.Class), Actions: nonNil(ch.Actions),
-			Irreversible: ch.Irreversible})
+		c := apiChange{Address: ch.Address, Type: ch.Type, Class: string(ch.Class), Actions: nonNil(ch.Actions), Irreversible: ch.Irreversible}
+		if b, ok := page.Boundary.At(i); ok {
+			c.RollbackBoundary = &apiBoundary{Kind: string(b.Kind), Words: page.Boundary.Words(b), Notes: page.Boundary.Notes}
+		}
+		out.Changes = append(out.Changes, c)
 	}
 	if data.Evaluation != nil {
 		for _, res := range data.Evaluation.Results {

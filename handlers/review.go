@@ -16,6 +16,7 @@ import (
 	"gantry/models/pages"
 	"gantry/models/review"
 	"gantry/models/risk"
+	"gantry/models/rollback/boundary"
 	"gantry/models/run"
 	"gantry/views"
 	"gantry/views/paths"
@@ -117,7 +118,7 @@ func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewPro
 		if s.id == pagedID {
 			n = page
 		}
-		sec, err := section(r, data, s, n)
+		sec, err := section(r, data, rp.Boundary, s, n)
 		if err != nil {
 			return views.ReviewProps{}, err
 		}
@@ -126,8 +127,9 @@ func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewPro
 	return p, nil
 }
 
-// section is one page of one section's changes.
-func section(r run.Run, data run.ReviewData, s reviewSectionDef, page int) (views.ReviewSection, error) {
+// section is one page of one section's changes, each replace and destroy with its
+// rollback boundary from b.
+func section(r run.Run, data run.ReviewData, b boundary.Review, s reviewSectionDef, page int) (views.ReviewSection, error) {
 	res := data.Classification
 	pg := review.Section(review.Indexes(res, s.class), page, views.ReviewPageSize())
 	out := views.ReviewSection{RunID: r.ID, ID: s.id, Title: s.title, Total: pg.Total, Page: pg.Number, Pages: pg.Pages}
@@ -144,6 +146,9 @@ func section(r run.Run, data run.ReviewData, s reviewSectionDef, page int) (view
 			deps = deps[:maxDependentsShown]
 		}
 		e.Dependents = deps
+		if c, ok := b.At(i); ok {
+			e.Boundary = &views.BoundaryView{Kind: string(c.Kind), Label: b.Label(c), Words: b.Words(c), Notes: b.Notes, LosesData: c.LosesData()}
+		}
 		attrs, err := data.Doc.Attributes(i)
 		if err != nil {
 			return views.ReviewSection{}, err
@@ -255,7 +260,8 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 	d := views.DecisionProps{RunID: r.ID, PlanDigest: ev.PlanDigest, Elevated: perms.Deciders.Decision.Elevated,
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
 		CanApprove: perms.Approve.Allowed() || perms.FreshSignIn, NeedsReauth: perms.FreshSignIn,
-		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed()}
+		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed(),
+		Counts: views.PlanCounts{Create: r.PlanSummary.Create, Update: r.PlanSummary.Update, Replace: r.PlanSummary.Replace, Destroy: r.PlanSummary.Delete}}
 	for _, f := range run.EvidenceFields {
 		d.Evidence = append(d.Evidence, views.KV{Key: f, Value: fields[f]})
 	}

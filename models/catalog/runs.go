@@ -58,7 +58,8 @@ func (rc RunCatalog) Facts(name string) (runport.TemplateFacts, error) {
 		return runport.TemplateFacts{}, err
 	}
 	t := e.Template
-	return runport.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices}, nil
+	return runport.TemplateFacts{Version: t.Version, Source: "catalog", Irreversible: t.Irreversible, OrgScoped: t.OrgScoped, OrgPolicy: t.OrgPolicy, Prices: t.Prices,
+		Rollback: t.Rollback}, nil
 }
 
 func (rc RunCatalog) Secrets(name string, config []byte) []string { return rc.c.Secrets(name, config) }

@@ -8,13 +8,16 @@ import (
 	"gantry/models/classify"
 	"gantry/models/errs"
 	"gantry/models/rollback"
+	"gantry/models/rollback/boundary"
 	"gantry/models/run"
 	"gantry/models/workspace"
 )
 
-// PlanReviews reads a run's plan for review (run.Reads).
+// PlanReviews reads a run's plan for review, and how each resource it replaces or
+// destroys comes back (run.Reads).
 type PlanReviews interface {
 	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
+	Boundary(ctx context.Context, r run.Run, res classify.Result) (boundary.Review, error)
 }
 
 // RollbackReviews say what a rollback's plan cannot bring back (rollback.Service; nil
@@ -46,13 +49,15 @@ type Reviews struct {
 }
 
 // ReviewPage is the plan review page: the run, its workspace, what the reader may
-// decide, the plan read once (classification, attribute diffs, policy results) and, for
-// a rollback, what its plan cannot bring back.
+// decide, the plan read once (classification, attribute diffs, policy results), the
+// rollback boundary of each resource it replaces or destroys (the approval's audit event
+// records the same) and, for a rollback, what its plan cannot bring back.
 type ReviewPage struct {
 	Run         run.Run
 	Workspace   workspace.View
 	Permissions run.Permissions
 	Plan        run.ReviewData
+	Boundary    boundary.Review
 	Rollback    *rollback.Review
 	// Refused is a decision refused at the decision form's fields: the review page is
 	// drawn again with its messages and what was typed.
@@ -75,6 +80,9 @@ func (s Reviews) Page(ctx context.Context, id string) (ReviewPage, error) {
 		return ReviewPage{}, err
 	}
 	if p.Plan, err = s.Plans.Review(ctx, r); err != nil {
+		return ReviewPage{}, err
+	}
+	if p.Boundary, err = s.Plans.Boundary(ctx, r, p.Plan.Classification); err != nil {
 		return ReviewPage{}, err
 	}
 	if p.Workspace, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil {

@@ -189,6 +189,15 @@ func (s *Decisions) Approve(ctx context.Context, id string, in Approval) (Run, e
 		if err := r.Approve(decider(subject), in.Evidence, now); err != nil {
 			return err
 		}
+		// What the review page showed of the rollback boundary, from the run's own plan
+		// (not part of the evidence the approval binds to).
+		b, err := s.k.boundaryOf(ctx, *r, nil)
+		if err != nil {
+			return err
+		}
+		if shown := b.Audit(); shown != nil {
+			r.moves.Annotate(shown)
+		}
 		if elevated {
 			reason := strings.TrimSpace(in.Reason)
 			r.StateReason += ": " + reason

@@ -33,7 +33,8 @@ type InputValue struct {
 	Set                     bool
 }
 
-// TemplateFacts are a template's resource-type facts from its manifest.
+// TemplateFacts are a template's resource-type facts from its manifest, and its
+// rollback notes.
 type TemplateFacts struct {
 	Version      string
 	Source       string // "catalog": every template comes from the pinned catalog
@@ -41,6 +42,8 @@ type TemplateFacts struct {
 	OrgScoped    []string
 	OrgPolicy    []string // the org-scoped types that are organization policies
 	Prices       map[string]float64
+	// Rollback are the manifest's rollback notes: how (and whether) a change rolls back.
+	Rollback string
 }
 
 // ClassifyOptions are the facts the plan classifier needs.

@@ -2,7 +2,9 @@
 // without this file; it only adds:
 // - a link of an error summary focuses its field with its label and hint in view (a
 //   plain "#field" jump puts the field at the window's top edge, its label above it);
-// - inline validation keeps a field's aria-invalid in step with its message.
+// - inline validation keeps a field's aria-invalid in step with its message;
+// - a confirmation armed from its trigger takes the focus (DESIGN §10: confirmations
+//   move focus), so what it restates is read first.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -24,4 +26,19 @@ document.addEventListener("htmx:afterSettle", () => {
     const invalid = slot.textContent.trim() !== "";
     field.setAttribute("aria-invalid", invalid ? "true" : "false");
   }
+});
+
+// A confirmation is a <details class="confirmation"> whose <summary> arms it. Only an
+// arming the person made (a click, or Enter or Space on the summary, which click too)
+// moves the focus: one drawn open with field errors keeps it on the first error.
+// Closing it from the summary leaves the focus on the summary, the trigger.
+document.addEventListener("click", (event) => {
+  const trigger = event.target.closest("details.confirmation > summary");
+  if (!trigger) return;
+  const box = trigger.parentElement;
+  box.addEventListener("toggle", () => {
+    if (!box.open) return;
+    const body = box.querySelector(".confirmation-body");
+    if (body) body.focus();
+  }, { once: true });
 });

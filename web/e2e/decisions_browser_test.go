@@ -69,10 +69,11 @@ func TestElevatedApprovalErrorsInBrowser(t *testing.T) {
 	// page shows the approval form itself, not "Sign in again to decide".
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, ownerEmail, ownerPassword, ownerFirst)
-	b.do(t, "open the review page",
+	b.do(t, "open the review page and arm the approval",
 		chromedp.Navigate(app.URL+paths.RunReview(id)),
-		chromedp.WaitVisible(chromedp.ID("approve-confirm")),
+		chromedp.Click(chromedp.ID("arm-approve"), chromedp.NodeVisible),
 	)
+	waitForFocus(t, b, "approve-confirmation-body") // the confirmation takes the focus: type after it moved
 	require.Zero(t, count(t, b, "#reauthenticate"), "a fresh sign-in decides without signing in again")
 	require.Equal(t, "Type "+runmodel.ConfirmWord+" to confirm", text(t, b, chromedp.CSS(`label[for="approve-confirm"]`)))
 

@@ -351,6 +351,8 @@ func TestReviewShowsReplaceBeforeCreatesInBrowser(t *testing.T) {
 	requireNoCSPViolations(t, b)
 
 	// 3. The owner approves: a risk-3 decision needs DESTROY typed and a reason.
+	b.do(t, "arm the elevated approval", chromedp.Click(chromedp.ID("arm-approve"), chromedp.NodeVisible))
+	waitForFocus(t, b, "approve-confirmation-body") // the confirmation takes the focus: type after it moved
 	b.do(t, "fill in the elevated approval",
 		chromedp.SendKeys(chromedp.ID("approve-confirm"), "DESTROY"),
 		chromedp.SendKeys(chromedp.ID("approve-reason"), "engine 17 upgrade, exports re-run afterwards"),

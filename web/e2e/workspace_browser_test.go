@@ -74,7 +74,9 @@ func TestDestroyFromWorkspaceInBrowser(t *testing.T) {
 
 	owner := startBrowser(t, chrome)
 	signInAs(t, owner, app, ownerEmail, ownerPassword, ownerFirst)
-	owner.do(t, "approve the destroy", chromedp.Navigate(app.URL+paths.RunReview(id)), chromedp.WaitVisible(chromedp.ID("approve-confirm")),
+	owner.do(t, "arm the destroy's approval", chromedp.Navigate(app.URL+paths.RunReview(id)), chromedp.Click(chromedp.ID("arm-approve"), chromedp.NodeVisible))
+	waitForFocus(t, owner, "approve-confirmation-body") // the confirmation takes the focus: type after it moved
+	owner.do(t, "approve the destroy",
 		chromedp.SendKeys(chromedp.ID("approve-confirm"), runmodel.ConfirmWord),
 		chromedp.SendKeys(chromedp.ID("approve-reason"), goodReason),
 		chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible),

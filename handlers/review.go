@@ -265,6 +265,9 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 	for _, f := range run.EvidenceFields {
 		d.Evidence = append(d.Evidence, views.KV{Key: f, Value: fields[f]})
 	}
+	if d.CanReject && !d.CanApprove {
+		d.ApproveWhyNot = perms.Approve.Reason()
+	}
 	if r.Waiting() {
 		d.Deciders = perms.Deciders.Summary()
 		if !d.CanApprove && !d.CanReject && perms.Visible {

@@ -33,6 +33,8 @@ func TestHardBlockedRunIsRejectedInBrowser(t *testing.T) {
 	signInAs(t, b, app, adminEmail, adminPassword, adminFirst)
 	b.do(t, "open the review page", chromedp.Navigate(app.URL+paths.RunReview(id)), chromedp.WaitVisible(chromedp.ID("reject-reason")))
 	require.Zero(t, count(t, b, "#approve"), "a hard block is never approved")
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="reject-only"]`)), "You may reject this plan, not approve it.",
+		"the bar above the plan says so, instead of \"waits for your decision\"")
 	screenshotAt(t, b, decisionShot(t, "review"), 1280, 900, false)
 
 	// Without a reason the form comes back with the error at its field.

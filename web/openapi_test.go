@@ -280,19 +280,24 @@ func TestOpenAPIValidatorRejectsADriftedAnswer(t *testing.T) {
 	resp := app.API(t, token, http.MethodGet, "/api/v1/runs?limit=1", "")
 	real := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, real)
-	answer := func(body string) bool {
-		req, err := http.NewRequest(http.MethodGet, app.URL+"/api/v1/runs?limit=1", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		r := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(body)), Request: req}
-		ok, _ := v.ValidateHttpResponse(req, r)
-		return ok
-	}
+	answer := func(body string) bool { return validAnswer(t, v, app.URL+"/api/v1/runs?limit=1", token, body) }
 	require.True(t, answer(real), "the real answer")
 	require.False(t, answer(`{"runs":[],"total":"many"}`), "a total that is no number")
 	require.False(t, answer(`{"total":0}`), "the runs gone")
 	require.False(t, answer(`{"runs":[{"id":"run-1"}],"total":1}`), "a run without its fields")
+}
+
+// validAnswer reports whether body, as a 200 JSON answer to a GET of url with token, is
+// what the description says.
+func validAnswer(t *testing.T, v validator.Validator, url, token, body string) bool {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	r := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: req}
+	ok, _ := v.ValidateHttpResponse(req, r)
+	return ok
 }
 
 // TestOpenAPIHoldsARunsEnding: a run's ending is in GET /api/v1/runs/{id} as one of the
@@ -313,15 +318,7 @@ func TestOpenAPIHoldsARunsEnding(t *testing.T) {
 	real := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, real)
 	require.Contains(t, real, `"ending":"PLAN_ONLY"`)
-	answer := func(body string) bool {
-		req, err := http.NewRequest(http.MethodGet, app.URL+"/api/v1/runs/"+id, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		r := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(body)), Request: req}
-		ok, _ := v.ValidateHttpResponse(req, r)
-		return ok
-	}
+	answer := func(body string) bool { return validAnswer(t, v, app.URL+"/api/v1/runs/"+id, token, body) }
 	require.True(t, answer(real), "the real answer")
 	require.False(t, answer(strings.Replace(real, `"ending":"PLAN_ONLY"`, `"ending":"MADE_UP"`, 1)), "a code the rule does not have")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,28 +85,7 @@ func runAudit(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logg
 
 // parseWithFile parses flags given before or after the one positional FILE.
 func parseWithFile(f flags, args []string) (string, error) {
-	var file string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return "", err
-			}
-			return "", errUsage
-		}
-		if f.NArg() == 0 {
-			break
-		}
-		if file != "" {
-			fmt.Fprintf(f.Output(), "gantry %s: unexpected argument %q\n", f.Name(), f.Arg(0))
-			return "", errUsage
-		}
-		file, args = f.Arg(0), f.Args()[1:]
-	}
-	if file == "" {
-		fmt.Fprintf(f.Output(), "gantry %s: which file?\n", f.Name())
-		return "", errUsage
-	}
-	return file, nil
+	return f.parseOne(args, "which file? (name one)")
 }
 
 type multiFlag []string

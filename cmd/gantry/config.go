@@ -64,6 +64,29 @@ func (f flags) parse(args []string) error {
 	return nil
 }
 
+// parseOne parses flags given before or after exactly one positional argument and
+// returns it; with none or several it says missing and is a usage error.
+func (f flags) parseOne(args []string, missing string) (string, error) {
+	var got []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", err
+			}
+			return "", errUsage
+		}
+		if f.NArg() == 0 {
+			break
+		}
+		got, args = append(got, f.Arg(0)), f.Args()[1:]
+	}
+	if len(got) != 1 {
+		fmt.Fprintf(f.Output(), "gantry %s: %s\n", f.Name(), missing)
+		return "", errUsage
+	}
+	return got[0], nil
+}
+
 // webFlags are the settings serve and dev share.
 type webFlags struct {
 	addr            string

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -384,24 +382,7 @@ func decide(ctx context.Context, stdout io.Writer, id, decision, done string, ev
 
 // parseRun parses flags given before or after the one positional RUN (a run's id).
 func parseRun(f flags, args []string) (string, error) {
-	var ids []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return "", err
-			}
-			return "", errUsage
-		}
-		if f.NArg() == 0 {
-			break
-		}
-		ids, args = append(ids, f.Arg(0)), f.Args()[1:]
-	}
-	if len(ids) != 1 {
-		fmt.Fprintf(f.Output(), "gantry %s: name one run (its id, as gantry runs lists it)\n", f.Name())
-		return "", errUsage
-	}
-	return ids[0], nil
+	return f.parseOne(args, "name one run (its id, as gantry runs lists it)")
 }
 
 // runAuditExport is "gantry audit export": a signed export of the audit log, saved to

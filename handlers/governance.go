@@ -65,7 +65,7 @@ func governanceProps(rep governance.Report) views.GovernanceProps {
 		for _, f := range e.Findings {
 			gf := views.GovernanceFinding{Text: f.Text, Setting: f.Setting.Name, SettingURL: settingURL(f.Setting.Place, e.ID)}
 			for _, r := range f.Runs {
-				gf.Runs = append(gf.Runs, views.KV{Key: fmt.Sprintf("#%d", r.Number), Value: paths.Run(r.ID)})
+				gf.Runs = append(gf.Runs, views.KV{Key: fmt.Sprintf("run #%d", r.Number), Value: paths.Run(r.ID)})
 			}
 			ge.Findings = append(ge.Findings, gf)
 		}

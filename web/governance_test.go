@@ -213,7 +213,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		},
 		words: map[string]map[string]string{"stg": {
 			"approval-create-update": "approval matrix version 1, risk 1-protected (rule create_update_only): one approver with provisioning.apply (operator or above) decides, but four eyes is off: the requester may approve her own run",
-			"verification":           "the state table lets a run succeed only through its verification; in the audit chain: 1 runs verified, 0 failed their verification",
+			"verification":           "the state table lets a run succeed only through its verification; in the audit chain: 1 run verified, 0 failed their verification",
 		}},
 	}, {
 		name:   "four eyes off for risk 2",

@@ -173,11 +173,14 @@ func joinLevels(ls []risk.Level) string {
 }
 
 // applies says "1 apply" or "n applies".
-func applies(n int) string {
+func applies(n int) string { return plural(n, "apply", "applies") }
+
+// plural is n with the word's singular or plural.
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 apply"
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d applies", n)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // planGate is the plan under the environment's executor: isolated, simulated, or not.
@@ -249,7 +252,8 @@ func (s Service) verificationGate(c audit.ApplyCount) Gate {
 		g.Status, g.EnforcedBy = UnenforcedUnknown, "the state table lets a run succeed without its verification"
 		return g
 	}
-	g.Status, g.EnforcedBy = Enforced, fmt.Sprintf("the state table lets a run succeed only through its verification; in the audit chain: %d runs verified, %d failed their verification", c.Verified, c.VerificationFailed)
+	g.Status, g.EnforcedBy = Enforced, fmt.Sprintf("the state table lets a run succeed only through its verification; in the audit chain: %s verified, %d failed their verification",
+		plural(c.Verified, "run", "runs"), c.VerificationFailed)
 	return g
 }
 

@@ -268,10 +268,13 @@ func entitlementsGate(env environment.Environment, ex Executor) Gate {
 	} else {
 		parts = append(parts, "not restricted: every member sees it")
 	}
-	if ex.Offered && !ex.Simulated {
-		parts = append(parts, "live executor "+ex.Name+": requesting, planning again and approving need cloud.live")
-	} else {
+	switch {
+	case !ex.Offered:
+		parts = append(parts, "executor "+ex.Name+" is not one this portal runs: nothing can be requested here")
+	case ex.Simulated:
 		parts = append(parts, "cloud.live is not asked: the executor changes nothing real")
+	default:
+		parts = append(parts, "live executor "+ex.Name+": requesting, planning again and approving need cloud.live")
 	}
 	g.EnforcedBy = strings.Join(parts, "; ")
 	return g

@@ -29,9 +29,9 @@ type govOrg struct {
 	envs       map[string]string // name -> id
 }
 
-// newGovOrg makes organization slug with dev and stg and saves matrix m (nil: the
-// default, never saved).
-func newGovOrg(t *testing.T, app *webtest.App, slug string, m *risk.Matrix) govOrg {
+// newGovOrg makes organization slug with dev and stg and saves the default matrix
+// changed by edit (nil: the default, never saved).
+func newGovOrg(t *testing.T, app *webtest.App, slug string, edit func(*risk.Matrix)) govOrg {
 	t.Helper()
 	ctx := context.Background()
 	o, err := app.System.Orgs.EnsureOrganization(ctx, slug, "Org "+slug)
@@ -46,9 +46,8 @@ func newGovOrg(t *testing.T, app *webtest.App, slug string, m *risk.Matrix) govO
 		require.NoError(t, err)
 		g.envs[in.Name] = env.ID
 	}
-	if m != nil {
-		_, err := app.System.Matrix.Save(g.owner, *m, "the configuration under test")
-		require.NoError(t, err)
+	if edit != nil {
+		app.SaveMatrix(t, slug, edit)
 	}
 	return g
 }
@@ -105,22 +104,6 @@ func timeless(s string) string {
 	return regexp.MustCompile(`\d{4}-\d\d-\d\d`).ReplaceAllString(s, "<date>")
 }
 
-// matrixWith is the default matrix changed by f.
-func matrixWith(f func(*risk.Matrix)) *risk.Matrix {
-	m := risk.Default()
-	f(&m)
-	return &m
-}
-
-func decisionOf(m *risk.Matrix, l risk.Level) *risk.Decision {
-	for i := range m.Decisions {
-		if m.Decisions[i].Level == l {
-			return &m.Decisions[i]
-		}
-	}
-	panic("no level " + l)
-}
-
 // The gates of the two environments under the default configuration: everything holds
 // but what Gantry approves alone in development (risk 1 without requires_approval) and
 // the drift checks development never schedules. Each configuration below says what it
@@ -168,7 +151,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		matrix *risk.Matrix
+		matrix func(*risk.Matrix)
 		// setup changes the organization's configuration and history; it returns the
 		// run numbers the findings name.
 		setup              func(t *testing.T, g govOrg)
@@ -197,7 +180,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		},
 	}, {
 		name:   "four eyes off for risk 1-protected, and a self-approved apply",
-		matrix: matrixWith(func(m *risk.Matrix) { decisionOf(m, risk.Level1Protected).FourEyes = false }),
+		matrix: func(m *risk.Matrix) { webtest.Decision(m, risk.Level1Protected).FourEyes = false },
 		setup: func(t *testing.T, g govOrg) {
 			operator := app.NewMember(t, g.slug, "Olga", authz.RoleOperator, false)
 			r := waitForState(t, app, app.RequestRun(t, app.SessionFor(t, operator.UserID, g.id, time.Now()), bucketRequest(g.envs["stg"], "eu-west")), run.PendingApproval)
@@ -217,7 +200,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		}},
 	}, {
 		name:   "four eyes off for risk 2",
-		matrix: matrixWith(func(m *risk.Matrix) { decisionOf(m, risk.Level2).FourEyes = false }),
+		matrix: func(m *risk.Matrix) { webtest.Decision(m, risk.Level2).FourEyes = false },
 		dev:    with(devDefault, map[string]string{"approval-replace": governance.Flagged, "approval-org-scoped": governance.Flagged}),
 		stg:    with(stgDefault, map[string]string{"approval-replace": governance.Flagged, "approval-org-scoped": governance.Flagged}),
 		devFinds: []string{driftOff, selfService("create or update in place", 0, ""),
@@ -225,16 +208,17 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		stgFinds: []string{"self-approval possible: four eyes is off for risk 2 (replace, change to an org-scoped resource (IAM, policy)): the requester may approve her own run | four eyes on risk 2 in the approval matrix | "},
 	}, {
 		name: "replace moved to risk 1, within the floors (which refuse four eyes off for risk 3)",
-		matrix: matrixWith(func(m *risk.Matrix) {
+		matrix: func(m *risk.Matrix) {
 			for i := range m.Rules {
 				if m.Rules[i].Condition == risk.CondReplace {
 					m.Rules[i].Class = 1
 				}
 			}
-		}),
+		},
 		setup: func(t *testing.T, g govOrg) {
-			below := matrixWith(func(m *risk.Matrix) { decisionOf(m, risk.Level3).FourEyes = false })
-			_, err := app.System.Matrix.Save(g.owner, *below, "four eyes off for risk 3")
+			below := risk.Default()
+			webtest.Decision(&below, risk.Level3).FourEyes = false
+			_, err := app.System.Matrix.Save(g.owner, below, "four eyes off for risk 3")
 			require.ErrorContains(t, err, "Risk 3 always needs four eyes", "the floors refuse four eyes off for risk 3")
 		},
 		dev:      with(devDefault, map[string]string{"approval-replace": governance.SelfService}),

@@ -2,19 +2,16 @@ package web_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/audit/exportfile"
-	"gantry/models/authz"
 	"gantry/models/risk"
 	"gantry/models/run"
 	"gantry/models/runport"
@@ -28,15 +25,7 @@ import (
 func TestSelfApprovalSaidEverywhere(t *testing.T) {
 	t.Parallel()
 	app := webtest.Start(t)
-	owner := app.NewMember(t, "acme", "Oona", authz.RoleOwner, true)
-	m := risk.Default()
-	for i := range m.Decisions {
-		if m.Decisions[i].Level == risk.Level1Protected {
-			m.Decisions[i].FourEyes = false
-		}
-	}
-	_, err := app.System.Matrix.Save(authz.WithSubject(context.Background(), owner.Subject(time.Now())), m, "four eyes off for risk 1-protected")
-	require.NoError(t, err)
+	app.SaveMatrix(t, "acme", func(m *risk.Matrix) { webtest.Decision(m, risk.Level1Protected).FourEyes = false })
 
 	operator := app.LoggedIn(t, "operator@acme.test")
 	admin := app.LoggedIn(t, "admin@acme.test")

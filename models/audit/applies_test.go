@@ -8,8 +8,6 @@ import (
 
 	"gantry/models/audit"
 	"gantry/models/authz"
-	"gantry/models/db/dbtest"
-	"gantry/models/org"
 )
 
 // TestAppliesByEnvironmentJudgesEachApply: every apply (a run entering RUNNING) is
@@ -19,14 +17,11 @@ import (
 // self-service. Each is planted as the events the run lifecycle records.
 func TestAppliesByEnvironmentJudgesEachApply(t *testing.T) {
 	t.Parallel()
-	gdb := dbtest.New(t)
-	log := audit.New(gdb)
-	ctx := context.Background()
-	o, err := org.NewService(gdb, log).EnsureOrganization(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	olivia := authz.Subject{UserID: "usr-olivia", Name: "Olivia", OrganizationID: o.ID, Role: authz.RoleOperator}
-	adam := authz.Subject{UserID: "usr-adam", Name: "Adam", OrganizationID: o.ID, Role: authz.RoleAdmin}
-	system := authz.System(o.ID)
+	f := newFixture(t)
+	log, ctx := f.log, context.Background()
+	olivia := authz.Subject{UserID: "usr-olivia", Name: "Olivia", OrganizationID: f.org, Role: authz.RoleOperator}
+	adam := authz.Subject{UserID: "usr-adam", Name: "Adam", OrganizationID: f.org, Role: authz.RoleAdmin}
+	system := authz.System(f.org)
 	record := func(who authz.Subject, action, runID, env string, number int, data map[string]any) {
 		t.Helper()
 		if data == nil {
@@ -67,7 +62,7 @@ func TestAppliesByEnvironmentJudgesEachApply(t *testing.T) {
 	record(system, "run.approved", "run-6", "env-dev", 1, map[string]any{"approved_plan_digest": "sha256:aa", "approval_kind": "self-service"})
 	record(system, "run.running", "run-6", "env-dev", 1, apply)
 
-	got, err := log.AppliesByEnvironment(ctx, o.ID)
+	got, err := log.AppliesByEnvironment(ctx, f.org)
 	require.NoError(t, err)
 	require.Equal(t, map[string]audit.ApplyCount{
 		"env-stg": {Applied: 5, Unevidenced: 2, SelfApproved: 2, Verified: 1, VerificationFailed: 1,

@@ -34,24 +34,21 @@ func (r Report) Markdown(org string) string {
 		}
 	}
 	fmt.Fprintf(&b, "## Approval matrix in force (version %d)\n\n", r.MatrixVersion)
-	for _, l := range r.Matrix {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
+	list(&b, r.Matrix)
 	b.WriteString("\nFloors no matrix can lower:\n\n")
-	for _, l := range r.Floors {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
+	list(&b, r.Floors)
 	b.WriteString("\n## Rollback boundaries per template\n\n")
-	for _, l := range r.Rollback {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
+	list(&b, r.Rollback)
 	fmt.Fprintf(&b, "\n## Manual change path\n\n%s\n\n", r.ManualChange)
-	for _, l := range r.ManualChangeRecord {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
+	list(&b, r.ManualChangeRecord)
 	b.WriteString("\n## Downstream handoff\n\n")
-	for _, l := range r.Handoff {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
+	list(&b, r.Handoff)
 	return b.String()
+}
+
+// list writes lines as a Markdown list.
+func list(b *strings.Builder, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
 }

@@ -5,16 +5,13 @@
 package e2e_test
 
 import (
-	"context"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"gantry/cmd/gantry/webtest"
-	"gantry/models/authz"
 	"gantry/models/risk"
 	runmodel "gantry/models/run"
 	"gantry/models/runport"
@@ -34,15 +31,7 @@ const (
 func TestSelfApprovalInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
-	owner := app.NewMember(t, "acme", "Oona", authz.RoleOwner, true)
-	m := risk.Default()
-	for i := range m.Decisions {
-		if m.Decisions[i].Level == risk.Level1Protected {
-			m.Decisions[i].FourEyes = false
-		}
-	}
-	_, err := app.System.Matrix.Save(authz.WithSubject(context.Background(), owner.Subject(time.Now())), m, "four eyes off for risk 1-protected")
-	require.NoError(t, err)
+	app.SaveMatrix(t, "acme", func(m *risk.Matrix) { webtest.Decision(m, risk.Level1Protected).FourEyes = false })
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	id := requestRunHTTP(t, app, app.LoggedIn(t, operatorEmail), url.Values{"template": {"bucket"}, "environment": {staging},
 		"workspace": {"own-bucket"}, "kind": {"apply"}, "inputs.name": {"own-bucket"}, "inputs.region": {"eu-west"}})

@@ -133,7 +133,8 @@ func evidenceProps(rep evidence.Report, standalone bool) views.EvidenceProps {
 		Standalone: standalone, JSONURL: paths.RunEvidence(r.ID) + ".json", HTMLURL: paths.RunEvidence(r.ID) + ".html",
 		GeneratedAt: rep.GeneratedAt, Simulated: r.Simulated, Attestations: len(rep.Attestations), AttestationURL: paths.Run(r.ID) + "/attestations.json",
 		Verdict: views.EvidenceVerdict{Applied: rep.Verdict.Applied, Match: rep.Verdict.Match, Text: rep.Verdict.Text,
-			ApprovedDigest: rep.Verdict.ApprovedDigest, AppliedDigest: rep.Verdict.AppliedDigest, StoredDigest: rep.Verdict.StoredDigest}}
+			ApprovedDigest: rep.Verdict.ApprovedDigest, AppliedDigest: rep.Verdict.AppliedDigest, StoredDigest: rep.Verdict.StoredDigest,
+			SelfApproved: rep.Verdict.SelfApproved}}
 	var inputs map[string]any
 	_ = json.Unmarshal(rep.Inputs, &inputs)
 	for k, v := range inputs {
@@ -188,7 +189,8 @@ func evidenceFacts(r run.Run) []views.KV {
 }
 
 func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {
-	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Hash: e.Hash}
+	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Hash: e.Hash,
+		SelfApproval: e.SelfApproval}
 	keys := make([]string, 0, len(e.Data))
 	for k := range e.Data {
 		keys = append(keys, k)

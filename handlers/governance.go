@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,18 +36,7 @@ func (h Governance) page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.GovernanceProps{GeneratedAt: rep.GeneratedAt, MatrixVersion: rep.MatrixVersion, Matrix: rep.Matrix, Floors: rep.Floors,
-		Rollback: rep.Rollback, ManualChange: rep.ManualChange, ManualChangeRecord: rep.ManualChangeRecord, DriftDetection: rep.DriftDetection,
-		Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
-	for _, e := range rep.Environments {
-		ge := views.GovernanceEnvironment{Name: e.Name, Tier: e.Tier, ApplyIdentity: e.ApplyIdentity, Findings: e.Findings,
-			Applied: e.Applies.Applied, Unevidenced: e.Applies.Unevidenced}
-		for _, g := range e.Gates {
-			ge.Gates = append(ge.Gates, views.GovernanceGate{Name: g.Name, Checks: g.Checks, Status: g.Status, EnforcedBy: g.EnforcedBy})
-		}
-		p.Environments = append(p.Environments, ge)
-	}
-	return render.Page(c, http.StatusOK, views.GovernanceReport(p))
+	return render.Page(c, http.StatusOK, views.GovernanceReport(governanceProps(rep)))
 }
 
 func (h Governance) markdown(c echo.Context) error {
@@ -58,4 +48,45 @@ func (h Governance) markdown(c echo.Context) error {
 	subject, _ := authz.SubjectFrom(ctx)
 	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", "gantry-governance.md"))
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(rep.Markdown(subject.OrganizationID)))
+}
+
+// governanceProps is the report as its page draws it, with the links of its findings.
+func governanceProps(rep governance.Report) views.GovernanceProps {
+	p := views.GovernanceProps{GeneratedAt: rep.GeneratedAt, MatrixVersion: rep.MatrixVersion, Matrix: rep.Matrix, Floors: rep.Floors,
+		Rollback: rep.Rollback, ManualChange: rep.ManualChange, ManualChangeRecord: rep.ManualChangeRecord,
+		Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
+	for _, e := range rep.Environments {
+		a := e.Applies
+		ge := views.GovernanceEnvironment{Name: e.Name, Tier: e.Tier, ApplyIdentity: e.ApplyIdentity,
+			Applied: a.Applied, Unevidenced: a.Unevidenced, SelfApproved: a.SelfApproved, SelfService: a.SelfService}
+		for _, g := range e.Gates {
+			ge.Gates = append(ge.Gates, views.GovernanceGate{ID: g.ID, Name: g.Name, Checks: g.Checks, Status: g.Status, EnforcedBy: g.EnforcedBy, Holds: g.Holds()})
+		}
+		for _, f := range e.Findings {
+			gf := views.GovernanceFinding{Text: f.Text, Setting: f.Setting.Name, SettingURL: settingURL(f.Setting.Place, e.ID)}
+			for _, r := range f.Runs {
+				gf.Runs = append(gf.Runs, views.KV{Key: fmt.Sprintf("run #%d", r.Number), Value: paths.Run(r.ID)})
+			}
+			ge.Findings = append(ge.Findings, gf)
+		}
+		p.Environments = append(p.Environments, ge)
+	}
+	return p
+}
+
+// settingURL is where a finding's setting is changed, for environment envID.
+func settingURL(place governance.Place, envID string) string {
+	switch place {
+	case governance.PlaceMatrix:
+		return paths.ApprovalMatrix()
+	case governance.PlaceEnvironment, governance.PlaceCredentials:
+		return paths.EditEnvironment(envID)
+	case governance.PlacePolicies:
+		return paths.Policies()
+	case governance.PlacePolicyModes:
+		return paths.EnvironmentPolicies(envID)
+	case governance.PlaceHistory:
+		return paths.AuditFiltered(url.Values{"environment": {envID}, "action": {"run.running"}})
+	}
+	return ""
 }

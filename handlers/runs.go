@@ -150,7 +150,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 func stageRows(runID string, stages []timeline.Stage) []views.StageRow {
 	rows := make([]views.StageRow, 0, len(stages))
 	for _, s := range stages {
-		row := views.StageRow{Name: s.Name, Status: string(s.Status), Label: s.Status.Label(), At: s.At, Actor: s.Actor, Detail: s.Detail}
+		row := views.StageRow{Name: s.Name, Status: string(s.Status), Label: s.Status.Label(), At: s.At, Actor: s.Actor, Detail: s.Detail, Mark: s.Mark}
 		if s.Review {
 			row.Link = paths.RunReview(runID)
 		}

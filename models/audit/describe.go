@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"gantry/models/runport"
 )
 
 // The audit log's vocabulary: every action Gantry records, how a person reads it, and
@@ -158,6 +160,8 @@ type eventData struct {
 	Minutes     int64           `json:"duration_minutes"`
 	CloseReason string          `json:"close_reason"`
 	Rejection   string          `json:"rejection_reason"`
+	// SelfApproved: the approval was the requester's own (runport.SelfApprovedField).
+	SelfApproved bool `json:"self_approved"`
 }
 
 // Describe turns an event into a sentence with names.
@@ -203,6 +207,9 @@ func Describe(e Event, n Names) Sentence {
 			s.Verb, s.Rest = "escalated", reason
 		case "approved", "rejected", "cancelled":
 			s.Verb, s.Rest = state, reason
+			if d.SelfApproved {
+				s.Rest = strings.TrimSpace(s.Rest + " [" + runport.SelfApproved + "]")
+			}
 		default:
 			s.Verb = "moved"
 			label := strings.ReplaceAll(strings.ToUpper(state), " ", "_")

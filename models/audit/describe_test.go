@@ -67,3 +67,16 @@ func TestEveryRecordedActionHasWords(t *testing.T) {
 		require.NotEmpty(t, s.String())
 	}
 }
+
+// TestDescribeMarksSelfApproval: the history's sentence of an approval its audit event
+// records as the requester's own says so; any other approval does not.
+func TestDescribeMarksSelfApproval(t *testing.T) {
+	approved := func(data string) audit.Event {
+		return audit.Event{Action: "run.approved", ActorID: "usr-olivia", ActorName: "Olivia", TargetType: "run", TargetID: "run-1",
+			RunID: "run-1", Data: json.RawMessage(data)}
+	}
+	self := audit.Describe(approved(`{"number":3,"reason":"approved by Olivia","self_approved":true}`), audit.Names{}).String()
+	require.Equal(t, "Olivia approved run #3 (approved by Olivia) [self-approved: the requester approved their own run]", self)
+	other := audit.Describe(approved(`{"number":3,"reason":"approved by Olivia"}`), audit.Names{}).String()
+	require.Equal(t, "Olivia approved run #3 (approved by Olivia)", other)
+}

@@ -141,32 +141,3 @@ func (l *Log) OfRun(ctx context.Context, orgID, runID string) ([]Event, error) {
 	}
 	return events, nil
 }
-
-// ApplyCount is one environment's applies: how many started, and how many of them
-// without an approval record before them in the chain.
-type ApplyCount struct {
-	Applied, Unevidenced int
-}
-
-// AppliesByEnvironment counts organization orgID's applies per environment from the
-// log (an apply is a run entering RUNNING), for a service that has checked its own
-// permission (the governance report); it checks none itself.
-func (l *Log) AppliesByEnvironment(ctx context.Context, orgID string) (map[string]ApplyCount, error) {
-	var rows []struct {
-		EnvironmentID string
-		Applied       int
-		Unevidenced   int
-	}
-	err := db.Conn(ctx, l.db).Raw(`SELECT COALESCE(r.environment_id, '') AS environment_id, count(*) AS applied,
-	        count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM audit_events a WHERE a.organization_id = r.organization_id
-	            AND a.target_type = 'run' AND a.target_id = r.target_id AND a.action = 'run.approved' AND a.seq < r.seq)) AS unevidenced
-	    FROM audit_events r WHERE r.organization_id = ? AND r.action = 'run.running' GROUP BY 1`, orgID).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("counting applies: %w", err)
-	}
-	out := make(map[string]ApplyCount, len(rows))
-	for _, r := range rows {
-		out[r.EnvironmentID] = ApplyCount{Applied: r.Applied, Unevidenced: r.Unevidenced}
-	}
-	return out, nil
-}

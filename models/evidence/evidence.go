@@ -24,6 +24,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/policy"
 	"gantry/models/run"
+	"gantry/models/runport"
 )
 
 // AuditTrail reads a run's audit events, oldest first (audit.Log).
@@ -62,12 +63,15 @@ func New(audit AuditTrail, policies Evaluations, artifacts Artifacts, attestatio
 // ReportEvent is one audit event of the run in the report: when, who, what, and the
 // data it recorded (the evidence it bound).
 type ReportEvent struct {
-	Seq    int64          `json:"seq"`
-	At     time.Time      `json:"at"`
-	Actor  string         `json:"actor"`
-	Action string         `json:"action"`
-	Data   map[string]any `json:"data"`
-	Hash   string         `json:"hash"`
+	Seq     int64          `json:"seq"`
+	At      time.Time      `json:"at"`
+	Actor   string         `json:"actor"`
+	ActorID string         `json:"actor_id"`
+	Action  string         `json:"action"`
+	Data    map[string]any `json:"data"`
+	Hash    string         `json:"hash"`
+	// SelfApproval marks an approval the run's own requester gave (runport.SelfApproved).
+	SelfApproval string `json:"self_approval,omitempty"`
 }
 
 // ReportVerdict is the report's one answer.
@@ -82,6 +86,8 @@ type ReportVerdict struct {
 	AppliedDigest  string `json:"applied_plan_digest,omitempty"`
 	StoredDigest   string `json:"stored_plan_digest,omitempty"`
 	Text           string `json:"text"`
+	// SelfApproved: the approval in force at the apply was the requester's own.
+	SelfApproved bool `json:"self_approved"`
 }
 
 // Report is a run's evidence report.
@@ -119,7 +125,7 @@ func (s *Reports) Of(ctx context.Context, r run.Run) (Report, error) {
 	for _, e := range all {
 		switch {
 		case e.TargetType == "run" && e.TargetID == r.ID:
-			rep.Events = append(rep.Events, eventOf(e))
+			rep.Events = append(rep.Events, markSelfApproval(r, eventOf(e)))
 		case e.Action == "state.version_created" && rep.State == nil:
 			ev := eventOf(e)
 			rep.State = &ev
@@ -150,7 +156,17 @@ func (s *Reports) Of(ctx context.Context, r run.Run) (Report, error) {
 func eventOf(e audit.Event) ReportEvent {
 	var data map[string]any
 	_ = json.Unmarshal(e.Data, &data)
-	return ReportEvent{Seq: e.Seq, At: e.OccurredAt.UTC(), Actor: e.ActorName, Action: e.Action, Data: data, Hash: fmt.Sprintf("%x", e.Hash)}
+	return ReportEvent{Seq: e.Seq, At: e.OccurredAt.UTC(), Actor: e.ActorName, ActorID: e.ActorID, Action: e.Action, Data: data, Hash: fmt.Sprintf("%x", e.Hash)}
+}
+
+// markSelfApproval marks e when it is an approval of run r by its own requester: the
+// event says so (self_approved), or its actor requested the run (approvals recorded
+// before the field existed).
+func markSelfApproval(r run.Run, e ReportEvent) ReportEvent {
+	if e.Action == "run.approved" && e.ActorID != "system" && (e.Data[runport.SelfApprovedField] == true || r.RequestedByUser(e.ActorID)) {
+		e.SelfApproval = runport.SelfApproved
+	}
+	return e
 }
 
 func decisionsOf(events []ReportEvent) []ReportEvent {
@@ -209,6 +225,7 @@ func Judge(r run.Run, events []ReportEvent, stored string, storedErr error) Repo
 		}
 		if events[i].Action == "run.approved" {
 			v.ApprovedDigest = dataString(&events[i], "approved_plan_digest")
+			v.SelfApproved = events[i].SelfApproval != ""
 		}
 	}
 	switch {
@@ -222,6 +239,9 @@ func Judge(r run.Run, events []ReportEvent, stored string, storedErr error) Repo
 	default:
 		v.Match = true
 		v.Text = fmt.Sprintf("The applied artifact is the approved artifact: the approval, the apply record and the stored plan file all have sha256 %s.", v.ApprovedDigest)
+	}
+	if v.SelfApproved {
+		v.Text += " The approval in force is marked " + runport.SelfApproved + "."
 	}
 	return v
 }

@@ -49,6 +49,17 @@ func TestJudgeMatchesTheApplyRecordToTheApprovalRecord(t *testing.T) {
 		ev(4, "run.pending_approval", nil), ev(5, "run.approved", map[string]any{"approved_plan_digest": a}), ev(6, "run.running", map[string]any{"plan_digest": a})}
 	require.True(t, evidence.Judge(succeeded, again, a, nil).Match)
 
+	// An approval in force that its requester gave says so; an earlier one does not count.
+	self := append([]evidence.ReportEvent{}, applied...)
+	self[2].SelfApproval = "self-approved: the requester approved their own run"
+	v = evidence.Judge(succeeded, self, a, nil)
+	require.True(t, v.Match)
+	require.True(t, v.SelfApproved)
+	require.Equal(t, "The applied artifact is the approved artifact: the approval, the apply record and the stored plan file all have sha256 "+a+
+		". The approval in force is marked self-approved: the requester approved their own run.", v.Text)
+	again[2].SelfApproval = "self-approved: the requester approved their own run"
+	require.False(t, evidence.Judge(succeeded, again, a, nil).SelfApproved, "only the approval in force at the apply counts")
+
 	// No approval record before the apply: unevidenced.
 	unapproved := []evidence.ReportEvent{applied[0], ev(4, "run.running", map[string]any{"plan_digest": a})}
 	v = evidence.Judge(succeeded, unapproved, a, nil)

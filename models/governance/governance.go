@@ -1,11 +1,18 @@
 // Package governance writes the governance report (DESIGN §8) from live configuration
 // and run history only, never from assumptions: the pipeline gates per environment
-// (what each checks, blocking or annotating, which configuration enforces it), the
-// approval matrix in force with its floors, the apply identity per environment (the
-// workload identity trust path, static credentials as findings), rollback boundaries
-// per template, the manual change path, and what a downstream team inherits. A gate no
-// configuration establishes reads "unenforced-unknown"; an apply without an approval
-// record reads "unevidenced".
+// (what each checks, its status, and what establishes it: the configuration and the
+// rules that read it, or what the report checked), the approval matrix in force with its
+// floors, the apply identity per environment (the workload identity trust path, static
+// credentials as findings), rollback boundaries per template, the manual change path,
+// and what a downstream team inherits.
+//
+// A gate's status is derived, never stamped: the approval gate of each change kind asks
+// the run rules what a plan of that kind gets under the matrix and the floors in that
+// environment (Rules.Gate); the plan gate asks the executor; the apply binding and the
+// verification ask the state table and check the audit chain. Whatever does not hold is
+// also a finding naming the setting to change; applies without a matching approval
+// record ("unevidenced"), approved by their own requester ("self-approved") or by Gantry
+// alone ("self-service (no person's gate)") are findings with counts and their runs.
 package governance
 
 import (
@@ -24,12 +31,28 @@ import (
 	"gantry/policies"
 )
 
-// Status words of a gate.
+// Status words of a gate. Only Enforced and Simulated hold; every other status comes
+// with a finding.
 const (
-	Enforced          = "enforced"
-	Annotating        = "annotating"
+	// Enforced: the configuration and the rules reading it establish the gate.
+	Enforced = "enforced"
+	// Simulated: the executor simulates every phase; nothing real is planned or applied.
+	Simulated = "simulated"
+	// Annotating: policy runs but blocks nothing here (every rule advisory).
+	Annotating = "annotating"
+	// SelfService: Gantry approves by itself; no person decides.
+	SelfService = runport.SelfService
+	// UnenforcedUnknown: nothing in the configuration establishes the gate.
 	UnenforcedUnknown = "unenforced-unknown"
-	Unevidenced       = "unevidenced"
+	// Flagged: the gate runs but does not hold as it says (four eyes off, an executor
+	// that is not isolated, a standing credential, applies the chain cannot match).
+	Flagged = "finding"
+)
+
+// Labels of the findings about applies.
+const (
+	Unevidenced  = "unevidenced"
+	SelfApproved = "self-approved"
 )
 
 // Environments lists an organization's environments and the static credentials they hold.
@@ -46,6 +69,31 @@ type Policies interface {
 // Matrix reads the approval matrix in force.
 type Matrix interface {
 	Current(ctx context.Context, orgID string) (risk.Version, error)
+}
+
+// Rules are the run rules the report asks instead of restating them (run.GovernanceRules).
+type Rules interface {
+	// Gate is the decision a plan with facts f gets under matrix m: the matrix raised to
+	// the floors, then Gantry's self-service approval or what a person's decision needs.
+	Gate(m risk.Matrix, f risk.Facts) risk.Assessment
+	// AppliesOnlyApproved: the state table starts an apply only from APPROVED.
+	AppliesOnlyApproved() bool
+	// VerifiesBeforeSuccess: the state table lets a run succeed only through its
+	// verification.
+	VerifiesBeforeSuccess() bool
+}
+
+// Executor is what the report needs of the executor an environment's setting names.
+type Executor struct {
+	Name string
+	// Offered: this portal runs it; Simulated and Isolated are what it says of itself.
+	Offered, Simulated, Isolated bool
+}
+
+// Executors resolves an environment's executor setting ("default" or a name) to the
+// executor this portal runs for it (the runner set).
+type Executors interface {
+	Executor(setting string) Executor
 }
 
 // Template is what the report needs of a catalog template.
@@ -72,23 +120,55 @@ type Drift interface {
 // ManualChangeWindow is how far back the manual change path's record goes.
 const ManualChangeWindow = 90 * 24 * time.Hour
 
-// Applies counts, per environment, the applies that started with and without an
-// approval record (from the audit log).
+// Applies counts, per environment, the applies in the audit chain, judged by the
+// approval in force when each started (audit.Log).
 type Applies interface {
 	AppliesByEnvironment(ctx context.Context, orgID string) (map[string]audit.ApplyCount, error)
 }
 
-// Gate is one gate of one environment.
+// Gate is one gate of one environment: what it checks, its status and what establishes
+// it (or what was checked, and what is missing).
 type Gate struct {
-	Name, Checks, Status, EnforcedBy string
+	ID, Name, Checks, Status, EnforcedBy string
+}
+
+// Holds reports whether the gate holds as it says (no finding).
+func (g Gate) Holds() bool { return g.Status == Enforced || g.Status == Simulated }
+
+// Place is where a finding's setting is changed.
+type Place string
+
+const (
+	PlaceMatrix      Place = "approval-matrix"
+	PlaceEnvironment Place = "environment"     // the environment's settings form
+	PlaceCredentials Place = "credentials"     // the environment's page, where static credentials are cleared
+	PlacePolicies    Place = "policies"        // the organization's policies
+	PlacePolicyModes Place = "policy-modes"    // the environment's policy modes
+	PlaceHistory     Place = "applies-history" // the audit history of the environment's applies
+)
+
+// Setting is the setting a finding names: in words, and where it is changed.
+type Setting struct {
+	Name  string
+	Place Place
+}
+
+// Finding is something an auditor must look at: what does not hold, how many applies
+// it concerns (with the newest of them), and the setting to change.
+type Finding struct {
+	Gate    string // the id of the gate it concerns
+	Text    string
+	Setting Setting
+	Count   int
+	Runs    []audit.RunRef
 }
 
 // EnvironmentReport is one environment's part.
 type EnvironmentReport struct {
-	Name, Tier          string
+	ID, Name, Tier      string
 	Gates               []Gate
 	ApplyIdentity       string
-	Findings            []string
+	Findings            []Finding
 	Applies             audit.ApplyCount
 	Restricted          bool
 	DecisionWindowHours int
@@ -103,12 +183,10 @@ type Report struct {
 	Matrix        []string // one line per risk level: who decides
 	Floors        []string
 	Rollback      []string // one line per template
-	// ManualChange says in a sentence how the manual change path is enforced;
-	// ManualChangeRecord what it did (counts, each recent window) and DriftDetection
-	// each environment's drift schedule.
+	// ManualChange says in a sentence how the manual change path works and where it
+	// holds; ManualChangeRecord what it did (counts, each recent window).
 	ManualChange       string
 	ManualChangeRecord []string
-	DriftDetection     []string
 	Handoff            []string
 }
 
@@ -117,6 +195,8 @@ type Service struct {
 	Environments Environments
 	Policies     Policies
 	Matrix       Matrix
+	Rules        Rules
+	Executors    Executors
 	Catalog      Catalog
 	Applies      Applies
 	// Floors are the matrix floors no organization can lower (run.Floors).
@@ -157,42 +237,14 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 	if err := s.manualChange(ctx, org, envs, &rep); err != nil {
 		return Report{}, err
 	}
-	for cond, class := range s.Floors.Classes {
-		rep.Floors = append(rep.Floors, fmt.Sprintf("%s: at least risk %d", cond, class))
-	}
-	for level, d := range s.Floors.Decisions {
-		rep.Floors = append(rep.Floors, fmt.Sprintf("risk %s: at least %s", level, d.Summary()))
-	}
-	sort.Strings(rep.Floors)
-	for _, d := range matrix.Matrix.Decisions {
-		rep.Matrix = append(rep.Matrix, fmt.Sprintf("risk %s: %s", d.Level, d.Summary()))
-	}
+	rep.Matrix, rep.Floors = s.matrixLines(matrix.Matrix)
 	for _, env := range envs {
 		modes, err := s.Policies.Modes(ctx, env.ID)
 		if err != nil {
 			return Report{}, err
 		}
-		er := EnvironmentReport{Name: env.Name, Tier: string(env.Tier), Restricted: env.Restricted, DecisionWindowHours: env.DecisionWindowHours,
-			Executor: env.Executor, Applies: applies[env.ID]}
-		approval := Gate{Name: "Approval", Checks: "a person (or the system for self-service risk) approves the exact plan digest before the apply"}
-		if env.RequiresApproval {
-			approval.Status, approval.EnforcedBy = Enforced, "environment setting requires_approval, approval matrix version "+fmt.Sprint(matrix.Version)
-		} else {
-			approval.Status, approval.EnforcedBy = UnenforcedUnknown, "no configuration establishes it: requires_approval is off for this environment"
-		}
-		er.Gates = append(er.Gates, Gate{Name: "Plan", Checks: "OpenTofu plans in an isolated runner; the plan file's sha256 is the evidence", Status: Enforced, EnforcedBy: "the run lifecycle (always)"},
-			policyGate(bundle, modes), approval,
-			Gate{Name: "Apply binding", Checks: "the apply runs only the approved plan digest against the predecessor state it was planned on", Status: Enforced, EnforcedBy: "the apply worker's re-checks (always)"},
-			Gate{Name: "Verification", Checks: "a refresh-only plan after the apply must show no changes", Status: Enforced, EnforcedBy: "the run lifecycle (always)"})
-		var finding string
-		er.ApplyIdentity, finding = s.applyIdentity(creds[env.ID])
-		if finding != "" {
-			er.Findings = append(er.Findings, finding)
-		}
-		if er.Applies.Unevidenced > 0 {
-			er.Findings = append(er.Findings, fmt.Sprintf("%s: %d applies started without an approval record", Unevidenced, er.Applies.Unevidenced))
-		}
-		rep.Environments = append(rep.Environments, er)
+		rep.Environments = append(rep.Environments, s.environment(env, inForce{matrix: matrix, bundle: bundle, modes: modes,
+			standing: creds[env.ID], applies: applies[env.ID]}))
 	}
 	for _, t := range s.Catalog.Templates() {
 		line := t.Name + " " + t.Version + ": " + strings.TrimSpace(t.Rollback)
@@ -217,28 +269,25 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// applyIdentity says what an environment's jobs authenticate to the cloud with, per
-// phase (the rule of runner.jobCredentials.cloudToken: applies get the static write
-// credential, plans and verifications the static read credential, never the write one;
-// a workload identity token otherwise), and the standing-credential finding when it
-// holds a static credential: one finding naming each key and since when.
-func (s Service) applyIdentity(st environment.Standing) (identity, finding string) {
-	workload := "workload identity (a short-lived token per run phase from " + s.IssuerURL + ", scoped to the organization, environment, workspace, run and phase)"
-	if !st.Any() {
-		return "workload identity: a short-lived token per run phase from " + s.IssuerURL + ", scoped to the organization, environment, workspace, run and phase", ""
+// matrixLines are the matrix in force, one line per level (saying where the floors
+// lift a row a version saved before them holds below them), and the floors.
+func (s Service) matrixLines(m risk.Matrix) (rows, floors []string) {
+	raised := s.Floors.Raise(m)
+	for i, d := range m.Decisions {
+		line := fmt.Sprintf("risk %s: %s", d.Level, d.Summary())
+		if r := raised.Decisions[i]; r != d {
+			line += " (below the floors: runs get " + r.Summary() + ")"
+		}
+		rows = append(rows, line)
 	}
-	applies, reads := workload, "read-scoped "+workload
-	var held []string
-	if st.WriteSetAt != nil {
-		applies = "a static write credential (standing access), set " + st.WriteSetAt.UTC().Format("2006-01-02")
-		held = append(held, "a static write credential (used by applies) has been set on this environment since "+st.WriteSetAt.UTC().Format(time.RFC3339))
+	for cond, class := range s.Floors.Classes {
+		floors = append(floors, fmt.Sprintf("%s: at least risk %d", cond, class))
 	}
-	if st.ReadSetAt != nil {
-		reads = "a static read credential (standing access), set " + st.ReadSetAt.UTC().Format("2006-01-02")
-		held = append(held, "a static read credential (used by plans and verifications) has been set on this environment since "+st.ReadSetAt.UTC().Format(time.RFC3339))
+	for level, d := range s.Floors.Decisions {
+		floors = append(floors, fmt.Sprintf("risk %s: at least %s", level, d.Summary()))
 	}
-	identity = "applies: " + applies + "; plans and verifications: " + reads + " (never the write credential)"
-	return identity, "standing credential: " + strings.Join(held, "; ") + "; workload identity should replace " + map[bool]string{true: "them", false: "it"}[len(held) > 1]
+	sort.Strings(floors)
+	return rows, floors
 }
 
 // manualChange writes the manual change path's part from the windows and drift checks
@@ -253,13 +302,23 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 	if err != nil {
 		return err
 	}
-	rep.ManualChange = fmt.Sprintf("%s: a break-glass window on one workspace is asked for with a reason (%d+ characters, %d minutes to %d hours) and approved by an admin or owner "+
+	var unchecked []string
+	for _, env := range envs {
+		if env.DriftIntervalMinutes <= 0 {
+			unchecked = append(unchecked, env.Name)
+		}
+	}
+	found := fmt.Sprintf("Drift checks are scheduled in all %d environments, so a change made by hand outside a window is flagged as unowned drift.", len(envs))
+	if len(unchecked) > 0 {
+		found = fmt.Sprintf("Drift checks are scheduled in %d of %d environments: in %s a change made by hand outside a window is not looked for between runs (each environment's Manual changes gate).",
+			len(envs)-len(unchecked), len(envs), strings.Join(unchecked, ", "))
+	}
+	rep.ManualChange = fmt.Sprintf("A break-glass window on one workspace is asked for with a reason (%d+ characters, %d minutes to %d hours) and approved by an admin or owner "+
 		"who is not the requester, bound to the window's terms digest; the requester opens it within %d minutes of the approval; while it is open no pipeline run of the "+
-		"workspace is approved or applied (waiting runs go STALE, approved ones EXPIRED); its credentials are breakglass-phase workload tokens from %s, write-scoped to "+
+		"workspace is approved or applied (waiting runs go stale, approved ones expire); its credentials are breakglass-phase workload tokens from %s, write-scoped to "+
 		"the workspace, cut at the window's end, shown once and never stored; at its end a drift check runs by itself and the window awaits codification (a gated "+
-		"refresh-only run that writes the changed world into state, proven by a drift check finding nothing) or an owner's closing with a reason. Drift nobody on "+
-		"record made is flagged unowned and notified to admins and owners.",
-		Enforced, breakglass.MinReasonLength, int(breakglass.MinDuration.Minutes()), int(breakglass.MaxDuration.Hours()), int(s.ApprovalValidity.Minutes()), s.IssuerURL)
+		"refresh-only run that writes the changed world into state, proven by a drift check finding nothing) or an owner's closing with a reason. %s",
+		breakglass.MinReasonLength, int(breakglass.MinDuration.Minutes()), int(breakglass.MaxDuration.Hours()), int(s.ApprovalValidity.Minutes()), s.IssuerURL, found)
 	days := int(ManualChangeWindow.Hours() / 24)
 	rep.ManualChangeRecord = append(rep.ManualChangeRecord,
 		fmt.Sprintf("Last %d days: %d break-glass windows: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
@@ -279,44 +338,7 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 		}
 		rep.ManualChangeRecord = append(rep.ManualChangeRecord, line)
 	}
-	for _, env := range envs {
-		schedule := "off (no scheduled drift check: " + UnenforcedUnknown + " between runs)"
-		if env.DriftIntervalMinutes > 0 {
-			schedule = fmt.Sprintf("every %d minutes (a refresh-only plan of each workspace, run once across replicas)", env.DriftIntervalMinutes)
-		}
-		rep.DriftDetection = append(rep.DriftDetection, env.Name+": "+schedule)
-	}
 	return nil
-}
-
-// policyGate is the policy gate under an environment's modes: blocking when any rule
-// is hard- or soft-mandatory there, annotating when all are advisory.
-func policyGate(b *policies.Bundle, modes map[string]policies.Enforcement) Gate {
-	g := Gate{Name: "Policy", Checks: fmt.Sprintf("%d rules (bundle %s) over the plan", len(b.Rules()), short(b.Digest()))}
-	var blocking, advisory []string
-	for _, r := range b.Rules() {
-		mode := r.Enforcement
-		if m, ok := modes[r.ID]; ok {
-			mode = m
-		}
-		if mode == policies.HardMandatory || mode == policies.SoftMandatory {
-			blocking = append(blocking, r.ID+" ("+string(mode)+")")
-		} else {
-			advisory = append(advisory, r.ID)
-		}
-	}
-	switch {
-	case len(b.Rules()) == 0:
-		g.Status, g.EnforcedBy = UnenforcedUnknown, "no policy rule is loaded"
-	case len(blocking) == 0:
-		g.Status, g.EnforcedBy = Annotating, "every rule is advisory in this environment"
-	default:
-		g.Status, g.EnforcedBy = Enforced, "blocking: "+strings.Join(blocking, ", ")
-		if len(advisory) > 0 {
-			g.EnforcedBy += "; advisory: " + strings.Join(advisory, ", ")
-		}
-	}
-	return g
 }
 
 func short(d string) string {
@@ -324,49 +346,4 @@ func short(d string) string {
 		return d[:19] + "…"
 	}
 	return d
-}
-
-// Markdown is the report as a Markdown document.
-func (r Report) Markdown(org string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Governance report: %s\n\nGenerated %s from live configuration and run history.\n\n", org, r.GeneratedAt.Format(time.RFC3339))
-	b.WriteString("## Pipeline gates per environment\n\n")
-	for _, e := range r.Environments {
-		fmt.Fprintf(&b, "### %s (%s)\n\n| Gate | Checks | Status | Enforced by |\n|---|---|---|---|\n", e.Name, e.Tier)
-		for _, g := range e.Gates {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Checks, g.Status, g.EnforcedBy)
-		}
-		fmt.Fprintf(&b, "\nApply identity: %s. Applies: %d (%d unevidenced).\n\n", e.ApplyIdentity, e.Applies.Applied, e.Applies.Unevidenced)
-		for _, f := range e.Findings {
-			fmt.Fprintf(&b, "- **Finding:** %s\n", f)
-		}
-		if len(e.Findings) > 0 {
-			b.WriteString("\n")
-		}
-	}
-	fmt.Fprintf(&b, "## Approval matrix in force (version %d)\n\n", r.MatrixVersion)
-	for _, l := range r.Matrix {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	b.WriteString("\nFloors no matrix can lower:\n\n")
-	for _, l := range r.Floors {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	b.WriteString("\n## Rollback boundaries per template\n\n")
-	for _, l := range r.Rollback {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	fmt.Fprintf(&b, "\n## Manual change path\n\n%s\n\n", r.ManualChange)
-	for _, l := range r.ManualChangeRecord {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	b.WriteString("\nDrift detection per environment:\n\n")
-	for _, l := range r.DriftDetection {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	b.WriteString("\n## Downstream handoff\n\n")
-	for _, l := range r.Handoff {
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	return b.String()
 }

@@ -137,15 +137,21 @@ func (s *Plans) record(ctx context.Context, r *Run, a Assessment) error {
 	if err != nil {
 		return err
 	}
-	class := int(a.Risk.Class)
-	r.RiskClass, r.RiskLevel, r.RiskRule, r.RiskReason = &class, string(a.Risk.Level), a.Risk.Rule.ID, a.Risk.Reason
-	d := a.Risk.Decision
-	r.RequiredApprover, r.FourEyes, r.Elevated, r.MatrixVersion = string(d.Approver), d.FourEyes, d.Elevated, a.MatrixVersion
-	r.Escalation, r.EscalateAfterMinutes = string(d.Escalation), d.EscalateAfterHours*60
+	r.assessedAs(a.Risk)
+	r.MatrixVersion = a.MatrixVersion
 	r.PolicyEvaluationID, r.PolicyOutcome, r.PolicyBundleDigest, r.PolicyResultDigest = &ev.ID, ev.Outcome, ev.BundleDigest, ev.ResultDigest
 	cost := a.Cost
 	r.Cost = &cost
 	return nil
+}
+
+// assessedAs records risk assessment a on the run: its class, the rule that set it and
+// the decision it needs (route and RequirementOf read them).
+func (r *Run) assessedAs(a risk.Assessment) {
+	class, d := int(a.Class), a.Decision
+	r.RiskClass, r.RiskLevel, r.RiskRule, r.RiskReason = &class, string(a.Level), a.Rule.ID, a.Reason
+	r.RequiredApprover, r.FourEyes, r.Elevated = string(d.Approver), d.FourEyes, d.Elevated
+	r.Escalation, r.EscalateAfterMinutes = string(d.Escalation), d.EscalateAfterHours*60
 }
 
 // failedRules names the rules of an evaluation that failed at enforcement e.

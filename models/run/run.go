@@ -237,6 +237,7 @@ func (r *Run) Approve(d Decider, ev Evidence, now time.Time) error {
 	r.ApprovedBy, r.ApprovedByName, r.ApprovedPlanDigest, r.ApprovalKind = &d.UserID, d.Name, ev.PlanDigest, "person"
 	r.ApprovedAt, r.ApprovalExpiresAt = &now, &expires
 	r.moves.Annotate(ev.auditData())
+	r.markSelfApproval()
 	return nil
 }
 

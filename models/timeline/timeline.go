@@ -15,6 +15,7 @@ import (
 	"gantry/models/bundle"
 	"gantry/models/review"
 	"gantry/models/run"
+	"gantry/models/runport"
 	"gantry/policies"
 )
 
@@ -51,6 +52,9 @@ type Stage struct {
 	Detail string
 	// Review: the plan review page says more (policy results, cost lines).
 	Review bool
+	// Mark flags the step for an auditor: a decision the run's own requester made
+	// (runport.SelfApproved); "" for any other.
+	Mark string
 }
 
 // transition is one recorded move of the run.
@@ -253,6 +257,9 @@ func (t timeline) decision() Stage {
 		}
 		st := stageFrom(name, &m.event, StageDone, "approved plan "+bundle.Short(r.ApprovedPlanDigest))
 		st.Actor = r.ApprovedByName
+		if r.SelfApproved() {
+			st.Mark = runport.SelfApproved
+		}
 		return st
 	}
 	if ev := into(t.moves, run.Rejected); ev != nil {

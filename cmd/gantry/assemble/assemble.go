@@ -252,9 +252,9 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		return nil, err
 	}
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
-	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix,
-		Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit, Floors: run.Floors, IssuerURL: base + "/workload",
-		Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
+	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix, Rules: run.GovernanceRules{},
+		Executors: governanceExecutors{runners: p.Runners, def: p.Default}, Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit,
+		Floors: run.Floors, IssuerURL: base + "/workload", Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
 
 	// The queue and its workers, last: they drive the services above.
 	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
@@ -362,6 +362,27 @@ func (c catalogTemplates) Templates() []governance.Template {
 		}
 	}
 	return out
+}
+
+// governanceExecutors is the runner set as the governance report reads it: an
+// environment's setting resolved as runs resolve it ("default" or empty is the
+// deployment's default), and what the executor says of itself.
+type governanceExecutors struct {
+	runners runner.RunnerSet
+	def     string
+}
+
+func (g governanceExecutors) Executor(setting string) governance.Executor {
+	name := setting
+	if name == "" || name == "default" {
+		name = g.def
+	}
+	r, ok := g.runners[name]
+	if !ok {
+		return governance.Executor{Name: name}
+	}
+	iso, isolates := r.(interface{ Isolated() bool })
+	return governance.Executor{Name: name, Offered: true, Simulated: r.Simulated(), Isolated: isolates && iso.Isolated()}
 }
 
 // attestor hands the run service's attestations to models/attest.

@@ -161,12 +161,14 @@ func (r Run) Label() string { return fmt.Sprintf("#%d", r.Number) }
 // stale, expired, interrupted): the table in state.go is the rule, so no verb stands
 // for a target state; the decisions below add the preconditions a person must meet.
 // A move that ends the run goes through end instead, with its code (endings.go).
-func (r *Run) transition(to State, reason string) error { return r.move(to, "", reason) }
+func (r *Run) transition(to State, reason string) error { return moveRun(r, to, "", reason) }
 
 // end moves the run into a state it ends in, with the code that says why.
-func (r *Run) end(to State, code Ending, reason string) error { return r.move(to, code, reason) }
+func (r *Run) end(to State, code Ending, reason string) error { return moveRun(r, to, code, reason) }
 
-func (r *Run) move(to State, code Ending, reason string) error {
+// moveRun is transition and end in one: a function, not a method, to keep Run's methods
+// to what callers use (roles_test.go).
+func moveRun(r *Run, to State, code Ending, reason string) error {
 	// A hard policy block is final although POLICY_BLOCKED itself is not terminal:
 	// nothing moves it but a rejection, which records why and never enables approval.
 	rejectingHardBlock := r.HardBlocked() && to == Rejected
@@ -343,7 +345,7 @@ func (r *Run) FinishPlanAs(to State, code Ending, reason string) error {
 	if r.State != Planning {
 		return &TransitionError{From: r.State, To: to}
 	}
-	return r.move(to, code, reason)
+	return moveRun(r, to, code, reason)
 }
 
 // waitFor starts a wait for a person's decision: from now, until the environment's

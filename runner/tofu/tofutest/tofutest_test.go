@@ -31,19 +31,22 @@ func (f *fatalT) FailNow()                          { panic(f) }
 // test saying where it stood; one that fails fails the test with its error.
 func TestAWaitFollowsTheBuildsProgress(t *testing.T) {
 	t.Setenv("GANTRY_BENCH_SCALE", "1")
-	stall := 300 * time.Millisecond
-	// Counting a package every 100 ms for 2 s: eight stall budgets, never one without
-	// progress. The fixed waits are the build's pace, what the budget is held against.
+	stall := time.Second
+	// Counting a package every 20 ms for 3 s: three stall budgets, never one without
+	// progress. The fixed waits are the build's pace, what the budget is held against;
+	// the budget is fifty paces, so that a busy machine (the race detector, other test
+	// runs) which stretches a 20 ms sleep cannot make a steady build look stalled, as a
+	// budget of three paces did (a 408 ms gap in CI at load 7).
 	var p tofu.BuildProgress
 	start := time.Now()
 	await(t, "a slow build", stall, &p, func(ctx context.Context) error {
-		for i := range 20 {
-			p.SetStep(fmt.Sprintf("compiling (%d of 20 packages)", i))
-			time.Sleep(100 * time.Millisecond)
+		for i := range 150 {
+			p.SetStep(fmt.Sprintf("compiling (%d of 150 packages)", i))
+			time.Sleep(20 * time.Millisecond)
 		}
 		return nil
 	})
-	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	require.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 
 	// Counting to 3, then hanging until stopped.
 	rec := &fatalT{TB: t}
@@ -60,7 +63,7 @@ func TestAWaitFollowsTheBuildsProgress(t *testing.T) {
 			return ctx.Err()
 		})
 	}()
-	require.Contains(t, rec.fatal, "waited for a hanging build: no progress within 300ms of idle-machine time")
+	require.Contains(t, rec.fatal, "waited for a hanging build: no progress within 1s of idle-machine time")
 	require.Contains(t, rec.fatal, "compiling (2 of 20 packages)")
 	select {
 	case err := <-stopped:

@@ -33,9 +33,15 @@ func boundaryShown(t *testing.T, page string) []string {
 // version a rollback would go back to.
 func approvalBoundary(t *testing.T, app *webtest.App, id string) (bool, []string, float64) {
 	t.Helper()
+	return decisionBoundary(t, app, id, "run.approved")
+}
+
+// decisionBoundary is approvalBoundary for the decision recorded as action.
+func decisionBoundary(t *testing.T, app *webtest.App, id, action string) (bool, []string, float64) {
+	t.Helper()
 	var raw []string
-	require.NoError(t, app.DB.Raw(`SELECT data::text FROM audit_events WHERE target_id = ? AND action = 'run.approved'`, id).Scan(&raw).Error)
-	require.Len(t, raw, 1, "one approval")
+	require.NoError(t, app.DB.Raw(`SELECT data::text FROM audit_events WHERE target_id = ? AND action = ?`, id, action).Scan(&raw).Error)
+	require.Len(t, raw, 1, "one decision")
 	var data struct {
 		Shown    bool `json:"rollback_boundary_shown"`
 		Boundary []struct {
@@ -126,6 +132,18 @@ func TestReviewShowsRollbackBoundary(t *testing.T) {
 	require.True(t, shown)
 	require.Equal(t, []string{dbAddr + " forward_fix_only"}, recorded)
 	require.EqualValues(t, 2, serial, "the state version the upgrade started from")
+
+	// A rejection is a decision on what the page showed too: its event records the
+	// boundary the same way.
+	refused := waitForState(t, app, app.RequestRun(t, operator, db("destroy", "16", "30")), run.PendingApproval)
+	form = decisionForm(t, app, owner, refused)
+	form.Set("reason", "not before the export is archived")
+	resp = app.PostForm(t, owner, "/runs/"+refused.ID+"/reject", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	waitForState(t, app, refused.ID, run.Rejected)
+	shown, recorded, _ = decisionBoundary(t, app, refused.ID, "run.rejected")
+	require.True(t, shown, "the rejection records the boundary it was shown")
+	require.Contains(t, recorded, dbAddr+" forward_fix_only")
 
 	// The destroy: every resource goes; the database's data only by a forward fix, the
 	// network and subnet from the state version it starts from.

@@ -72,3 +72,17 @@ func (k *core) boundaryOf(ctx context.Context, r Run, res *classify.Result) (bou
 	}
 	return boundary.Of(*res, f), nil
 }
+
+// recordBoundaryShown adds to the decision just made on r (its last move's audit event)
+// what the review page showed of the rollback boundary, computed again from the run's
+// own plan under the row lock; it is not part of the evidence the decision binds to.
+func (k *core) recordBoundaryShown(ctx context.Context, r *Run) error {
+	b, err := k.boundaryOf(ctx, *r, nil)
+	if err != nil {
+		return err
+	}
+	if shown := b.Audit(); shown != nil {
+		r.moves.Annotate(shown)
+	}
+	return nil
+}

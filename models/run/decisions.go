@@ -189,14 +189,8 @@ func (s *Decisions) Approve(ctx context.Context, id string, in Approval) (Run, e
 		if err := r.Approve(decider(subject), in.Evidence, now); err != nil {
 			return err
 		}
-		// What the review page showed of the rollback boundary, from the run's own plan
-		// (not part of the evidence the approval binds to).
-		b, err := s.k.boundaryOf(ctx, *r, nil)
-		if err != nil {
+		if err := s.k.recordBoundaryShown(ctx, r); err != nil {
 			return err
-		}
-		if shown := b.Audit(); shown != nil {
-			r.moves.Annotate(shown)
 		}
 		if elevated {
 			reason := strings.TrimSpace(in.Reason)
@@ -216,7 +210,10 @@ func (s *Decisions) Reject(ctx context.Context, id string, ev Evidence, reason s
 		return Run{}, err
 	}
 	return s.decision(ctx, id, ActionReject, &ev, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
-		return r.Reject(decider(subject), ev, reason, now)
+		if err := r.Reject(decider(subject), ev, reason, now); err != nil {
+			return err
+		}
+		return s.k.recordBoundaryShown(ctx, r)
 	})
 }
 

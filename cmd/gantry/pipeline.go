@@ -13,8 +13,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	runs "gantry/models/run"
 )
 
 // runRequest is "gantry request": ask for a run and, with --wait, wait for its outcome.
@@ -320,16 +318,13 @@ func readEvidence(id, file string) (reviewedEvidence, error) {
 // runApprove is "gantry approve RUN --evidence FILE": approve the plan the person
 // reviewed, as gantry review saved it, never whatever the run carries at that moment.
 func runApprove(ctx context.Context, args []string, stdout io.Writer, _ *slog.Logger) error {
-	var digest, reason string
-	var confirm bool
+	var digest string
 	f := newFlags("approve RUN", "Approve a run over the API with a decide-scoped token (GANTRY_URL, GANTRY_TOKEN), bound to the evidence\n"+
 		"you reviewed: --evidence is the review JSON gantry review RUN --json -o FILE saved (or just its evidence\n"+
 		"object), sent back unchanged. Without it nothing is approved. If the run moved since (a new plan, a state\n"+
 		"write, another policy result) the portal refuses with STALE_EVIDENCE: review it again. A token never\n"+
 		"approves a risk-3 run: those need a person's fresh sign-in.", stdout)
 	f.StringVar(&digest, "plan-digest", "", "also refuse unless the saved evidence is of this plan (a digest handed over apart from the file)")
-	f.StringVar(&reason, "reason", "", "why (an elevated decision needs 10 characters or more)")
-	f.BoolVar(&confirm, "confirm", false, "confirm an elevated decision")
 	id, ev, err := parseDecision(f, args)
 	if err != nil {
 		return err
@@ -338,11 +333,9 @@ func runApprove(ctx context.Context, args []string, stdout io.Writer, _ *slog.Lo
 		fmt.Fprintf(stdout, "Not approved: %s is the evidence of plan %s, not of %s.\n", ev.File, ev.PlanDigest, digest)
 		return errVerdict
 	}
-	body := map[string]any{"reason": reason}
-	if confirm {
-		body["confirm"] = runs.ConfirmWord
-	}
-	return decide(ctx, stdout, id, "approve", "Approved", ev, body)
+	// No --confirm or --reason: they belong to an elevated (risk-3) approval, which a
+	// token never makes (models/run/rules.go); a person makes it in the browser.
+	return decide(ctx, stdout, id, "approve", "Approved", ev, map[string]any{})
 }
 
 // runReject is "gantry reject RUN --evidence FILE --reason TEXT": reject the plan the

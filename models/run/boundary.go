@@ -41,11 +41,8 @@ func (k *core) boundaryOf(ctx context.Context, r Run, res *classify.Result) (bou
 	}
 	f := boundary.Facts{Template: r.TemplateName}
 	// A template the catalog no longer offers has no facts: its boundary is unknown.
-	facts, err := k.catalog.Facts(r.TemplateName)
-	if err == nil {
+	if facts, err := k.catalog.Facts(r.TemplateName); err == nil {
 		f.Known, f.Notes = true, facts.Rollback
-	} else {
-		facts = TemplateFacts{}
 	}
 	if r.PriorStateVersionID != nil {
 		v, err := k.states.VersionInfo(ctx, r.OrganizationID, *r.PriorStateVersionID)
@@ -57,18 +54,10 @@ func (k *core) boundaryOf(ctx context.Context, r Run, res *classify.Result) (bou
 		}
 	}
 	if res == nil {
-		planJSON, _, err := k.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID)
-		if err != nil {
+		res = &classify.Result{}
+		if _, err := k.classifiedPlan(ctx, r, res); err != nil {
 			return boundary.Review{}, err
 		}
-		if planJSON, err = gatedPlan(r, planJSON); err != nil {
-			return boundary.Review{}, err
-		}
-		c, err := classify.Classify(planJSON, facts.ClassifyOptions())
-		if err != nil {
-			return boundary.Review{}, fmt.Errorf("reading plan JSON: %w", err)
-		}
-		res = &c
 	}
 	return boundary.Of(*res, f), nil
 }

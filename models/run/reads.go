@@ -168,22 +168,10 @@ func (s *Reads) Review(ctx context.Context, r Run) (ReviewData, error) {
 	if r.OrganizationID != subject.OrganizationID || r.PlanJSONArtifactID == nil {
 		return ReviewData{}, errs.ErrNotFound
 	}
-	planJSON, _, err := s.k.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID)
-	if err != nil {
-		return ReviewData{}, err
-	}
-	// A codification's review shows what it accepts into state, as its gates judged it.
-	if planJSON, err = gatedPlan(r, planJSON); err != nil {
-		return ReviewData{}, err
-	}
 	var out ReviewData
-	facts, err := s.k.catalog.Facts(r.TemplateName)
+	planJSON, err := s.k.classifiedPlan(ctx, r, &out.Classification)
 	if err != nil {
-		// A template the catalog no longer offers: classify without its type facts.
-		facts = TemplateFacts{}
-	}
-	if out.Classification, err = classify.Classify(planJSON, facts.ClassifyOptions()); err != nil {
-		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
+		return ReviewData{}, err
 	}
 	if out.Doc, err = review.Load(planJSON); err != nil {
 		return ReviewData{}, fmt.Errorf("reading plan JSON: %w", err)
@@ -196,6 +184,27 @@ func (s *Reads) Review(ctx context.Context, r Run) (ReviewData, error) {
 		out.Evaluation, out.Overrides = &ev, overrides
 	}
 	return out, nil
+}
+
+// classifiedPlan reads run r's plan JSON as its gates judged it (a codification's is
+// what it accepts into state) and classifies it into res with the template's facts (a
+// template the catalog no longer offers: without its type facts). The review page and
+// the decision's boundary record both read it here.
+func (k *core) classifiedPlan(ctx context.Context, r Run, res *classify.Result) (planJSON []byte, err error) {
+	if planJSON, _, err = k.artifacts.Get(ctx, r.OrganizationID, *r.PlanJSONArtifactID); err != nil {
+		return nil, err
+	}
+	if planJSON, err = gatedPlan(r, planJSON); err != nil {
+		return nil, err
+	}
+	facts, err := k.catalog.Facts(r.TemplateName)
+	if err != nil {
+		facts = TemplateFacts{}
+	}
+	if *res, err = classify.Classify(planJSON, facts.ClassifyOptions()); err != nil {
+		return nil, fmt.Errorf("reading plan JSON: %w", err)
+	}
+	return planJSON, nil
 }
 
 // Gates reads what the run page's timeline shows of run r's plan gates (r read through

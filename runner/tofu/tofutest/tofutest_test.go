@@ -42,6 +42,8 @@ func TestAWaitFollowsTheBuildsProgress(t *testing.T) {
 	await(t, "a slow build", stall, &p, func(ctx context.Context) error {
 		for i := range 150 {
 			p.SetStep(fmt.Sprintf("compiling (%d of 150 packages)", i))
+			// A fixed wait on purpose: it is the build's pace, what the stall budget is
+			// measured against (no event stands in for "time passes while it counts").
 			time.Sleep(20 * time.Millisecond)
 		}
 		return nil

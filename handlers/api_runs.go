@@ -46,7 +46,7 @@ func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {
 		Summary: "Override a soft-mandatory policy failure of the plan the evidence names", Body: apiOverride{}, Response: apiRun{},
 		RateLimited: true}, h.override)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/cancel", ID: "cancelRun", Tag: "runs", Scope: "plan",
-		Summary: "Cancel a run that has not started applying", Body: apiReason{}, Response: apiRun{}}, h.cancel)
+		Summary: "Cancel a run; one that is applying is stopped and ends APPLY_INTERRUPTED (confirm and a reason needed)", Body: apiCancel{}, Response: apiRun{}}, h.cancel)
 	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIRun + "/plan-again", ID: "planRunAgain", Tag: "runs", Scope: "plan or apply",
 		Summary: "Plan a stale, expired or failed run again as a new run", Status: http.StatusCreated, Response: apiRun{}}, h.planAgain)
 }
@@ -210,12 +210,19 @@ type apiReason struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// apiCancel is a cancel's body: cancelling a run that is applying needs confirm true and
+// a reason of at least 10 characters.
+type apiCancel struct {
+	Reason  string `json:"reason,omitempty"`
+	Confirm bool   `json:"confirm,omitempty"`
+}
+
 func (h API) cancel(c echo.Context) error {
-	var body apiReason
+	var body apiCancel
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
-	r, err := h.Decisions.Cancel(c.Request().Context(), c.Param("id"), body.Reason)
+	r, err := h.Decisions.Cancel(c.Request().Context(), c.Param("id"), run.Cancellation{Reason: body.Reason, Confirmed: body.Confirm})
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,9 @@ func (h Runs) decide(c echo.Context) error {
 		return err
 	}
 	out, err := h.Reviews.Decide(c.Request().Context(), c.Param("id"), d)
+	if v, ok := errs.AsValidation(err); ok && d.Action == run.ActionCancel && d.Redraw {
+		return h.cancelRefused(c, d, v)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,6 +88,9 @@ func decidedMessage(id string, d pages.Decision, out pages.Decided) (msg, locati
 	case run.ActionOverride:
 		return "Override recorded for " + d.RuleID + ".", paths.RunReview(id)
 	case run.ActionCancel:
+		if out.Run.State == run.ApplyInterrupted {
+			return "Stopping the apply: OpenTofu is interrupted and stores the state it wrote. An admin recovers the run once the workspace was checked.", paths.Run(id)
+		}
 		return "Cancelled: the run stopped and will not apply.", paths.Run(id)
 	case run.ActionRecover:
 		return "Recovered: the run is closed and the workspace is free.", paths.Run(id)
@@ -120,6 +126,27 @@ func (h Runs) confirmCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.ConfirmCancel(views.ConfirmCancelProps{RunID: p.Run.ID, Label: p.Run.Label(),
-		WorkspaceName: p.Workspace.Name, State: runState(p.Run)}))
+	return render.Page(c, http.StatusOK, views.ConfirmCancel(cancelProps(p, "", nil)))
+}
+
+// cancelProps draws the confirmation of cancelling p's run, with what was typed and the
+// refusals at the fields when the form comes back.
+func cancelProps(p pages.CancelPage, reason string, errors map[string]string) views.ConfirmCancelProps {
+	out := views.ConfirmCancelProps{RunID: p.Run.ID, Label: p.Run.Label(), WorkspaceName: p.Workspace.Name, State: runState(p.Run),
+		Reason: reason, Errors: errors}
+	if p.Run.State == run.Running {
+		out.Apply = &views.StopApplyProps{EndsAs: stateOf(run.ApplyInterrupted), MinReason: run.MinReasonLength}
+	}
+	return out
+}
+
+// cancelRefused draws the confirmation again after the service refused a cancel at its
+// fields (a reason too short to stop an apply): the messages at the fields, the reason
+// kept.
+func (h Runs) cancelRefused(c echo.Context, d pages.Decision, v *errs.Validation) error {
+	p, err := h.Reviews.ConfirmCancel(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return render.Page(c, http.StatusUnprocessableEntity, views.ConfirmCancel(cancelProps(p, d.Reason, v.Fields)))
 }

@@ -63,7 +63,7 @@ type RunDecisions interface {
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
-	Cancel(ctx context.Context, id, reason string) (run.Run, error)
+	Cancel(ctx context.Context, id string, c run.Cancellation) (run.Run, error)
 }
 
 // RunChanges delivers a signal whenever a run moves (runID "": any run of the
@@ -126,7 +126,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
 		Ending: string(r.Ending), EndingWords: r.Ending.Words(), Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
-		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), CanRecover: perms.Recover.Allowed(),
+		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	if r.BreakglassWindowID != nil {

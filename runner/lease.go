@@ -54,7 +54,8 @@ type Renewer interface {
 var errLeaseLost = run.ErrLeaseLost
 
 // hold renews lease l every heartbeat until stop is called, and cancels the returned
-// context (cause run.ErrLeaseLost) when a renewal finds the lease gone. A renewal that
+// context (cause run.ErrLeaseLost) when a renewal finds the lease gone, or (cause
+// run.ErrStopRequested, renewing on) when the run was cancelled while it applied. A renewal that
 // fails for another reason (the database restarting) is retried at the next beat: if
 // the lease expires meanwhile, the sweeper takes it and the next renewal says so.
 // stop releases the lease (a finished phase already ended it): a worker returning
@@ -62,14 +63,17 @@ var errLeaseLost = run.ErrLeaseLost
 // and a live lease always means a live worker (run.Jobs.leaseFor).
 func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logger *slog.Logger) (context.Context, func()) {
 	phaseCtx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(cfg.Heartbeat)
 		defer tick.Stop()
+		stopping := false
 		for {
 			select {
-			case <-phaseCtx.Done():
+			case <-quit:
+				return
+			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
@@ -79,12 +83,21 @@ func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logge
 				logger.WarnContext(ctx, "lease lost: stopping the phase", "run", l.RunID, "phase", string(l.Phase), "token", l.Token)
 				cancel(errLeaseLost)
 				return
+			case errors.Is(err, run.ErrStopRequested):
+				// The run was cancelled mid-apply: the phase stops, and the lease, still
+				// this worker's, is renewed until the stop is recorded.
+				if !stopping {
+					logger.WarnContext(ctx, "the run was cancelled while it applied: stopping the apply", "run", l.RunID, "token", l.Token)
+					stopping = true
+				}
+				cancel(errStopRequested)
 			case err != nil:
 				logger.WarnContext(ctx, "renewing the lease failed; trying again at the next heartbeat", "run", l.RunID, "error", err)
 			}
 		}
 	}()
 	return phaseCtx, func() {
+		close(quit)
 		cancel(context.Canceled)
 		<-done
 		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -100,8 +113,16 @@ func hold(ctx context.Context, runs Renewer, l run.Lease, cfg LeaseConfig, logge
 // expires, and the job's next attempt skips).
 const releaseTimeout = 10 * time.Second
 
+// errStopRequested is the cause of an apply's context ended because its run was
+// cancelled while it applied.
+var errStopRequested = run.ErrStopRequested
+
 // lost reports whether phase context ctx ended because its lease is gone.
 func lost(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
+
+// stopRequested reports whether phase context ctx ended because its run was cancelled
+// while it applied.
+func stopRequested(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStopRequested) }
 
 // Sweeper is what the sweep needs of the run lifecycle (run.Jobs).
 type Sweeper interface {

@@ -63,7 +63,7 @@ func TestCancellingAPlanningRunStopsItsWorker(t *testing.T) {
 	var leases int64
 	require.NoError(t, h.db.Raw("SELECT count(*) FROM run_leases WHERE run_id = ?", r.ID).Scan(&leases).Error)
 	require.EqualValues(t, 1, leases)
-	_, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), r.ID, "changed my mind")
+	_, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), r.ID, run.Cancellation{Reason: "changed my mind"})
 	require.NoError(t, err)
 	var jobID int64
 	require.NoError(t, h.db.Raw("SELECT id FROM river_job WHERE kind = 'run.plan' AND args->>'run_id' = ?", r.ID).Scan(&jobID).Error)

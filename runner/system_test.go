@@ -262,9 +262,9 @@ func TestCancelAndRejectRecordNoApproval(t *testing.T) {
 	require.ErrorIs(t, err, run.ErrInvalidTransition, "a rejected run cannot be approved")
 
 	c := h.waitFor(h.requestBucket("staging", "decide2", "decide-two", run.KindApply).ID, run.PendingApproval)
-	_, err = h.sys.Runs.Decisions.Cancel(h.as("viewer"), c.ID, "")
+	_, err = h.sys.Runs.Decisions.Cancel(h.as("viewer"), c.ID, run.Cancellation{Reason: ""})
 	require.Error(t, err)
-	cancelled, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), c.ID, "no longer needed")
+	cancelled, err := h.sys.Runs.Decisions.Cancel(h.as("operator"), c.ID, run.Cancellation{Reason: "no longer needed"})
 	require.NoError(t, err)
 	require.Equal(t, run.Cancelled, cancelled.State)
 	require.NotNil(t, cancelled.FinishedAt)

@@ -32,6 +32,8 @@ type Plans interface {
 type Applies interface {
 	BeginApply(ctx context.Context, runID string, claim run.Claim) (run.ApplyWork, error)
 	FinishApply(ctx context.Context, out run.ApplyOutcome) (run.Run, error)
+	// FinishStopped records what an apply cancelled mid-way wrote (run/stop.go).
+	FinishStopped(ctx context.Context, out run.StoppedApply) (run.Run, error)
 }
 
 // Verifies begins and finishes verifications (run.Verifies).
@@ -180,6 +182,9 @@ type ApplyHooks struct {
 	// began nothing) and the run's state when BeginApply changed or began it ("" when it
 	// left the run alone).
 	Begun func(runID string, attempt int, state run.State, err error)
+	// Finish is called as the worker of an apply that ran to its end is about to record
+	// it; it may block (a test makes a cancel commit first, or after).
+	Finish func(ctx context.Context, runID string)
 }
 
 // StateReserver takes a workspace's state lock for a run's apply before tofu runs,
@@ -220,13 +225,11 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	defer release()
 	rn, err := w.Runners.For(work.Run.Runner)
 	if err != nil {
-		_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
-		return ignoreSkip(ferr)
+		return ignoreSkip(w.fail(ctx, work.Lease, ApplyResult{}, err.Error()+"; nothing was applied"))
 	}
 	creds, revoke, err := credentialsFor(ctx, w.Creds, rn, work.Run, work.Lease, w.PhaseTimeout)
 	if err != nil {
-		_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, err.Error()+"; nothing was applied")
-		return ignoreSkip(ferr)
+		return ignoreSkip(w.fail(ctx, work.Lease, ApplyResult{}, err.Error()+"; nothing was applied"))
 	}
 	defer revoke()
 	// The state lock is the apply's before tofu runs (DESIGN §3): a plan of another run,
@@ -234,8 +237,7 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 	if w.Locks != nil && creds.StateUsername != "" {
 		fence, err := w.Locks.Reserve(ctx, work.Run.OrganizationID, work.Run.WorkspaceID, work.Run.ID, creds.StateUsername)
 		if err != nil {
-			_, ferr := w.Jobs.FailPhase(ctx, work.Lease, nil, "the workspace state lock could not be reserved for the apply: "+err.Error()+"; nothing was applied")
-			return ignoreSkip(ferr)
+			return ignoreSkip(w.fail(ctx, work.Lease, ApplyResult{}, "the workspace state lock could not be reserved for the apply: "+err.Error()+"; nothing was applied"))
 		}
 		w.Logger.InfoContext(ctx, "state lock reserved for the apply", "run", work.Run.ID, "fence", fence)
 	}
@@ -246,6 +248,13 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		Config: work.Config, PlanFile: work.PlanFile, PriorState: work.PriorState, Credentials: creds, Log: live})
 	live.Close()
 	res.Log = live.Mask(res.Log)
+	if stopRequested(ctx) {
+		// Cancelled while it applied: tofu was interrupted and stored what it wrote.
+		w.Logger.WarnContext(ctx, "the cancelled apply stopped", "run", work.Run.ID, "error", err)
+		return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
+			return w.orStopped(ctx, run.ErrSkip, work.Lease, res)
+		})
+	}
 	if err != nil && errors.Is(err, ErrInterrupted) && ctx.Err() == nil {
 		// The apply's process was killed from outside (a pod deleted or evicted): whether
 		// tofu changed anything is unknown. The lease decides, as for a dead portal:
@@ -259,21 +268,43 @@ func (w *ApplyWorker) Work(ctx context.Context, job *river.Job[ApplyArgs]) error
 		// Record the failure even when the job's context ended (timeout, shutdown):
 		// otherwise the retry would see RUNNING and lose the log.
 		return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
-			_, err := w.Jobs.FailPhase(ctx, work.Lease, res.Log, "apply failed: "+err.Error())
-			return err
+			return w.fail(ctx, work.Lease, res, "apply failed: "+err.Error())
 		})
 	}
 	if res.State != nil { // else tofu wrote the state through the backend
 		if _, _, err = stateHeader(res.State); err != nil {
-			_, ferr := w.Jobs.FailPhase(ctx, work.Lease, res.Log, "the apply produced an unreadable state: "+err.Error())
-			return ignoreSkip(ferr)
+			return ignoreSkip(w.fail(ctx, work.Lease, ApplyResult{Log: res.Log}, "the apply produced an unreadable state: "+err.Error()))
 		}
 	}
-	// The apply happened: its outcome is recorded even if the job's context ended.
+	// The apply happened: its outcome is recorded even if the job's context ended. A
+	// cancel that committed first (the run is APPLY_INTERRUPTED) has it recorded as the
+	// stopped apply's.
 	return persist(context.WithoutCancel(ctx), w.Logger, work.Lease, func(ctx context.Context) error {
+		if w.Hooks.Finish != nil {
+			w.Hooks.Finish(ctx, work.Run.ID)
+		}
 		_, err := w.Applies.FinishApply(ctx, run.ApplyOutcome{Lease: work.Lease, State: res.State, Outputs: res.Outputs, Log: res.Log})
-		return err
+		return w.orStopped(ctx, err, work.Lease, res)
 	})
+}
+
+// fail ends the apply FAILED with reason or, when the run was cancelled meanwhile,
+// records the stopped apply. The record is made even if the job's context ended.
+func (w *ApplyWorker) fail(ctx context.Context, l run.Lease, res ApplyResult, reason string) error {
+	ctx = context.WithoutCancel(ctx)
+	_, err := w.Jobs.FailPhase(ctx, l, res.Log, reason)
+	return w.orStopped(ctx, err, l, res)
+}
+
+// orStopped follows a finish that err answered: a skip (the run left RUNNING under this
+// worker, which only a cancel does while the lease is held) records the stopped apply;
+// FinishStopped skips in turn when the run was not cancelled under l.
+func (w *ApplyWorker) orStopped(ctx context.Context, err error, l run.Lease, res ApplyResult) error {
+	if !errors.Is(err, run.ErrSkip) {
+		return err
+	}
+	_, err = w.Applies.FinishStopped(ctx, run.StoppedApply{Lease: l, State: res.State, Log: res.Log})
+	return err
 }
 
 // stateHeader reads serial and lineage from a state file.

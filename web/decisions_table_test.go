@@ -413,7 +413,7 @@ func (f *decisionFixture) decide(t *testing.T, row tableRow, who webtest.Member,
 		rule := f.evidence["soft-block"]
 		return runs.Override(ctx, r.ID, ev, rule.id, rule.version, "backups come from the nightly export")
 	case run.ActionCancel:
-		return runs.Cancel(ctx, r.ID, "")
+		return runs.Cancel(ctx, r.ID, run.Cancellation{})
 	}
 	return run.Run{}, fmt.Errorf("unknown action %s", act)
 }

@@ -8,7 +8,10 @@
 // its credentials are the files of the Job's Secret. It exits 0 once the phase's outcome
 // (success or failure) is uploaded; 1 with the reason in the termination log when the
 // protocol failed; 143 when it was terminated (the pod deleted or evicted): then it
-// uploads nothing, so the portal treats the phase as interrupted.
+// uploads nothing, so the portal treats the phase as interrupted. At SIGTERM its tofu is
+// interrupted as a terminal's Ctrl-C would (SIGINT to its process group): tofu stops
+// gracefully, storing the state an apply wrote, within tofurun.StopGrace, well inside
+// the pod's termination grace period, or is killed.
 package main
 
 import (

@@ -32,7 +32,7 @@ type RunDecider interface {
 	Approve(ctx context.Context, id string, in run.Approval) (run.Run, error)
 	Reject(ctx context.Context, id string, ev run.Evidence, reason string) (run.Run, error)
 	Override(ctx context.Context, id string, ev run.Evidence, ruleID, ruleVersion, reason string) (run.Run, error)
-	Cancel(ctx context.Context, id, reason string) (run.Run, error)
+	Cancel(ctx context.Context, id string, c run.Cancellation) (run.Run, error)
 	Recover(ctx context.Context, id, reason string) (run.Run, error)
 	PlanAgain(ctx context.Context, id string) (run.Run, error)
 	Permissions(ctx context.Context, r run.Run) (run.Permissions, error)
@@ -162,7 +162,7 @@ func (s Reviews) decide(ctx context.Context, id string, d Decision) (Decided, er
 	case run.ActionOverride:
 		out.Run, err = s.Decisions.Override(ctx, id, d.Evidence, d.RuleID, d.RuleVersion, d.Reason)
 	case run.ActionCancel:
-		out.Run, err = s.Decisions.Cancel(ctx, id, d.Reason)
+		out.Run, err = s.Decisions.Cancel(ctx, id, run.Cancellation{Reason: d.Reason, Confirmed: d.Confirm == "yes"})
 	case run.ActionRecover:
 		out.Run, err = s.Decisions.Recover(ctx, id, d.Reason)
 	case run.ActionPlanAgain:

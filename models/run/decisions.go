@@ -217,11 +217,23 @@ func (s *Decisions) Reject(ctx context.Context, id string, ev Evidence, reason s
 	})
 }
 
-// Cancel stops run id where the state machine allows it, with an optional reason: the
-// requester her own run, admins and owners any run.
-func (s *Decisions) Cancel(ctx context.Context, id, reason string) (Run, error) {
+// Cancel stops run id where the state machine allows it: before it applies, the
+// requester her own run and admins and owners any run, with an optional reason; while it
+// applies, who could approve it or an admin, confirmed and with a reason: the run ends
+// APPLY_INTERRUPTED at once and its worker stops OpenTofu (stop.go).
+func (s *Decisions) Cancel(ctx context.Context, id string, c Cancellation) (Run, error) {
 	return s.decision(ctx, id, ActionCancel, nil, func(ctx context.Context, r *Run, subject authz.Subject, now time.Time) error {
-		return r.Cancel(decider(subject), reason, now)
+		if err := c.check(*r); err != nil {
+			return err
+		}
+		applying := r.State == Running
+		if err := r.Cancel(decider(subject), c.Reason, now); err != nil {
+			return err
+		}
+		if !applying {
+			return nil
+		}
+		return s.stopApply(ctx, *r, r.StateReason)
 	})
 }
 

@@ -48,6 +48,8 @@ const (
 	EndDriftAfterApply Ending = "VERIFY_DRIFT"
 	// EndApplyInterrupted: APPLY_INTERRUPTED, the worker applying it stopped mid-apply.
 	EndApplyInterrupted Ending = "APPLY_INTERRUPTED"
+	// EndApplyCancelled: APPLY_INTERRUPTED, a person cancelled it while it applied.
+	EndApplyCancelled Ending = "APPLY_CANCELLED"
 	// EndRecovered: FAILED, an admin recovered the interrupted apply.
 	EndRecovered Ending = "RECOVERED"
 )
@@ -76,6 +78,7 @@ var endings = map[Ending]struct {
 	EndApplyRefused:          {[]State{Failed}, "the checks before the apply refused it; nothing was applied"},
 	EndDriftAfterApply:       {[]State{Failed}, "the verification found the live resources differ from the applied state"},
 	EndApplyInterrupted:      {[]State{ApplyInterrupted}, "the worker applying it stopped mid-apply; an admin recovers it"},
+	EndApplyCancelled:        {[]State{ApplyInterrupted}, "a person cancelled it while it applied: OpenTofu was stopped and the state it wrote kept; an admin recovers it"},
 	EndRecovered:             {[]State{Failed}, "an admin recovered the interrupted apply"},
 }
 

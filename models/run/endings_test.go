@@ -43,7 +43,7 @@ var wantEndings = map[string][]string{
 	"decisions.go":    {"Expired EndApprovalExpired", "Expired EndApprovalVoided"},
 	"drift_checks.go": {"Expired EndWindowOpened", "Stale EndWindowOpened"},
 	"lease.go":        {"ApplyInterrupted EndApplyInterrupted"},
-	"run.go":          {"Rejected EndRejected", "Cancelled EndCancelled", "Failed EndApplyRefused", "Failed EndRecovered"},
+	"run.go":          {"Rejected EndRejected", "ApplyInterrupted EndApplyCancelled", "Cancelled EndCancelled", "Failed EndApplyRefused", "Failed EndRecovered"},
 	"stale.go":        {"Stale EndStateMoved"},
 	"verify.go":       {"Failed EndDriftAfterApply", "Succeeded EndVerified"},
 	"work.go": {"Stale EndStateMoved", "Stale EndStateMoved", "Stale EndWindowOpened", "Planned EndPlanOnly", "NoChanges EndNoChanges",

@@ -76,6 +76,9 @@ type leaseRow struct {
 	AcquiredAt     time.Time
 	RenewedAt      time.Time
 	ExpiresAt      time.Time
+	// Stopping: the run was cancelled while it applied; the worker stops tofu under
+	// this lease (stop.go).
+	Stopping bool
 	// Expired is read, not stored: the lease ran out by the database clock (its worker
 	// stopped renewing it, or released it as it returned).
 	Expired bool `gorm:"->"`
@@ -125,9 +128,15 @@ func (st leaseTable) holds(ctx context.Context, l Lease) error {
 }
 
 // endLeasesBut deletes run runID's lease unless it is for phase keep (the phase of the
-// state the run is now in; "" ends any).
+// state the run is now in; "" ends any) or stopping: a cancelled apply's lease lives on
+// while its worker stops tofu (stop.go), and FinishStopped or the sweeper ends it.
 func (st leaseTable) endLeasesBut(ctx context.Context, runID string, keep JobKind) error {
-	return db.Conn(ctx, st.db).Exec("DELETE FROM run_leases WHERE run_id = ? AND phase <> ?", runID, string(keep)).Error
+	return db.Conn(ctx, st.db).Exec("DELETE FROM run_leases WHERE run_id = ? AND phase <> ? AND NOT stopping", runID, string(keep)).Error
+}
+
+// endLeases deletes run runID's lease, a stopping one too.
+func (st leaseTable) endLeases(ctx context.Context, runID string) error {
+	return db.Conn(ctx, st.db).Exec("DELETE FROM run_leases WHERE run_id = ?", runID).Error
 }
 
 // phaseOf is the phase a run in state st is in the middle of ("" for none).
@@ -177,18 +186,22 @@ func (s *Jobs) ReleaseLease(ctx context.Context, l Lease) error {
 
 // RenewLease is the heartbeat: it extends l by ttl from the database clock, or answers
 // ErrLeaseLost when l is no longer the run's lease (taken over, or the run left the
-// phase). An expired lease the sweeper has not yet taken is renewed: its worker lives.
+// phase), or ErrStopRequested (renewed) when the run was cancelled while it applied. An
+// expired lease the sweeper has not yet taken is renewed: its worker lives.
 func (s *Jobs) RenewLease(ctx context.Context, l Lease, ttl time.Duration) error {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	res := s.k.store.conn(ctx).Exec(`UPDATE run_leases SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => ?)
-		WHERE run_id = ? AND token = ?`, ttl.Seconds(), l.RunID, l.Token)
-	if res.Error != nil {
-		return fmt.Errorf("renewing the lease of run %s: %w", l.RunID, res.Error)
-	}
-	if res.RowsAffected == 0 {
+	var stopping []bool
+	err := s.k.store.conn(ctx).Raw(`UPDATE run_leases SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => ?)
+		WHERE run_id = ? AND token = ? RETURNING stopping`, ttl.Seconds(), l.RunID, l.Token).Scan(&stopping).Error
+	switch {
+	case err != nil:
+		return fmt.Errorf("renewing the lease of run %s: %w", l.RunID, err)
+	case len(stopping) == 0:
 		return ErrLeaseLost
+	case stopping[0]:
+		return ErrStopRequested // renewed: the worker holds it while it stops the apply
 	}
 	return nil
 }
@@ -278,8 +291,13 @@ func (s *Jobs) takeOver(ctx context.Context, runID string, pass sweepPass) (Take
 		if err := s.k.enqueuer.Abandon(ctx, old.JobID, why); err != nil {
 			return err
 		}
-		if err := s.k.leases.endLeasesBut(ctx, r.ID, ""); err != nil {
+		if err := s.k.leases.endLeases(ctx, r.ID); err != nil {
 			return err
+		}
+		if old.Stopping {
+			// The worker stopping a cancelled apply died: nothing more is written.
+			t.Outcome = "stopped apply fenced"
+			return s.fence(ctx, *r, why+" while it stopped the cancelled apply")
 		}
 		if phaseOf(r.State) != old.Phase {
 			return nil // the run already left the phase; its lease only lingered

@@ -236,7 +236,7 @@ func PermissionsOf(r Run, a Actor, env environment.Environment, now time.Time) P
 			}
 		}
 	}
-	p.Cancel = cancelVerdict(r, a, possible[ActionCancel])
+	p.Cancel = cancelVerdict(r, a, env, now, possible[ActionCancel])
 	p.Recover = recoverVerdict(r, a, possible[ActionRecover])
 	p.PlanAgain = planAgainVerdict(r, a, possible[ActionPlanAgain])
 	return p
@@ -299,13 +299,35 @@ var actionPast = map[Action]string{ActionApprove: "approved", ActionReject: "rej
 	ActionCancel: "cancelled", ActionRecover: "recovered", ActionPlanAgain: "planned again"}
 
 // cancelVerdict: the requester may cancel her own run (and never reject it); admins
-// and owners any run.
-func cancelVerdict(r Run, a Actor, possible bool) Verdict {
+// and owners any run. A run that is applying is stopped halfway, which is a decision
+// about real resources: it needs at least what approving the run needed (four eyes
+// aside: stopping is never approving), or an admin or owner.
+func cancelVerdict(r Run, a Actor, env environment.Environment, now time.Time, possible bool) Verdict {
+	if r.State == Running {
+		return cancelApplyVerdict(r, a, env, now, possible)
+	}
 	switch {
 	case !a.Can(authz.PermProvisioningPlan):
 		return refused(errs.Explain(errs.ErrForbidden, fmt.Sprintf("Your role (%s) does not cancel runs.", a.Role)))
 	case r.RequestedBy != a.UserID && !a.Role.AtLeast(authz.RoleAdmin):
 		return refused(errs.Explain(errs.ErrForbidden, "Only the requester or an admin may cancel this run."))
+	}
+	return stateVerdict(r, ActionCancel, possible)
+}
+
+// cancelApplyVerdict is cancelVerdict for a run that is applying.
+func cancelApplyVerdict(r Run, a Actor, env environment.Environment, now time.Time, possible bool) Verdict {
+	forbid := func(msg string) Verdict { return refused(errs.Explain(errs.ErrForbidden, msg)) }
+	switch {
+	case a.System:
+		return forbid("Gantry itself never cancels an apply for a person.")
+	case a.Role.AtLeast(authz.RoleAdmin):
+	case !a.Can(authz.PermProvisioningApply):
+		return forbid(fmt.Sprintf("Your role (%s) does not stop applies: that needs what approving this run needed, or an admin.", a.Role))
+	case !eligible(r, a, env, now):
+		return forbid(fmt.Sprintf("Stopping this apply needs what approving it needed (%s), or an admin.", Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}.Summary()))
+	case r.Live() && !a.CloudLive:
+		return forbid("This apply acts on a live cloud: stopping it needs the cloud.live entitlement, as approving it did.")
 	}
 	return stateVerdict(r, ActionCancel, possible)
 }

@@ -293,14 +293,23 @@ func (r *Run) Reject(d Decider, ev Evidence, reason string, now time.Time) error
 	return nil
 }
 
-// Cancel stops a run that has not started applying; the reason is optional. A
-// cancellation is not a rejection: it says nothing about the plan.
+// Cancel stops a run; the reason is optional before it applies. A cancellation is not
+// a rejection: it says nothing about the plan. A run that is applying ends
+// APPLY_INTERRUPTED, never CANCELLED: OpenTofu may have changed resources, the
+// workspace stays fenced and an admin recovers it (Decisions.Cancel stops the apply).
 func (r *Run) Cancel(d Decider, reason string, now time.Time) error {
 	why := "cancelled by " + d.Name
 	if reason = strings.TrimSpace(reason); reason != "" {
 		why += ": " + reason
 	}
-	if err := r.end(Cancelled, EndCancelled, why); err != nil {
+	var err error
+	if r.State == Running {
+		err = r.end(ApplyInterrupted, EndApplyCancelled, "cancelled while it applied by "+d.Name+": "+reason+
+			"; OpenTofu is stopped and the state it wrote is kept; no later run of the workspace applies until an admin recovers this one")
+	} else {
+		err = r.end(Cancelled, EndCancelled, why)
+	}
+	if err != nil {
 		return err
 	}
 	r.CancelledBy, r.CancelledByName, r.CancelledAt = &d.UserID, d.Name, &now

@@ -91,7 +91,9 @@ const (
 	// ActionOverride overrides one soft-mandatory policy failure (with a reason);
 	// offered per failed rule on the review page.
 	ActionOverride Action = "override"
-	ActionCancel   Action = "cancel"
+	// ActionCancel stops a run: before it applies it ends CANCELLED; while it applies
+	// OpenTofu is stopped and it ends APPLY_INTERRUPTED (an admin then recovers it).
+	ActionCancel Action = "cancel"
 	// ActionRecover closes an interrupted apply after an admin checked the workspace
 	// (the state lock is then released and later runs may apply).
 	ActionRecover Action = "recover"
@@ -128,7 +130,8 @@ func (r Run) Actions() []Action {
 		case ActionOverride:
 			ok = r.SoftBlocked()
 		case ActionCancel:
-			ok = CanTransition(r.State, Cancelled)
+			// A run applying is cancelled too: it is stopped and ends APPLY_INTERRUPTED.
+			ok = CanTransition(r.State, Cancelled) || r.State == Running
 		case ActionRecover:
 			ok = r.State == ApplyInterrupted
 		case ActionPlanAgain:

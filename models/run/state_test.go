@@ -83,7 +83,7 @@ func TestActionsFollowTheTable(t *testing.T) {
 	require.Equal(t, []Action{ActionCancel}, actions(Planning, ""), "approving is for waiting runs only")
 	require.Equal(t, []Action{ActionCancel}, actions(Approved, "pass"))
 	require.Equal(t, []Action{ActionCancel}, actions(Queued, ""))
-	require.Empty(t, actions(Running, "pass"))
+	require.Equal(t, []Action{ActionCancel}, actions(Running, "pass"), "an apply is stopped: it ends APPLY_INTERRUPTED")
 	require.Equal(t, []Action{ActionRecover}, actions(ApplyInterrupted, "pass"))
 	require.Empty(t, actions(Verifying, "pass"))
 	require.Empty(t, actions(Succeeded, "pass"))

@@ -42,9 +42,11 @@ const (
 const (
 	DefaultTTLAfterFinished = 5 * time.Minute
 	DefaultPodStart         = 2 * time.Minute
-	// terminationGrace is what a deleted pod gets before SIGKILL: gantry-phase kills its
-	// tofu and exits at SIGTERM at once, so a cancel does not wait 30 s.
-	terminationGrace = 5
+	// terminationGrace is what a deleted pod gets before SIGKILL: at SIGTERM
+	// gantry-phase interrupts its tofu (SIGINT, as a terminal's Ctrl-C), which stops
+	// gracefully and stores the state it wrote within tofurun.StopGrace (20 s) or is
+	// killed; the rest is the margin for gantry-phase to exit.
+	terminationGrace = 30
 	// workSize bounds the pod's emptyDir: working directory, providers, plan files.
 	workSize = "2Gi"
 )

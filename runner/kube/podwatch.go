@@ -71,7 +71,8 @@ func (p *jobPod) Wait(ctx context.Context) (Exit, error) {
 // (a cancelled phase), at most 30 s.
 func (p *jobPod) Delete(ctx context.Context, wait bool) error {
 	p.stop()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A pod stopping gracefully takes up to its termination grace period.
+	ctx, cancel := context.WithTimeout(ctx, (terminationGrace+30)*time.Second)
 	defer cancel()
 	prop := metav1.DeletePropagationBackground
 	if wait {

@@ -235,7 +235,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res Result, err error) {
 			ended = true
 		case <-ctx.Done():
 			canceled = ctx.Err()
-			werr = x.stop(s.ID, cmd, waitCh)
+			werr = x.interrupt(s.ID, cmd, waitCh, s.StopGrace)
 			ended = true
 		}
 	}
@@ -264,6 +264,27 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res Result, err error) {
 		return res, fmt.Errorf("job %s cancelled: %w", s.ID, canceled)
 	}
 	return res, nil
+}
+
+// interrupt stops a cancelled job the way OpenTofu expects: SIGINT to the container's
+// init (gantry-fwd, which forwards it to tofu), then, if it has not exited within grace,
+// stop's SIGKILL. A container not created yet is killed at once: nothing ran in it.
+func (x *Executor) interrupt(id string, cmd *exec.Cmd, waitCh <-chan error, grace time.Duration) error {
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := x.runc(ctx, "kill", id, "INT")
+	cancel()
+	if err != nil {
+		return x.stop(id, cmd, waitCh)
+	}
+	select {
+	case err := <-waitCh:
+		return err
+	case <-time.After(grace):
+		return x.stop(id, cmd, waitCh)
+	}
 }
 
 // stop kills the container (SIGKILL via runc kill, repeated until runc run returns:

@@ -57,8 +57,11 @@ type Spec struct {
 	Limits  Limits
 	Network Network
 	Timeout time.Duration // 0: none (ctx still applies)
-	Stdout  io.Writer     // live output; nil discards
-	Stderr  io.Writer
+	// StopGrace is how long the container's process has to exit after SIGINT when ctx
+	// ends (a cancel) before it is killed; 0: DefaultStopGrace. The time limit kills.
+	StopGrace time.Duration
+	Stdout    io.Writer // live output; nil discards
+	Stderr    io.Writer
 }
 
 // Result of a run that ran (a run that could not be started returns an error instead).
@@ -71,6 +74,10 @@ type Result struct {
 	Limits      Limits        // the limits in force (defaults applied), for Explain
 	Timeout     time.Duration // Spec.Timeout, for Explain
 }
+
+// DefaultStopGrace is Spec.StopGrace's default: OpenTofu, interrupted, finishes the
+// provider calls under way and stores the state it wrote within it.
+const DefaultStopGrace = 20 * time.Second
 
 var idRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 

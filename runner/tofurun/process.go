@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	"gantry/runner/tofu"
 )
@@ -22,6 +24,57 @@ type Process struct {
 	CLIConfig string
 	// CloudEndpoint is SANDBOX_ENDPOINT as seen from the host.
 	CloudEndpoint string
+	// Grace is how long a cancelled job's tofu has to stop by itself after its interrupt
+	// before it is killed (zero: StopGrace).
+	Grace time.Duration
+}
+
+// StopGrace is how long OpenTofu gets to stop gracefully once interrupted: it finishes
+// the provider calls under way, starts no new one and stores the state it wrote (an
+// apply's, through the http backend) before it exits. Then the job is killed.
+const StopGrace = 20 * time.Second
+
+func (p *Process) grace() time.Duration {
+	if p.Grace > 0 {
+		return p.Grace
+	}
+	return StopGrace
+}
+
+// interruptThenKill makes cmd's cancellation (its context ending) stop tofu the way it
+// expects, as a terminal's Ctrl-C does: SIGINT to the job's process group (tofu stops
+// gracefully; the provider plugins, go-plugin servers, ignore it and are told to stop
+// by tofu), then SIGKILL to the group once grace has passed. The returned func, called
+// once cmd was waited for, disarms the kill (the group id may be reused).
+func interruptThenKill(cmd *exec.Cmd, grace time.Duration) func() {
+	var mu sync.Mutex
+	exited := false
+	var timer *time.Timer
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		mu.Lock()
+		timer = time.AfterFunc(grace, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !exited {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+		})
+		mu.Unlock()
+		return syscall.Kill(-pgid, syscall.SIGINT)
+	}
+	// Wait returns only once tofu exited and its output pipes closed; a plugin that
+	// outlives it keeps them open: killed with the group after grace, and the pipes
+	// given up a moment later.
+	cmd.WaitDelay = grace + 2*time.Second
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		exited = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
 }
 
 func (p *Process) Name() string   { return "process" }
@@ -61,8 +114,9 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 	// Its own process group, so a cancelled job takes the provider plugins with it; and
 	// killed with the portal (Linux), so a dead portal leaves no tofu applying on alone.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stop := interruptThenKill(cmd, p.grace())
 	err := cmd.Run()
+	stop()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -27,6 +27,7 @@ import (
 	"gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/kube"
+	"gantry/sandbox/sandboxtest"
 )
 
 // TestLiveRunAsJobs: the postgres template is planned, approved, applied and verified,
@@ -142,4 +143,40 @@ func TestCancelledPlanLeavesNothing(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d phase sessions open", n)
 	}, bench.Poll(100*time.Millisecond))
 	require.Empty(t, ce.leftovers(t))
+}
+
+// TestStopApplyAsJobs: an apply whose pod is halfway (the network and subnet created,
+// the database's create held by the cloud) is cancelled: the run is APPLY_INTERRUPTED
+// with the canceller and reason at once; the portal deletes the pod, whose SIGTERM
+// reaches gantry-phase, which interrupts tofu (it says so in the log the portal follows
+// to the end); tofu stores the state it wrote, which equals what the cloud holds; the
+// plan was attempted once; the workspace stays the run's until an admin recovers it,
+// and nothing of the Job stays.
+func TestStopApplyAsJobs(t *testing.T) {
+	wrap, reached, release := sandboxtest.HoldCreate("database")
+	e, ce := startOnCluster(t, envOptions{cloud: wrap})
+	operator := e.LoggedIn(t, "operator@acme.test")
+	admin := e.LoggedIn(t, "admin@acme.test")
+	staging := e.OrgEnvironmentID(t, "acme", "staging")
+
+	r := e.App.WaitForRun(t, e.App.RequestRun(t, operator, postgresInputs(staging, "orders-db", run.KindApply)), run.PendingApproval, phaseWait)
+	approve(t, e.App, admin, r)
+	bench.Receive(t, "the apply to reach the database's create", phaseWait, reached)
+	e.App.StopApply(t, admin, r.ID, "stop: the subnet range is wrong")
+	stopped := e.App.WaitForRun(t, r.ID, run.ApplyInterrupted, phaseWait)
+	require.Equal(t, run.EndApplyCancelled, stopped.Ending)
+	require.Contains(t, stopped.StateReason, "stop: the subnet range is wrong")
+	e.App.WaitLiveLog(t, stopped, run.JobApply, "Interrupt received", phaseWait)
+	close(release)
+
+	stopped = e.App.WaitStopped(t, r.ID, phaseWait)
+	log := e.App.RunLogs(t, stopped)
+	require.NotNil(t, stopped.NewStateVersionID, "the state the apply wrote is stored"+log)
+	require.Equal(t, sandboxtest.ObjectIDs(t, e.CloudDir), e.App.StateIDs(t, r.OrganizationID, r.WorkspaceID), "the stored state is what the cloud holds"+log)
+	require.Zero(t, e.cloudObjects(t, "database"), "the cancelled apply's token no longer changes the cloud"+log)
+	require.Len(t, e.applies(t, stopped), 1, "the plan was attempted once")
+	var slot string
+	require.NoError(t, e.DB.Raw("SELECT coalesce(active_run_id, '') FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&slot).Error)
+	require.Equal(t, r.ID, slot, "the workspace stays the stopped run's until an admin recovers it")
+	ce.requireNothingLeft(t, 30*time.Second)
 }

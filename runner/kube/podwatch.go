@@ -68,10 +68,13 @@ func (p *jobPod) Wait(ctx context.Context) (Exit, error) {
 
 // Delete stops watching and deletes the Job and its Secret: in the background when the
 // phase is over (its pod ended), in the foreground and until all of it is gone when wait
-// (a cancelled phase), at most 30 s.
+// (a cancelled phase, whose pod stops gracefully within its termination grace period:
+// its log is followed to the end meanwhile, so what tofu says as it stops is kept).
 func (p *jobPod) Delete(ctx context.Context, wait bool) error {
-	p.stop()
-	// A pod stopping gracefully takes up to its termination grace period.
+	defer p.stop()
+	if !wait {
+		p.stop()
+	}
 	ctx, cancel := context.WithTimeout(ctx, (terminationGrace+30)*time.Second)
 	defer cancel()
 	prop := metav1.DeletePropagationBackground

@@ -1,0 +1,59 @@
+package tofurun_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gantry/bench"
+	"gantry/runner/tofurun"
+	"gantry/syncio"
+)
+
+// TestProcessStopsAsCtrlCDoes: a cancelled job is interrupted first (SIGINT to its
+// process group, what tofu stops gracefully at), so a program that handles it exits by
+// itself; one that ignores it is killed once the grace period has passed. The program
+// is a shell standing in for tofu (this test needs no tofu).
+func TestProcessStopsAsCtrlCDoes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, script string
+		exit         int
+		says         string
+	}{
+		{"handles the interrupt", `trap 'echo interrupted, storing the state; exit 3' INT; echo started; while :; do sleep 0.05; done`, 3, "interrupted, storing the state"},
+		{"ignores the interrupt", `trap '' INT; echo started; while :; do sleep 0.05; done`, 128 + 9, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cli := filepath.Join(dir, "cli.tfrc")
+			require.NoError(t, os.WriteFile(cli, nil, 0o600))
+			p := &tofurun.Process{Tofu: "/bin/sh", CLIConfig: cli, Grace: 500 * time.Millisecond}
+			ctx, cancel := context.WithCancel(context.Background())
+			var out syncio.Buffer
+			started := make(chan struct{})
+			go func() {
+				bench.Eventually(t, "the program to start", 10*time.Second, func() (bool, any) {
+					return len(out.Bytes()) > 0, out.String()
+				}, bench.Poll(10*time.Millisecond))
+				close(started)
+			}()
+			done := make(chan int, 1)
+			go func() {
+				code, _, err := p.Run(ctx, dir, tofurun.Command{Args: []string{"-c", c.script}, Stdout: &out, Stderr: &out})
+				require.NoError(t, err)
+				done <- code
+			}()
+			<-started
+			cancel()
+			code := bench.Receive(t, "the cancelled program to end", 10*time.Second, done)
+			require.Equal(t, c.exit, code, out.String())
+			require.Contains(t, out.String(), c.says)
+		})
+	}
+}

@@ -67,11 +67,7 @@ func TestCancelStopsTheApply(t *testing.T) {
 	require.Equal(t, h.users["operator"].UserID, *stopped.CancelledBy)
 
 	// The worker stops the apply and records what it wrote.
-	bench.Eventually(t, "the stopped apply to be recorded", 20*time.Second, func() (bool, any) {
-		var n int64
-		require.NoError(t, h.db.Raw("SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.apply_stopped'", r.ID).Scan(&n).Error)
-		return n == 1, n
-	}, bench.Wake(h.changes))
+	h.waitStopped(r.ID)
 	final := h.waitFor(r.ID, run.ApplyInterrupted)
 	require.NotNil(t, final.NewStateVersionID, "the state the apply wrote is the workspace's")
 	require.EqualValues(t, 1, h.stateVersions(r.WorkspaceID))
@@ -136,11 +132,7 @@ func TestCancelRacesTheApplysFinish(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, run.ApplyInterrupted, stopped.State)
 			close(release)
-			bench.Eventually(t, "the finished apply to be recorded as stopped", 20*time.Second, func() (bool, any) {
-				var n int64
-				require.NoError(t, h.db.Raw("SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.apply_stopped'", r.ID).Scan(&n).Error)
-				return n == 1, n
-			}, bench.Wake(h.changes))
+			h.waitStopped(r.ID)
 			final := h.waitFor(r.ID, run.ApplyInterrupted)
 			require.Equal(t, run.EndApplyCancelled, final.Ending)
 			require.NotNil(t, final.NewStateVersionID, "what the apply wrote is recorded")
@@ -150,4 +142,15 @@ func TestCancelRacesTheApplysFinish(t *testing.T) {
 			require.Zero(t, verifying, "never both: the cancelled run was not verified")
 		})
 	}
+}
+
+// waitStopped waits until the worker of cancelled run id recorded what its apply wrote
+// (the run.apply_stopped audit event).
+func (h *harness) waitStopped(id string) {
+	h.t.Helper()
+	bench.Eventually(h.t, "the stopped apply of run "+id+" to be recorded", 20*time.Second, func() (bool, any) {
+		var n int64
+		require.NoError(h.t, h.db.Raw("SELECT count(*) FROM audit_events WHERE target_id = ? AND action = 'run.apply_stopped'", id).Scan(&n).Error)
+		return n == 1, n
+	}, bench.Wake(h.changes))
 }

@@ -1,3 +1,8 @@
+//go:build !fast
+
+// Live: needs process groups to signal: a shell runs as the process executor's job
+// (tofurun.Process), signalled as tofu would be; no tofu.
+
 package tofurun_test
 
 import (
@@ -36,23 +41,22 @@ func TestProcessStopsAsCtrlCDoes(t *testing.T) {
 			p := &tofurun.Process{Tofu: "/bin/sh", CLIConfig: cli, Grace: 500 * time.Millisecond}
 			ctx, cancel := context.WithCancel(context.Background())
 			var out syncio.Buffer
-			started := make(chan struct{})
-			go func() {
-				bench.Eventually(t, "the program to start", 10*time.Second, func() (bool, any) {
-					return len(out.Bytes()) > 0, out.String()
-				}, bench.Poll(10*time.Millisecond))
-				close(started)
-			}()
-			done := make(chan int, 1)
+			type result struct {
+				code int
+				err  error
+			}
+			done := make(chan result, 1)
 			go func() {
 				code, _, err := p.Run(ctx, dir, tofurun.Command{Args: []string{"-c", c.script}, Stdout: &out, Stderr: &out})
-				require.NoError(t, err)
-				done <- code
+				done <- result{code, err}
 			}()
-			<-started
+			bench.Eventually(t, "the program to start", 10*time.Second, func() (bool, any) {
+				return len(out.Bytes()) > 0, out.String()
+			}, bench.Poll(10*time.Millisecond))
 			cancel()
-			code := bench.Receive(t, "the cancelled program to end", 10*time.Second, done)
-			require.Equal(t, c.exit, code, out.String())
+			res := bench.Receive(t, "the cancelled program to end", 10*time.Second, done)
+			require.NoError(t, res.err)
+			require.Equal(t, c.exit, res.code, out.String())
 			require.Contains(t, out.String(), c.says)
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 
 	"gantry/bench"
 	"gantry/cmd/gantry/webtest"
+	"gantry/models/authz"
+	"gantry/models/idempotency"
 	runmodel "gantry/models/run"
 	"gantry/runner"
 	"gantry/runner/mock"
@@ -58,6 +61,17 @@ func TestStopApplyInBrowser(t *testing.T) {
 	bench.Receive(t, "the apply to run", time.Minute, held.started)
 	waitForRunRow(t, app, id, runmodel.Running)
 
+	// Through the API: without the confirmation, or with too short a reason, refused
+	// at its field (422), the run still applying.
+	tok := app.Token(t, app.NewMember(t, "acme", "Otto Ops", authz.RoleOperator, false), "plan", "decide")
+	for body, field := range map[string]string{`{"reason":"the wrong bucket region was requested"}`: "confirm", `{"reason":"oops","confirm":true}`: "reason"} {
+		resp := app.APIKeyed(t, tok, idempotency.NewKey(), http.MethodPost, "/api/v1/runs/"+id+"/cancel", body)
+		problem := webtest.ReadBody(t, resp)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, problem)
+		require.Contains(t, problem, `"`+field+`"`)
+	}
+	require.Equal(t, runmodel.Running, waitForRunRow(t, app, id, runmodel.Running).State)
+
 	viewer := startBrowser(t, chrome)
 	signInAs(t, viewer, app, "viewer@acme.test", "viewer-acme", "Victor")
 	viewer.do(t, "open the run as a viewer", chromedp.Navigate(app.URL+paths.Run(id)), chromedp.WaitVisible(`[data-testid="run-state"]`))
@@ -77,7 +91,7 @@ func TestStopApplyInBrowser(t *testing.T) {
 	require.Equal(t, runmodel.Running, waitForRunRow(t, app, id, runmodel.Running).State, "a refused stop changes nothing")
 	screenshotAt(t, b, decisionShot(t, "confirm"), 1280, 900, false)
 
-	b.do(t, "stop with a reason", chromedp.SetValue(chromedp.ID("cancel-reason"), ""), chromedp.SendKeys(chromedp.ID("cancel-reason"), "the wrong bucket region was requested"),
+	b.do(t, "stop with a reason", chromedp.Clear(chromedp.ID("cancel-reason")), chromedp.SendKeys(chromedp.ID("cancel-reason"), "the wrong bucket region was requested"),
 		chromedp.Click(chromedp.ID("confirm-cancel")), chromedp.WaitVisible(`[data-testid="run-ending"]`))
 	require.Equal(t, "APPLY_INTERRUPTED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
 	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-ending"]`)), "APPLY_CANCELLED")

@@ -38,6 +38,7 @@ var Actions = []Action{
 	{"run.expired", "Run expired"},
 	{"run.stale", "Run went stale"},
 	{"run.apply_interrupted", "Apply interrupted"},
+	{"run.apply_stopped", "Cancelled apply stopped"},
 	{"run.lease_expired", "Worker lost: phase taken over"},
 	{"policy.overridden", "Policy overridden"},
 	{"state.version_created", "State version written"},
@@ -162,6 +163,8 @@ type eventData struct {
 	Rejection   string          `json:"rejection_reason"`
 	// SelfApproved: the approval was the requester's own (runport.SelfApprovedField).
 	SelfApproved bool `json:"self_approved"`
+	// StateWritten: a cancelled apply stored a state version before it stopped.
+	StateWritten bool `json:"state_written"`
 }
 
 // Describe turns an event into a sentence with names.
@@ -205,6 +208,11 @@ func Describe(e Event, n Names) Sentence {
 			}
 		case "escalated":
 			s.Verb, s.Rest = "escalated", reason
+		case "apply_stopped":
+			s.Verb, s.Rest = "stopped the cancelled apply of", "(it wrote no state)"
+			if d.StateWritten {
+				s.Rest = "(the state it wrote is stored)"
+			}
 		case "approved", "rejected", "cancelled":
 			s.Verb, s.Rest = state, reason
 			if d.SelfApproved {

@@ -80,3 +80,14 @@ func TestDescribeMarksSelfApproval(t *testing.T) {
 	other := audit.Describe(approved(`{"number":3,"reason":"approved by Olivia"}`), audit.Names{}).String()
 	require.Equal(t, "Olivia approved run #3 (approved by Olivia)", other)
 }
+
+// TestDescribeAStoppedApply: the record of a cancelled apply's stop says whether the
+// apply wrote state, never "moved to APPLY_STOPPED" (no such state exists).
+func TestDescribeAStoppedApply(t *testing.T) {
+	stopped := func(data string) string {
+		return audit.Describe(audit.Event{Action: "run.apply_stopped", ActorID: "system", TargetType: "run", TargetID: "run-1", RunID: "run-1",
+			Data: json.RawMessage(data)}, audit.Names{}).String()
+	}
+	require.Equal(t, "Gantry stopped the cancelled apply of run #4 (the state it wrote is stored)", stopped(`{"number":4,"state_written":true}`))
+	require.Equal(t, "Gantry stopped the cancelled apply of run #4 (it wrote no state)", stopped(`{"number":4,"state_written":false}`))
+}

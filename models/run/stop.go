@@ -112,7 +112,8 @@ func (s *Applies) FinishStopped(ctx context.Context, out StoppedApply) (Run, err
 				return err
 			}
 		}
-		data := map[string]any{"lease": out.Lease.Token, "state_written": versionID != ""}
+		data := map[string]any{"lease": out.Lease.Token, "state_written": versionID != "", "number": r.Number, "workspace_id": r.WorkspaceID,
+			"simulated": r.Simulated}
 		if versionID != "" {
 			r.NewStateVersionID, data["state_version_id"] = &versionID, versionID
 		}

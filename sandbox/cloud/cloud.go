@@ -9,7 +9,10 @@
 //   - sandbox_org_policy objects live in the organization: any token of the org reads them, write
 //     tokens of the org change them;
 //   - scope "read" tokens (plan, verify) may only GET: any mutation is 403;
-//   - missing, unsigned, expired or wrong-audience tokens are 401.
+//   - missing, unsigned, expired or wrong-audience tokens are 401;
+//   - when the issuer offers token introspection (Gantry's does), a token it no longer
+//     vouches for (its break-glass window ended, its phase over or cancelled) is 401 from
+//     that moment on: the issuer is asked at every call (introspect.go).
 //
 // Static API keys ("sbxk-..."), the standing credential real clouds offer too, are created
 // through the admin API for one environment. A key acts for every workspace of its environment;
@@ -72,6 +75,10 @@ type Server struct {
 	verifier    *oidc.IDTokenVerifier
 	lastAttempt time.Time
 	lastErr     error
+	// introspection is the issuer's introspection endpoint ("": it offers none), asked
+	// at every workload call (introspect.go); ended are the tokens it said are over.
+	introspection string
+	ended         endedTokens
 }
 
 // maxBody bounds request bodies.

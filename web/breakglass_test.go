@@ -42,24 +42,6 @@ func askWindow(t *testing.T, app *webtest.App, c *http.Client, ws, reason string
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// windowAct posts a window action as c with form (its CSRF token added).
-func windowAct(t *testing.T, app *webtest.App, c *http.Client, id, action string, form url.Values) (int, string) {
-	t.Helper()
-	if form == nil {
-		form = url.Values{}
-	}
-	form.Set("_csrf", app.CSRF(t, c))
-	resp := app.PostForm(t, c, "/breakglass/"+id+"/"+action, form)
-	return resp.StatusCode, webtest.ReadBody(t, resp)
-}
-
-func windowOf(t testing.TB, app *webtest.App, id string) breakglass.Window {
-	t.Helper()
-	var w breakglass.Window
-	require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
-	return w
-}
-
 // waitForWindow waits until window id is in state want, failing at once when it ends in
 // another. A window moves in the transaction of a run of its workspace (a drift check
 // codifies or closes it), so the organization's run changes wake the wait.
@@ -77,8 +59,6 @@ func waitForWindow(t testing.TB, app *webtest.App, id string, want breakglass.St
 	}, bench.Wake(changed))
 	return w
 }
-
-var tokenArea = regexp.MustCompile(`(?s)data-testid="window-token">([^<]+)</textarea>`)
 
 // TestBreakglassWindowLifecycle drives the manual change path end to end with live
 // OpenTofu and the sandbox cloud (DESIGN §9): a window is asked for, its requester's
@@ -320,13 +300,6 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	require.Contains(t, report, "0 awaiting codification, 0 open, 2 rejected, cancelled or expired")
 	require.Contains(t, report, id+" (codified): asked for by ")
 	require.Contains(t, report, "2 drift checks found unowned drift, 1 found drift from a break-glass window, 1 found none")
-}
-
-func userIDOf(t *testing.T, app *webtest.App, email string) string {
-	t.Helper()
-	var id string
-	require.NoError(t, app.DB.Raw("SELECT id FROM users WHERE email = ?", email).Scan(&id).Error)
-	return id
 }
 
 // cloudObjectOf is the workspace's only live object of a kind.

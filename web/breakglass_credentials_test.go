@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gantry/cmd/gantry/webtest"
 	"gantry/models/breakglass"
 	"gantry/models/run"
 	"gantry/sandbox/client"
@@ -32,12 +31,8 @@ func TestBreakglassCredentialsEndWithTheWindow(t *testing.T) {
 	t.Parallel()
 	app := startLive(t)
 	ctx := context.Background()
-	operator := app.LoggedIn(t, "operator@acme.test")
-	admin := app.LoggedIn(t, "admin@acme.test")
-	owner := app.LoggedIn(t, "owner@acme.test")
-	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
-	require.NoError(t, err)
+	cast := castOf(t, app)
+	operator, admin, owner, staging, cloudAdmin := cast.operator, cast.admin, cast.owner, cast.staging, cast.cloudAdmin
 
 	applied := waitForState(t, app.App, app.App.RequestRun(t, operator, bucketRequest(staging, "eu-west")), run.PendingApproval)
 	approve(t, app.App, admin, applied)
@@ -98,7 +93,7 @@ func TestBreakglassCredentialsEndWithTheWindow(t *testing.T) {
 	require.NoError(t, app.DB.Exec("UPDATE breakglass_windows SET ends_at = now() WHERE id = ?", second).Error)
 	require.Equal(t, breakglass.Open, windowOf(t, app.App, second).State)
 	refused(glass, 70, "once the window's time was up")
-	_, err = app.System.Breakglass.Due(ctx, second, breakglass.Open)
+	_, err := app.System.Breakglass.Due(ctx, second, breakglass.Open)
 	require.NoError(t, err)
 	require.Equal(t, breakglass.AwaitingCodification, windowOf(t, app.App, second).State)
 	status, body = windowAct(t, app.App, owner, second, "close", url.Values{"reason": {"changed back by a forward fix instead"}})

@@ -26,6 +26,23 @@ import (
 	"gantry/sandbox/client"
 )
 
+// windowCast is who the break-glass tests act as on a live app: the operator who asks
+// for windows, the admin who approves them, the owner who closes them, in staging, and
+// the sandbox cloud's admin API (what the world holds).
+type windowCast struct {
+	operator, admin, owner *http.Client
+	staging                string
+	cloudAdmin             *client.Client
+}
+
+func castOf(t *testing.T, app liveApp) windowCast {
+	t.Helper()
+	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
+	require.NoError(t, err)
+	return windowCast{operator: app.LoggedIn(t, "operator@acme.test"), admin: app.LoggedIn(t, "admin@acme.test"),
+		owner: app.LoggedIn(t, "owner@acme.test"), staging: app.OrgEnvironmentID(t, "acme", "staging"), cloudAdmin: cloudAdmin}
+}
+
 var windowPath = regexp.MustCompile(`^/breakglass/(bgw-[a-z0-9]+)$`)
 
 // askWindow asks for a break-glass window on workspace ws as c and returns its id.
@@ -75,12 +92,8 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	t.Parallel()
 	app := startLive(t)
 	ctx := context.Background()
-	operator := app.LoggedIn(t, "operator@acme.test")
-	admin := app.LoggedIn(t, "admin@acme.test")
-	owner := app.LoggedIn(t, "owner@acme.test")
-	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
-	require.NoError(t, err)
+	cast := castOf(t, app)
+	operator, admin, owner, staging, cloudAdmin := cast.operator, cast.admin, cast.owner, cast.staging, cast.cloudAdmin
 
 	applied := waitForState(t, app.App, app.App.RequestRun(t, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)
 	approve(t, app.App, admin, applied)

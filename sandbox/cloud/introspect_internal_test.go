@@ -11,8 +11,8 @@ func TestIntrospectionEndpointStaysWithTheIssuer(t *testing.T) {
 	t.Parallel()
 	issuer := "http://127.0.0.1:8080/workload"
 	for endpoint, ok := range map[string]bool{
-		"":                                          true,
-		"http://127.0.0.1:8080/workload/introspect": true,
+		"": true,
+		"http://127.0.0.1:8080/workload/introspect":  true,
 		"https://127.0.0.1:8080/workload/introspect": false, // another scheme is another origin
 		"http://127.0.0.1:9090/workload/introspect":  false,
 		"http://evil.example/introspect":             false,

@@ -46,8 +46,9 @@ type Config struct {
 	// DataDir holds the objects (created with mode 0700 if missing).
 	DataDir string
 	// Issuer is the workload identity issuer's URL; its OIDC discovery document and JWKS are
-	// fetched from there. To use a custom HTTP client for that, pass a context made with
-	// oidc.ClientContext to New.
+	// fetched from there, and its introspection endpoint, when the document names one, is
+	// asked about every workload token. To use a custom HTTP client for that, pass a context
+	// made with oidc.ClientContext to New.
 	Issuer string
 	// Audience the tokens must carry; default "sandbox".
 	Audience string

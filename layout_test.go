@@ -87,6 +87,8 @@ var rules = []rule{
 		Why: "the state backend stands below runs: what runs need of it is in models/runport"},
 	{Prefix: "gantry/models/catalog", Bans: []string{"gantry/models/run"},
 		Why: "the catalog stands below runs: what runs need of it is in models/runport"},
+	{Prefix: "gantry/models/identity", Bans: []string{"gantry/models/run", "gantry/models/breakglass"},
+		Why: "the workload issuer stands below what its tokens are granted for: it asks a window or a run's phase whether a grant holds through the interfaces of models/identity/introspect.go"},
 	{Prefix: "gantry/models/governance", Bans: []string{"gantry/models/run"},
 		Why: "governance reports on settings and counts handed to it: the drift findings' words are in models/runport"},
 	{Prefix: "gantry/models", Bans: []string{"gantry/models/pages"}, Except: []string{"gantry/models/pages"},

@@ -129,8 +129,15 @@ func (j jobCredentials) cloudToken(ctx context.Context, r run.Run, claims identi
 }
 
 func (j jobCredentials) Revoke(ctx context.Context, c Credentials) error {
-	// The workload token cannot be revoked; it expires within 15 minutes and is scoped
-	// to this run's phase. A static credential is not Gantry's to end: it lives until
-	// an admin removes it (and deletes it in the cloud). The state credential ends now.
+	// The workload token needs no revoking here: it ends with its grant. Gantry's issuer
+	// answers a cloud that asks (introspection, at every call: the sandbox cloud does)
+	// that a token is live only while its run is in the token's phase under a live lease
+	// of it, an apply's under the very lease it names (run.Jobs.PhaseHolds). Credentials
+	// are revoked as the phase ends: it finished, failed or was cancelled (the run left
+	// the phase), or its worker returns without finishing and releases the lease just
+	// after this; either way the token is refused from then on. A cloud that does not
+	// ask trusts it until its exp (at most 15 minutes), scoped to this run's phase.
+	// A static credential is not Gantry's to end: it lives until an admin removes it (and
+	// deletes it in the cloud). The state credential ends now.
 	return j.state.RevokeCredential(ctx, c.StateUsername)
 }

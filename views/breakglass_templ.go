@@ -1098,7 +1098,7 @@ func WindowPage(p WindowProps) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "</time> (at the latest when the window ends). Ask for new ones on this page while the window is open.</p><label for=\"window-token\">Token</label> <textarea id=\"window-token\" readonly rows=\"6\" data-testid=\"window-token\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "</time>, and the cloud refuses it from the moment the window ends, on time or ended early. Ask for new ones on this page while the window is open.</p><label for=\"window-token\">Token</label> <textarea id=\"window-token\" readonly rows=\"6\" data-testid=\"window-token\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -26,6 +26,23 @@ import (
 	"gantry/sandbox/client"
 )
 
+// windowCast is who the break-glass tests act as on a live app: the operator who asks
+// for windows, the admin who approves them, the owner who closes them, in staging, and
+// the sandbox cloud's admin API (what the world holds).
+type windowCast struct {
+	operator, admin, owner *http.Client
+	staging                string
+	cloudAdmin             *client.Client
+}
+
+func castOf(t *testing.T, app liveApp) windowCast {
+	t.Helper()
+	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
+	require.NoError(t, err)
+	return windowCast{operator: app.LoggedIn(t, "operator@acme.test"), admin: app.LoggedIn(t, "admin@acme.test"),
+		owner: app.LoggedIn(t, "owner@acme.test"), staging: app.OrgEnvironmentID(t, "acme", "staging"), cloudAdmin: cloudAdmin}
+}
+
 var windowPath = regexp.MustCompile(`^/breakglass/(bgw-[a-z0-9]+)$`)
 
 // askWindow asks for a break-glass window on workspace ws as c and returns its id.
@@ -41,24 +58,6 @@ func askWindow(t *testing.T, app *webtest.App, c *http.Client, ws, reason string
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
-
-// windowAct posts a window action as c with form (its CSRF token added).
-func windowAct(t *testing.T, app *webtest.App, c *http.Client, id, action string, form url.Values) (int, string) {
-	t.Helper()
-	if form == nil {
-		form = url.Values{}
-	}
-	form.Set("_csrf", app.CSRF(t, c))
-	resp := app.PostForm(t, c, "/breakglass/"+id+"/"+action, form)
-	return resp.StatusCode, webtest.ReadBody(t, resp)
-}
-
-func windowOf(t testing.TB, app *webtest.App, id string) breakglass.Window {
-	t.Helper()
-	var w breakglass.Window
-	require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
-	return w
-}
 
 // waitForWindow waits until window id is in state want, failing at once when it ends in
 // another. A window moves in the transaction of a run of its workspace (a drift check
@@ -78,8 +77,6 @@ func waitForWindow(t testing.TB, app *webtest.App, id string, want breakglass.St
 	return w
 }
 
-var tokenArea = regexp.MustCompile(`(?s)data-testid="window-token">([^<]+)</textarea>`)
-
 // TestBreakglassWindowLifecycle drives the manual change path end to end with live
 // OpenTofu and the sandbox cloud (DESIGN §9): a window is asked for, its requester's
 // own approval refused, an admin approves its terms, opening it makes the waiting run
@@ -95,12 +92,8 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	t.Parallel()
 	app := startLive(t)
 	ctx := context.Background()
-	operator := app.LoggedIn(t, "operator@acme.test")
-	admin := app.LoggedIn(t, "admin@acme.test")
-	owner := app.LoggedIn(t, "owner@acme.test")
-	staging := app.OrgEnvironmentID(t, "acme", "staging")
-	cloudAdmin, err := client.New(app.cloudURL, webtest.CloudAdminToken)
-	require.NoError(t, err)
+	cast := castOf(t, app)
+	operator, admin, owner, staging, cloudAdmin := cast.operator, cast.admin, cast.owner, cast.staging, cast.cloudAdmin
 
 	applied := waitForState(t, app.App, app.App.RequestRun(t, operator, postgresRequest(staging, "orders-db", "small", "7")), run.PendingApproval)
 	approve(t, app.App, admin, applied)
@@ -320,13 +313,6 @@ func TestBreakglassWindowLifecycle(t *testing.T) {
 	require.Contains(t, report, "0 awaiting codification, 0 open, 2 rejected, cancelled or expired")
 	require.Contains(t, report, id+" (codified): asked for by ")
 	require.Contains(t, report, "2 drift checks found unowned drift, 1 found drift from a break-glass window, 1 found none")
-}
-
-func userIDOf(t *testing.T, app *webtest.App, email string) string {
-	t.Helper()
-	var id string
-	require.NoError(t, app.DB.Raw("SELECT id FROM users WHERE email = ?", email).Scan(&id).Error)
-	return id
 }
 
 // cloudObjectOf is the workspace's only live object of a kind.

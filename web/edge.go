@@ -14,12 +14,26 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/models/errs"
+	"gantry/views/paths"
 )
 
 // maxBodyBytes bounds every request body but the state backend's (which caps its own):
 // BodyLimit in New and the edge's own reads of forms and JSON use it. 2,000,000 bytes
 // ("2M" in echo's decimal units).
 const maxBodyBytes int64 = 2_000_000
+
+// maxIntrospectionBytes bounds a workload token introspection: a form with one token
+// (about a kilobyte). A cloud asks at every call its workloads make, so a body that
+// could only be abuse is refused before it is read.
+const maxIntrospectionBytes int64 = 16 << 10
+
+// bodyLimit is the most request r's form or JSON body may hold.
+func bodyLimit(r *http.Request) int64 {
+	if r.URL.Path == paths.WorkloadIntrospection() {
+		return maxIntrospectionBytes
+	}
+	return maxBodyBytes
+}
 
 // multiLineFields are the form fields people type several lines into: the Rego source
 // and tests of a policy upload (the textareas of views/policies.templ), the reason of a
@@ -101,18 +115,19 @@ func checkRequest(c echo.Context) error {
 	return nil
 }
 
-// checkForm parses a form body (within maxBodyBytes) so that a broken one is a 400, and
+// checkForm parses a form body (within its bodyLimit) so that a broken one is a 400, and
 // checks every field. Handlers then read the parsed form, never the body again.
 func checkForm(c echo.Context, mediaType string) error {
 	r := c.Request()
-	if r.ContentLength > maxBodyBytes {
+	limit := bodyLimit(r)
+	if r.ContentLength > limit {
 		return echo.ErrStatusRequestEntityTooLarge
 	}
-	r.Body = http.MaxBytesReader(c.Response().Writer, r.Body, maxBodyBytes)
+	r.Body = http.MaxBytesReader(c.Response().Writer, r.Body, limit)
 	var err error
 	if mediaType == echo.MIMEMultipartForm {
-		// Within maxBodyBytes of memory every part stays in memory: no temporary files.
-		err = r.ParseMultipartForm(maxBodyBytes)
+		// Within the limit of memory every part stays in memory: no temporary files.
+		err = r.ParseMultipartForm(limit)
 	} else {
 		err = r.ParseForm()
 	}
@@ -153,20 +168,21 @@ func checkForm(c echo.Context, mediaType string) error {
 	return nil
 }
 
-// checkJSON reads a JSON body (within maxBodyBytes) and refuses it when it is not UTF-8
+// checkJSON reads a JSON body (within its bodyLimit) and refuses it when it is not UTF-8
 // or carries NUL or another control character other than tab, CR or LF, escaped or
 // not: encoding/json would quietly turn bad bytes and lone surrogates into U+FFFD. The
 // body is put back for the handler to bind.
 func checkJSON(c echo.Context) error {
 	r := c.Request()
-	if r.ContentLength > maxBodyBytes {
+	limit := bodyLimit(r)
+	if r.ContentLength > limit {
 		return echo.ErrStatusRequestEntityTooLarge
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return errs.Explain(fmt.Errorf("reading JSON body: %w: %w", err, errs.ErrBadRequest), "The request body could not be read.")
 	}
-	if int64(len(body)) > maxBodyBytes {
+	if int64(len(body)) > limit {
 		return echo.ErrStatusRequestEntityTooLarge
 	}
 	_ = r.Body.Close()

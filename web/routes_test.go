@@ -392,6 +392,7 @@ func TestRouteTable(t *testing.T) {
 			"POST /settings/notifications": "the auditor's own notification preferences",
 			"POST /settings/tokens":        "the auditor's own API token (an audit pipeline's, with the audit scope)",
 			"POST /api/v1/audit/exports":   "exporting the log is the auditor's work",
+			"POST /workload/introspect":    "a cloud's question about a workload token, outside any session: it changes nothing",
 		}
 		sent := 0
 		for _, c := range cases {
@@ -846,6 +847,8 @@ var routeChecks = map[string]routeCheck{
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},
+	"POST /workload/introspect": {why: "token is a workload token, and its own authorization (no session): the answer says only whether " +
+		"that token is live, which its holder may know, and names nothing the token does not"},
 	"POST /settings/notifications":    {why: "the signed-in member's own notification preferences: event names, no object"},
 	"POST /settings/webhooks":         {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
 	"POST /settings/service-accounts": {why: "a service account added to the signed-in organization: a name and a role, no object"},

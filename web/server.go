@@ -130,19 +130,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	}
 	if svc.Identity != nil {
 		// The workload identity issuer's public half: clouds that trust Gantry's workload
-		// tokens fetch discovery and keys here.
-		e.GET(paths.WorkloadDiscovery(), func(c echo.Context) error {
-			c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=300")
-			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, svc.Identity.Discovery())
-		})
-		e.GET(paths.WorkloadJWKS(), func(c echo.Context) error {
-			keys, err := svc.Identity.JWKS(c.Request().Context())
-			if err != nil {
-				return err
-			}
-			c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=60")
-			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, keys)
-		})
+		// tokens fetch discovery and keys, and ask whether a token is live, here.
+		handlers.Workload{Issuer: svc.Identity}.Register(e.Group(""))
 	}
 
 	// Everything below has a session and CSRF protection.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"gantry/bench"
 	"gantry/cmd/gantry/webtest"
+	"gantry/models/breakglass"
 	"gantry/models/errs"
 	"gantry/models/run"
 	"gantry/runner"
@@ -23,13 +26,48 @@ import (
 // service refuses to open one (there is no live cloud to change).
 func openWindowOn(t *testing.T, app *webtest.App, r run.Run) string {
 	t.Helper()
+	return openWindowFor(t, app, r, "usr-nobody")
+}
+
+// openWindowFor is openWindowOn with the window asked for by user requester, who may
+// then use and end it.
+func openWindowFor(t *testing.T, app *webtest.App, r run.Run, requester string) string {
+	t.Helper()
 	id := "bgw-rules" + r.ID[len("run-"):]
 	require.NoError(t, app.DB.Exec(`INSERT INTO breakglass_windows (id, organization_id, environment_id, workspace_id, state, reason,
 		duration_minutes, terms_digest, requested_by, requested_by_name, decision_deadline, opened_at, ends_at)
-		VALUES (?, ?, ?, ?, 'OPEN', 'window rules test', 60, 'sha256:rules', 'usr-nobody', 'Nobody', now(), now(), now() + interval '1 hour')`,
-		id, r.OrganizationID, r.EnvironmentID, r.WorkspaceID).Error)
+		VALUES (?, ?, ?, ?, 'OPEN', 'window rules test', 60, 'sha256:rules', ?, 'Nobody', now(), now(), now() + interval '1 hour')`,
+		id, r.OrganizationID, r.EnvironmentID, r.WorkspaceID, requester).Error)
 	return id
 }
+
+// windowAct posts a window action as c with form (its CSRF token added).
+func windowAct(t *testing.T, app *webtest.App, c *http.Client, id, action string, form url.Values) (int, string) {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("_csrf", app.CSRF(t, c))
+	resp := app.PostForm(t, c, "/breakglass/"+id+"/"+action, form)
+	return resp.StatusCode, webtest.ReadBody(t, resp)
+}
+
+func windowOf(t testing.TB, app *webtest.App, id string) breakglass.Window {
+	t.Helper()
+	var w breakglass.Window
+	require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
+	return w
+}
+
+func userIDOf(t *testing.T, app *webtest.App, email string) string {
+	t.Helper()
+	var id string
+	require.NoError(t, app.DB.Raw("SELECT id FROM users WHERE email = ?", email).Scan(&id).Error)
+	return id
+}
+
+// tokenArea is where a window's page shows its credentials, once.
+var tokenArea = regexp.MustCompile(`(?s)data-testid="window-token">([^<]+)</textarea>`)
 
 // gatedPhases is the mock, except that a phase the test armed (the next plan, or the
 // next apply) waits, once begun, until the test releases it: the run stays PLANNING or

@@ -125,6 +125,21 @@ func (s *Store) OpenOn(ctx context.Context, orgID, workspaceID string) (*runport
 	return &i, nil
 }
 
+// WindowOpen reports whether window id of organization orgID is open now, for its
+// credentials (identity.WindowGrants: the workload issuer asks at every call a window's
+// token makes to a cloud). Unlike OpenOn, the clock alone ends it: a window whose end
+// passed by the database clock holds no credential while its end job is on its way, and
+// "End the window now", its end job and an owner's close (of an ended window) each
+// leave its token refused from their commit on.
+func (s *Store) WindowOpen(ctx context.Context, orgID, id string) (bool, error) {
+	var open bool
+	if err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM breakglass_windows WHERE id = ? AND organization_id = ? AND state = ?
+		AND ends_at > clock_timestamp())`, id, orgID, Open).Scan(&open).Error; err != nil {
+		return false, fmt.Errorf("asking whether break-glass window %s is open: %w", id, err)
+	}
+	return open, nil
+}
+
 // Named are the windows of workspaceID among ids.
 func (s *Store) Named(ctx context.Context, orgID, workspaceID string, ids []string) (map[string]runport.WindowInfo, error) {
 	out := map[string]runport.WindowInfo{}

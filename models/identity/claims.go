@@ -2,7 +2,10 @@
 // a short-lived ES256 JWT naming the organization, environment, workspace, run and
 // phase, which a cloud (the sandbox cloud, or a real one through web identity
 // federation) verifies against Gantry's published OIDC discovery document and JWKS,
-// then enforces the token's scope. No standing cloud credential is needed.
+// then enforces the token's scope. No standing cloud credential is needed. A cloud that
+// asks (token introspection, introspect.go) is told, at every call, whether the token's
+// grant still holds: a token ends with its phase or its break-glass window, not at its
+// exp.
 //
 // Signing keys live in workload_keys, private halves sealed by the keyring, shared by
 // every portal replica. They rotate on a period; a rotated key stays published until

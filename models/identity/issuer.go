@@ -40,6 +40,11 @@ type Options struct {
 	Audience string           // default DefaultAudience
 	Rotation time.Duration    // default DefaultRotation
 	Now      func() time.Time // default time.Now; tests move it
+	// Windows and Phases own what tokens are granted for (a break-glass window, a run's
+	// phase): Introspect asks them, live, whether a token's grant still holds. Without
+	// both the issuer answers no introspection and its discovery does not offer one.
+	Windows WindowGrants
+	Phases  PhaseGrants
 }
 
 // Issuer mints and verifies workload tokens. Replicas sharing a database share keys.
@@ -53,6 +58,8 @@ type Issuer struct {
 	now       func() time.Time
 	discovery []byte
 	configErr error // reported by Mint, since NewIssuer has no error to return
+	windows   WindowGrants
+	phases    PhaseGrants
 }
 
 // NewIssuer returns the issuer at issuerURL (e.g. https://gantry.example.com/workload,
@@ -60,7 +67,11 @@ type Issuer struct {
 // issuerURL/.well-known/openid-configuration and the key set at issuerURL/jwks.
 func NewIssuer(gdb *gorm.DB, keys *keyring.Keyring, issuerURL string, opts Options) *Issuer {
 	i := &Issuer{db: gdb, keys: keys, issuer: strings.TrimSuffix(issuerURL, "/"),
-		audience: opts.Audience, lifetime: opts.Lifetime, rotation: opts.Rotation, now: opts.Now}
+		audience: opts.Audience, lifetime: opts.Lifetime, rotation: opts.Rotation, now: opts.Now,
+		windows: opts.Windows, phases: opts.Phases}
+	if i.windows == nil || i.phases == nil {
+		i.windows, i.phases = nil, nil // both or neither: a half answer would be a wrong one
+	}
 	if i.audience == "" {
 		i.audience = DefaultAudience
 	}
@@ -186,14 +197,7 @@ func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 func (i *Issuer) Discovery() []byte { return i.discovery }
 
 func (i *Issuer) discoveryDoc() []byte {
-	b, err := json.Marshal(struct {
-		Issuer          string   `json:"issuer"`
-		JWKSURI         string   `json:"jwks_uri"`
-		ResponseTypes   []string `json:"response_types_supported"`
-		SubjectTypes    []string `json:"subject_types_supported"`
-		SigningAlgs     []string `json:"id_token_signing_alg_values_supported"`
-		ClaimsSupported []string `json:"claims_supported"`
-	}{
+	doc := discovery{
 		Issuer:        i.issuer,
 		JWKSURI:       i.issuer + "/jwks",
 		ResponseTypes: []string{"id_token"},
@@ -201,28 +205,73 @@ func (i *Issuer) discoveryDoc() []byte {
 		SigningAlgs:   []string{string(jose.ES256)},
 		ClaimsSupported: []string{"iss", "sub", "aud", "iat", "nbf", "exp", "jti",
 			"gantry_org", "gantry_env", "gantry_ws", "gantry_run", "gantry_window", "gantry_phase", "scope"},
-	})
+	}
+	if i.introspects() {
+		// RFC 8414's names: the endpoint, and that a caller authenticates with nothing
+		// but the token it asks about.
+		doc.Introspection = i.issuer + IntrospectionPath
+		doc.IntrospectionAuth = []string{"none"}
+	}
+	b, err := json.Marshal(doc)
 	if err != nil {
 		panic(fmt.Sprintf("encoding discovery document: %v", err)) // strings only: cannot fail
 	}
 	return b
 }
 
+// discovery is the issuer's OpenID Provider metadata.
+type discovery struct {
+	Issuer            string   `json:"issuer"`
+	JWKSURI           string   `json:"jwks_uri"`
+	ResponseTypes     []string `json:"response_types_supported"`
+	SubjectTypes      []string `json:"subject_types_supported"`
+	SigningAlgs       []string `json:"id_token_signing_alg_values_supported"`
+	ClaimsSupported   []string `json:"claims_supported"`
+	Introspection     string   `json:"introspection_endpoint,omitempty"`
+	IntrospectionAuth []string `json:"introspection_endpoint_auth_methods_supported,omitempty"`
+}
+
 // Verify checks token as a relying party would (signature by a published key, issuer,
 // this issuer's audience, exp, nbf) and returns its claims. Database errors are
 // returned as they are; everything wrong with the token wraps ErrInvalidToken.
 func (i *Issuer) Verify(ctx context.Context, token string) (Claims, error) {
+	c, _, err := i.verify(ctx, token, i.now())
+	return c, err
+}
+
+// verify is Verify at now, also returning the token's registered claims (its exp and
+// jti, which introspection reports).
+func (i *Issuer) verify(ctx context.Context, token string, now time.Time) (Claims, jwt.Claims, error) {
+	tc, err := i.verifiedClaims(ctx, token, now)
+	if err != nil {
+		return Claims{}, jwt.Claims{}, err
+	}
+	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run,
+		WindowID: tc.Window, Phase: tc.Phase, PlanDigest: tc.PlanDigest, Lease: tc.Lease}
+	if err := c.Validate(); err != nil {
+		return Claims{}, jwt.Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	// sub and scope are derived from the private claims; a token where they disagree was
+	// not minted by Mint.
+	if tc.Subject != c.Subject() || tc.Scope != c.Phase.Scope() {
+		return Claims{}, jwt.Claims{}, fmt.Errorf("subject or scope disagrees with the gantry claims: %w", ErrInvalidToken)
+	}
+	return c, tc.Claims, nil
+}
+
+// verifiedClaims checks token's signature, issuer, audience and times at now and
+// returns its payload.
+func (i *Issuer) verifiedClaims(ctx context.Context, token string, now time.Time) (tokenClaims, error) {
 	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
-		return Claims{}, fmt.Errorf("parsing: %w: %w", ErrInvalidToken, err)
+		return tokenClaims{}, fmt.Errorf("parsing: %w: %w", ErrInvalidToken, err)
 	}
 	if len(tok.Headers) != 1 || tok.Headers[0].KeyID == "" {
-		return Claims{}, fmt.Errorf("token names no key: %w", ErrInvalidToken)
+		return tokenClaims{}, fmt.Errorf("token names no key: %w", ErrInvalidToken)
 	}
-	now := i.now()
 	keys, err := i.publicKeys(ctx, now)
 	if err != nil {
-		return Claims{}, err
+		return tokenClaims{}, err
 	}
 	kid := tok.Headers[0].KeyID
 	var key *jose.JSONWebKey
@@ -233,31 +282,21 @@ func (i *Issuer) Verify(ctx context.Context, token string) (Claims, error) {
 		}
 	}
 	if key == nil {
-		return Claims{}, fmt.Errorf("key %q is not published: %w", kid, ErrInvalidToken)
+		return tokenClaims{}, fmt.Errorf("key %q is not published: %w", kid, ErrInvalidToken)
 	}
 	var tc tokenClaims
 	if err := tok.Claims(key.Key, &tc); err != nil {
-		return Claims{}, fmt.Errorf("checking signature: %w: %w", ErrInvalidToken, err)
+		return tokenClaims{}, fmt.Errorf("checking signature: %w: %w", ErrInvalidToken, err)
 	}
 	// go-jose skips absent time claims; ours always carry them, so absence is forgery.
 	if tc.Expiry == nil || tc.NotBefore == nil || tc.IssuedAt == nil {
-		return Claims{}, fmt.Errorf("token lacks exp, nbf or iat: %w", ErrInvalidToken)
+		return tokenClaims{}, fmt.Errorf("token lacks exp, nbf or iat: %w", ErrInvalidToken)
 	}
 	if tc.Expiry.Time().Sub(tc.IssuedAt.Time()) > MaxLifetime {
-		return Claims{}, fmt.Errorf("token lifetime exceeds %s: %w", MaxLifetime, ErrInvalidToken)
+		return tokenClaims{}, fmt.Errorf("token lifetime exceeds %s: %w", MaxLifetime, ErrInvalidToken)
 	}
 	if err := tc.ValidateWithLeeway(jwt.Expected{Issuer: i.issuer, AnyAudience: jwt.Audience{i.audience}, Time: now}, verifyLeeway); err != nil {
-		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return tokenClaims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run,
-		WindowID: tc.Window, Phase: tc.Phase, PlanDigest: tc.PlanDigest, Lease: tc.Lease}
-	if err := c.Validate(); err != nil {
-		return Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
-	}
-	// sub and scope are derived from the private claims; a token where they disagree was
-	// not minted by Mint.
-	if tc.Subject != c.Subject() || tc.Scope != c.Phase.Scope() {
-		return Claims{}, fmt.Errorf("subject or scope disagrees with the gantry claims: %w", ErrInvalidToken)
-	}
-	return c, nil
+	return tc, nil
 }

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -63,6 +64,7 @@ type claims struct {
 	Scope     string `json:"scope"`
 	Plan      string `json:"gantry_plan"`
 	Lease     int64  `json:"gantry_lease"`
+	ID        string `json:"jti"` // what an ended token is remembered by
 }
 
 // errIssuerUnavailable: the issuer's discovery document or keys could not be fetched.
@@ -76,20 +78,21 @@ func (e *authError) Error() string { return e.msg }
 // discoveryRetry is the least time between two discovery attempts while the issuer is down.
 const discoveryRetry = 250 * time.Millisecond
 
-// verifierFor returns the token verifier, discovering the issuer first if that has not worked yet.
-func (s *Server) verifierFor() (*oidc.IDTokenVerifier, error) {
+// verifierFor returns the token verifier and the issuer's introspection endpoint ("":
+// none), discovering the issuer first if that has not worked yet.
+func (s *Server) verifierFor() (*oidc.IDTokenVerifier, string, error) {
 	s.authMu.Lock()
 	defer s.authMu.Unlock()
 	if s.verifier != nil {
-		return s.verifier, nil
+		return s.verifier, s.introspection, nil
 	}
 	if !s.lastAttempt.IsZero() && time.Since(s.lastAttempt) < discoveryRetry {
-		return nil, fmt.Errorf("%w: %v", errIssuerUnavailable, s.lastErr)
+		return nil, "", fmt.Errorf("%w: %v", errIssuerUnavailable, s.lastErr)
 	}
 	if err := s.discoverLocked(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errIssuerUnavailable, err)
+		return nil, "", fmt.Errorf("%w: %v", errIssuerUnavailable, err)
 	}
-	return s.verifier, nil
+	return s.verifier, s.introspection, nil
 }
 
 // discoverLocked fetches the issuer's discovery document; s.authMu must be held.
@@ -105,18 +108,34 @@ func (s *Server) discoverLocked() error {
 	}
 	cfg := &oidc.Config{ClientID: s.cfg.Audience}
 	var disc struct {
-		Algs []string `json:"id_token_signing_alg_values_supported"`
+		Algs          []string `json:"id_token_signing_alg_values_supported"`
+		Introspection string   `json:"introspection_endpoint"`
 	}
-	if err := p.Claims(&disc); err == nil && len(disc.Algs) == 0 {
+	if err := p.Claims(&disc); err != nil {
+		s.lastErr = err
+		return fmt.Errorf("reading the issuer's discovery document: %w", err)
+	}
+	if len(disc.Algs) == 0 {
 		// The issuer does not advertise its algorithms; accept the common asymmetric ones rather
 		// than go-oidc's RS256-only default.
 		cfg.SupportedSigningAlgs = []string{oidc.RS256, oidc.ES256, oidc.ES384, oidc.PS256, oidc.EdDSA}
 	}
+	// An endpoint that is not the issuer's own is refused outright, never ignored: the
+	// issuer meant its tokens to be asked about, and a cloud that skipped asking would
+	// accept what it withdrew.
+	endpoint, err := introspectionEndpoint(s.cfg.Issuer, disc.Introspection)
+	if err != nil {
+		s.lastErr = err
+		s.log.Warn("sandbox cloud: identity issuer refused", "issuer", s.cfg.Issuer, "error", err)
+		return err
+	}
+	s.introspection = endpoint
 	// Verifier fetches the JWKS with a background context (keeping the HTTP client from s.bg) and
 	// refetches it when a token names an unknown key, so the issuer can rotate keys.
 	s.verifier = p.Verifier(cfg)
 	s.lastErr = nil
-	s.log.Info("sandbox cloud: trusting identity issuer", "issuer", s.cfg.Issuer, "audience", s.cfg.Audience)
+	s.log.Info("sandbox cloud: trusting identity issuer", "issuer", s.cfg.Issuer, "audience", s.cfg.Audience,
+		"introspection", cmp.Or(endpoint, "none offered"))
 	return nil
 }
 
@@ -130,7 +149,7 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	if strings.HasPrefix(raw, KeyPrefix) {
 		return s.authenticateKey(raw)
 	}
-	v, err := s.verifierFor()
+	v, introspection, err := s.verifierFor()
 	if err != nil {
 		return Identity{}, err
 	}
@@ -145,43 +164,57 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	if err := tok.Claims(&c); err != nil {
 		return Identity{}, &authError{"invalid token claims: " + redact(err.Error(), raw)}
 	}
-	for _, req := range []struct{ name, val string }{{"gantry_org", c.Org}, {"gantry_env", c.Env}, {"gantry_ws", c.Workspace}} {
-		if req.val == "" {
-			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim is missing; the sandbox cloud only accepts Gantry workload identity tokens", req.name)}
-		}
-		if len(req.val) > 200 {
-			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim is too long", req.name)}
-		}
-		if req.val == AnyWorkspace {
-			// The environment-wide namespace of static API keys is not a workspace.
-			return Identity{}, &authError{fmt.Sprintf("invalid token: the %s claim may not be %q", req.name, AnyWorkspace)}
-		}
+	if err := checkClaims(c); err != nil {
+		return Identity{}, err
 	}
-	if c.Scope != ScopeRead && c.Scope != ScopeWrite {
-		return Identity{}, &authError{fmt.Sprintf("invalid token: the scope claim must be %q or %q", ScopeRead, ScopeWrite)}
-	}
-	// Gantry only grants write to apply jobs and break-glass windows; a write token of another
-	// phase was not minted by it. A break-glass token names its window, which every change it
-	// makes records.
-	if c.Scope == ScopeWrite && c.Phase != "apply" && c.Phase != PhaseBreakglass {
-		return Identity{}, &authError{fmt.Sprintf("invalid token: scope %q is only granted to the apply and breakglass phases, not %q", ScopeWrite, c.Phase)}
-	}
-	if (c.Phase == PhaseBreakglass) != (c.Window != "") || len(c.Window) > 200 {
-		return Identity{}, &authError{"invalid token: a breakglass token, and only one, names its window in gantry_window"}
-	}
-	// An apply token names the plan it applies and its attempt, so every apply is counted
-	// per plan digest; nothing else names a plan.
-	if c.Phase == "apply" {
-		if !planDigestRe.MatchString(c.Plan) || c.Lease <= 0 || c.Run == "" || len(c.Run) > 200 {
-			return Identity{}, &authError{"invalid token: an apply token names its run, the plan it applies (gantry_plan, sha256:<hex>) and its attempt (gantry_lease)"}
+	// Last, once the token is known to be well formed and signed: is its grant still held?
+	if introspection != "" {
+		if err := s.checkLive(r.Context(), introspection, raw, c.ID); err != nil {
+			return Identity{}, err
 		}
-	} else if c.Plan != "" || c.Lease != 0 {
-		return Identity{}, &authError{"invalid token: only an apply token names a plan (gantry_plan) and an attempt (gantry_lease)"}
 	}
 	return Identity{
 		Subject: tok.Subject, Org: c.Org, Env: c.Env, Workspace: c.Workspace,
 		Run: c.Run, Window: c.Window, Phase: c.Phase, PlanDigest: c.Plan, Lease: c.Lease, Scope: c.Scope, Expiry: tok.Expiry,
 	}, nil
+}
+
+// checkClaims refuses a token whose Gantry claims are missing or do not fit together.
+func checkClaims(c claims) error {
+	for _, req := range []struct{ name, val string }{{"gantry_org", c.Org}, {"gantry_env", c.Env}, {"gantry_ws", c.Workspace}} {
+		if req.val == "" {
+			return &authError{fmt.Sprintf("invalid token: the %s claim is missing; the sandbox cloud only accepts Gantry workload identity tokens", req.name)}
+		}
+		if len(req.val) > 200 {
+			return &authError{fmt.Sprintf("invalid token: the %s claim is too long", req.name)}
+		}
+		if req.val == AnyWorkspace {
+			// The environment-wide namespace of static API keys is not a workspace.
+			return &authError{fmt.Sprintf("invalid token: the %s claim may not be %q", req.name, AnyWorkspace)}
+		}
+	}
+	if c.Scope != ScopeRead && c.Scope != ScopeWrite {
+		return &authError{fmt.Sprintf("invalid token: the scope claim must be %q or %q", ScopeRead, ScopeWrite)}
+	}
+	// Gantry only grants write to apply jobs and break-glass windows; a write token of another
+	// phase was not minted by it. A break-glass token names its window, which every change it
+	// makes records.
+	if c.Scope == ScopeWrite && c.Phase != "apply" && c.Phase != PhaseBreakglass {
+		return &authError{fmt.Sprintf("invalid token: scope %q is only granted to the apply and breakglass phases, not %q", ScopeWrite, c.Phase)}
+	}
+	if (c.Phase == PhaseBreakglass) != (c.Window != "") || len(c.Window) > 200 {
+		return &authError{"invalid token: a breakglass token, and only one, names its window in gantry_window"}
+	}
+	// An apply token names the plan it applies and its attempt, so every apply is counted
+	// per plan digest; nothing else names a plan.
+	if c.Phase == "apply" {
+		if !planDigestRe.MatchString(c.Plan) || c.Lease <= 0 || c.Run == "" || len(c.Run) > 200 {
+			return &authError{"invalid token: an apply token names its run, the plan it applies (gantry_plan, sha256:<hex>) and its attempt (gantry_lease)"}
+		}
+	} else if c.Plan != "" || c.Lease != 0 {
+		return &authError{"invalid token: only an apply token names a plan (gantry_plan) and an attempt (gantry_lease)"}
+	}
+	return nil
 }
 
 // bearer returns the request's bearer token.

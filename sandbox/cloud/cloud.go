@@ -9,7 +9,10 @@
 //   - sandbox_org_policy objects live in the organization: any token of the org reads them, write
 //     tokens of the org change them;
 //   - scope "read" tokens (plan, verify) may only GET: any mutation is 403;
-//   - missing, unsigned, expired or wrong-audience tokens are 401.
+//   - missing, unsigned, expired or wrong-audience tokens are 401;
+//   - when the issuer offers token introspection (Gantry's does), a token it no longer
+//     vouches for (its break-glass window ended, its phase over or cancelled) is 401 from
+//     that moment on: the issuer is asked at every call (introspect.go).
 //
 // Static API keys ("sbxk-..."), the standing credential real clouds offer too, are created
 // through the admin API for one environment. A key acts for every workspace of its environment;
@@ -43,8 +46,9 @@ type Config struct {
 	// DataDir holds the objects (created with mode 0700 if missing).
 	DataDir string
 	// Issuer is the workload identity issuer's URL; its OIDC discovery document and JWKS are
-	// fetched from there. To use a custom HTTP client for that, pass a context made with
-	// oidc.ClientContext to New.
+	// fetched from there, and its introspection endpoint, when the document names one, is
+	// asked about every workload token. To use a custom HTTP client for that, pass a context
+	// made with oidc.ClientContext to New.
 	Issuer string
 	// Audience the tokens must carry; default "sandbox".
 	Audience string
@@ -72,6 +76,10 @@ type Server struct {
 	verifier    *oidc.IDTokenVerifier
 	lastAttempt time.Time
 	lastErr     error
+	// introspection is the issuer's introspection endpoint ("": it offers none), asked
+	// at every workload call (introspect.go); ended are the tokens it said are over.
+	introspection string
+	ended         endedTokens
 }
 
 // maxBody bounds request bodies.

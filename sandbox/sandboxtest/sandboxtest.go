@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,11 @@ type Issuer struct {
 	KeyID string
 	srv   *httptest.Server
 	down  atomic.Bool
+	// introspection: OfferIntrospection was called; revoked are the tokens it answers
+	// inactive; asked counts the questions.
+	introspection atomic.Bool
+	revoked       sync.Map
+	asked         atomic.Int64
 }
 
 // NewIssuer starts an issuer at the root of a test server; it stops when the test ends.
@@ -56,7 +62,7 @@ func NewIssuerAt(t testing.TB, prefix string) *Issuer {
 	}))
 	iss.URL = iss.srv.URL + prefix
 	mux.HandleFunc("GET "+prefix+"/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, map[string]any{
+		doc := map[string]any{
 			"issuer":                                iss.URL,
 			"jwks_uri":                              iss.URL + "/jwks",
 			"authorization_endpoint":                iss.URL + "/authorize",
@@ -64,13 +70,48 @@ func NewIssuerAt(t testing.TB, prefix string) *Issuer {
 			"response_types_supported":              []string{"id_token"},
 			"subject_types_supported":               []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"ES256"},
-		})
+		}
+		if iss.introspection.Load() {
+			doc["introspection_endpoint"] = iss.URL + "/introspect"
+		}
+		writeJSON(w, doc)
 	})
+	mux.HandleFunc("POST "+prefix+"/introspect", iss.introspect)
 	mux.HandleFunc("GET "+prefix+"/jwks", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &iss.Key.PublicKey, KeyID: iss.KeyID, Algorithm: "ES256", Use: "sig"}}})
 	})
 	t.Cleanup(iss.srv.Close)
 	return iss
+}
+
+// OfferIntrospection makes the issuer offer token introspection (RFC 7662) as Gantry's
+// does: its discovery document names an introspection_endpoint, which answers active for
+// every token the issuer signed until Revoke names it. Call it before NewCloud: a cloud
+// reads discovery once.
+func (i *Issuer) OfferIntrospection() { i.introspection.Store(true) }
+
+// Revoke makes introspection answer token inactive from now on (its grant ended).
+func (i *Issuer) Revoke(token string) { i.revoked.Store(token, true) }
+
+// Introspections counts the introspection questions the issuer was asked.
+func (i *Issuer) Introspections() int64 { return i.asked.Load() }
+
+// introspect answers whether the POSTed token is one this issuer signed and has not
+// revoked.
+func (i *Issuer) introspect(w http.ResponseWriter, r *http.Request) {
+	i.asked.Add(1)
+	token := r.PostFormValue("token")
+	if token == "" {
+		http.Error(w, "no token", http.StatusBadRequest)
+		return
+	}
+	_, revoked := i.revoked.Load(token)
+	active := false
+	if tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256}); err == nil && !revoked {
+		var c jwt.Claims
+		active = tok.Claims(&i.Key.PublicKey, &c) == nil
+	}
+	writeJSON(w, map[string]bool{"active": active})
 }
 
 // SetDown makes the issuer answer 503 to everything (true) or serve again (false), to test a
@@ -141,6 +182,7 @@ func (i *Issuer) Mint(t testing.TB, c Claims) string {
 	tok, err := jwt.Signed(signer).Claims(jwt.Claims{
 		Issuer: c.Issuer, Subject: c.Subject, Audience: jwt.Audience{c.Audience},
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(c.Expiry),
+		ID: rand.Text(),
 	}).Claims(map[string]any{
 		"gantry_org": c.Org, "gantry_env": c.Env, "gantry_ws": c.Workspace,
 		"gantry_run": c.Run, "gantry_window": c.Window, "gantry_phase": c.Phase, "scope": c.Scope,

@@ -188,6 +188,10 @@ func WorkloadIssuer() string    { return "/workload" }
 func WorkloadDiscovery() string { return WorkloadIssuer() + "/.well-known/openid-configuration" }
 func WorkloadJWKS() string      { return WorkloadIssuer() + "/jwks" }
 
+// WorkloadIntrospection is where a cloud asks whether a workload token is still live
+// (RFC 7662; identity.IntrospectionPath under the issuer).
+func WorkloadIntrospection() string { return WorkloadIssuer() + "/introspect" }
+
 func Executors() string { return "/executors" }
 
 // Route patterns of the members page.

@@ -185,7 +185,6 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Credentials = environment.NewCredentials(gdb, p.Audit, cfg.Keys)
 	p.WorkspaceViews = workspace.NewService(gdb, envs)
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{Lifetime: cfg.WorkloadTokenLifetime})
 
 	// The runners on offer.
 	offered := run.Runners{Default: cfg.Runner.Name()}
@@ -223,6 +222,11 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	// The workload issuer: a cloud asks it, at every call a token makes, whether the
+	// token's grant still holds, and it asks the grant's owner (a window, a run's phase).
+	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{Lifetime: cfg.WorkloadTokenLifetime,
+		Windows: p.Windows, Phases: p.Runs.Jobs})
 
 	// The services that call into runs, each handed the role it needs.
 	// The request form's preview prices a simulated plan, whatever runs the real one.

@@ -188,3 +188,30 @@ func holderPhase(o queuedRun, slot bool) HolderPhase {
 	// one that ends it: a holder in any other state is ending its apply.
 	return HolderApplying
 }
+
+// causeRunKey names, in the audit event of a move (and the notice of it), the run whose
+// act ended this one: the run that wrote the state a STALE run was planned against, the
+// run an EXPIRED one waited behind.
+const causeRunKey = "cause_run_id"
+
+// endValidity ends approved run r EXPIRED, its approval's validity run out before its
+// apply began: the reason names what it waited behind at this moment (the holder, with
+// its phase), and the move's audit event and notice carry the holder's id.
+func (s *core) endValidity(ctx context.Context, r *Run) error {
+	q, err := s.queueOf(ctx, *r)
+	if err != nil {
+		return err
+	}
+	reason, held := "the approval expired before the apply started", q != nil && q.Held()
+	if held {
+		reason = fmt.Sprintf("waited behind run %s (%s) until the approval expired, %d minutes after it was given; nothing was applied: plan again",
+			q.Holder.Label(), q.Holder.Phase.Words(), int(ApprovalValidity.Minutes()))
+	}
+	if err := r.end(Expired, EndApprovalValidityEnded, reason); err != nil {
+		return err
+	}
+	if held {
+		r.moves.Annotate(map[string]any{causeRunKey: q.Holder.RunID, "cause_phase": string(q.Holder.Phase)})
+	}
+	return nil
+}

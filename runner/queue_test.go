@@ -3,8 +3,6 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,139 +11,9 @@ import (
 	"gantry/bench"
 	"gantry/models/notify"
 	"gantry/models/run"
-	"gantry/runner"
 	"gantry/runner/mock"
+	"gantry/runner/runnertest"
 )
-
-// heldPhases is the mock, except that a phase the test holds (a run's plan or apply)
-// waits, once begun, until the test lets it go: the run stays PLANNING or RUNNING for as
-// long as the test needs, whatever the machine's pace.
-type heldPhases struct {
-	runner.Runner
-	mu    sync.Mutex
-	holds map[string]*phaseHold // by run id and phase
-}
-
-// phaseHold is one held phase (or apply attempt): entered is closed once it waits, and
-// release lets it go on.
-type phaseHold struct {
-	entered chan struct{}
-	open    chan struct{}
-	release func()
-}
-
-func newHold(t *testing.T) *phaseHold {
-	h := &phaseHold{entered: make(chan struct{}), open: make(chan struct{})}
-	h.release = sync.OnceFunc(func() { close(h.open) })
-	t.Cleanup(h.release)
-	return h
-}
-
-// wait holds the caller until the hold is released (or ctx ends).
-func (h *phaseHold) wait(ctx context.Context) error {
-	close(h.entered)
-	select {
-	case <-h.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func newHeldPhases() *heldPhases {
-	return &heldPhases{Runner: mock.New(), holds: map[string]*phaseHold{}}
-}
-
-// hold makes run runID's next phase (plan or apply) wait until the returned hold is
-// released.
-func (g *heldPhases) hold(t *testing.T, runID, phase string) *phaseHold {
-	h := newHold(t)
-	g.mu.Lock()
-	g.holds[runID+"/"+phase] = h
-	g.mu.Unlock()
-	return h
-}
-
-func (g *heldPhases) take(ctx context.Context, runID, phase string) error {
-	g.mu.Lock()
-	h := g.holds[runID+"/"+phase]
-	delete(g.holds, runID+"/"+phase)
-	g.mu.Unlock()
-	if h == nil {
-		return nil
-	}
-	return h.wait(ctx)
-}
-
-func (g *heldPhases) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
-	if err := g.take(ctx, req.RunID, "plan"); err != nil {
-		return runner.PlanResult{}, err
-	}
-	return g.Runner.Plan(ctx, req)
-}
-
-func (g *heldPhases) Apply(ctx context.Context, req runner.ApplyRequest) (runner.ApplyResult, error) {
-	if err := g.take(ctx, req.RunID, "apply"); err != nil {
-		return runner.ApplyResult{}, err
-	}
-	return g.Runner.Apply(ctx, req)
-}
-
-// applyAttempts hears each apply job's attempts (runner.ApplyHooks): busy is signalled
-// when an attempt of a run found its workspace busy, and an armed gate holds the run's
-// next attempt before it asks to begin (so no attempt runs while the test moves the
-// clock).
-type applyAttempts struct {
-	mu    sync.Mutex
-	busy  map[string]chan struct{}
-	gates map[string]*phaseHold
-}
-
-func newApplyAttempts() *applyAttempts {
-	return &applyAttempts{busy: map[string]chan struct{}{}, gates: map[string]*phaseHold{}}
-}
-
-func (a *applyAttempts) hooks() runner.ApplyHooks {
-	return runner.ApplyHooks{
-		Begin: func(ctx context.Context, runID string, _ int) {
-			a.mu.Lock()
-			g := a.gates[runID]
-			delete(a.gates, runID)
-			a.mu.Unlock()
-			if g != nil {
-				_ = g.wait(ctx)
-			}
-		},
-		Begun: func(runID string, _ int, _ run.State, err error) {
-			if !errors.Is(err, run.ErrWorkspaceBusy) {
-				return
-			}
-			select {
-			case a.busyOf(runID) <- struct{}{}:
-			default:
-			}
-		},
-	}
-}
-
-// busyOf is the channel that hears run runID's busy answers.
-func (a *applyAttempts) busyOf(runID string) chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.busy[runID] == nil {
-		a.busy[runID] = make(chan struct{}, 1)
-	}
-	return a.busy[runID]
-}
-
-// gate holds run runID's next apply attempt before it begins.
-func (a *applyAttempts) gate(t *testing.T, runID string) *phaseHold {
-	g := newHold(t)
-	a.mu.Lock()
-	a.gates[runID] = g
-	a.mu.Unlock()
-	return g
-}
 
 // approved approves waiting run r as the admin.
 func (h *harness) approved(r run.Run) run.Run {
@@ -191,22 +59,22 @@ func (h *harness) causeOf(id, action string) (cause, reason string) {
 // plan waits for a person, B applies.
 func TestQueuedBehindASlowPlan(t *testing.T) {
 	t.Parallel()
-	held, attempts := newHeldPhases(), newApplyAttempts()
-	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.hooks()})
+	held, attempts := runnertest.NewPhases(mock.New()), runnertest.NewAttempts()
+	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.Hooks()})
 	a := h.requestBucket("staging", "queue-plan", "queue-plan", run.KindApply)
 	b := h.requestBucket("staging", "queue-plan", "queue-plan", run.KindApply)
-	plan := held.hold(t, a.ID, "plan")
+	plan := held.Hold(t, a.ID, "plan")
 	h.start()
-	bench.Receive(t, "A's plan to begin and hold", 20*time.Second, plan.entered)
+	bench.Receive(t, "A's plan to begin and hold", 20*time.Second, plan.Entered)
 	h.approved(h.waitFor(b.ID, run.PendingApproval))
-	bench.Receive(t, "B's apply to find the workspace busy", 20*time.Second, attempts.busyOf(b.ID))
+	bench.Receive(t, "B's apply to find the workspace busy", 20*time.Second, attempts.Busy(b.ID))
 
 	require.Equal(t, run.Planning, h.waitFor(a.ID, run.Planning).State)
 	require.Equal(t, &run.Queue{Position: 1, Waiting: 1, Holder: run.QueueHolder{RunID: a.ID, Number: a.Number, Phase: run.HolderPlanning}},
 		h.queueOf(b.ID), "B waits behind A's plan")
 	require.Nil(t, h.queueOf(a.ID), "a planning run is not waiting to apply")
 
-	plan.release()
+	plan.Release()
 	require.Equal(t, run.PendingApproval, h.waitFor(a.ID, run.PendingApproval, run.Stale).State, "A's plan waits for a person")
 	require.Equal(t, run.Succeeded, h.waitFor(b.ID, run.Succeeded, run.Failed, run.Stale, run.Expired).State)
 	// B's state then moved under A's plan: A went stale, naming B.
@@ -219,20 +87,20 @@ func TestQueuedBehindASlowPlan(t *testing.T) {
 // audit event and the notice to B's requester and approver carrying A's id.
 func TestQueuedBehindAnApplyGoesStale(t *testing.T) {
 	t.Parallel()
-	held, attempts := newHeldPhases(), newApplyAttempts()
-	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.hooks()})
+	held, attempts := runnertest.NewPhases(mock.New()), runnertest.NewAttempts()
+	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.Hooks()})
 	h.start()
 	a := h.waitFor(h.requestBucket("staging", "queue-apply", "queue-apply", run.KindApply).ID, run.PendingApproval)
 	b := h.waitFor(h.requestBucket("staging", "queue-apply", "queue-apply", run.KindApply).ID, run.PendingApproval)
-	apply := held.hold(t, a.ID, "apply")
+	apply := held.Hold(t, a.ID, "apply")
 	h.approved(a)
-	bench.Receive(t, "A's apply to begin and hold", 20*time.Second, apply.entered)
+	bench.Receive(t, "A's apply to begin and hold", 20*time.Second, apply.Entered)
 	h.approved(b)
-	bench.Receive(t, "B's apply to find the workspace busy", 20*time.Second, attempts.busyOf(b.ID))
+	bench.Receive(t, "B's apply to find the workspace busy", 20*time.Second, attempts.Busy(b.ID))
 	require.Equal(t, &run.Queue{Position: 1, Waiting: 1, Holder: run.QueueHolder{RunID: a.ID, Number: a.Number, Phase: run.HolderApplying}},
 		h.queueOf(b.ID), "B waits behind A's apply")
 
-	apply.release()
+	apply.Release()
 	h.waitFor(a.ID, run.Verifying, run.Succeeded)
 	// The write and B's end are one transaction: B is STALE as soon as A moved on.
 	var now run.Run
@@ -257,21 +125,21 @@ func TestQueuedBehindAnApplyGoesStale(t *testing.T) {
 // holder's id.
 func TestExpiredWhileQueued(t *testing.T) {
 	t.Parallel()
-	held, attempts := newHeldPhases(), newApplyAttempts()
-	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.hooks()})
+	held, attempts := runnertest.NewPhases(mock.New()), runnertest.NewAttempts()
+	h := newHarness(t, harnessOpts{runner: held, applyHooks: attempts.Hooks()})
 	h.start()
 	for _, path := range []string{"expiry job", "apply's check"} {
 		ws := "queue-expiry-" + map[string]string{"expiry job": "job", "apply's check": "apply"}[path]
 		a := h.waitFor(h.requestBucket("staging", ws, ws, run.KindApply).ID, run.PendingApproval)
 		b := h.waitFor(h.requestBucket("staging", ws, ws, run.KindApply).ID, run.PendingApproval)
-		apply := held.hold(t, a.ID, "apply")
+		apply := held.Hold(t, a.ID, "apply")
 		h.approved(a)
-		bench.Receive(t, path+": A's apply to begin and hold", 20*time.Second, apply.entered)
+		bench.Receive(t, path+": A's apply to begin and hold", 20*time.Second, apply.Entered)
 		h.approved(b)
-		bench.Receive(t, path+": B's apply to find the workspace busy", 20*time.Second, attempts.busyOf(b.ID))
+		bench.Receive(t, path+": B's apply to find the workspace busy", 20*time.Second, attempts.Busy(b.ID))
 		// B's next attempt waits before it begins: nothing else looks at B's clock now.
-		gate := attempts.gate(t, b.ID)
-		bench.Receive(t, path+": B's next attempt to wait", 20*time.Second, gate.entered)
+		gate := attempts.HoldNext(t, b.ID)
+		bench.Receive(t, path+": B's next attempt to wait", 20*time.Second, gate.Entered)
 		require.NoError(t, h.db.Exec("UPDATE runs SET approval_expires_at = now() - interval '1 second' WHERE id = ?", b.ID).Error)
 
 		var expired run.Run
@@ -279,9 +147,9 @@ func TestExpiredWhileQueued(t *testing.T) {
 			var err error
 			expired, err = h.sys.Runs.Decisions.ExpireIfDue(context.Background(), b.ID, run.Approved)
 			require.NoError(t, err)
-			gate.release()
+			gate.Release()
 		} else {
-			gate.release()
+			gate.Release()
 			expired = h.waitFor(b.ID, run.Expired, run.Running, run.Stale)
 		}
 		require.Equal(t, run.Expired, expired.State, path)
@@ -294,7 +162,7 @@ func TestExpiredWhileQueued(t *testing.T) {
 		require.Equal(t, a.ID, n.CauseRunID, path)
 		require.ElementsMatch(t, []string{h.users["operator"].UserID, h.users["admin"].UserID}, n.Recipients, path)
 
-		apply.release()
+		apply.Release()
 		require.Equal(t, run.Succeeded, h.waitFor(a.ID, run.Succeeded, run.Failed).State, path)
 		require.Zero(t, countApplies(t, h, b.ID), "%s: B applied nothing", path)
 	}

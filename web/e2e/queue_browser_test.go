@@ -5,10 +5,7 @@
 package e2e_test
 
 import (
-	"context"
-	"errors"
 	"net/url"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -17,108 +14,13 @@ import (
 	"gantry/bench"
 	"gantry/cmd/gantry/webtest"
 	runmodel "gantry/models/run"
-	"gantry/runner"
 	"gantry/runner/mock"
+	"gantry/runner/runnertest"
 	"gantry/views/paths"
 )
 
 // Artifacts for a human; not assertions.
 const queueScreenshot = "/tmp/gantry-apply-queue.png"
-
-// gate holds one phase or attempt: entered closes once it waits, release lets it go.
-type gate struct {
-	entered chan struct{}
-	open    chan struct{}
-	release func()
-}
-
-func newGate(t *testing.T) *gate {
-	g := &gate{entered: make(chan struct{}), open: make(chan struct{})}
-	g.release = sync.OnceFunc(func() { close(g.open) })
-	t.Cleanup(g.release)
-	return g
-}
-
-func (g *gate) wait(ctx context.Context) error {
-	close(g.entered)
-	select {
-	case <-g.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// queueScene is the mock, except that an armed gate holds the next plan, and the apply
-// job's hooks tell when a run's apply found its workspace busy and hold a run's next
-// attempt before it begins: the queue holds still for as long as the test looks.
-type queueScene struct {
-	runner.Runner
-	mu       sync.Mutex
-	nextPlan *gate
-	attempts map[string]*gate         // by run: its next apply attempt waits here
-	busy     map[string]chan struct{} // by run: its apply found the workspace busy
-}
-
-func (s *queueScene) Plan(ctx context.Context, req runner.PlanRequest) (runner.PlanResult, error) {
-	s.mu.Lock()
-	g := s.nextPlan
-	s.nextPlan = nil
-	s.mu.Unlock()
-	if g != nil {
-		if err := g.wait(ctx); err != nil {
-			return runner.PlanResult{}, err
-		}
-	}
-	return s.Runner.Plan(ctx, req)
-}
-
-func (s *queueScene) holdNextPlan(t *testing.T) *gate {
-	g := newGate(t)
-	s.mu.Lock()
-	s.nextPlan = g
-	s.mu.Unlock()
-	return g
-}
-
-func (s *queueScene) holdNextAttempt(t *testing.T, runID string) *gate {
-	g := newGate(t)
-	s.mu.Lock()
-	s.attempts[runID] = g
-	s.mu.Unlock()
-	return g
-}
-
-func (s *queueScene) busyOf(runID string) chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.busy[runID] == nil {
-		s.busy[runID] = make(chan struct{}, 1)
-	}
-	return s.busy[runID]
-}
-
-func (s *queueScene) hooks() runner.ApplyHooks {
-	return runner.ApplyHooks{
-		Begin: func(ctx context.Context, runID string, _ int) {
-			s.mu.Lock()
-			g := s.attempts[runID]
-			delete(s.attempts, runID)
-			s.mu.Unlock()
-			if g != nil {
-				_ = g.wait(ctx)
-			}
-		},
-		Begun: func(runID string, _ int, _ runmodel.State, err error) {
-			if errors.Is(err, runmodel.ErrWorkspaceBusy) {
-				select {
-				case s.busyOf(runID) <- struct{}{}:
-				default:
-				}
-			}
-		},
-	}
-}
 
 // TestApplyQueueInBrowser: a requester opens her approved run while an earlier run of
 // the workspace is still planning: the page says it waits to apply, next in line,
@@ -127,8 +29,9 @@ func (s *queueScene) hooks() runner.ApplyHooks {
 // that nothing holds the workspace now; then the run applies, in place.
 func TestApplyQueueInBrowser(t *testing.T) {
 	chrome := chromePath(t)
-	scene := &queueScene{Runner: mock.New(), attempts: map[string]*gate{}, busy: map[string]chan struct{}{}}
-	app := webtest.StartWith(t, webtest.Options{Runner: scene, ApplyHooks: scene.hooks()})
+	// The earlier run's plan and my apply's attempts hold still while the test looks.
+	phases, attempts := runnertest.NewPhases(mock.New()), runnertest.NewAttempts()
+	app := webtest.StartWith(t, webtest.Options{Runner: phases, ApplyHooks: attempts.Hooks()})
 	operatorHTTP := app.LoggedIn(t, operatorEmail)
 	adminHTTP := app.LoggedIn(t, adminEmail)
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
@@ -136,12 +39,12 @@ func TestApplyQueueInBrowser(t *testing.T) {
 		return url.Values{"template": {"bucket"}, "environment": {staging}, "workspace": {"queue-exports"}, "kind": {"apply"},
 			"inputs.name": {"queue-exports"}, "inputs.retention_days": {"14"}, "inputs.region": {"eu-central"}}
 	}
-	plan := scene.holdNextPlan(t)
+	plan := phases.Hold(t, "", "plan")
 	earlier := requestRunHTTP(t, app, operatorHTTP, form())
-	bench.Receive(t, "the earlier run's plan to begin and hold", liveBase, plan.entered)
+	bench.Receive(t, "the earlier run's plan to begin and hold", liveBase, plan.Entered)
 	mine := waitForRunRow(t, app, requestRunHTTP(t, app, operatorHTTP, form()), runmodel.PendingApproval)
 	approveHTTP(t, app, adminHTTP, mine)
-	bench.Receive(t, "my apply to find the workspace busy", liveBase, scene.busyOf(mine.ID))
+	bench.Receive(t, "my apply to find the workspace busy", liveBase, attempts.Busy(mine.ID))
 	first := waitForRunRow(t, app, earlier, runmodel.Planning)
 
 	b := startBrowser(t, chrome)
@@ -159,15 +62,15 @@ func TestApplyQueueInBrowser(t *testing.T) {
 	loads := runPageLoads(b, runURL)
 
 	// My next attempt waits: my run does not change while the earlier one moves on.
-	attempt := scene.holdNextAttempt(t, mine.ID)
-	bench.Receive(t, "my next apply attempt to wait", liveBase, attempt.entered)
-	plan.release()
+	attempt := attempts.HoldNext(t, mine.ID)
+	bench.Receive(t, "my next apply attempt to wait", liveBase, attempt.Entered)
+	plan.Release()
 	waitForRunRow(t, app, earlier, runmodel.PendingApproval)
 	waitForText(t, b, "the queue line to say nothing holds the workspace", `[data-testid="queue-place"]`,
 		`s => s === "Next to apply"`, liveBase)
 	require.Equal(t, "APPROVED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)), "my run itself did not move")
 
-	attempt.release()
+	attempt.Release()
 	waitForRunState(t, b, "SUCCEEDED")
 	b.do(t, "wait for the queue line to go", chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="apply-queue"]`)))
 	require.True(t, run(t, b, "read the mark", chromedp.Evaluate[bool](`window.gantryE2ENoReload === true`)),

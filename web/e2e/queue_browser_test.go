@@ -56,6 +56,7 @@ func TestApplyQueueInBrowser(t *testing.T) {
 	require.Equal(t, "run "+first.Label(), text(t, b, chromedp.CSS(`[data-testid="queue-holder"]`)))
 	require.Equal(t, paths.Run(first.ID), attribute(t, b, chromedp.CSS(`[data-testid="queue-holder"]`), "href"))
 	require.Equal(t, "planning", text(t, b, chromedp.CSS(`[data-testid="queue-holder-phase"]`)))
+	requireAccessible(t, b, "a run waiting to apply")
 	screenshotAt(t, b, queueScreenshot, 1280, 800, false)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 	run(t, b, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryE2ENoReload = true`))

@@ -1,6 +1,7 @@
 package gantry_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,4 +161,46 @@ func TestAPIDocsListEveryEnding(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAPIDocsListEveryQueuePhase: docs/api.md's apply queue names every phase of a
+// queue's holder (models/run/queue.go), and only those.
+func TestAPIDocsListEveryQueuePhase(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := queuePhaseProblems(string(raw)); len(problems) > 0 {
+		t.Errorf("docs/api.md, the apply queue:\n  %s", strings.Join(problems, "\n  "))
+	}
+	// The check fires: a phase left out, and one the rule does not have.
+	planted := strings.Replace(string(raw), "`checking_drift`,", "`idling`,", 1)
+	if got := queuePhaseProblems(planted); !slices.Equal(got, []string{"does not list checking_drift", "lists idling, which is no phase"}) {
+		t.Errorf("a planted list: %q", got)
+	}
+}
+
+// queuePhaseProblems compares the phases the sentence "`phase` is one of …" lists in doc
+// with the rule's.
+func queuePhaseProblems(doc string) []string {
+	m := regexp.MustCompile("`phase` is one\\s+of ([^(]+)\\(").FindStringSubmatch(doc)
+	if m == nil {
+		return []string{"no sentence lists the phases (\"`phase` is one of …\")"}
+	}
+	listed := map[string]bool{}
+	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(m[1], -1) {
+		listed[w[1]] = true
+	}
+	var problems []string
+	for _, p := range run.HolderPhases() {
+		if !listed[string(p)] {
+			problems = append(problems, "does not list "+string(p))
+		}
+		delete(listed, string(p))
+	}
+	for _, w := range slices.Sorted(maps.Keys(listed)) {
+		problems = append(problems, "lists "+w+", which is no phase")
+	}
+	return problems
 }

@@ -129,6 +129,48 @@ type apiRun struct {
 	CreatedAt          time.Time   `json:"created_at"`
 	UpdatedAt          time.Time   `json:"updated_at"`
 	Links              apiRunLinks `json:"links"`
+	// Queue is only in GET /api/v1/runs/{id}, and only while the run is approved and
+	// waiting to apply.
+	Queue *apiQueue `json:"queue,omitempty" doc:"an approved run's place among the runs of its workspace waiting to apply, and what holds the workspace (docs/api.md, \"The apply queue\"); only in GET /api/v1/runs/{id}, only while the run is approved"`
+}
+
+// apiQueue is where an approved run stands in its workspace's apply queue.
+type apiQueue struct {
+	Position int             `json:"position" doc:"1: next to apply (once the holder lets the workspace go)"`
+	Waiting  int             `json:"waiting" doc:"the runs waiting to apply, this one included, the holder not counted"`
+	Holder   *apiQueueHolder `json:"holder" doc:"what the run waits behind; null: nothing holds the workspace, the apply begins when its job next asks"`
+}
+
+// apiQueueHolder is the run holding a workspace's apply queue, and its phase.
+type apiQueueHolder struct {
+	RunID  string         `json:"run_id"`
+	Number int            `json:"number"`
+	Label  string         `json:"label" doc:"as the run's own label, #3"`
+	Phase  apiHolderPhase `json:"phase" doc:"what the holder is doing"`
+}
+
+// apiHolderPhase is a queue holder's phase: one of run.HolderPhases().
+type apiHolderPhase string
+
+// OpenAPIEnum lists the phases, from the rule that defines them.
+func (apiHolderPhase) OpenAPIEnum() []string {
+	var out []string
+	for _, p := range run.HolderPhases() {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// toAPIQueue is q as the API shows it (nil: not waiting to apply).
+func toAPIQueue(q *run.Queue) *apiQueue {
+	if q == nil {
+		return nil
+	}
+	out := &apiQueue{Position: q.Position, Waiting: q.Waiting}
+	if h := q.Holder; q.Held() {
+		out.Holder = &apiQueueHolder{RunID: h.RunID, Number: h.Number, Label: h.Label(), Phase: apiHolderPhase(h.Phase)}
+	}
+	return out
 }
 
 type apiCost struct {

@@ -22,7 +22,7 @@ func (h API) registerRuns(g *echo.Group, spec *openapi.Spec) {
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIRuns(), ID: "listRuns", Tag: "runs", Scope: "read",
 		Summary: "The runs the caller may see, newest first, filtered and paged by keyset cursors", Query: list, Response: apiRunList{}}, h.runs)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIRun, ID: "getRun", Tag: "runs", Scope: "read",
-		Summary: "One run: poll it until finished", Response: apiRun{}}, h.run)
+		Summary: "One run: poll it until finished; an approved run says where it stands in its workspace's apply queue", Response: apiRun{}}, h.run)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIRun + "/events", ID: "streamRun", Tag: "runs", Scope: "read",
 		Summary: "The run as server-sent events: a run event now and at every move, until it is finished", ContentType: "text/event-stream"}, h.events)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIRun + "/plan", ID: "getRunPlan", Tag: "runs", Scope: "read",
@@ -109,11 +109,13 @@ func (h API) runs(c echo.Context) error {
 }
 
 func (h API) run(c echo.Context) error {
-	r, err := h.Runs.Get(c.Request().Context(), c.Param("id"))
+	st, err := h.Pages.Status(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toAPIRun(r))
+	out := toAPIRun(st.Run)
+	out.Queue = toAPIQueue(st.Queue)
+	return c.JSON(http.StatusOK, out)
 }
 
 // events streams the run as JSON: one "run" event now and one at every move, until

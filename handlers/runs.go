@@ -41,6 +41,8 @@ type RunService interface {
 type RunPages interface {
 	Page(ctx context.Context, id string) (pages.RunPage, error)
 	Live(ctx context.Context, id string, shown *pages.RunVersion) (live pages.RunLive, changed bool, err error)
+	// Status is the API's run: the run and its place in the apply queue.
+	Status(ctx context.Context, id string) (pages.RunStatus, error)
 	// Timeline, PlanJSON and Log are the parts the run's API and downloads read alone.
 	Timeline(ctx context.Context, id string) ([]timeline.Stage, error)
 	PlanJSON(ctx context.Context, id string) ([]byte, error)
@@ -67,9 +69,11 @@ type RunDecisions interface {
 }
 
 // RunChanges delivers a signal whenever a run moves (runID "": any run of the
-// organization), or when a chunk of its live log was stored.
+// organization; SubscribeWorkspace: any run of a workspace), or when a chunk of its live
+// log was stored.
 type RunChanges interface {
 	Subscribe(orgID, runID string) (<-chan struct{}, func())
+	SubscribeWorkspace(orgID, workspaceID string) (<-chan struct{}, func())
 	SubscribeLog(orgID, runID string) (<-chan struct{}, func())
 }
 
@@ -128,7 +132,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
-		StateNote: l.StateNote, PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
+		StateNote: l.StateNote, Queue: queueView(l.Queue), PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	if r.BreakglassWindowID != nil {
 		p.WindowID = *r.BreakglassWindowID
 	}
@@ -143,6 +147,18 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
 	}
 	return p
+}
+
+// queueView is q in words (nil: the run does not wait to apply).
+func queueView(q *run.Queue) *views.QueueView {
+	if q == nil {
+		return nil
+	}
+	v := &views.QueueView{Position: q.Position, Waiting: q.Waiting}
+	if h := q.Holder; q.Held() {
+		v.HolderID, v.HolderLabel, v.HolderPhase, v.Outlook = h.RunID, h.Label(), h.Phase.Words(), h.Phase.Outlook()
+	}
+	return v
 }
 
 // stageRows are the run's gate timeline as its page draws it; the review stage links to

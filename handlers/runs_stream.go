@@ -27,6 +27,11 @@ import (
 //	inbox-count  the navigation's count, as the inbox stream sends it (inbox.go)
 //	end          nothing more comes: the run is finished and the viewer has no count
 //
+// While the run waits in its workspace's apply queue, the other runs of the workspace
+// move its place and its holder without a change of the run itself: the stream then
+// also reads the run after every change of its workspace's runs (its version holds the
+// queue, so only a place or holder that moved is sent). Any other page ignores them.
+//
 // Chunks are read from the database after a notice (any replica's worker may have
 // written them), through the run service, which asks again each time whether the
 // viewer may see the run.
@@ -60,8 +65,12 @@ func (h Runs) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Its workspace is known now; a move of it before this subscription is caught by
+	// reading a waiting run once more as the stream starts (follow).
+	workspace, unsubscribeWorkspace := h.Changes.SubscribeWorkspace(subject.OrganizationID, live.Run.WorkspaceID)
+	defer unsubscribeWorkspace()
 	startStream(s.w)
-	err = s.serve(live, changed, c.Request().Header.Get("Last-Event-ID"), changes, logs, others)
+	err = s.serve(live, changed, c.Request().Header.Get("Last-Event-ID"), streams{changes, logs, others, workspace})
 	if errors.Is(err, errGone) {
 		return nil
 	}
@@ -100,11 +109,24 @@ type runStream struct {
 	count  int64 // the count sent last (-1: none yet)
 }
 
-func (s *runStream) serve(live pages.RunLive, changed bool, lastEventID string, changes, logs, others <-chan struct{}) error {
+// streams are the signals a run page's stream follows: the run's changes, its live
+// log's chunks, any run of the organization (the count) and any run of its workspace
+// (the apply queue).
+type streams struct {
+	changes, logs, others, workspace <-chan struct{}
+}
+
+func (s *runStream) serve(live pages.RunLive, changed bool, lastEventID string, in streams) error {
 	if err := s.catchUp(live, changed, lastEventID); err != nil {
 		return err
 	}
-	return s.follow(changes, logs, others)
+	if s.version.Queue != nil {
+		// The queue read before the workspace's subscription may have moved since.
+		if err := s.runChanged(); err != nil {
+			return err
+		}
+	}
+	return s.follow(in)
 }
 
 // catchUp brings the page to the run as live read it: its live section, its live log
@@ -129,7 +151,7 @@ func (s *runStream) catchUp(live pages.RunLive, changed bool, lastEventID string
 
 // follow sends what moves until the browser goes away, or the run is finished and the
 // page has no count to keep.
-func (s *runStream) follow(changes, logs, others <-chan struct{}) error {
+func (s *runStream) follow(in streams) error {
 	heartbeat := time.NewTicker(max(s.h.Heartbeat, time.Second))
 	defer heartbeat.Stop()
 	// The progress of an executor's preparation is no change of the run: no notice
@@ -148,12 +170,16 @@ func (s *runStream) follow(changes, logs, others <-chan struct{}) error {
 			return nil
 		case <-heartbeat.C:
 			err = write(s.w, ": keep-alive\n\n")
-		case <-changes:
+		case <-in.changes:
 			err = s.runChanged()
-		case <-logs:
+		case <-in.logs:
 			err = s.sendChunks()
-		case <-others:
+		case <-in.others:
 			err = s.sendCount()
+		case <-in.workspace:
+			if s.version.Queue != nil {
+				err = s.runChanged()
+			}
 		case <-progress.C:
 			if s.version.Wait != nil {
 				err = s.runChanged()

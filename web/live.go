@@ -33,11 +33,13 @@ type Changes struct {
 	subs map[chan struct{}]subscription
 }
 
-// subscription is one live page's interest: one run of one organization, or every
-// run of it (runID "": the inbox count); log: the run's live log instead of its changes.
+// subscription is one live page's interest: one run of one organization, every run of
+// one of its workspaces (workspaceID: a run waiting in that workspace's apply queue),
+// or every run of it (both "": the inbox count); log: the run's live log instead of its
+// changes.
 type subscription struct {
-	orgID, runID string
-	log          bool
+	orgID, runID, workspaceID string
+	log                       bool
 }
 
 // NewChanges returns a broker on pool; Run must be started for it to deliver.
@@ -52,6 +54,12 @@ func NewChanges(pool *pgxpool.Pool, logger *slog.Logger) *Changes {
 // none is lost and nobody blocks the listener.
 func (c *Changes) Subscribe(orgID, runID string) (<-chan struct{}, func()) {
 	return c.subscribe(subscription{orgID: orgID, runID: runID})
+}
+
+// SubscribeWorkspace is Subscribe for every run of workspace workspaceID: a run
+// waiting to apply shows what its workspace's other runs do (the apply queue).
+func (c *Changes) SubscribeWorkspace(orgID, workspaceID string) (<-chan struct{}, func()) {
+	return c.subscribe(subscription{orgID: orgID, workspaceID: workspaceID})
 }
 
 // SubscribeLog is Subscribe for new chunks of the live log of run runID: the subscriber
@@ -76,7 +84,8 @@ func (c *Changes) publish(change RunChange, log bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch, sub := range c.subs {
-		if sub.log != log || sub.orgID != change.OrgID || (sub.runID != "" && sub.runID != change.RunID) {
+		if sub.log != log || sub.orgID != change.OrgID || (sub.runID != "" && sub.runID != change.RunID) ||
+			(sub.workspaceID != "" && sub.workspaceID != change.WorkspaceID) {
 			continue
 		}
 		select {

@@ -72,15 +72,19 @@ func (e Event) Title() string {
 // run service builds it; what the run is (its label, environment, risk) is read when
 // the notice is fanned out.
 type Notice struct {
-	ID             string    `json:"id"` // "ntf-..."
-	Event          Event     `json:"event"`
-	OrganizationID string    `json:"organization_id"`
-	RunID          string    `json:"run_id"`
-	State          string    `json:"state"`
-	Reason         string    `json:"reason,omitempty"`
-	ActorName      string    `json:"actor_name,omitempty"`
-	At             time.Time `json:"at"`
-	Recipients     []string  `json:"recipients"`
+	ID             string `json:"id"` // "ntf-..."
+	Event          Event  `json:"event"`
+	OrganizationID string `json:"organization_id"`
+	RunID          string `json:"run_id"`
+	State          string `json:"state"`
+	Reason         string `json:"reason,omitempty"`
+	ActorName      string `json:"actor_name,omitempty"`
+	// CauseRunID is the run whose act ended this one, when another run's did: the run
+	// that wrote the state a STALE run was planned against, the run an EXPIRED one
+	// waited behind (the reason names it too).
+	CauseRunID string    `json:"cause_run_id,omitempty"`
+	At         time.Time `json:"at"`
+	Recipients []string  `json:"recipients"`
 }
 
 // Facts are what a notice says about its run, read when it is fanned out.

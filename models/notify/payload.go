@@ -9,12 +9,14 @@ import (
 
 // Payload is the JSON document a "json" hook receives.
 type Payload struct {
-	ID         string     `json:"id"` // the notice: the same in every hook's delivery and a redelivery
-	Event      Event      `json:"event"`
-	OccurredAt time.Time  `json:"occurred_at"`
-	Summary    string     `json:"summary"`
-	Reason     string     `json:"reason,omitempty"`
-	Actor      string     `json:"actor,omitempty"`
+	ID         string    `json:"id"` // the notice: the same in every hook's delivery and a redelivery
+	Event      Event     `json:"event"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Summary    string    `json:"summary"`
+	Reason     string    `json:"reason,omitempty"`
+	Actor      string    `json:"actor,omitempty"`
+	// CauseRunID is the run whose act ended this one (Notice.CauseRunID).
+	CauseRunID string     `json:"cause_run_id,omitempty"`
 	Run        PayloadRun `json:"run"`
 }
 
@@ -44,7 +46,7 @@ func Body(format Format, n Notice, f Facts, link string) ([]byte, error) {
 		return json.Marshal(map[string]string{"text": slackText(n, f, link)})
 	}
 	p := Payload{ID: n.ID, Event: n.Event, OccurredAt: n.At.UTC(), Summary: Headline(n, f), Reason: n.Reason, Actor: n.ActorName,
-		Run: PayloadRun{ID: n.RunID, OrganizationID: n.OrganizationID, Label: f.Label, Workspace: f.Workspace, Environment: f.Environment,
+		CauseRunID: n.CauseRunID, Run: PayloadRun{ID: n.RunID, OrganizationID: n.OrganizationID, Label: f.Label, Workspace: f.Workspace, Environment: f.Environment,
 			Tier: f.Tier, Template: f.Template, Kind: f.Kind, State: n.State, Requester: f.Requester, RiskLevel: f.RiskLevel,
 			Changes:   map[string]int{"create": f.Create, "update": f.Update, "replace": f.Replace, "delete": f.Delete},
 			CostDelta: f.CostDelta, Simulated: f.Simulated, ReviewURL: link}}

@@ -22,6 +22,9 @@ type RunReads interface {
 	Artifact(ctx context.Context, r run.Run, id *string) ([]byte, error)
 	// LogChunks reads the live log of a phase of run id after chunk after.
 	LogChunks(ctx context.Context, id string, phase run.JobKind, after, limit int) ([]run.LogChunk, error)
+	// Queue reads where an approved run stands in its workspace's apply queue (nil:
+	// it is not waiting to apply).
+	Queue(ctx context.Context, r run.Run) (*run.Queue, error)
 }
 
 // RunPermissions says what the reader may do to a run now (run.Decisions): the only
@@ -68,6 +71,9 @@ type RunLive struct {
 	Logs    PhaseLogs
 	// Wait is the executor preparation the run's next phase waits for (nil: none).
 	Wait *ExecutorWait
+	// Queue is where the run stands among its workspace's runs waiting to apply, and
+	// what holds the workspace (nil: it is not waiting to apply).
+	Queue *run.Queue
 	// StateNote says what the run's current state means for what comes next.
 	StateNote string
 }
@@ -83,15 +89,19 @@ type ExecutorWait struct {
 	Phase string
 }
 
-// RunVersion is what a page shows of a run: the run's version and the progress of the
-// executor preparation it waits for, which moves without a new version.
+// RunVersion is what a page shows of a run: the run's version, and what moves without
+// a new version of it: the progress of the executor preparation it waits for, and its
+// place in the apply queue (another run's move changes it).
 type RunVersion struct {
 	UpdatedAt time.Time
 	Wait      *ExecutorWait
+	Queue     *run.Queue
 }
 
 // Version is the version of the run page l shows.
-func (l RunLive) Version() RunVersion { return RunVersion{UpdatedAt: l.Run.UpdatedAt, Wait: l.Wait} }
+func (l RunLive) Version() RunVersion {
+	return RunVersion{UpdatedAt: l.Run.UpdatedAt, Wait: l.Wait, Queue: l.Queue}
+}
 
 // Page reads run id's page. Another organization's or a hidden run is not found.
 func (s Runs) Page(ctx context.Context, id string) (RunPage, error) {
@@ -116,6 +126,9 @@ func (s Runs) Live(ctx context.Context, id string, shown *RunVersion) (live RunL
 		return RunLive{}, false, err
 	}
 	live = RunLive{Run: r, Wait: s.waiting(r)}
+	if live.Queue, err = s.Runs.Queue(ctx, r); err != nil {
+		return RunLive{}, false, err
+	}
 	if shown != nil && shown.same(live.Version()) {
 		return live, false, nil
 	}
@@ -135,6 +148,25 @@ func (s Runs) Live(ctx context.Context, id string, shown *RunVersion) (live RunL
 	}
 	live.StateNote = stateNote(r)
 	return live, true, nil
+}
+
+// RunStatus is a run with where it stands in its workspace's apply queue: the API's run.
+type RunStatus struct {
+	Run   run.Run
+	Queue *run.Queue // nil: not waiting to apply
+}
+
+// Status reads run id and its place in the apply queue.
+func (s Runs) Status(ctx context.Context, id string) (RunStatus, error) {
+	r, err := s.Runs.Get(ctx, id)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	q, err := s.Runs.Queue(ctx, r)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	return RunStatus{Run: r, Queue: q}, nil
 }
 
 // Timeline reads the gates run id went through, as its page shows them.
@@ -238,10 +270,14 @@ func (s Runs) waiting(r run.Run) *ExecutorWait {
 	return nil
 }
 
-// same reports whether v is the version shown: the same run version, and the same
-// progress of the executor preparation it waits for (or none on both sides).
+// same reports whether v is the version shown: the same run version, the same place in
+// the apply queue, and the same progress of the executor preparation it waits for (or
+// none on both sides).
 func (shown RunVersion) same(v RunVersion) bool {
 	if shown.UpdatedAt.IsZero() || !shown.UpdatedAt.Equal(v.UpdatedAt) {
+		return false
+	}
+	if (shown.Queue == nil) != (v.Queue == nil) || shown.Queue != nil && *shown.Queue != *v.Queue {
 		return false
 	}
 	if shown.Wait == nil || v.Wait == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/models/run"
 	"gantry/models/runport"
 )
 
@@ -31,4 +32,16 @@ func TestUnchangedRunIsNotSentAgain(t *testing.T) {
 	same := percent(40)
 	same.Done, same.Total = 401, 1000
 	require.True(t, waiting.same(RunVersion{UpdatedAt: at, Wait: same}))
+
+	// A run waiting to apply is sent again when its place or its holder moved, though
+	// the run itself did not change.
+	behind := func(p int, phase run.HolderPhase) *run.Queue {
+		return &run.Queue{Position: p, Waiting: 2, Holder: run.QueueHolder{RunID: "run-a", Number: 1, Phase: phase}}
+	}
+	queued := RunVersion{UpdatedAt: at, Queue: behind(2, run.HolderPlanning)}
+	require.True(t, queued.same(RunVersion{UpdatedAt: at, Queue: behind(2, run.HolderPlanning)}))
+	require.False(t, queued.same(RunVersion{UpdatedAt: at, Queue: behind(1, run.HolderPlanning)}), "its place moved")
+	require.False(t, queued.same(RunVersion{UpdatedAt: at, Queue: behind(2, run.HolderApplying)}), "the holder moved on")
+	require.False(t, queued.same(shown), "it no longer waits")
+	require.False(t, shown.same(queued), "it waits now")
 }

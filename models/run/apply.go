@@ -62,7 +62,7 @@ func (s *Applies) BeginApply(ctx context.Context, runID string, claim Claim) (Ap
 		}
 		// Fail closed: an approval without a validity is treated as expired.
 		if r.ApprovalExpiresAt == nil || !now.Before(*r.ApprovalExpiresAt) {
-			return r.end(Expired, EndApprovalValidityEnded, "the approval expired before the apply started")
+			return s.k.endValidity(ctx, r) // naming what it waited behind (queue.go)
 		}
 		// A manual change is being made: the approval does not wait for it to end.
 		if why, err := s.k.windowRefusal(ctx, *r); err != nil || why != "" {

@@ -23,7 +23,7 @@ func (s *Decisions) ExpireIfDue(ctx context.Context, runID string, st State) (Ru
 		case (st == PendingApproval || r.SoftBlocked()) && r.DecisionDeadline != nil && !now.Before(*r.DecisionDeadline):
 			return r.end(Expired, EndApprovalExpired, "no decision within the decision window")
 		case st == Approved && r.ApprovalExpiresAt != nil && !now.Before(*r.ApprovalExpiresAt):
-			return r.end(Expired, EndApprovalValidityEnded, "the approval expired before the apply started")
+			return s.k.endValidity(ctx, r)
 		}
 		return ErrSkip
 	})

@@ -93,6 +93,8 @@ func (s *core) sendNotices(ctx context.Context, r Run, before []string, actor *a
 			}
 			n := notify.Notice{Event: e, OrganizationID: r.OrganizationID, RunID: r.ID, State: string(m.To), Reason: m.Reason,
 				At: r.UpdatedAt, Recipients: without(to, actor)}
+			// The run whose act ended this one (queue.go), as the move's audit event has it.
+			n.CauseRunID, _ = m.Data[causeRunKey].(string)
 			if actor != nil && !actor.System {
 				n.ActorName = actor.Name
 			}

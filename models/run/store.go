@@ -147,16 +147,36 @@ func (st store) approvedBy(ctx context.Context, orgID, userID string) ([]string,
 	return ids, nil
 }
 
+// inApplyQueue is the rule of a workspace's apply queue, as SQL with its arguments: the
+// runs on their way to apply (not dry runs or drift checks, which never apply), in
+// order of their numbers. takeSlot and the queue a run page shows (queue.go) read it.
+const inApplyQueue = "kind NOT IN ? AND state IN ?"
+
+var applyQueueArgs = []any{[]Kind{KindPlanOnly, KindDrift}, []State{Queued, Planning, Approved}}
+
 // earlierInQueue counts the runs of r's workspace requested before r that are on their
-// way to apply (not dry runs or drift checks): they apply first.
+// way to apply: they apply first.
 func (st store) earlierInQueue(ctx context.Context, r Run) (int64, error) {
 	var n int64
-	err := st.conn(ctx).Model(&Run{}).Where("workspace_id = ? AND number < ? AND kind NOT IN ? AND state IN ?", r.WorkspaceID, r.Number,
-		[]Kind{KindPlanOnly, KindDrift}, []State{Queued, Planning, Approved}).Count(&n).Error
+	err := st.conn(ctx).Model(&Run{}).Where("workspace_id = ? AND number < ?", r.WorkspaceID, r.Number).
+		Where(inApplyQueue, applyQueueArgs...).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("checking queue order: %w", err)
 	}
 	return n, nil
+}
+
+// applyQueue lists, by number, the runs of workspace workspaceID on their way to apply
+// and the run holding its apply slot (slot, "" for none), in one query.
+func (st store) applyQueue(ctx context.Context, workspaceID, slot string) ([]queuedRun, error) {
+	var runs []queuedRun
+	err := st.conn(ctx).Model(&Run{}).Select("id, number, state, kind").Where("workspace_id = ?", workspaceID).
+		Where("(id = ? OR ("+inApplyQueue+"))", append([]any{slot}, applyQueueArgs...)...).
+		Order("number").Scan(&runs).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading the apply queue: %w", err)
+	}
+	return runs, nil
 }
 
 // recordEscalation notes that run r's escalation for its decision row took effect;

@@ -179,4 +179,14 @@ func TestStopApplyAsJobs(t *testing.T) {
 	require.NoError(t, e.DB.Raw("SELECT coalesce(active_run_id, '') FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&slot).Error)
 	require.Equal(t, r.ID, slot, "the workspace stays the stopped run's until an admin recovers it")
 	ce.requireNothingLeft(t, 30*time.Second)
+
+	// An admin recovers it: the run ends FAILED (RECOVERED) and the workspace is free.
+	resp := e.PostForm(t, admin, "/runs/"+r.ID+"/recover", url.Values{"_csrf": {e.CSRF(t, admin)}, "idempotency_key": {idempotency.NewKey()},
+		"reason": {"checked the network and subnet in the cloud"}})
+	body := webtest.ReadBody(t, resp)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	recovered := e.App.WaitForRun(t, r.ID, run.Failed, phaseWait)
+	require.Equal(t, run.EndRecovered, recovered.Ending)
+	require.NoError(t, e.DB.Raw("SELECT coalesce(active_run_id, '') FROM workspaces WHERE id = ?", r.WorkspaceID).Scan(&slot).Error)
+	require.Empty(t, slot, "recovered: the workspace is free for the next run")
 }

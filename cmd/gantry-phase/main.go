@@ -8,10 +8,11 @@
 // its credentials are the files of the Job's Secret. It exits 0 once the phase's outcome
 // (success or failure) is uploaded; 1 with the reason in the termination log when the
 // protocol failed; 143 when it was terminated (the pod deleted or evicted): then it
-// uploads nothing, so the portal treats the phase as interrupted. At SIGTERM its tofu is
-// interrupted as a terminal's Ctrl-C would (SIGINT to its process group): tofu stops
-// gracefully, storing the state an apply wrote, within tofurun.StopGrace, well inside
-// the pod's termination grace period, or is killed.
+// uploads nothing, so the portal treats the phase as interrupted. At SIGTERM an apply's
+// tofu is interrupted as a terminal's Ctrl-C would (SIGINT to its process group): it
+// stops gracefully, storing the state it wrote, within tofurun.StopGrace, well inside
+// the pod's termination grace period, or is killed; a plan's or a verification's tofu
+// is killed at once.
 package main
 
 import (

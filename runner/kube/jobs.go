@@ -43,9 +43,9 @@ const (
 	DefaultTTLAfterFinished = 5 * time.Minute
 	DefaultPodStart         = 2 * time.Minute
 	// terminationGrace is what a deleted pod gets before SIGKILL: at SIGTERM
-	// gantry-phase interrupts its tofu (SIGINT, as a terminal's Ctrl-C), which stops
-	// gracefully and stores the state it wrote within tofurun.StopGrace (20 s) or is
-	// killed; the rest is the margin for gantry-phase to exit.
+	// gantry-phase interrupts an apply's tofu (SIGINT, as a terminal's Ctrl-C), which
+	// stops gracefully and stores the state it wrote within tofurun.StopGrace (20 s) or
+	// is killed (a plan's at once); the rest is the margin for gantry-phase to exit.
 	terminationGrace = 30
 	// workSize bounds the pod's emptyDir: working directory, providers, plan files.
 	workSize = "2Gi"

@@ -235,7 +235,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res Result, err error) {
 			ended = true
 		case <-ctx.Done():
 			canceled = ctx.Err()
-			werr = x.interrupt(s.ID, cmd, waitCh, s.StopGrace)
+			if s.Interrupt {
+				werr = x.interrupt(s.ID, cmd, waitCh, s.StopGrace)
+			} else {
+				werr = x.stop(s.ID, cmd, waitCh)
+			}
 			ended = true
 		}
 	}

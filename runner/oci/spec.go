@@ -57,8 +57,10 @@ type Spec struct {
 	Limits  Limits
 	Network Network
 	Timeout time.Duration // 0: none (ctx still applies)
-	// StopGrace is how long the container's process has to exit after SIGINT when ctx
-	// ends (a cancel) before it is killed; 0: DefaultStopGrace. The time limit kills.
+	// Interrupt: when ctx ends (a cancel), the container's process gets SIGINT and
+	// StopGrace (0: DefaultStopGrace) to exit before it is killed; otherwise it is killed
+	// at once. The time limit always kills.
+	Interrupt bool
 	StopGrace time.Duration
 	Stdout    io.Writer // live output; nil discards
 	Stderr    io.Writer

@@ -307,8 +307,10 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (exit int, exp
 		Limits:  o.cfg.Limits,
 		Network: oci.NetworkIsolated,
 		Timeout: o.cfg.Timeout,
-		Stdout:  c.Stdout,
-		Stderr:  c.Stderr,
+		// An apply is interrupted first and killed after the grace; the rest at once.
+		Interrupt: c.Graceful,
+		Stdout:    c.Stdout,
+		Stderr:    c.Stderr,
 	})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {

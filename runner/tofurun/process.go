@@ -44,9 +44,14 @@ func (p *Process) grace() time.Duration {
 // interruptThenKill makes cmd's cancellation (its context ending) stop tofu the way it
 // expects, as a terminal's Ctrl-C does: SIGINT to the job's process group (tofu stops
 // gracefully; the provider plugins, go-plugin servers, ignore it and are told to stop
-// by tofu), then SIGKILL to the group once grace has passed. The returned func, called
-// once cmd was waited for, disarms the kill (the group id may be reused).
+// by tofu), then SIGKILL to the group once grace has passed; with no grace, SIGKILL at
+// once. The returned func, called once cmd was waited for, disarms the kill (the group
+// id may be reused).
 func interruptThenKill(cmd *exec.Cmd, grace time.Duration) func() {
+	if grace <= 0 {
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		return func() {}
+	}
 	var mu sync.Mutex
 	exited := false
 	var timer *time.Timer
@@ -114,7 +119,11 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 	// Its own process group, so a cancelled job takes the provider plugins with it; and
 	// killed with the portal (Linux), so a dead portal leaves no tofu applying on alone.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stop := interruptThenKill(cmd, p.grace())
+	grace := time.Duration(0) // killed at once
+	if c.Graceful {
+		grace = p.grace()
+	}
+	stop := interruptThenKill(cmd, grace)
 	err := cmd.Run()
 	stop()
 	var exit *exec.ExitError

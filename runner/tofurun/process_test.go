@@ -19,19 +19,23 @@ import (
 	"gantry/syncio"
 )
 
-// TestProcessStopsAsCtrlCDoes: a cancelled job is interrupted first (SIGINT to its
+// TestProcessStopsAsCtrlCDoes: a cancelled apply is interrupted first (SIGINT to its
 // process group, what tofu stops gracefully at), so a program that handles it exits by
-// itself; one that ignores it is killed once the grace period has passed. The program
+// itself; one that ignores it is killed once the grace period has passed. Any other
+// command (a plan) is killed at once. The program
 // is a shell standing in for tofu (this test needs no tofu).
 func TestProcessStopsAsCtrlCDoes(t *testing.T) {
 	t.Parallel()
+	handles := `trap 'echo interrupted, storing the state; exit 3' INT; echo started; while :; do sleep 0.05; done`
 	for _, c := range []struct {
 		name, script string
+		graceful     bool // an apply
 		exit         int
 		says         string
 	}{
-		{"handles the interrupt", `trap 'echo interrupted, storing the state; exit 3' INT; echo started; while :; do sleep 0.05; done`, 3, "interrupted, storing the state"},
-		{"ignores the interrupt", `trap '' INT; echo started; while :; do sleep 0.05; done`, 128 + 9, ""},
+		{"handles the interrupt", handles, true, 3, "interrupted, storing the state"},
+		{"ignores the interrupt", `trap '' INT; echo started; while :; do sleep 0.05; done`, true, 128 + 9, ""},
+		{"not an apply: killed at once", handles, false, 128 + 9, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -47,7 +51,7 @@ func TestProcessStopsAsCtrlCDoes(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				code, _, err := p.Run(ctx, dir, tofurun.Command{Args: []string{"-c", c.script}, Stdout: &out, Stderr: &out})
+				code, _, err := p.Run(ctx, dir, tofurun.Command{Args: []string{"-c", c.script}, Stdout: &out, Stderr: &out, Graceful: c.graceful})
 				done <- result{code, err}
 			}()
 			bench.Eventually(t, "the program to start", 10*time.Second, func() (bool, any) {
@@ -58,6 +62,9 @@ func TestProcessStopsAsCtrlCDoes(t *testing.T) {
 			require.NoError(t, res.err)
 			require.Equal(t, c.exit, res.code, out.String())
 			require.Contains(t, out.String(), c.says)
+			if !c.graceful {
+				require.NotContains(t, out.String(), "interrupted", "a plan is not interrupted, it is killed")
+			}
 		})
 	}
 }

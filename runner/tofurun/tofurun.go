@@ -41,6 +41,10 @@ type Command struct {
 	// PluginCache is a host directory tofu links providers from (TF_PLUGIN_CACHE_DIR),
 	// prepared and verified by tofu.PluginCache; the job only reads it. Empty: none.
 	PluginCache string
+	// Graceful: when the job's context ends, tofu is interrupted first (SIGINT, as
+	// Ctrl-C) and killed only after a grace period, so an apply stores the state it
+	// wrote. Otherwise (a plan, a verification, init) it is killed at once.
+	Graceful bool
 }
 
 // Executor runs tofu commands for a job whose files are in workdir (a host directory).
@@ -201,7 +205,11 @@ func (j *job) secrets() map[string]string {
 func (j *job) run(ctx context.Context, out io.Writer, ok []int, args ...string) (int, error) {
 	fmt.Fprintf(j.out, "$ tofu %s\n", strings.Join(args, " "))
 	started := time.Now()
-	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Files: j.files, Stdout: out, Stderr: j.out, PluginCache: j.plugins})
+	// Only an apply is stopped gracefully: it may have changed resources and must store
+	// the state it wrote; anything else is killed at once.
+	graceful := len(args) > 0 && args[0] == "apply"
+	code, explain, err := j.r.Exec.Run(ctx, j.dir, Command{Args: args, Secrets: j.secrets(), Files: j.files, Stdout: out, Stderr: j.out,
+		PluginCache: j.plugins, Graceful: graceful})
 	fmt.Fprintf(j.out, "# tofu %s: exit %d in %.2f s\n", args[0], code, time.Since(started).Seconds())
 	if err != nil {
 		return code, fmt.Errorf("running tofu %s: %w", args[0], err)

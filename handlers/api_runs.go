@@ -207,11 +207,6 @@ func (h API) evidence(c echo.Context) error {
 	return c.JSON(http.StatusOK, evidenceOf(rep))
 }
 
-// apiReason is a body carrying only a reason.
-type apiReason struct {
-	Reason string `json:"reason,omitempty"`
-}
-
 // apiCancel is a cancel's body: cancelling a run that is applying needs confirm true and
 // a reason of at least 10 characters.
 type apiCancel struct {

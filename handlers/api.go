@@ -109,6 +109,8 @@ type apiRun struct {
 	Template        string      `json:"template"`
 	TemplateVersion string      `json:"template_version"`
 	RequestedBy     string      `json:"requested_by"`
+	RequestReason   string      `json:"request_reason" doc:"why the requester asked for the run, as they wrote it (free text, never decided on; empty when none)"`
+	RequestTicket   string      `json:"request_ticket" doc:"the ticket the request answers, as the requester wrote it (empty when none)"`
 	Runner          string      `json:"runner"`
 	Simulated       bool        `json:"simulated" doc:"planned and applied by the MockTofuRunner: nothing real changed"`
 	PlanRevision    int         `json:"plan_revision"`
@@ -194,7 +196,7 @@ func toAPIRun(r run.Run) apiRun {
 	out := apiRun{ID: r.ID, Label: r.Label(), Number: r.Number, WorkspaceID: r.WorkspaceID, EnvironmentID: r.EnvironmentID,
 		Kind: string(r.Kind), State: string(r.State), StateReason: r.StateReason, Finished: r.Finished(), Ending: apiEnding(r.Ending),
 		Template: r.TemplateName, TemplateVersion: r.TemplateVersion, RequestedBy: r.RequestedByName, Runner: r.Runner,
-		Simulated: r.Simulated, PlanRevision: r.PlanRevision, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest,
+		RequestReason: r.RequestReason, RequestTicket: r.RequestTicket, Simulated: r.Simulated, PlanRevision: r.PlanRevision, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest,
 		Changes: r.PlanSummary, RiskClass: r.RiskClass, RiskLevel: r.RiskLevel, RequiredDecider: r.RequiredApprover,
 		FourEyes: r.FourEyes, Elevated: r.Elevated, PolicyOutcome: r.PolicyOutcome, DecisionDeadline: utcPtr(r.DecisionDeadline),
 		ApprovedBy: r.ApprovedByName, ApprovedPlanDigest: r.ApprovedPlanDigest, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),

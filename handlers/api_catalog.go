@@ -108,6 +108,9 @@ type apiRequest struct {
 	Inputs map[string]string `json:"inputs,omitempty" doc:"the template's inputs by name, as text (numbers and booleans too)"`
 	// NewWorkspace confirms a new workspace whose name is close to an existing one.
 	NewWorkspace bool `json:"new_workspace,omitempty"`
+	// Reason and Ticket say why the run is asked for (optional free text).
+	Reason string `json:"reason,omitempty" doc:"why the run is asked for, shown to whoever decides (at most 1000 characters; never decided on)"`
+	Ticket string `json:"ticket,omitempty" doc:"the change ticket or issue the request answers (one line, at most 120 characters)"`
 }
 
 func (h API) request(c echo.Context) error {
@@ -133,7 +136,8 @@ func (h API) request(c echo.Context) error {
 		body.EnvironmentID = id
 	}
 	r, err := h.Requests.Forms.Request(c.Request().Context(), run.Request{Template: body.Template, EnvironmentID: body.EnvironmentID,
-		Workspace: body.Workspace, Kind: kind, Inputs: body.Inputs, NewWorkspace: body.NewWorkspace})
+		Workspace: body.Workspace, Kind: kind, Inputs: body.Inputs, NewWorkspace: body.NewWorkspace,
+		Note: run.Note{Reason: body.Reason, Ticket: body.Ticket}})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,8 @@ type evidenceJSON struct {
 		Template        string      `json:"template"`
 		TemplateVersion string      `json:"template_version"`
 		RequestedBy     string      `json:"requested_by"`
+		RequestReason   string      `json:"request_reason"`
+		RequestTicket   string      `json:"request_ticket"`
 		ConfigDigest    string      `json:"config_digest"`
 		PlanDigest      string      `json:"plan_digest"`
 		PlanRevision    int         `json:"plan_revision"`
@@ -119,6 +122,7 @@ func evidenceOf(rep evidence.Report) evidenceJSON {
 	o := &out.Run
 	o.ID, o.Number, o.WorkspaceID, o.EnvironmentID, o.Kind, o.State, o.StateReason = r.ID, r.Number, r.WorkspaceID, r.EnvironmentID, string(r.Kind), string(r.State), r.StateReason
 	o.Template, o.TemplateVersion, o.RequestedBy, o.ConfigDigest, o.PlanDigest, o.PlanRevision = r.TemplateName, r.TemplateVersion, r.RequestedByName, r.ConfigDigest, r.PlanDigest, r.PlanRevision
+	o.RequestReason, o.RequestTicket = r.RequestReason, r.RequestTicket
 	o.Predecessor, o.Changes, o.RiskClass, o.RiskRule, o.Simulated = run.EvidenceOf(r).Predecessor.String(), r.PlanSummary, r.RiskClass, r.RiskRule, r.Simulated
 	if r.PolicyEvaluationID != nil {
 		o.Policy.EvaluationID = *r.PolicyEvaluationID
@@ -175,6 +179,8 @@ func evidenceFacts(r run.Run) []views.KV {
 	s := r.PlanSummary
 	return []views.KV{
 		{Key: "Requested by", Value: r.RequestedByName + ", " + r.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")},
+		{Key: "Reason given", Value: cmp.Or(r.RequestReason, "none given")},
+		{Key: "Ticket", Value: cmp.Or(r.RequestTicket, "none given")},
 		{Key: "Template", Value: r.TemplateName + " " + r.TemplateVersion},
 		{Key: "Module digest", Value: r.ModuleDigest},
 		{Key: "Config bundle digest", Value: r.ConfigDigest},

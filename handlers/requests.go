@@ -100,7 +100,8 @@ func readRequest(c echo.Context) (run.Request, map[string]string, error) {
 		return run.Request{}, nil, err
 	}
 	req := run.Request{EnvironmentID: form.Get("environment"), Workspace: form.Get("workspace"), Template: form.Get("template"),
-		Kind: run.Kind(form.Get("kind")), Inputs: map[string]string{}, NewWorkspace: form.Get("new_workspace") == "true"}
+		Kind: run.Kind(form.Get("kind")), Inputs: map[string]string{}, NewWorkspace: form.Get("new_workspace") == "true",
+		Note: run.Note{Reason: form.Get("reason"), Ticket: form.Get("ticket")}}
 	values := map[string]string{}
 	for key, vals := range form {
 		name, ok := strings.CutPrefix(key, "inputs.")
@@ -185,7 +186,8 @@ func (h Requests) create(c echo.Context) error {
 // requestProps is the request form f as drawn.
 func requestProps(f pages.RequestForm) views.RequestProps {
 	p := views.RequestProps{Template: f.Template.Name, TemplateTitle: f.Template.Title, EnvironmentID: f.Request.EnvironmentID,
-		Workspace: f.Request.Workspace, Kind: string(f.Request.Kind), Errors: f.Errors, Preview: previewProps(f.Preview)}
+		Workspace: f.Request.Workspace, Kind: string(f.Request.Kind), Errors: f.Errors, Preview: previewProps(f.Preview),
+		Reason: f.Request.Note.Reason, Ticket: f.Request.Note.Ticket, ReasonMax: run.MaxRequestReason, TicketMax: run.MaxRequestTicket}
 	for _, env := range f.Environments {
 		p.Environments = append(p.Environments, views.EnvChoice{ID: env.ID, Name: env.Name, Tier: string(env.Tier),
 			RequiresApproval: env.RequiresApproval, Restricted: env.Restricted})

@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,6 +62,8 @@ func TestRequestValidation(t *testing.T) {
 		{"restricted environment", "environment", "Choose one of this organization", func(v url.Values) { v.Set("environment", acmeProd) }},
 		{"bad workspace name", "workspace", "lower-case", func(v url.Values) { v.Set("workspace", "Orders DB") }},
 		{"no environment", "environment", "Choose an environment", func(v url.Values) { v.Del("environment") }},
+		{"reason too long", "reason", "at most 1000 characters", func(v url.Values) { v.Set("reason", strings.Repeat("é", 1001)) }},
+		{"ticket too long", "ticket", "at most 120 characters", func(v url.Values) { v.Set("ticket", strings.Repeat("x", 121)) }},
 	}
 	before := countLifecycle(t, app)
 	token := app.CSRF(t, operator)

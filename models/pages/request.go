@@ -214,7 +214,8 @@ func (s Requests) resubmitOf(ctx context.Context, t catalog.Template, id string,
 	if err := inputsOf(r, t, values); err != nil {
 		return run.Request{}, err
 	}
-	return run.Request{Kind: r.Kind, EnvironmentID: r.EnvironmentID, Workspace: ws.Name}, nil
+	return run.Request{Kind: r.Kind, EnvironmentID: r.EnvironmentID, Workspace: ws.Name,
+		Note: run.Note{Reason: r.RequestReason, Ticket: r.RequestTicket}}, nil
 }
 
 // inputsOf puts run r's inputs into values as form values, sensitive ones left out

@@ -52,6 +52,8 @@ type Request struct {
 	// NewWorkspace: the requester confirmed a new workspace whose name is close to an
 	// existing one ("did you mean").
 	NewWorkspace bool
+	// Note is why the run is asked for and the ticket it answers (optional).
+	Note Note
 }
 
 var workspaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -84,6 +86,7 @@ func (s *Requests) Validate(ctx context.Context, req Request) (Validated, *works
 	if !workspaceName.MatchString(name) {
 		v.Add("workspace", "Use lower-case letters, digits and hyphens (1 to 63), starting and ending with a letter or digit.")
 	}
+	checkNote(req.Note, v)
 	var validated Validated
 	if strings.TrimSpace(req.Template) == "" {
 		v.Add("template", "Choose a template from the catalog.")
@@ -248,7 +251,7 @@ func (s *Requests) request(ctx context.Context, req Request, promotedFrom *promo
 		out, err = s.k.queue(ctx, subject, queued{workspaceID: ws.ID, environmentID: req.EnvironmentID, kind: req.Kind,
 			template: validated.Template, version: validated.Version, moduleDigest: validated.ModuleDigest, inputs: display,
 			runner: validated.Runner, configArtifactID: cfgArt.ID, configDigest: cfgArt.SHA256, promotedFrom: promotedFrom,
-			sensitive: validated.Sensitive})
+			sensitive: validated.Sensitive, note: trimNote(req.Note)})
 		return err
 	})
 	return out, err
@@ -278,6 +281,8 @@ type queued struct {
 	// run, sealed with it; a run reusing another's bundle carries that one's instead
 	// (configSource).
 	sensitive map[string]any
+	// note is why the requester asked for the run (the request's Note).
+	note Note
 }
 
 // queue writes a QUEUED run with its number, its audit event and its plan job, in the
@@ -293,7 +298,7 @@ func (s *core) queue(ctx context.Context, subject authz.Subject, q queued) (Run,
 		TemplateName: q.template, TemplateVersion: q.version, ModuleDigest: q.moduleDigest,
 		Inputs: q.inputs, RequestedBy: subject.UserID, RequestedByName: subject.Name,
 		Runner: q.runner.Name, Simulated: q.runner.Simulated, ConfigArtifactID: q.configArtifactID, ConfigDigest: q.configDigest,
-		PriorRequesters: []string{},
+		PriorRequesters: []string{}, RequestReason: q.note.Reason, RequestTicket: q.note.Ticket,
 	}
 	data := map[string]any{"kind": r.Kind, "workspace_id": r.WorkspaceID, "number": r.Number, "template": r.TemplateName,
 		"template_version": r.TemplateVersion, "module_digest": r.ModuleDigest, "config_digest": r.ConfigDigest,

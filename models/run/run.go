@@ -46,6 +46,10 @@ type Run struct {
 
 	RequestedBy     string
 	RequestedByName string
+	// RequestReason and RequestTicket are why the requester asked for the run and the
+	// ticket it answers (request_note.go): free text, shown, never decided on.
+	RequestReason string `gorm:"default:''"`
+	RequestTicket string `gorm:"default:''"`
 
 	Runner    string
 	Simulated bool

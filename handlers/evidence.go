@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -203,8 +204,44 @@ func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		b, _ := json.Marshal(e.Data[k])
-		out.Data = append(out.Data, views.KV{Key: k, Value: string(b)})
+		out.Data = append(out.Data, views.KV{Key: k, Value: dataText(e.Data[k])})
 	}
 	return out
+}
+
+// dataText is an audit event's value as a person reads it: text as written (a text that
+// holds a JSON document indented), numbers and yes/no as such, and objects and lists as
+// indented JSON, not one escaped line. The JSON report keeps the values as recorded.
+func dataText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "none"
+	case string:
+		if t := strings.TrimSpace(v); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
+			var doc any
+			if json.Unmarshal([]byte(t), &doc) == nil {
+				return indentedJSON(doc)
+			}
+		}
+		return v
+	case bool:
+		if v {
+			return "yes"
+		}
+		return "no"
+	}
+	return indentedJSON(v)
+}
+
+// indentedJSON is v as JSON indented by two spaces, with <, > and & as written (the
+// page escapes them).
+func indentedJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

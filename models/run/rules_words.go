@@ -85,3 +85,16 @@ func approverPhrase(a risk.Approver) string {
 	}
 	return "nobody"
 }
+
+// OverrideSummary says who may override a soft-mandatory policy failure and what it
+// asks (decide, overridable): "an admin or owner who may decide the run, with a reason
+// of at least 10 characters".
+func OverrideSummary() string {
+	return fmt.Sprintf("an admin or owner who may decide the run, with a reason of at least %d characters", MinReasonLength)
+}
+
+// OverriderSummary says the four-eyes rule on overrides (decide): whoever overrides
+// does not also approve the run.
+func OverriderSummary() string {
+	return "whoever overrode a rule does not also approve the run (four eyes)"
+}

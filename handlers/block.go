@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"strings"
 
 	"gantry/models/pages"
 	"gantry/models/run"
@@ -29,9 +30,9 @@ func blockView(r run.Run, b *pages.Block, perms run.Permissions, review bool) *v
 			row.MoreMessages = len(row.Messages) - maxMessagesShown
 			row.Messages = row.Messages[:maxMessagesShown]
 		}
-		row.Enforcement = "Soft-mandatory: " + run.OverrideSummary() + " may override it."
+		row.Enforcement = "Soft-mandatory. " + run.OverrideSummary()
 		if row.Hard {
-			row.Enforcement = "Hard-mandatory: never overridden, not even by an owner; only a changed request passes it."
+			row.Enforcement = "Hard-mandatory. Never overridden, not even by an owner: only a changed request passes it."
 		}
 		if o := rule.Overridden; o != nil {
 			row.Overridden = "by " + o.OverriddenByName + ": " + o.Reason
@@ -47,18 +48,30 @@ func blockView(r run.Run, b *pages.Block, perms run.Permissions, review bool) *v
 	return v
 }
 
-// blockAdvice says what moves a blocked run: a changed request, always; for soft
-// failures alone also their overrides, then a person's approval.
+// blockAdvice says what moves a blocked run: a changed request, always (by the reader,
+// when the rules let them resubmit it); for soft failures alone also their overrides,
+// then a person's approval.
 func blockAdvice(b *pages.Block, perms run.Permissions) string {
-	resubmit := "change the request so that the rules pass: “Edit and resubmit” opens the request form filled in with this run's request."
+	change := "The requester may change the request so that the rules pass."
+	if perms.Resubmit.Allowed() {
+		change = "Change the request so that the rules pass: “Edit and resubmit” opens the request form filled in with this run's request."
+	}
 	if b.Hard {
-		return "A hard-mandatory rule is never overridden, so this run will not apply as requested: " + resubmit
+		return "A hard-mandatory rule is never overridden: this run will not apply as requested. " + change
 	}
-	s := "The run waits until " + run.OverrideSummary() + " overrides each failed rule; then it waits for its approval"
+	s := "The run waits until each failed rule is overridden, then for its approval. "
 	if perms.Deciders.Decision.FourEyes {
-		s += ", and " + run.OverriderSummary()
+		s += run.OverriderSummary() + " "
 	}
-	return s + ". Or " + resubmit
+	return s + "Or: " + lowerFirst(change)
+}
+
+// lowerFirst is s with its first letter in lower case.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 // plural is one or many by n.

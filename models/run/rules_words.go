@@ -87,14 +87,12 @@ func approverPhrase(a risk.Approver) string {
 }
 
 // OverrideSummary says who may override a soft-mandatory policy failure and what it
-// asks (decide, overridable): "an admin or owner who may decide the run, with a reason
-// of at least 10 characters".
+// asks (decide, overridable), as a sentence.
 func OverrideSummary() string {
-	return fmt.Sprintf("an admin or owner who may decide the run, with a reason of at least %d characters", MinReasonLength)
+	return fmt.Sprintf("An admin or owner who may decide the run may override it, with a reason of at least %d characters.", MinReasonLength)
 }
 
-// OverriderSummary says the four-eyes rule on overrides (decide): whoever overrides
-// does not also approve the run.
+// OverriderSummary says the four-eyes rule on overrides (decide), as a sentence.
 func OverriderSummary() string {
-	return "whoever overrode a rule does not also approve the run (four eyes)"
+	return "Whoever overrides a rule does not also approve the run (four eyes)."
 }

@@ -102,7 +102,8 @@ func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewPro
 	p := views.ReviewProps{RunID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, rp.Refused, rp.Errors),
-		Policy: policyView(data, perms), Cost: costView(r.Cost), Graph: review.Graph(data.Classification, graphNodes)}
+		Policy: policyView(data, perms), Cost: costView(r.Cost), Graph: review.Graph(data.Classification, graphNodes),
+		Block: blockView(r, rp.Block, perms, true)}
 	if rb := rp.Rollback; rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}
@@ -267,6 +268,9 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 	}
 	if d.CanReject && !d.CanApprove {
 		d.ApproveWhyNot = perms.Approve.Reason()
+		if r.SoftBlocked() && perms.Override.Allowed() {
+			d.ApproveWhyNot = "A soft-mandatory policy blocks it until its failed rules are overridden with a reason: you may do that just below."
+		}
 	}
 	if r.Waiting() {
 		d.Deciders = perms.Deciders.Summary()
@@ -281,12 +285,9 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 	case run.Stale, run.Expired, run.Rejected:
 		d.StateNote = "This run is " + string(r.State) + ": " + r.StateReason + "."
 	}
-	if d.CanPlanAgain {
-		// A rejected plan is usually changed before it is asked for again (a destroy
-		// is asked for again from its workspace).
-		if r.State == run.Rejected && r.Kind != run.KindDestroy {
-			d.ResubmitURL = paths.ResubmitRun(r.TemplateName, r.ID)
-		}
+	if perms.Resubmit.Allowed() {
+		// A rejected or blocked request is usually changed before it is asked for again.
+		d.ResubmitURL = paths.ResubmitRun(r.TemplateName, r.ID)
 	}
 	if again != nil {
 		d.Failed, d.FailedRule, d.Errors, d.Reason = string(again.Action), again.RuleID, problems, again.Reason
@@ -300,7 +301,8 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 		return views.PolicyView{}
 	}
 	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
-	for _, res := range ev.Results {
+	// Failed rules first: they are what the reader is here for.
+	for _, res := range pages.FailedFirst(ev.Results) {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),
 			Passed: res.Passed, Messages: res.Messages}
 		if len(row.Messages) > maxMessagesShown {

@@ -133,6 +133,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, Queue: queueView(l.Queue), PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
+	p.Block = blockView(r, l.Block, perms, false)
 	if r.BreakglassWindowID != nil {
 		p.WindowID = *r.BreakglassWindowID
 	}

@@ -277,7 +277,8 @@ func TestOverridesExpireWithTheDecisionWindow(t *testing.T) {
 	r = waitForState(t, app, r.ID, run.PendingApproval)
 	blocked := waitForState(t, app, app.RequestRun(t, operator, postgresRequest(staging, "billing", "small", "3")), run.PolicyBlocked)
 	app.StopQueue(t)
-	approve(t, app, admin, r)
+	// Approved by someone else than who overrode it (four eyes).
+	approve(t, app, app.LoggedIn(t, "owner@acme.test"), r)
 	// The window closes between the approval and the apply.
 	require.NoError(t, app.DB.Exec("UPDATE policy_overrides SET expires_at = now() - interval '1 second' WHERE run_id = ?", r.ID).Error)
 	_, err := app.System.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)

@@ -187,8 +187,10 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	require.Contains(t, inbox, "risk 1")
 	require.Contains(t, inbox, "decided by a member with provisioning.apply (operator or above), not the requester")
 
-	// Then the run is decided like any other.
-	resp = app.PostForm(t, admin, "/runs/"+r.ID+"/approve", decisionForm(t, app, admin, r))
+	// Then the run is decided like any other, by someone else than who overrode it
+	// (four eyes: web/policy_blocks_test.go).
+	owner := app.LoggedIn(t, "owner@acme.test")
+	resp = app.PostForm(t, owner, "/runs/"+r.ID+"/approve", decisionForm(t, app, owner, r))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	waitForState(t, app, r.ID, run.Succeeded)
@@ -300,7 +302,9 @@ func TestModeChangedAfterApprovalIsCheckedBeforeApply(t *testing.T) {
 	pending := waitForState(t, app, blocked.ID, run.PendingApproval)
 	require.NoError(t, app.DB.Exec(`INSERT INTO environment_policy_modes (organization_id, environment_id, rule_id, enforcement)
 		SELECT organization_id, id, 'database_protection', 'hard_mandatory' FROM environments WHERE id = ?`, staging).Error)
-	resp = app.PostForm(t, admin, "/runs/"+pending.ID+"/approve", decisionForm(t, app, admin, pending))
+	// Approved by someone else than who overrode it (four eyes).
+	owner := app.LoggedIn(t, "owner@acme.test")
+	resp = app.PostForm(t, owner, "/runs/"+pending.ID+"/approve", decisionForm(t, app, owner, pending))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	failed := waitForState(t, app, pending.ID, run.Failed)

@@ -59,6 +59,8 @@ type ReviewPage struct {
 	Plan        run.ReviewData
 	Boundary    boundary.Review
 	Rollback    *rollback.Review
+	// Block is what stops a POLICY_BLOCKED run (nil: it is not blocked by a policy).
+	Block *Block
 	// Refused is a decision refused at the decision form's fields: the review page is
 	// drawn again with its messages and what was typed.
 	Refused *Decision
@@ -82,6 +84,7 @@ func (s Reviews) Page(ctx context.Context, id string) (ReviewPage, error) {
 	if p.Plan, err = s.Plans.Review(ctx, r); err != nil {
 		return ReviewPage{}, err
 	}
+	p.Block = BlockOf(r, p.Plan.Evaluation, p.Plan.Overrides, p.Permissions)
 	if p.Boundary, err = s.Plans.Boundary(ctx, r, p.Plan.Classification); err != nil {
 		return ReviewPage{}, err
 	}

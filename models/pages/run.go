@@ -76,6 +76,8 @@ type RunLive struct {
 	Queue *run.Queue
 	// StateNote says what the run's current state means for what comes next.
 	StateNote string
+	// Block is what stops a POLICY_BLOCKED run (nil: it is not blocked by a policy).
+	Block *Block
 }
 
 // PhaseLogs are the stored logs of the phases that finished (a running phase's log
@@ -143,6 +145,7 @@ func (s Runs) Live(ctx context.Context, id string, shown *RunVersion) (live RunL
 		return RunLive{}, false, err
 	}
 	live.Stages = timeline.Of(r, live.History, gates)
+	live.Block = BlockOf(r, gates.Evaluation, gates.Overrides, live.Permissions)
 	if live.Logs, err = s.logs(ctx, r); err != nil {
 		return RunLive{}, false, err
 	}

@@ -36,15 +36,16 @@ type deciderRow struct {
 func (deciderRow) TableName() string { return "run_deciders" }
 
 // decidersOf computes, for each member who sees run r, whether they may take the
-// decision it waits for at now (grantees: who holds a grant on its environment).
-func decidersOf(r Run, env environment.Environment, members []OrgMember, grantees map[string]bool, now time.Time) []deciderRow {
+// decision it waits for at now (grantees: who holds a grant on its environment,
+// overriders: who overrode a policy failure of r).
+func decidersOf(r Run, env environment.Environment, members []OrgMember, grantees, overriders map[string]bool, now time.Time) []deciderRow {
 	if !r.Waiting() || r.DecisionDeadline == nil {
 		return nil
 	}
 	var out []deciderRow
 	for _, m := range members {
 		a := Actor{Subject: authz.Subject{UserID: m.UserID, Name: m.Name, OrganizationID: r.OrganizationID, Role: m.Role,
-			AuthenticatedAt: now}, Granted: grantees[m.UserID], CloudLive: m.CloudLive, Groups: m.Groups}
+			AuthenticatedAt: now}, Granted: grantees[m.UserID], CloudLive: m.CloudLive, Groups: m.Groups, Overrode: overriders[m.UserID]}
 		p := PermissionsOf(r, a, env, now)
 		if !p.Visible {
 			continue
@@ -85,7 +86,11 @@ func (s *core) refreshDeciders(ctx context.Context, r Run, now time.Time) error 
 	if err != nil {
 		return err
 	}
-	return insertDeciders(ctx, s, decidersOf(r, env, members, grantees, now))
+	overriders, err := s.overriders(ctx, r)
+	if err != nil {
+		return err
+	}
+	return insertDeciders(ctx, s, decidersOf(r, env, members, grantees, overriders, now))
 }
 
 func (s *core) grantees(ctx context.Context, env environment.Environment) (map[string]bool, error) {
@@ -193,7 +198,11 @@ func (s *Eligibility) refreshWhere(ctx context.Context, orgID, envID, userID str
 					return err
 				}
 			}
-			rows = append(rows, decidersOf(r, env, members, grants[env.ID], now)...)
+			overriders, err := s.k.overriders(ctx, r)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, decidersOf(r, env, members, grants[env.ID], overriders, now)...)
 		}
 		return insertDeciders(ctx, s.k, rows)
 	})

@@ -13,6 +13,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/policy"
 	"gantry/models/risk"
+	"gantry/policies"
 )
 
 // The decisions people take on a run. Each is authorized first, through Permissions,
@@ -52,6 +53,24 @@ func (s *Decisions) Actor(ctx context.Context, subject authz.Subject, env enviro
 	return s.k.actorFor(ctx, subject, env)
 }
 
+// overriders are who overrode a policy failure of run r, by user id (the rules'
+// Actor.Overrode), read in the transaction carried by ctx. Only a soft-mandatory
+// failure is ever overridden, so another run reads nothing.
+func (s *core) overriders(ctx context.Context, r Run) (map[string]bool, error) {
+	if r.PolicyEvaluationID == nil || r.PolicyOutcome != string(policies.OutcomeSoft) {
+		return map[string]bool{}, nil
+	}
+	_, overrides, err := s.policies.EvaluationWithOverrides(ctx, r.OrganizationID, *r.PolicyEvaluationID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(overrides))
+	for _, o := range overrides {
+		out[o.OverriddenBy] = true
+	}
+	return out, nil
+}
+
 // permissions is PermissionsOf for subject on run r, now.
 func (s *Decisions) permissions(ctx context.Context, subject authz.Subject, r Run, now time.Time) (Permissions, environment.Environment, error) {
 	env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
@@ -62,6 +81,11 @@ func (s *Decisions) permissions(ctx context.Context, subject authz.Subject, r Ru
 	if err != nil {
 		return Permissions{}, environment.Environment{}, err
 	}
+	overrode, err := s.k.overriders(ctx, r)
+	if err != nil {
+		return Permissions{}, environment.Environment{}, err
+	}
+	a.Overrode = overrode[subject.UserID]
 	return PermissionsOf(r, a, env, now), env, nil
 }
 

@@ -79,6 +79,9 @@ type Actor struct {
 	CloudLive bool
 	// Groups: the ID token's groups at the person's last sign-in.
 	Groups []string
+	// Overrode: the person overrode a policy failure of the run being judged (the
+	// policy aggregate's overrides): where four eyes applies they do not also approve it.
+	Overrode bool
 }
 
 // allowed and refused are the rules' verdicts (runport.Verdict).
@@ -97,6 +100,9 @@ type Permissions struct {
 	Cancel    Verdict
 	Recover   Verdict
 	PlanAgain Verdict
+	// Resubmit: "Edit and resubmit", the request form filled in with the run's request
+	// to change before asking again (a run that will not apply as asked).
+	Resubmit Verdict
 	// FreshSignIn: approving (or overriding) is refused only because the person's last
 	// sign-in is older than ElevationWindow; a new sign-in would allow it.
 	FreshSignIn bool
@@ -216,7 +222,7 @@ func PermissionsOf(r Run, a Actor, env environment.Environment, now time.Time) P
 	p := Permissions{Deciders: DecidersAt(r, now)}
 	if a.OrganizationID != r.OrganizationID || !environment.Visible(env, a.Role, a.Granted) {
 		hidden := refused(fmt.Errorf("run %s: %w", r.ID, errs.ErrNotFound))
-		p.Approve, p.Reject, p.Override, p.Cancel, p.Recover, p.PlanAgain = hidden, hidden, hidden, hidden, hidden, hidden
+		p.Approve, p.Reject, p.Override, p.Cancel, p.Recover, p.PlanAgain, p.Resubmit = hidden, hidden, hidden, hidden, hidden, hidden, hidden
 		return p
 	}
 	p.Visible = true
@@ -239,6 +245,7 @@ func PermissionsOf(r Run, a Actor, env environment.Environment, now time.Time) P
 	p.Cancel = cancelVerdict(r, a, env, now, possible[ActionCancel])
 	p.Recover = recoverVerdict(r, a, possible[ActionRecover])
 	p.PlanAgain = planAgainVerdict(r, a, possible[ActionPlanAgain])
+	p.Resubmit = resubmitVerdict(r, a)
 	return p
 }
 
@@ -262,6 +269,8 @@ func decide(r Run, a Actor, env environment.Environment, now time.Time, act Acti
 		return forbid("You requested this run: you may cancel it, but a rejection is someone else's decision.")
 	case d.FourEyes && r.RequestedByUser(a.UserID):
 		return forbid("You requested this run: four eyes means someone else decides on it.")
+	case act == ActionApprove && d.FourEyes && a.Overrode:
+		return forbid("You overrode a policy failure of this run: four eyes means someone else approves it.")
 	case act == ActionApprove && r.Live() && !a.CloudLive:
 		return forbid("This run acts on a live cloud: approving it needs the cloud.live entitlement, which owners grant on the members page.")
 	}
@@ -338,18 +347,6 @@ func recoverVerdict(r Run, a Actor, possible bool) Verdict {
 		return refused(errs.Explain(errs.ErrForbidden, "Recovering an interrupted apply needs an admin or owner."))
 	}
 	return stateVerdict(r, ActionRecover, possible)
-}
-
-// planAgainVerdict: planning again is requesting again, so it needs what requesting
-// needs (provisioning.plan, and cloud.live for a live executor).
-func planAgainVerdict(r Run, a Actor, possible bool) Verdict {
-	switch {
-	case !a.Can(authz.PermProvisioningPlan):
-		return refused(errs.Explain(errs.ErrForbidden, fmt.Sprintf("Your role (%s) does not request runs.", a.Role)))
-	case r.Live() && !a.CloudLive:
-		return refused(errs.Explain(errs.ErrForbidden, "This run's executor acts on a live cloud: planning it again needs the cloud.live entitlement."))
-	}
-	return stateVerdict(r, ActionPlanAgain, possible)
 }
 
 // mayRequest says whether a may request a run in env on runner (DESIGN §4): a

@@ -61,6 +61,9 @@ type actor struct {
 	// maker: made the changes a codification accepts (one of the run's
 	// PriorRequesters); only TestFloorsHold's codification rows use it.
 	maker bool
+	// overrider: overrode the run's soft policy failure (Actor.Overrode); only
+	// TestOverriderDoesNotApprove's rows use it.
+	overrider bool
 }
 
 type decisionRow struct {
@@ -308,7 +311,7 @@ func decideRow(t *testing.T, row decisionRow, s scenario) {
 	r, env := s.run, s.env
 	who := Actor{Subject: authz.Subject{UserID: "usr-" + strings.ReplaceAll(row.name, " ", "-"), Name: row.name,
 		OrganizationID: tableOrg, Role: row.who.role, AuthenticatedAt: t0},
-		Granted: row.who.grant, CloudLive: row.who.cloudLive, Groups: row.who.groups}
+		Granted: row.who.grant, CloudLive: row.who.cloudLive, Groups: row.who.groups, Overrode: row.who.overrider}
 	if row.who.staleAuth {
 		who.AuthenticatedAt = t0.Add(-time.Hour)
 	}

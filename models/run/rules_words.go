@@ -85,3 +85,14 @@ func approverPhrase(a risk.Approver) string {
 	}
 	return "nobody"
 }
+
+// OverrideSummary says who may override a soft-mandatory policy failure and what it
+// asks (decide, overridable), as a sentence.
+func OverrideSummary() string {
+	return fmt.Sprintf("An admin or owner who may decide the run may override it, with a reason of at least %d characters.", MinReasonLength)
+}
+
+// OverriderSummary says the four-eyes rule on overrides (decide), as a sentence.
+func OverriderSummary() string {
+	return "Whoever overrides a rule does not also approve the run (four eyes)."
+}

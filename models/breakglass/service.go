@@ -360,7 +360,10 @@ func (s *Service) Request(ctx context.Context, req Request) (Window, error) {
 		if err := s.enqueuer.EnqueueWindow(ctx, Job{WindowID: w.ID, State: Requested, RunAt: w.DecisionDeadline}); err != nil {
 			return err
 		}
-		return s.tellRequested(ctx, w, env, ws.Name, subject, now)
+		if err := s.tellRequested(ctx, w, env, ws.Name, subject, now); err != nil {
+			return err
+		}
+		return s.store.announce(ctx, w)
 	})
 	return out, err
 }

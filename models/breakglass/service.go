@@ -88,16 +88,16 @@ type Service struct {
 
 // Config is what a Service is built from; CloudEndpoint is optional.
 type Config struct {
-	Store         *Store
-	Audit         *audit.Log
-	Runs          Runs
-	Actors        Actors
-	Environments  Environments
-	Workspaces    Workspaces
-	Minter        Minter
-	Enqueuer      Enqueuer
-	Notifier      Notifier
-	Members       Members
+	Store        *Store
+	Audit        *audit.Log
+	Runs         Runs
+	Actors       Actors
+	Environments Environments
+	Workspaces   Workspaces
+	Minter       Minter
+	Enqueuer     Enqueuer
+	Notifier     Notifier
+	Members      Members
 	// DecisionWindow is how long a request waits for a decision (zero:
 	// DefaultDecisionWindow; else within CheckDecisionWindow's bounds).
 	DecisionWindow time.Duration

@@ -100,10 +100,10 @@ type Notice struct {
 	OrganizationID string `json:"organization_id"`
 	RunID          string `json:"run_id,omitempty"`
 	// Window is the break-glass window the notice is about (nil: a run's notice).
-	Window *WindowFacts `json:"window,omitempty"`
-	State          string `json:"state"`
-	Reason         string `json:"reason,omitempty"`
-	ActorName      string `json:"actor_name,omitempty"`
+	Window    *WindowFacts `json:"window,omitempty"`
+	State     string       `json:"state"`
+	Reason    string       `json:"reason,omitempty"`
+	ActorName string       `json:"actor_name,omitempty"`
 	// CauseRunID is the run whose act ended this one, when another run's did: the run
 	// that wrote the state a STALE run was planned against, the run an EXPIRED one
 	// waited behind (the reason names it too).

@@ -247,7 +247,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Environments = environment.NewService(gdb, p.Audit, p.Runs.Eligibility)
 	if p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: runner.NotifyEnqueuer{Client: inserter},
 		People: p.Orgs, Runs: p.Runs.Reads, Link: func(runID string) string { return base + paths.RunReview(runID) },
-		WindowLink: func(id string) string { return base + paths.BreakglassWindow(id) },
+		WindowLink:     func(id string) string { return base + paths.BreakglassWindow(id) },
 		PreferencesURL: base + paths.NotificationSettings(), Mailer: cfg.Mailer, Hooks: cfg.Hooks, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

@@ -72,6 +72,7 @@ func approvalsProps(l listRequest, page pages.InboxPage) views.ApprovalsProps {
 	if l.refused() {
 		return p
 	}
+	p.Emergencies = emergencyRows(page.Emergencies, page.Now)
 	mine, others := page.ForYou.Page, page.ForOthers.Page
 	p.ForYou, p.ForOthers = inboxRows(page.ForYou.Lines, page.Now), inboxRows(page.ForOthers.Lines, page.Now)
 	p.Controls.Total, p.ForYouTotal, p.ForOthersTotal = mine.Total, mine.Total, others.Total
@@ -102,6 +103,16 @@ func inboxRows(lines []pages.InboxLine, now time.Time) []views.InboxRow {
 			row.TimeLeft = roughDuration(e.DecisionDeadline.Sub(now))
 		}
 		out[i] = row
+	}
+	return out
+}
+
+// emergencyRows are the inbox's break-glass requests, at now (the database clock).
+func emergencyRows(lines []pages.EmergencyLine, now time.Time) []views.EmergencyRow {
+	out := make([]views.EmergencyRow, len(lines))
+	for i, l := range lines {
+		out[i] = views.EmergencyRow{ID: l.ID, Workspace: l.Workspace.Name, Environment: l.Workspace.EnvironmentName, RequestedBy: l.RequestedByName,
+			Reason: l.Reason, Length: roughDuration(l.Duration()), Age: roughDuration(now.Sub(l.CreatedAt)), TimeLeft: roughDuration(l.DecisionDeadline.Sub(now))}
 	}
 	return out
 }

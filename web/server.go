@@ -169,7 +169,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	reviews := pages.Reviews{Runs: runs.Reads, Decisions: runs.Decisions, Plans: runs.Reads, Workspaces: svc.Workspaces, Rollbacks: svc.Rollbacks,
 		Inbox: runs.Inbox}
 	handlers.Runs{Pages: runReads, Runs: runs.Reads, Inbox: runs.Inbox, Reviews: reviews, Changes: s.Changes, Heartbeat: 20 * time.Second,
-		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names}}.Register(app)
+		InboxPages: pages.Inbox{Inbox: runs.Inbox, Clock: runs.Reads, Workspaces: svc.Workspaces, Names: names, Emergencies: svc.Breakglass}}.Register(app)
 	workspacePages := pages.Workspaces{Workspaces: svc.Workspaces, Runs: runs.Reads, States: svc.State, Names: names,
 		Catalog: svc.Catalog, Drift: runs.DriftChecks, Windows: svc.Breakglass}
 	handlers.Workspaces{Pages: workspacePages}.Register(app)

@@ -55,6 +55,9 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	pgDir := filepath.Join(dataDir, "postgres")
 	if reset {
 		if err := resetCluster(ctx, pgDir, logger); err != nil {

@@ -42,6 +42,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if len(missing) > 0 {
 		return fmt.Errorf("missing required settings %v (see gantry help serve)", missing)
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	if err := sf.checkPrebuilt(); err != nil {
 		return err
 	}

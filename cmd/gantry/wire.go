@@ -20,6 +20,7 @@ import (
 
 	"gantry/catalog"
 	"gantry/cmd/gantry/assemble"
+	"gantry/models/breakglass"
 	"gantry/models/keyring"
 	"gantry/models/notify"
 	runs "gantry/models/run"
@@ -63,6 +64,8 @@ type systemFlags struct {
 	mockLedger string
 	// tokenLifetime is how long a workload token lives (zero: the issuer's default).
 	tokenLifetime time.Duration
+	// breakglassDecision is how long a break-glass request waits for a decision.
+	breakglassDecision time.Duration
 	// kube configures the tofu/kubernetes executor (wire_kube.go).
 	kube kubeFlags
 }
@@ -87,6 +90,9 @@ func (s *systemFlags) register(f flags) {
 	f.dur(&s.leases.Heartbeat, "heartbeat", "GANTRY_HEARTBEAT", runs.DefaultHeartbeat, "how often a worker renews the lease on the run whose phase it runs (and how often the leader sweeps expired leases)")
 	f.dur(&s.leases.TTL, "lease", "GANTRY_LEASE", runs.DefaultLeaseTTL, "a run whose worker has not renewed its lease for this long is taken over: a plan or verification runs again, an apply becomes APPLY_INTERRUPTED")
 	f.dur(&s.tokenLifetime, "workload-token-lifetime", "GANTRY_WORKLOAD_TOKEN_LIFETIME", 0, "how long a job's workload identity token lives (default 15m, the most allowed); a phase running longer gets a fresh one, written to the token file its provider reads, before the current one runs out")
+	f.dur(&s.breakglassDecision, "breakglass-decision-window", "GANTRY_BREAKGLASS_DECISION_WINDOW", breakglass.DefaultDecisionWindow,
+		fmt.Sprintf("how long a break-glass request (an emergency) waits for an admin's decision before it expires: whole minutes from %s to %s",
+			breakglass.MinDecisionWindow, breakglass.MaxDecisionWindow))
 	f.str(&s.mockLedger, "mock-ledger", "GANTRY_MOCK_LEDGER", "", "tests and chaos runs: the file the mock executor appends each simulated apply to (plan digest and run), so applies per plan digest can be counted")
 	f.dur(&s.runnerDelay, "runner-delay", "GANTRY_RUNNER_DELAY", 0, "demos and tests: wait this long before each plan, apply and verify, to watch runs move")
 	f.dur(&s.driftDispatch, "drift-dispatch-every", "GANTRY_DRIFT_DISPATCH_EVERY", runner.DriftDispatchEvery, "how often one replica (the leader) looks for workspaces due a scheduled drift check (each environment sets its interval)")
@@ -103,6 +109,14 @@ func (s *systemFlags) register(f flags) {
 	f.IntVar(&s.hooks.MaxAttempts, "webhook-max-attempts", 8, "attempts at one webhook delivery before it is given up")
 	f.IntVar(&s.hooks.DisableAfter, "webhook-disable-after", 20, "failed attempts in a row after which Gantry turns a webhook off")
 	s.kube.register(f)
+}
+
+// check refuses, before anything starts, settings out of their bounds.
+func (s systemFlags) check() error {
+	if err := breakglass.CheckDecisionWindow(s.breakglassDecision); err != nil {
+		return fmt.Errorf("--breakglass-decision-window: %w", err)
+	}
+	return nil
 }
 
 // mailer is the notification mailer the flags ask for (nil: no mail).
@@ -240,7 +254,7 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 		return nil, nil, err
 	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime,
+		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime, BreakglassDecisionWindow: sf.breakglassDecision,
 		ContainerStatePort: sf.containerStatePort, RunnerStateURLs: sf.runnerStateURLs(), Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }

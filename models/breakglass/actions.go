@@ -55,6 +55,9 @@ func (s *Service) act(ctx context.Context, id string, verdict func(Permissions) 
 		} else if err := fn(ctx, &w, subject, now); err != nil {
 			return err
 		}
+		if err := s.tellMoves(ctx, w, subject, now); err != nil {
+			return err
+		}
 		if err := s.store.save(ctx, &w, subject, now); err != nil {
 			return err
 		}
@@ -252,8 +255,12 @@ func (s *Service) Due(ctx context.Context, id string, st State) (Window, error) 
 		if err != nil {
 			return err
 		}
+		system := authz.System(w.OrganizationID)
+		if err := s.tellMoves(ctx, w, system, now); err != nil {
+			return err
+		}
 		out = w
-		return s.store.save(ctx, &w, authz.System(w.OrganizationID), now)
+		return s.store.save(ctx, &w, system, now)
 	})
 	return out, err
 }

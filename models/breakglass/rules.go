@@ -100,6 +100,36 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 	return p
 }
 
+// An emergency is decided in minutes, not in the days a run may wait: a request nobody
+// decides within the decision window expires (its deadline job, Service.Due) and a
+// decision after it is refused. The operator sets the window (gantry serve
+// --breakglass-decision-window); these are its default and bounds.
+const (
+	DefaultDecisionWindow = 30 * time.Minute
+	MinDecisionWindow     = 5 * time.Minute
+	MaxDecisionWindow     = 24 * time.Hour
+)
+
+// CheckDecisionWindow says what is wrong with d as the decision window of break-glass
+// requests (nil: nothing): whole minutes from MinDecisionWindow to MaxDecisionWindow.
+func CheckDecisionWindow(d time.Duration) error {
+	if d < MinDecisionWindow || d > MaxDecisionWindow || d%time.Minute != 0 {
+		return fmt.Errorf("a break-glass decision window of %s: want whole minutes from %s to %s", d, MinDecisionWindow, MaxDecisionWindow)
+	}
+	return nil
+}
+
+// MayDecideSome reports whether s is the kind of person who decides on windows at all
+// (an admin or owner with provisioning.apply, not Gantry itself): who may decide one
+// window is then decide's answer. Lists and counts ask it before reading any window.
+func MayDecideSome(s authz.Subject) bool {
+	return !s.System && s.Role.AtLeast(authz.RoleAdmin) && s.Can(authz.PermProvisioningApply)
+}
+
+// MayDecide reports whether a may approve or reject window w now: the inbox lists it
+// for them, counts it and tells them of it.
+func (p Permissions) MayDecide() bool { return p.Approve.Allowed() || p.Reject.Allowed() }
+
 // decide is the verdict on approving (or rejecting) a request: an admin or owner with
 // provisioning.apply, never the requester, cloud.live to approve (the window changes a
 // live cloud), within the decision deadline.
@@ -107,7 +137,7 @@ func decide(w Window, a run.Actor, now time.Time, approve bool) runport.Verdict 
 	switch {
 	case a.System:
 		return forbid("Gantry itself never decides for a person.")
-	case !a.Role.AtLeast(authz.RoleAdmin) || !a.Can(authz.PermProvisioningApply):
+	case !MayDecideSome(a.Subject):
 		return forbid("A break-glass window is approved or rejected by an admin or owner.")
 	case a.UserID == w.RequestedBy:
 		return forbid("You asked for this window: four eyes means an admin other than you decides on it.")

@@ -78,31 +78,52 @@ type Service struct {
 	workspaces   Workspaces
 	minter       Minter
 	enqueuer     Enqueuer
+	notifier     Notifier
+	members      Members
+	// decisionWindow is how long a request waits for a decision (CheckDecisionWindow).
+	decisionWindow time.Duration
 	// cloudEndpoint is where the credentials are used, shown with them ("": unknown).
 	cloudEndpoint string
 }
 
 // Config is what a Service is built from; CloudEndpoint is optional.
 type Config struct {
-	Store         *Store
-	Audit         *audit.Log
-	Runs          Runs
-	Actors        Actors
-	Environments  Environments
-	Workspaces    Workspaces
-	Minter        Minter
-	Enqueuer      Enqueuer
-	CloudEndpoint string
+	Store        *Store
+	Audit        *audit.Log
+	Runs         Runs
+	Actors       Actors
+	Environments Environments
+	Workspaces   Workspaces
+	Minter       Minter
+	Enqueuer     Enqueuer
+	Notifier     Notifier
+	Members      Members
+	// DecisionWindow is how long a request waits for a decision (zero:
+	// DefaultDecisionWindow; else within CheckDecisionWindow's bounds).
+	DecisionWindow time.Duration
+	CloudEndpoint  string
 }
 
-// NewService returns the service; every dependency but CloudEndpoint is required.
+// NewService returns the service; every dependency but DecisionWindow and
+// CloudEndpoint is required.
 func NewService(c Config) (*Service, error) {
-	if c.Store == nil || c.Audit == nil || c.Runs == nil || c.Actors == nil || c.Environments == nil || c.Workspaces == nil || c.Minter == nil || c.Enqueuer == nil {
-		return nil, errors.New("breakglass service: Store, Audit, Runs, Actors, Environments, Workspaces, Minter and Enqueuer are required")
+	if c.Store == nil || c.Audit == nil || c.Runs == nil || c.Actors == nil || c.Environments == nil || c.Workspaces == nil || c.Minter == nil ||
+		c.Enqueuer == nil || c.Notifier == nil || c.Members == nil {
+		return nil, errors.New("breakglass service: Store, Audit, Runs, Actors, Environments, Workspaces, Minter, Enqueuer, Notifier and Members are required")
+	}
+	if c.DecisionWindow == 0 {
+		c.DecisionWindow = DefaultDecisionWindow
+	}
+	if err := CheckDecisionWindow(c.DecisionWindow); err != nil {
+		return nil, err
 	}
 	return &Service{store: c.Store, audit: c.Audit, runs: c.Runs, actors: c.Actors, environments: c.Environments, workspaces: c.Workspaces,
-		minter: c.Minter, enqueuer: c.Enqueuer, cloudEndpoint: c.CloudEndpoint}, nil
+		minter: c.Minter, enqueuer: c.Enqueuer, notifier: c.Notifier, members: c.Members, decisionWindow: c.DecisionWindow,
+		cloudEndpoint: c.CloudEndpoint}, nil
 }
+
+// DecisionWindow is how long a request waits for an admin's decision before it expires.
+func (s *Service) DecisionWindow() time.Duration { return s.decisionWindow }
 
 // CloudEndpoint is where a window's credentials are used ("" when this Gantry does not
 // know it).
@@ -194,27 +215,56 @@ func (s *Service) Recent(ctx context.Context, limit int) ([]Window, error) {
 	return s.store.list(ctx, limit, "organization_id = ?", subject.OrganizationID)
 }
 
-// ToDecide lists the windows of the subject's organization waiting for an admin's
-// decision that the subject may take (an admin or owner, not the requester; none of the
-// environments hidden from them), oldest first, at most limit: the landing page shows them.
+// ToDecide lists the windows of the subject's organization waiting for a decision the
+// subject may take now (Permissions.MayDecide: an admin or owner, not the requester,
+// within the decision deadline, none of the environments hidden from them), oldest
+// first, at most limit (0: all): the inbox and the landing page list them ahead of
+// runs.
 func (s *Service) ToDecide(ctx context.Context, limit int) ([]Window, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
-	if err != nil || !subject.Role.AtLeast(authz.RoleAdmin) {
+	if err != nil || !MayDecideSome(subject) {
+		return nil, err
+	}
+	now, err := s.store.clock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	hidden, err := s.environments.HiddenFrom(ctx, subject)
 	if err != nil {
 		return nil, err
 	}
-	where, args := "organization_id = ? AND state = ? AND requested_by <> ?", []any{subject.OrganizationID, Requested, subject.UserID}
+	// The query narrows; the rules decide, window by window (a handful at most: one
+	// request at a time per workspace).
+	where, args := "organization_id = ? AND state = ? AND requested_by <> ? AND decision_deadline > ?",
+		[]any{subject.OrganizationID, Requested, subject.UserID, now}
 	if len(hidden) > 0 {
 		where, args = where+" AND environment_id NOT IN ?", append(args, hidden)
 	}
-	var out []Window
-	if err := s.store.conn(ctx).Where(where, args...).Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
+	var found []Window
+	if err := s.store.conn(ctx).Where(where, args...).Order("created_at, id").Find(&found).Error; err != nil {
 		return nil, fmt.Errorf("listing windows to decide: %w", err)
 	}
+	out := make([]Window, 0, len(found))
+	for _, w := range found {
+		p, _, err := s.permissions(ctx, subject, w, now)
+		if err != nil {
+			return nil, err
+		}
+		if p.MayDecide() {
+			out = append(out, w)
+		}
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
 	return out, nil
+}
+
+// CountToDecide is how many windows wait for the subject's decision (ToDecide): the
+// navigation's count of what waits for them includes it.
+func (s *Service) CountToDecide(ctx context.Context) (int64, error) {
+	ws, err := s.ToDecide(ctx, 0)
+	return int64(len(ws)), err
 }
 
 // Check says what asking for a window on workspaceID would be refused for (field
@@ -270,7 +320,8 @@ func (s *Service) checkRequest(ctx context.Context, subject authz.Subject, req R
 }
 
 // Request asks for a window on req.WorkspaceID: it waits for an admin's decision
-// within the environment's decision window. Bad input is *errs.Validation and nothing
+// within the break-glass decision window (minutes: an emergency), and those who may
+// decide it are told. Bad input is *errs.Validation and nothing
 // is written.
 func (s *Service) Request(ctx context.Context, req Request) (Window, error) {
 	subject, err := authz.Require(ctx, authz.PermProvisioningPlan)
@@ -292,7 +343,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Window, error) {
 		}
 		w := Window{ID: db.NewID("bgw"), OrganizationID: subject.OrganizationID, EnvironmentID: env.ID, WorkspaceID: ws.ID,
 			State: Requested, Reason: normalized(req.Reason), DurationMinutes: int(req.Duration / time.Minute),
-			RequestedBy: subject.UserID, RequestedByName: subject.Name, DecisionDeadline: now.Add(env.DecisionWindow()),
+			RequestedBy: subject.UserID, RequestedByName: subject.Name, DecisionDeadline: now.Add(s.decisionWindow),
 			CreatedAt: now, UpdatedAt: now}
 		w.StateReason = "waiting for an admin's approval (not the requester) by " + w.DecisionDeadline.UTC().Format("2006-01-02 15:04 UTC")
 		w.TermsDigest = TermsOf(w).Digest()
@@ -306,7 +357,13 @@ func (s *Service) Request(ctx context.Context, req Request) (Window, error) {
 			return err
 		}
 		out = w
-		return s.enqueuer.EnqueueWindow(ctx, Job{WindowID: w.ID, State: Requested, RunAt: w.DecisionDeadline})
+		if err := s.enqueuer.EnqueueWindow(ctx, Job{WindowID: w.ID, State: Requested, RunAt: w.DecisionDeadline}); err != nil {
+			return err
+		}
+		if err := s.tellRequested(ctx, w, env, ws.Name, subject, now); err != nil {
+			return err
+		}
+		return s.store.announce(ctx, w)
 	})
 	return out, err
 }

@@ -2,6 +2,7 @@ package breakglass
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/run"
 	"gantry/models/runport"
 )
 
@@ -85,6 +87,17 @@ func (s *Store) save(ctx context.Context, w *Window, who authz.Subject, now time
 		}
 	}
 	w.moves = nil
+	return s.announce(ctx, *w)
+}
+
+// announce tells live pages that window w changed, on the run changes' channel (at
+// commit): the inbox count and the workspace's page re-read what they show. It names
+// no run, so no run page wakes.
+func (s *Store) announce(ctx context.Context, w Window) error {
+	payload, _ := json.Marshal(map[string]string{"workspace": w.WorkspaceID, "org": w.OrganizationID, "window": w.ID})
+	if err := s.conn(ctx).Exec("SELECT pg_notify(?, ?)", run.ChangesChannel, string(payload)).Error; err != nil {
+		return fmt.Errorf("announcing break-glass window %s: %w", w.ID, err)
+	}
 	return nil
 }
 

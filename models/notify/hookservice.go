@@ -242,7 +242,7 @@ func (s *Service) queueDeliveries(ctx context.Context, n Notice, f Facts, link s
 			return err
 		}
 		d := Delivery{ID: db.NewID("whd"), WebhookID: h.ID, OrganizationID: h.OrganizationID, NotificationID: n.ID,
-			Event: n.Event, RunID: &n.RunID, Payload: body, Status: DeliveryPending}
+			Event: n.Event, RunID: runOf(n), Payload: body, Status: DeliveryPending}
 		res := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
 			Columns:     []clause.Column{{Name: "webhook_id"}, {Name: "notification_id"}},
 			TargetWhere: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "redelivery_of IS NULL"}}},
@@ -259,4 +259,12 @@ func (s *Service) queueDeliveries(ctx context.Context, n Notice, f Facts, link s
 		}
 	}
 	return nil
+}
+
+// runOf is the run a notice is about (nil: a window's).
+func runOf(n Notice) *string {
+	if n.RunID == "" {
+		return nil
+	}
+	return &n.RunID
 }

@@ -26,6 +26,9 @@ type Mail struct {
 
 // mailFor writes notice n about the run f to contact c.
 func mailFor(n Notice, f Facts, c Contact, link, prefs string) Mail {
+	if n.Window != nil {
+		return windowMail(n, c, link, prefs)
+	}
 	var b strings.Builder
 	name := c.Name
 	if name == "" {

@@ -39,10 +39,24 @@ const (
 	// DriftUnowned: a drift check found live resources changed by nobody on record (no
 	// run, no break-glass window); sent to the organization's admins and owners.
 	DriftUnowned Event = "drift.unowned"
+	// RunApplied: a run's apply finished and its changes are live (its verification
+	// follows); sent to the requester and the run's approvers.
+	RunApplied Event = "run.applied"
+	// BreakglassRequested: a person asked for a break-glass window (an emergency); sent
+	// to every member who may decide it.
+	BreakglassRequested Event = "breakglass.requested"
+	// BreakglassOpened: a window was approved (its requester may open it) or opened (the
+	// manual change path is open); sent to the requester and the approver.
+	BreakglassOpened Event = "breakglass.opened"
+	// BreakglassEnded: a window's manual change path ended (its time was up, or someone
+	// ended it), or it never opened (rejected, cancelled, expired); sent to the requester
+	// and the approver.
+	BreakglassEnded Event = "breakglass.ended"
 )
 
 // Events lists every event, in the order pages show them.
-var Events = []Event{DecisionWaiting, DecisionEscalated, RunDecided, RunExpired, RunFailed, RunStale, DriftUnowned}
+var Events = []Event{DecisionWaiting, DecisionEscalated, RunDecided, RunExpired, RunFailed, RunStale, DriftUnowned,
+	RunApplied, BreakglassRequested, BreakglassOpened, BreakglassEnded}
 
 // Valid reports whether e is one of Events.
 func (e Event) Valid() bool { return slices.Contains(Events, e) }
@@ -64,21 +78,32 @@ func (e Event) Title() string {
 		return "A run went stale"
 	case DriftUnowned:
 		return "A drift check found unowned drift"
+	case RunApplied:
+		return "A run applied its changes"
+	case BreakglassRequested:
+		return "A break-glass window (an emergency) waits for your decision"
+	case BreakglassOpened:
+		return "A break-glass window was approved or opened"
+	case BreakglassEnded:
+		return "A break-glass window ended, or was rejected, cancelled or expired"
 	}
 	return string(e)
 }
 
-// Notice is one thing that happened to one run, addressed to members (user ids). The
-// run service builds it; what the run is (its label, environment, risk) is read when
-// the notice is fanned out.
+// Notice is one thing that happened to one run or one break-glass window, addressed
+// to members (user ids). The run service builds a run's; what the run is (its label,
+// environment, risk) is read when the notice is fanned out. The window service builds
+// a window's with what it says (Window) already in it.
 type Notice struct {
 	ID             string `json:"id"` // "ntf-..."
 	Event          Event  `json:"event"`
 	OrganizationID string `json:"organization_id"`
-	RunID          string `json:"run_id"`
-	State          string `json:"state"`
-	Reason         string `json:"reason,omitempty"`
-	ActorName      string `json:"actor_name,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	// Window is the break-glass window the notice is about (nil: a run's notice).
+	Window    *WindowFacts `json:"window,omitempty"`
+	State     string       `json:"state"`
+	Reason    string       `json:"reason,omitempty"`
+	ActorName string       `json:"actor_name,omitempty"`
 	// CauseRunID is the run whose act ended this one, when another run's did: the run
 	// that wrote the state a STALE run was planned against, the run an EXPIRED one
 	// waited behind (the reason names it too).
@@ -125,6 +150,9 @@ func (f Facts) Changes() string {
 
 // Headline is the notice in one sentence, for a mail subject and a chat message.
 func Headline(n Notice, f Facts) string {
+	if n.Window != nil {
+		return windowHeadline(n)
+	}
 	label := f.Label
 	if f.Simulated {
 		label += " (SIMULATED)"
@@ -152,6 +180,8 @@ func Headline(n Notice, f Facts) string {
 		return fmt.Sprintf("%s in %s failed", label, f.Environment)
 	case RunStale:
 		return fmt.Sprintf("%s in %s went stale", label, f.Environment)
+	case RunApplied:
+		return fmt.Sprintf("%s in %s applied its changes", label, f.Environment)
 	case DriftUnowned:
 		return fmt.Sprintf("Unowned drift in %s (%s): live resources were changed outside Gantry (drift check %s)", f.Workspace, f.Environment, label)
 	}

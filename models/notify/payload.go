@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Payload is the JSON document a "json" hook receives.
+// Payload is the JSON document a "json" hook receives: about a run (Run) or, for the
+// "breakglass.*" events, a break-glass window (Window).
 type Payload struct {
 	ID         string    `json:"id"` // the notice: the same in every hook's delivery and a redelivery
 	Event      Event     `json:"event"`
@@ -16,8 +17,9 @@ type Payload struct {
 	Reason     string    `json:"reason,omitempty"`
 	Actor      string    `json:"actor,omitempty"`
 	// CauseRunID is the run whose act ended this one (Notice.CauseRunID).
-	CauseRunID string     `json:"cause_run_id,omitempty"`
-	Run        PayloadRun `json:"run"`
+	CauseRunID string         `json:"cause_run_id,omitempty"`
+	Run        *PayloadRun    `json:"run,omitempty"`
+	Window     *PayloadWindow `json:"window,omitempty"`
 }
 
 // PayloadRun is the run a payload is about.
@@ -42,11 +44,14 @@ type PayloadRun struct {
 
 // Body is what a hook of format f receives for notice n about run f.
 func Body(format Format, n Notice, f Facts, link string) ([]byte, error) {
+	if n.Window != nil {
+		return windowBody(format, n, link)
+	}
 	if format == FormatSlack {
 		return json.Marshal(map[string]string{"text": slackText(n, f, link)})
 	}
 	p := Payload{ID: n.ID, Event: n.Event, OccurredAt: n.At.UTC(), Summary: Headline(n, f), Reason: n.Reason, Actor: n.ActorName,
-		CauseRunID: n.CauseRunID, Run: PayloadRun{ID: n.RunID, OrganizationID: n.OrganizationID, Label: f.Label, Workspace: f.Workspace, Environment: f.Environment,
+		CauseRunID: n.CauseRunID, Run: &PayloadRun{ID: n.RunID, OrganizationID: n.OrganizationID, Label: f.Label, Workspace: f.Workspace, Environment: f.Environment,
 			Tier: f.Tier, Template: f.Template, Kind: f.Kind, State: n.State, Requester: f.Requester, RiskLevel: f.RiskLevel,
 			Changes:   map[string]int{"create": f.Create, "update": f.Update, "replace": f.Replace, "delete": f.Delete},
 			CostDelta: f.CostDelta, Simulated: f.Simulated, ReviewURL: link}}

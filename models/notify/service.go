@@ -56,8 +56,10 @@ type Config struct {
 	People   People
 	// Runs read what a notice says about its run, for the fan-out.
 	Runs Runs
-	// Link is the absolute URL of a run's review page.
-	Link func(runID string) string
+	// Link is the absolute URL of a run's review page; WindowLink of a break-glass
+	// window's page.
+	Link       func(runID string) string
+	WindowLink func(windowID string) string
 	// PreferencesURL is the absolute URL of the page where a member chooses their mail.
 	PreferencesURL string
 	// Mailer sends e-mail; nil: no e-mail is sent (webhooks still are).
@@ -76,6 +78,7 @@ type Service struct {
 	runs     Runs
 	people   People
 	link     func(string) string
+	windows  func(string) string
 	prefsURL string
 	mailer   Mailer
 	hooks    HookOptions
@@ -85,15 +88,15 @@ type Service struct {
 
 // NewService checks cfg and builds the service.
 func NewService(cfg Config) (*Service, error) {
-	if cfg.DB == nil || cfg.Audit == nil || cfg.Keys == nil || cfg.Enqueuer == nil || cfg.People == nil || cfg.Runs == nil || cfg.Link == nil {
-		return nil, errors.New("notify: DB, Audit, Keys, Enqueuer, People, Runs and Link are required")
+	if cfg.DB == nil || cfg.Audit == nil || cfg.Keys == nil || cfg.Enqueuer == nil || cfg.People == nil || cfg.Runs == nil || cfg.Link == nil || cfg.WindowLink == nil {
+		return nil, errors.New("notify: DB, Audit, Keys, Enqueuer, People, Runs, Link and WindowLink are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	h := cfg.Hooks.withDefaults()
 	return &Service{db: cfg.DB, audit: cfg.Audit, keys: cfg.Keys, enqueuer: cfg.Enqueuer, runs: cfg.Runs, people: cfg.People,
-		link: cfg.Link, prefsURL: cfg.PreferencesURL, mailer: cfg.Mailer, hooks: h, client: newHookClient(h), logger: cfg.Logger}, nil
+		link: cfg.Link, windows: cfg.WindowLink, prefsURL: cfg.PreferencesURL, mailer: cfg.Mailer, hooks: h, client: newHookClient(h), logger: cfg.Logger}, nil
 }
 
 // HookOptions returns the webhook settings in force (the queue's retry schedule reads them).
@@ -129,11 +132,18 @@ func (s *Outbox) Notify(ctx context.Context, n Notice) error {
 // transaction; running it twice delivers nothing twice (deliveries are unique per hook
 // and notice, mail jobs per notice and person).
 func (s *Service) Fanout(ctx context.Context, n Notice) error {
-	f, err := s.runs.NoticeFacts(ctx, n.OrganizationID, n.RunID)
-	if err != nil {
-		return fmt.Errorf("reading run %s for notice %s: %w", n.RunID, n.ID, err)
+	// A window's notice carries what it says; a run's reads its run now.
+	var f Facts
+	link := ""
+	if n.Window != nil {
+		link = s.windows(n.Window.ID)
+	} else {
+		var err error
+		if f, err = s.runs.NoticeFacts(ctx, n.OrganizationID, n.RunID); err != nil {
+			return fmt.Errorf("reading run %s for notice %s: %w", n.RunID, n.ID, err)
+		}
+		link = s.link(n.RunID)
 	}
-	link := s.link(n.RunID)
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
 		if err := s.queueDeliveries(ctx, n, f, link); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"gantry/models/breakglass"
 	"gantry/models/errs"
 	"gantry/models/listing"
 	"gantry/models/run"
@@ -41,6 +42,20 @@ type Inbox struct {
 	Clock      Clock
 	Workspaces WorkspaceViews
 	Names      ListNames
+	// Emergencies are the break-glass requests the person may decide
+	// (breakglass.Service): listed first, whatever the lists' filters.
+	Emergencies WindowsToDecide
+}
+
+// MaxInboxEmergencies bounds the emergencies the inbox lists (one request at a time
+// per workspace keeps them few).
+const MaxInboxEmergencies = 50
+
+// EmergencyLine is a break-glass request waiting for the person's decision, with its
+// workspace (and the workspace's environment).
+type EmergencyLine struct {
+	breakglass.Window
+	Workspace workspace.View
 }
 
 // InboxQuery searches and filters both lists alike; each list pages by a cursor of its
@@ -70,7 +85,9 @@ type InboxList struct {
 // InboxPage is the personal inbox: both lists judged at Now (the database clock), and
 // the environments its filter chooses from (by id).
 type InboxPage struct {
-	Now               time.Time
+	Now time.Time
+	// Emergencies come before the runs: break-glass requests waiting for the person.
+	Emergencies       []EmergencyLine
 	ForYou, ForOthers InboxList
 	EnvironmentNames  map[string]string
 }
@@ -92,6 +109,9 @@ func (s Inbox) Page(ctx context.Context, q InboxQuery) (InboxPage, error) {
 	if p.Now, err = s.Clock.Clock(ctx); err != nil {
 		return InboxPage{}, err
 	}
+	if p.Emergencies, err = s.emergencies(ctx); err != nil {
+		return InboxPage{}, err
+	}
 	for _, l := range []struct {
 		decides bool
 		page    listing.Page
@@ -106,6 +126,32 @@ func (s Inbox) Page(ctx context.Context, q InboxQuery) (InboxPage, error) {
 		}
 	}
 	return p, nil
+}
+
+// emergencies are the break-glass requests waiting for the person, oldest first, with
+// their workspaces.
+func (s Inbox) emergencies(ctx context.Context) ([]EmergencyLine, error) {
+	windows, err := s.Emergencies.ToDecide(ctx, MaxInboxEmergencies)
+	if err != nil || len(windows) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(windows))
+	for i, w := range windows {
+		ids[i] = w.WorkspaceID
+	}
+	byID, err := s.Workspaces.Views(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EmergencyLine, len(windows))
+	for i, w := range windows {
+		ws, ok := byID[w.WorkspaceID]
+		if !ok {
+			return nil, fmt.Errorf("break-glass window %s: workspace %s: %w", w.ID, w.WorkspaceID, errs.ErrNotFound)
+		}
+		out[i] = EmergencyLine{Window: w, Workspace: ws}
+	}
+	return out, nil
 }
 
 // inboxLines are entries with their workspaces.

@@ -189,8 +189,20 @@ func (s *Inbox) Inbox(ctx context.Context, decides bool, q InboxQuery) (InboxPag
 	return out, nil
 }
 
-// CountWaitingForYou is how many runs the subject may decide now (the navigation's
-// count): one count of the inbox index.
+// Emergencies count the break-glass requests waiting for the subject in ctx to decide
+// (breakglass.Service, whose rules say who may): they wait for a person like runs do,
+// and come first.
+type Emergencies interface {
+	CountToDecide(ctx context.Context) (int64, error)
+}
+
+// CountEmergencies makes the inbox's count include e's. The composition root calls it
+// once, before serving: the window service is built on the run roles, so it cannot be
+// handed to them when they are built.
+func (s *Inbox) CountEmergencies(e Emergencies) { s.emergencies = e }
+
+// CountWaitingForYou is how many decisions the subject may take now (the navigation's
+// count): the runs, one count of the inbox index, and the break-glass requests.
 func (s *Inbox) CountWaitingForYou(ctx context.Context) (int64, error) {
 	subject, err := authz.Require(ctx, authz.PermOrgRead)
 	if err != nil {
@@ -203,7 +215,14 @@ func (s *Inbox) CountWaitingForYou(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("counting runs waiting for you: %w", err)
 	}
-	return n, nil
+	if s.emergencies == nil {
+		return n, nil
+	}
+	windows, err := s.emergencies.CountToDecide(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("counting break-glass requests waiting for you: %w", err)
+	}
+	return n + windows, nil
 }
 
 func pageSize(limit int) int {

@@ -49,6 +49,10 @@ func noticesOf(r Run, m move) []notify.Event {
 		}
 	case Stale:
 		return []notify.Event{notify.RunStale}
+	case Verifying:
+		// The apply finished: its changes are live (the verification after it is told
+		// only if it fails).
+		return []notify.Event{notify.RunApplied}
 	case Planned:
 		if r.Kind == KindDrift && r.DriftStatus == DriftUnowned {
 			return []notify.Event{notify.DriftUnowned}

@@ -36,6 +36,7 @@ func TestNoticesOfTransitions(t *testing.T) {
 		{"interrupted, then failed: told once", Run{}, move{From: ApplyInterrupted, To: Failed}, nil},
 		{"cancelled by the requester", Run{}, move{From: PendingApproval, To: Cancelled}, nil},
 		{"applying", Run{}, move{From: Approved, To: Running}, nil},
+		{"applied", Run{}, move{From: Running, To: Verifying}, []notify.Event{notify.RunApplied}},
 		{"succeeded", Run{}, move{From: Verifying, To: Succeeded}, nil},
 	}
 	for _, c := range cases {

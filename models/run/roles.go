@@ -87,8 +87,11 @@ type Verifies struct {
 type Reads struct{ k *core }
 
 // Inbox is the personal inbox's read model: what waits for the person and for others
-// (inbox.go).
-type Inbox struct{ k *core }
+// (inbox.go); its count includes the emergencies told to it (CountEmergencies).
+type Inbox struct {
+	k           *core
+	emergencies Emergencies
+}
 
 // DriftChecks queue drift checks (asked for, scheduled, at a window's end),
 // corrections and codifications, and read their findings (drift_checks.go,

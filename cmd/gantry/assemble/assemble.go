@@ -87,6 +87,9 @@ type Config struct {
 	// DriftDispatchEvery is how often the leader looks for due drift checks (zero:
 	// runner.DriftDispatchEvery).
 	DriftDispatchEvery time.Duration
+	// BreakglassDecisionWindow is how long a break-glass request waits for a decision
+	// (zero: breakglass.DefaultDecisionWindow).
+	BreakglassDecisionWindow time.Duration
 	// WorkloadTokenLifetime is how long a workload token lives (zero:
 	// identity.MaxLifetime, which is also its most). Tests shorten it so that a phase
 	// outlives its token and the runner must refresh it.
@@ -244,6 +247,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Environments = environment.NewService(gdb, p.Audit, p.Runs.Eligibility)
 	if p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: runner.NotifyEnqueuer{Client: inserter},
 		People: p.Orgs, Runs: p.Runs.Reads, Link: func(runID string) string { return base + paths.RunReview(runID) },
+		WindowLink:     func(id string) string { return base + paths.BreakglassWindow(id) },
 		PreferencesURL: base + paths.NotificationSettings(), Mailer: cfg.Mailer, Hooks: cfg.Hooks, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
@@ -251,9 +255,12 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Exports = audit.NewExports(gdb, p.Audit, cfg.Keys, p.AuditKeys, runner.ExportEnqueuer{Client: inserter})
 	if p.Breakglass, err = breakglass.NewService(breakglass.Config{Store: p.Windows, Audit: p.Audit, Runs: p.Runs.DriftChecks, Actors: p.Runs.Decisions,
 		Environments: p.Environments, Workspaces: p.Workspaces, Minter: p.Identity, Enqueuer: runner.Enqueuer{Client: inserter},
+		Notifier: notify.NewOutbox(runner.NotifyEnqueuer{Client: inserter}), Members: p.Orgs, DecisionWindow: cfg.BreakglassDecisionWindow,
 		CloudEndpoint: cfg.CloudEndpoint}); err != nil {
 		return nil, err
 	}
+	// Break-glass requests wait for a person's decision too: the inbox counts them.
+	p.Runs.Inbox.CountEmergencies(p.Breakglass)
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix, Rules: run.GovernanceRules{},
 		Executors: governanceExecutors{runners: p.Runners, def: p.Default}, Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit,

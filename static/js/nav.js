@@ -4,8 +4,8 @@
 // - Escape closes the innermost open menu and puts the focus back on its summary;
 // - a click elsewhere, or the focus moving out, closes an open menu; opening one
 //   closes the others beside it;
-// - a browser that cannot show a closed disclosure's content (no ::details-content)
-//   keeps the phone's "Menu" open on a wide screen, where the bar shows it whole.
+// - on a screen 600 px wide or more, the phone's "Menu" is kept open: the bar shows it
+//   whole, its summary hidden.
 "use strict";
 
 (() => {
@@ -38,7 +38,10 @@
     }
   }, true);
 
-  // The fallback: the wide bar is the "Menu" disclosure kept open, its summary hidden.
+  // On a wide screen the "Menu" disclosure is the bar: the stylesheet shows its content
+  // while it is closed (::details-content), and here it is opened for real, so what
+  // assistive technology is told matches what is shown (and a browser without
+  // ::details-content shows the bar too). Under 600 px it starts closed.
   const wide = window.matchMedia("(min-width: 600px)");
   function wideMenu(el) {
     return el.classList.contains("menu-wide");
@@ -49,8 +52,6 @@
     menu.classList.toggle("menu-wide", wide.matches);
     menu.open = wide.matches;
   }
-  if (!CSS.supports("selector(::details-content)")) {
-    document.addEventListener("DOMContentLoaded", fit);
-    wide.addEventListener("change", fit);
-  }
+  fit();
+  wide.addEventListener("change", fit);
 })();

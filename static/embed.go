@@ -20,4 +20,6 @@ const (
 	// FormsJS is Gantry's own script: error summaries that focus their fields, and
 	// aria-invalid kept in step by inline validation.
 	FormsJS = "js/forms.js"
+	// NavJS closes the navigation's open menus on Escape or a click elsewhere.
+	NavJS = "js/nav.js"
 )

@@ -8,6 +8,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"gantry/views/paths"
 )
 
 // Flash is a one-time message shown at the top of the next page.
@@ -41,6 +43,12 @@ type Chrome struct {
 	CanApprove    bool
 	// CanManageWebhooks: the organization's webhooks are in the navigation.
 	CanManageWebhooks bool
+	// CanReadGovernance: the governance report is in the navigation (what the
+	// governance service asks of its reader).
+	CanReadGovernance bool
+	// CanBreakglass: the list of break-glass windows is in the navigation (what the
+	// break-glass service asks of whoever lists them).
+	CanBreakglass bool
 	// FormKey makes a fresh idempotency key for each form drawn (CSRFField puts it in
 	// the form): the web layer sets it, so views stay free of I/O. Nil: no keys.
 	FormKey func() string
@@ -87,12 +95,70 @@ func csrfHeaders(token string) string {
 	return `{"X-CSRF-Token":"` + token + `"}`
 }
 
-// active marks the navigation link of the current section.
+// active marks the navigation link of the current section: the path is prefix or
+// below it ("/runs" and "/runs/run-1", not "/runsheet").
 func active(c Chrome, prefix string) bool {
 	if prefix == "/" {
 		return c.Path == "/"
 	}
-	return strings.HasPrefix(c.Path, prefix)
+	rest, ok := strings.CutPrefix(c.Path, prefix)
+	return ok && (rest == "" || strings.HasPrefix(rest, "/") || strings.HasPrefix(rest, "?"))
+}
+
+// navItem is one link of a navigation group.
+type navItem struct {
+	Href, Label string
+	Current     bool
+}
+
+// settingsNav is the settings group: what the person may manage, in the order they
+// set an organization up.
+func settingsNav(c Chrome) []navItem {
+	var items []navItem
+	if c.CanManageEnvs {
+		items = append(items,
+			navItem{paths.Environments(), "Environments", active(c, paths.Environments())},
+			navItem{paths.Executors(), "Executors", active(c, paths.Executors())},
+			navItem{paths.ApprovalMatrix(), "Approval matrix", active(c, paths.ApprovalMatrix())},
+			navItem{paths.Policies(), "Policies", active(c, paths.Policies())},
+			navItem{paths.Members(), "Members", active(c, paths.Members())})
+	}
+	if c.CanManageWebhooks {
+		items = append(items, navItem{paths.Webhooks(), "Webhooks", active(c, paths.Webhooks())})
+	}
+	return items
+}
+
+// auditNav is the audit group: the history and the governance report, for those who
+// may read them.
+func auditNav(c Chrome) []navItem {
+	var items []navItem
+	if c.CanReadAudit {
+		items = append(items, navItem{paths.Audit(), "Audit history", active(c, paths.Audit())})
+	}
+	if c.CanReadGovernance {
+		items = append(items, navItem{paths.Governance(), "Governance", active(c, paths.Governance())})
+	}
+	return items
+}
+
+// anyCurrent reports whether one of items is the current page's section.
+func anyCurrent(items []navItem) bool {
+	for _, it := range items {
+		if it.Current {
+			return true
+		}
+	}
+	return false
+}
+
+// countText is the navigation's count as its badge shows it: at most three characters,
+// so the badge keeps its width ("99+"; the label beside it reads the exact number).
+func countText(n int64) string {
+	if n > 99 {
+		return "99+"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // waitingLabel reads the navigation's count out: ", 3 runs wait for your decision".

@@ -150,6 +150,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		c.Response().WriteHeader(p.Status)
 		werr = json.NewEncoder(c.Response()).Encode(p)
+	case unknownPage(err):
+		// An address no route answers: a page in words (the JSON above stays as it was).
+		werr = render.Page(c, http.StatusNotFound, views.NotFoundPage(views.NotFoundProps{SignedIn: s.signedInChrome(c)}))
 	default:
 		props := views.ErrorProps{Status: p.Status, StatusLine: fmt.Sprintf("%d · %s", p.Status, http.StatusText(p.Status)), Title: p.Title, Message: p.Detail, Fields: p.Fields, ActionHref: paths.Home(), ActionLabel: "Back to the dashboard"}
 		switch {
@@ -166,6 +169,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr != nil {
 		s.cfg.Logger.ErrorContext(c.Request().Context(), "writing error response", slog.Any("error", werr))
 	}
+}
+
+// unknownPage reports whether err is the router's "no page here" (not a missing object,
+// which the domain's not-found error explains).
+func unknownPage(err error) bool {
+	var httpErr *echo.HTTPError
+	return errors.As(err, &httpErr) && httpErr.Code == http.StatusNotFound && errs.CodeOf(err) != errs.CodeNotFound
 }
 
 // signedInChrome makes an error page show who is signed in, also when the request was

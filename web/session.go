@@ -250,6 +250,11 @@ func (m member) fill(ch *views.Chrome) {
 	ch.CanReadAudit = m.subject.Can(authz.PermAuditRead)
 	ch.CanRequest = m.subject.Can(authz.PermProvisioningPlan)
 	ch.CanApprove = m.subject.Can(authz.PermProvisioningApply)
+	// The governance service reads its report for those holding audit.read
+	// (governance.Service.Report); the break-glass service lists windows to every
+	// member (breakglass.Service.Recent), hiding those of environments they may not see.
+	ch.CanReadGovernance = m.subject.Can(authz.PermAuditRead)
+	ch.CanBreakglass = m.subject.Can(authz.PermOrgRead)
 }
 
 // popFlashes takes the queued flash messages for a full page view (not for htmx

@@ -67,6 +67,7 @@ var layoutAssets = map[string]string{
 	static.HTMXSSE: "text/javascript; charset=utf-8",
 	static.Favicon: "image/svg+xml",
 	static.FormsJS: "text/javascript; charset=utf-8",
+	static.NavJS:   "text/javascript; charset=utf-8",
 }
 
 func TestStaticAssets(t *testing.T) {

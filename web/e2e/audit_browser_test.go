@@ -53,7 +53,8 @@ func TestAuditorInBrowser(t *testing.T) {
 
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, auditorEmail, auditorPassword, "Audrey")
-	b.do(t, "open the audit history from the navigation", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/audit"]`), chromedp.NodeVisible),
+	b.do(t, "open the audit history from the navigation", chromedp.Click(chromedp.CSS(`#nav-audit > summary`), chromedp.NodeVisible),
+		chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/audit"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
 	require.Contains(t, liveText(t, b, "chain-state"), "chain")
 	events := liveText(t, b, "audit-events")

@@ -81,6 +81,7 @@ func TestEnvironmentsInBrowser(t *testing.T) {
 
 	// 2. Create an environment through the form.
 	b.do(t, "open the environment list from the navigation",
+		chromedp.Click(chromedp.CSS(`#nav-settings > summary`), chromedp.NodeVisible),
 		chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/environments"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="environments"]`)),
 	)

@@ -44,7 +44,8 @@ func TestNotificationsInBrowser(t *testing.T) {
 
 	admin := startBrowser(t, chrome)
 	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
-	admin.do(t, "open the webhooks", chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/settings/webhooks"]`), chromedp.NodeVisible),
+	admin.do(t, "open the webhooks", chromedp.Click(chromedp.CSS(`#nav-settings > summary`), chromedp.NodeVisible),
+		chromedp.Click(chromedp.CSS(`nav.mainnav a[href="/settings/webhooks"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("add-webhook-button")))
 	requireAccessible(t, admin, "/settings/webhooks")
 	admin.do(t, "submit without a URL", chromedp.SetValue(chromedp.ID("hook-name"), "platform-alerts"),
@@ -104,7 +105,8 @@ func TestNotificationsInBrowser(t *testing.T) {
 	require.NoError(t, app.DB.Raw("SELECT state FROM runs WHERE id = ?", runID).Scan(&state).Error)
 	require.Equal(t, "PENDING_APPROVAL", state, "following the link decides nothing")
 
-	admin.do(t, "open the notification settings", chromedp.Click(chromedp.CSS(`a.account-link`), chromedp.NodeVisible),
+	admin.do(t, "open the notification settings", chromedp.Click(chromedp.CSS(`#nav-account > summary`), chromedp.NodeVisible),
+		chromedp.Click(chromedp.CSS(`a.account-link`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("save-preferences")))
 	requireAccessible(t, admin, "/settings/notifications")
 }

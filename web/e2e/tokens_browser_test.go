@@ -30,7 +30,8 @@ func TestAPITokensInBrowser(t *testing.T) {
 	app := webtest.Start(t)
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
-	b.do(t, "open API tokens", chromedp.Click(chromedp.CSS(`a.account-link[href="/settings/tokens"]`), chromedp.NodeVisible),
+	b.do(t, "open API tokens", chromedp.Click(chromedp.CSS(`#nav-account > summary`), chromedp.NodeVisible),
+		chromedp.Click(chromedp.CSS(`a.account-link[href="/settings/tokens"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("make-token")))
 	requireAccessible(t, b, "/settings/tokens")
 

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -9,22 +11,28 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/authz"
 	"gantry/models/catalog"
+	"gantry/models/pages"
 	"gantry/models/rollback"
 	"gantry/views"
 	"gantry/views/paths"
 )
 
-// CatalogReader is what the catalog pages need.
+// CatalogReader reads the catalog's templates (the API's).
 type CatalogReader interface {
 	All() []catalog.Entry
 	Get(name string) (catalog.Entry, error)
 }
 
+// CatalogPages reads the catalog and each template's page (pages.Catalog).
+type CatalogPages interface {
+	List(ctx context.Context) (pages.CatalogPage, error)
+	Template(ctx context.Context, name string) (pages.TemplatePage, error)
+}
+
 // Catalog serves the catalog and template pages.
 type Catalog struct {
-	Catalog CatalogReader
+	Pages CatalogPages
 }
 
 // Register adds the catalog routes to g.
@@ -34,31 +42,30 @@ func (h Catalog) Register(g *echo.Group) {
 }
 
 func (h Catalog) list(c echo.Context) error {
-	subject, _ := authz.SubjectFrom(c.Request().Context())
-	var p views.CatalogProps
-	for _, e := range h.Catalog.All() {
-		card := views.TemplateCard{Name: e.Template.Name, Title: e.Template.Title, Version: e.Template.Version,
+	page, err := h.Pages.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := views.CatalogProps{CanRequest: page.CanRequest}
+	card := func(e catalog.Entry) views.TemplateCard {
+		return views.TemplateCard{Name: cmp.Or(e.Template.Name, "(unreadable manifest)"), Title: e.Template.Title, Version: e.Template.Version,
 			Description: e.Template.Description, Owner: e.Template.Owner, Refused: e.Refused}
-		switch {
-		case e.Usable():
-			p.Templates = append(p.Templates, card)
-		case subject.Can(authz.PermEnvironmentsManage): // admins and owners see why a template is refused
-			if card.Name == "" {
-				card.Name = "(unreadable manifest)"
-			}
-			p.Refused = append(p.Refused, card)
-		}
+	}
+	for _, e := range page.Templates {
+		p.Templates = append(p.Templates, card(e))
+	}
+	for _, e := range page.Refused {
+		p.Refused = append(p.Refused, card(e))
 	}
 	return render.Page(c, http.StatusOK, views.Catalog(p))
 }
 
 func (h Catalog) show(c echo.Context) error {
-	e, err := h.Catalog.Get(c.Param("name"))
+	page, err := h.Pages.Template(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
 	}
-	subject, _ := authz.SubjectFrom(c.Request().Context())
-	return render.Page(c, http.StatusOK, views.TemplatePage(templateProps(e, subject.Can(authz.PermProvisioningPlan))))
+	return render.Page(c, http.StatusOK, views.TemplatePage(templateProps(page.Entry, page.CanRequest)))
 }
 
 func templateProps(e catalog.Entry, canRequest bool) views.TemplateProps {

@@ -36,10 +36,27 @@ func (h Dashboard) show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.Dashboard(views.DashboardProps{EnvironmentCount: page.EnvironmentCount,
+	p := views.DashboardProps{EnvironmentCount: page.EnvironmentCount,
 		Windows: windowRows(page.Windows, page.Now), ShowWaiting: page.ShowWaiting, WaitingCount: page.WaitingCount,
 		Waiting: inboxRows(page.Waiting, page.Now), ShowMine: page.ShowMine, Mine: myRuns(page.Mine, page.Now),
-		ShowActivity: page.ShowActivity, Activity: activityItems(page.Activity)}))
+		ShowActivity: page.ShowActivity, Activity: activityItems(page.Activity), CanRequest: page.CanRequest, ShowRecent: page.ShowRecent,
+		Compliance: complianceProps(page.Compliance, page.Now)}
+	for _, l := range page.Recent {
+		p.Recent = append(p.Recent, runRow(l.Run, l.Workspace))
+	}
+	return render.Page(c, http.StatusOK, views.Dashboard(p))
+}
+
+// complianceProps is an auditor's compliance summary as drawn (nil: none).
+func complianceProps(c *pages.Compliance, now time.Time) *views.ComplianceProps {
+	if c == nil {
+		return nil
+	}
+	return &views.ComplianceProps{ChainIntact: c.Chain.Intact(), ChainHead: c.Chain.Head, ChainVerified: c.Chain.VerifiedSeq,
+		ChainCheckedAt: c.Chain.CheckedAt, ChainBrokenAt: c.Chain.BrokenSeq, ChainBrokenReason: c.Chain.BrokenReason,
+		Unevidenced: c.Unevidenced, SelfApproved: c.SelfApproved, Standing: c.Standing, OpenWindows: windowRows(c.OpenWindows, now),
+		Overrides: c.Overrides, OverridesMore: c.OverridesMore, OverrideDays: pages.OverrideDays,
+		OverridesURL: paths.AuditFiltered(url.Values{"action": {pages.OverriddenAction}})}
 }
 
 // myRuns are a requester's runs with what each waits on, or what they may do next.

@@ -36,7 +36,10 @@ func (h Governance) page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.GovernanceReport(governanceProps(rep)))
+	// The environment's settings are linked for who may change them (an auditor reads
+	// the setting's name).
+	subject, _ := authz.SubjectFrom(c.Request().Context())
+	return render.Page(c, http.StatusOK, views.GovernanceReport(governanceProps(rep, subject.Can(authz.PermEnvironmentsManage))))
 }
 
 func (h Governance) markdown(c echo.Context) error {
@@ -51,7 +54,7 @@ func (h Governance) markdown(c echo.Context) error {
 }
 
 // governanceProps is the report as its page draws it, with the links of its findings.
-func governanceProps(rep governance.Report) views.GovernanceProps {
+func governanceProps(rep governance.Report, editsEnvironments bool) views.GovernanceProps {
 	p := views.GovernanceProps{GeneratedAt: rep.GeneratedAt, MatrixVersion: rep.MatrixVersion, Matrix: rep.Matrix, Floors: rep.Floors,
 		Rollback: rep.Rollback, ManualChange: rep.ManualChange, ManualChangeRecord: rep.ManualChangeRecord,
 		Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
@@ -64,6 +67,9 @@ func governanceProps(rep governance.Report) views.GovernanceProps {
 		}
 		for _, f := range e.Findings {
 			gf := views.GovernanceFinding{Text: f.Text, Setting: f.Setting.Name, SettingURL: settingURL(f.Setting.Place, e.ID)}
+			if place := f.Setting.Place; !editsEnvironments && (place == governance.PlaceEnvironment || place == governance.PlaceCredentials) {
+				gf.SettingURL = ""
+			}
 			for _, r := range f.Runs {
 				gf.Runs = append(gf.Runs, views.KV{Key: fmt.Sprintf("run #%d", r.Number), Value: paths.Run(r.ID)})
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
-	"gantry/models/authz"
 	"gantry/models/pages"
 	"gantry/models/risk"
 	"gantry/models/run"
@@ -31,8 +30,9 @@ type Matrix struct {
 	Saves MatrixSaves
 }
 
-// MatrixSaves saves edits of the approval matrix (pages.Matrix).
+// MatrixSaves reads the approval matrix's page and saves edits of it (pages.Matrix).
 type MatrixSaves interface {
+	Page(ctx context.Context) (pages.MatrixSave, error)
 	Save(ctx context.Context, edit pages.MatrixEdit) (pages.MatrixSave, error)
 }
 
@@ -43,12 +43,11 @@ func (h Matrix) Register(g *echo.Group) {
 }
 
 func (h Matrix) show(c echo.Context) error {
-	history, err := h.Store.History(c.Request().Context())
+	out, err := h.Saves.Page(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	cur := risk.Latest(history)
-	return h.page(c, http.StatusOK, history, cur.Matrix, cur.Version, "", nil, 0)
+	return h.page(c, http.StatusOK, out, nil, 0)
 }
 
 func (h Matrix) save(c echo.Context) error {
@@ -58,10 +57,10 @@ func (h Matrix) save(c echo.Context) error {
 	}
 	switch {
 	case out.Errors != nil:
-		return h.page(c, http.StatusUnprocessableEntity, out.History, out.Submitted, out.Base, out.Comment, out.Errors, 0)
+		return h.page(c, http.StatusUnprocessableEntity, out, out.Errors, 0)
 	case out.Conflict != 0:
 		// Show the edits against the version now current; saving again replaces it knowingly.
-		return h.page(c, http.StatusConflict, out.History, out.Submitted, out.Base, out.Comment, nil, out.Conflict)
+		return h.page(c, http.StatusConflict, out, nil, out.Conflict)
 	}
 	msg := "Approval matrix saved as version " + strconv.Itoa(out.Saved.Version) + "."
 	if cur := risk.Latest(out.History); out.Saved.Version == cur.Version {
@@ -115,14 +114,14 @@ func hours(s string) int {
 	return n
 }
 
-// page renders the matrix m (the current one, or the one submitted) with the history.
-func (h Matrix) page(c echo.Context, status int, history []risk.Version, m risk.Matrix, base int, comment string,
-	fieldErrors map[string]string, conflict int) error {
-	subject, _ := authz.SubjectFrom(c.Request().Context())
+// page renders the matrix out.Submitted (the current one, or the one submitted) with
+// the history, its controls as out answers them.
+func (h Matrix) page(c echo.Context, status int, out pages.MatrixSave, fieldErrors map[string]string, conflict int) error {
+	history, m := out.History, out.Submitted
 	cur := risk.Latest(history)
 	p := views.MatrixProps{
 		Version: cur.Version, SavedBy: cur.CreatedByName, SavedAt: cur.CreatedAt, Comment: cur.Comment,
-		CanEdit: subject.Can(authz.PermMatrixManage), BaseVersion: base, NewComment: comment,
+		CanEdit: out.CanEdit, BaseVersion: out.Base, NewComment: out.Comment,
 		Errors: fieldErrors, ConflictVersion: conflict,
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
 		Floors: run.FloorsSummary(), MaxEscalateAfterHours: risk.MaxEscalateAfterHours,

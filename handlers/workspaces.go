@@ -115,7 +115,8 @@ func workspaceProps(page pages.WorkspacePage) views.WorkspaceProps {
 	ws, st := page.Workspace, page.State
 	p := views.WorkspaceProps{ID: ws.ID, Name: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName, Boundary: page.Boundary,
 		Versions: stateVersionRows(page), Drift: views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes),
-			CanCheck: page.CanCheckDrift, CanCorrect: page.CanCorrect}, CanAskWindow: page.CanAskWindow}
+			CanCheck: page.CanCheckDrift, CanCorrect: page.CanCorrect}, CanAskWindow: page.CanAskWindow,
+		CanChange: page.CanChange, CanPromote: page.CanPromote, CanDestroy: page.CanDestroy}
 	if ws.ActiveRunID != nil {
 		p.ActiveRun = *ws.ActiveRunID
 	}

@@ -110,16 +110,34 @@ func TestLandingPagePerRole(t *testing.T) {
 			"two folded lines in a row: %s", feed)
 	}
 
-	// The auditor: the feed, nothing to decide, nothing requested.
+	require.Contains(t, home(operator), `data-testid="new-request"`, "a requester's next step")
+	require.Empty(t, section(page, "dashboard-compliance"), "an approver's landing leads with what waits for her")
+
+	// The auditor: the feed and the compliance summary, nothing to decide, nothing
+	// requested, nothing to request.
 	page = home(app.LoggedIn(t, "auditor@acme.test"))
 	require.NotEmpty(t, section(page, "dashboard-activity"))
 	require.Empty(t, section(page, "dashboard-waiting"))
 	require.Empty(t, section(page, "dashboard-mine"))
+	require.NotContains(t, page, `data-testid="new-request"`)
+	compliance := section(page, "dashboard-compliance")
+	require.NotEmpty(t, compliance, page)
+	require.Regexp(t, `(?s)data-testid="chain-state">.*Audit chain:`, compliance)
+	for _, id := range []string{"unevidenced", "self-approved", "standing", "open-windows", "overrides"} {
+		require.Regexp(t, `data-testid="`+id+`"[^>]*>\s*<span class="card-number[^"]*">\d+`, compliance, id)
+	}
+	require.Contains(t, compliance, `href="/audit?action=policy.overridden"`)
+	require.Contains(t, compliance, `href="/governance"`)
 
-	// The viewer: none of the three.
+	// The viewer: nothing to decide, request or audit; the runs they may see and where
+	// to look.
 	page = home(app.LoggedIn(t, "viewer@acme.test"))
-	for _, id := range []string{"dashboard-waiting", "dashboard-mine", "dashboard-activity"} {
+	for _, id := range []string{"dashboard-waiting", "dashboard-mine", "dashboard-activity", "dashboard-compliance"} {
 		require.Empty(t, section(page, id), id)
 	}
-	require.NotContains(t, page, waiting.ID)
+	require.NotContains(t, page, `data-testid="new-request"`)
+	recent := section(page, "dashboard-recent")
+	require.Contains(t, recent, `href="/runs/`+waiting.ID+`"`, "the runs a viewer may see")
+	require.Contains(t, recent, `href="/runs/`+applied.ID+`"`)
+	require.Contains(t, section(page, "dashboard-look"), `href="/workspaces"`)
 }

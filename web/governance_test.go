@@ -323,7 +323,10 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 	require.Contains(t, body, "standing credential: a static read credential (used by plans and verifications) has been set on this environment since")
 	require.Contains(t, body, "policy annotates only: every rule is advisory in this environment")
 	require.Contains(t, body, `href="/environments/`+staging+`/policies"`, "a finding links to its setting")
-	require.Contains(t, body, `href="/environments/`+staging+`/edit"`)
+	// The environment's settings form is linked for who may edit it, not for the auditor.
+	require.NotContains(t, body, `href="/environments/`+staging+`/edit"`, "the auditor may not edit the environment")
+	asAdmin := webtest.ReadBody(t, app.Get(t, app.LoggedIn(t, "admin@acme.test"), "/governance"))
+	require.Contains(t, asAdmin, `href="/environments/`+staging+`/edit"`)
 	require.NotContains(t, body, "AKIA-static-read-value", "the finding never shows the secret")
 	resp := app.Get(t, auditor, "/governance.md")
 	md := webtest.ReadBody(t, resp)

@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	runs := svc.Runs
 	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Names: names}
 	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
-		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages}}.Register(app)
+		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages, Runs: runs.Reads, Governance: svc.Governance}}.Register(app)
 	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}
 	handlers.Environments{Pages: envPages}.Register(app)
 	handlers.EnvironmentsAPI{Pages: envPages}.Register(app, s.api)
@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)
 	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}
 	handlers.Policies{Pages: policyPages, Store: svc.Policies}.Register(app)
-	handlers.Catalog{Catalog: svc.Catalog}.Register(app)
+	handlers.Catalog{Pages: pages.Catalog{Catalog: svc.Catalog}}.Register(app)
 	forms := pages.Requests{Catalog: svc.Catalog, Runs: runs.Requests, Previews: svc.Previews, Environments: svc.Environments,
 		Workspaces: svc.Workspaces, History: runs.Reads, States: svc.State}
 	requests := handlers.Requests{Forms: forms, Runs: runs.Requests, Previews: svc.Previews}

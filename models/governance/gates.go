@@ -280,9 +280,13 @@ func entitlementsGate(env environment.Environment, ex Executor) Gate {
 	return g
 }
 
+// GateCredentials is the id of the gate saying what the jobs authenticate to the cloud
+// with: it does not hold while an environment holds standing static credentials.
+const GateCredentials = "credentials"
+
 // credentialsGate is what the jobs authenticate to the cloud with.
 func credentialsGate(identity string, standing Finding) Gate {
-	g := Gate{ID: "credentials", Name: "Cloud credentials", Checks: "what each phase's job authenticates to the cloud with", Status: Enforced, EnforcedBy: identity}
+	g := Gate{ID: GateCredentials, Name: "Cloud credentials", Checks: "what each phase's job authenticates to the cloud with", Status: Enforced, EnforcedBy: identity}
 	if standing.Text != "" {
 		g.Status = Flagged
 	}
@@ -307,7 +311,7 @@ func gateFinding(g Gate, credentials Finding) (Finding, bool) {
 	switch {
 	case strings.HasPrefix(g.ID, "approval-"), g.ID == "apply-binding" && g.Status == Flagged:
 		return Finding{}, false
-	case g.ID == "credentials":
+	case g.ID == GateCredentials:
 		return credentials, true
 	case g.ID == "plan":
 		return Finding{Gate: g.ID, Text: "plan: " + g.EnforcedBy, Setting: Setting{Name: "this environment's executor (an isolated one: runc containers or Kubernetes Jobs)", Place: PlaceEnvironment}}, true

@@ -8,6 +8,8 @@ import (
 	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/environment"
+	"gantry/models/governance"
+	"gantry/models/listing"
 	"gantry/models/run"
 )
 
@@ -21,10 +23,16 @@ type MyRuns interface {
 	ListMine(ctx context.Context, limit int) ([]run.Run, error)
 }
 
-// WindowsToDecide lists the break-glass windows the reader may decide
-// (breakglass.Service).
+// WindowsToDecide lists the break-glass windows the reader may decide, and the newest
+// windows the reader may see (breakglass.Service).
 type WindowsToDecide interface {
 	ToDecide(ctx context.Context, limit int) ([]breakglass.Window, error)
+	Recent(ctx context.Context, limit int) ([]breakglass.Window, error)
+}
+
+// GovernanceReader builds the governance report (governance.Service).
+type GovernanceReader interface {
+	Report(ctx context.Context) (governance.Report, error)
 }
 
 // Dashboard builds the landing page, which differs by role: what waits for an
@@ -37,8 +45,12 @@ type Dashboard struct {
 	Mine         MyRuns
 	Windows      WindowsToDecide
 	Workspaces   WorkspaceViews
-	// Audit describes the activity feed's events.
+	// Audit describes the activity feed's events and reads the chain's state.
 	Audit Audit
+	// Runs finds the newest runs the reader may see; Governance is the report the
+	// compliance summary counts from.
+	Runs       RunSearcher
+	Governance GovernanceReader
 }
 
 // Sizes of the landing page's lists: each links to the whole list.
@@ -46,6 +58,9 @@ const (
 	DashboardWaiting  = 5
 	DashboardMine     = 8
 	DashboardActivity = 15
+	DashboardRecent   = 8
+	// dashboardWindows bounds the windows read to count the open ones.
+	dashboardWindows = 100
 	// dashboardScan bounds the events read to fill the feed once the routine events are
 	// folded.
 	dashboardScan = 200
@@ -71,7 +86,41 @@ type DashboardPage struct {
 	// auditors).
 	ShowActivity bool
 	Activity     []ActivityItem
+	// CanRequest: the reader may ask for runs (their next step: "New request", the
+	// catalog).
+	CanRequest bool
+	// Recent are the newest runs of the organization the reader may see (for who asks
+	// for none: a viewer's and an auditor's look at what happens).
+	ShowRecent bool
+	Recent     []RunLine
+	// Compliance is the compliance summary of who reads the audit log and decides
+	// nothing (auditors); nil for the others.
+	Compliance *Compliance
 }
+
+// Compliance is an auditor's summary of what needs looking at: the audit chain, applies
+// the chain cannot match to an approval or that their requester approved, environments
+// with standing static credentials, break-glass windows open now and policy overrides.
+type Compliance struct {
+	Chain                     audit.ChainState
+	Unevidenced, SelfApproved int
+	// Standing names the environments whose jobs hold standing static credentials.
+	Standing []string
+	// OpenWindows are the break-glass windows open now.
+	OpenWindows []WindowEntry
+	// Overrides counts the policy overrides of the last OverrideDays days (at most
+	// audit.MaxPage: OverridesMore says there are more).
+	Overrides     int
+	OverridesMore bool
+}
+
+// OverrideDays is how far back the compliance summary counts policy overrides: the
+// governance report's manual change record's span.
+var OverrideDays = int(governance.ManualChangeWindow.Hours() / 24)
+
+// OverriddenAction is the audit action of a policy override (the log filtered by it
+// lists them).
+const OverriddenAction = "policy.overridden"
 
 // ActivityItem is one line of the activity feed: an event as a sentence, or a folded
 // stretch of routine events (a credential per phase, each phase starting) that says how
@@ -161,7 +210,64 @@ func (s Dashboard) roleParts(ctx context.Context, subject authz.Subject, p *Dash
 			return err
 		}
 	}
+	p.CanRequest = MayRequest(subject)
+	if p.ShowRecent = !p.ShowMine; p.ShowRecent {
+		res, err := s.Runs.Search(ctx, run.ListQuery{Page: listing.Page{Sort: listing.Sort{Key: run.SortRequested, Desc: true}, Limit: DashboardRecent}})
+		if err != nil {
+			return err
+		}
+		if p.Recent, err = RunLines(ctx, s.Workspaces, res.Rows); err != nil {
+			return err
+		}
+	}
+	if subject.Can(authz.PermAuditRead) && !subject.Can(authz.PermProvisioningApply) {
+		if p.Compliance, err = s.compliance(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// compliance reads the compliance summary from the governance report (its apply
+// counts and credential gates), the chain's checkpoint, the windows and the log.
+func (s Dashboard) compliance(ctx context.Context) (*Compliance, error) {
+	rep, err := s.Governance.Report(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Compliance{}
+	for _, env := range rep.Environments {
+		c.Unevidenced += env.Applies.Unevidenced
+		c.SelfApproved += env.Applies.SelfApproved
+		for _, g := range env.Gates {
+			if g.ID == governance.GateCredentials && !g.Holds() {
+				c.Standing = append(c.Standing, env.Name)
+			}
+		}
+	}
+	if c.Chain, err = s.Audit.Log.Chain(ctx); err != nil {
+		return nil, err
+	}
+	windows, err := s.Windows.Recent(ctx, dashboardWindows)
+	if err != nil {
+		return nil, err
+	}
+	var open []breakglass.Window
+	for _, w := range windows {
+		if w.State == breakglass.Open {
+			open = append(open, w)
+		}
+	}
+	if c.OpenWindows, err = WindowEntries(ctx, s.Workspaces, open); err != nil {
+		return nil, err
+	}
+	since := rep.GeneratedAt.AddDate(0, 0, -OverrideDays)
+	page, err := s.Audit.Log.History(ctx, audit.Query{Action: OverriddenAction, From: since, Limit: audit.MaxPage})
+	if err != nil {
+		return nil, err
+	}
+	c.Overrides, c.OverridesMore = len(page.Events), page.Next != 0
+	return c, nil
 }
 
 // activity is the organization's newest events as sentences, each stretch of routine

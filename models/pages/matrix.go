@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"gantry/models/authz"
 	"gantry/models/errs"
 	"gantry/models/risk"
 )
@@ -36,6 +37,27 @@ type MatrixSave struct {
 	Errors    map[string]string
 	// Conflict is the version saved since the edit started (0: none).
 	Conflict int
+	// CanEdit: the reader may edit the matrix (the form's controls).
+	CanEdit bool
+}
+
+// MayEditMatrix reports whether s may edit the approval matrix: what the store
+// requires of a save (matrix.manage, owners).
+func MayEditMatrix(s authz.Subject) bool { return s.Can(authz.PermMatrixManage) }
+
+// Page reads the matrix's versions, the current one drawn in the form, and whether
+// the reader may edit it.
+func (s Matrix) Page(ctx context.Context) (MatrixSave, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return MatrixSave{}, err
+	}
+	history, err := s.Store.History(ctx)
+	if err != nil {
+		return MatrixSave{}, err
+	}
+	cur := risk.Latest(history)
+	return MatrixSave{History: history, Submitted: cur.Matrix, Base: cur.Version, CanEdit: MayEditMatrix(subject)}, nil
 }
 
 // Save saves the edit read onto the current matrix. Only owners edit it (the store
@@ -47,7 +69,8 @@ func (s Matrix) Save(ctx context.Context, edit MatrixEdit) (MatrixSave, error) {
 		return MatrixSave{}, err
 	}
 	cur := risk.Latest(history)
-	out := MatrixSave{History: history}
+	subject, _ := authz.SubjectFrom(ctx)
+	out := MatrixSave{History: history, CanEdit: MayEditMatrix(subject)}
 	out.Submitted, out.Base, out.Comment = edit(cur.Matrix)
 	saved, err := s.Store.SaveOnto(ctx, out.Base, out.Submitted, out.Comment)
 	if v, ok := errs.AsValidation(err); ok {

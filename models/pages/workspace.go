@@ -118,6 +118,18 @@ type WorkspacePage struct {
 	// plan correcting drift, a break-glass window. The changes are offered on a
 	// workspace that holds something.
 	CanRollBack, CanCheckDrift, CanCorrect, CanAskWindow bool
+	// CanChange: the reader may ask for a change of the workspace (its change form),
+	// CanPromote and CanDestroy its promotion and its destroy (on a workspace that holds
+	// something): what the request service requires of a run that changes a workspace.
+	CanChange, CanPromote, CanDestroy bool
+}
+
+// MayChangeWorkspace reports whether s may ask for a run that changes a workspace (a
+// change, a promotion, a destroy): what the request service requires of every run but
+// a dry run (provisioning.plan and runs.apply; the environment's own rules, a grant or
+// cloud.live, come on top and are said on the form). The pages offer those forms from it.
+func MayChangeWorkspace(s authz.Subject) bool {
+	return s.Can(authz.PermProvisioningPlan) && s.Can(authz.PermRunsApply)
 }
 
 // Page reads workspace id's page. Another organization's or a hidden workspace is not
@@ -150,6 +162,8 @@ func (s Workspaces) Page(ctx context.Context, id string) (WorkspacePage, error) 
 	p.CanRollBack = run.MayRollBack(subject)
 	p.CanCheckDrift = holds && run.MayCheckDrift(subject)
 	p.CanAskWindow = holds && breakglass.MayAsk(subject)
+	p.CanChange = MayChangeWorkspace(subject)
+	p.CanPromote, p.CanDestroy = holds && p.CanChange, holds && p.CanChange
 	if d := p.LatestDrift; d != nil {
 		p.CanCorrect = holds && run.MayPlanToCorrect(subject) && (d.DriftStatus == run.DriftExpected || d.DriftStatus == run.DriftUnowned)
 	}

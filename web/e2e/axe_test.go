@@ -66,8 +66,10 @@ func requireAccessible(t *testing.T, b *browser, page string) {
 }
 
 // TestPagesAreAccessibleInBrowser: axe-core finds no serious or critical violation on
-// the pages people work in: the dashboard, catalog, request form (also with its errors),
-// run, review, inbox, workspaces list and workspace pages, and the audit history.
+// the pages people work in: the dashboard (the admin's, the requester's, the viewer's
+// and the auditor's), catalog and template pages, request form (also with its errors),
+// run, review, inbox, workspaces list and workspace pages (also as a viewer), the audit
+// history and the governance report.
 func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -84,8 +86,8 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
-	for _, page := range []string{"/", "/catalog", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
-		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/policies", "/audit"} {
+	for _, page := range []string{"/", "/catalog", "/catalog/bucket", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
+		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/policies", "/audit", "/governance"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
@@ -107,6 +109,22 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	requester.do(t, "open the requester's landing page", chromedp.Navigate(app.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="my-runs"]`)))
 	requireAccessible(t, requester, "the requester's landing page")
 	screenshotAt(t, requester, "/tmp/gantry-dashboard-operator-1280.png", 1280, 800, false)
+	// The landing pages of who requests nothing: the viewer's (the runs they may see,
+	// where to look) and the auditor's (the compliance summary); and the viewer's
+	// catalog and workspace page, without the controls they may not use.
+	for _, who := range []struct{ email, password, name, shows string }{
+		{"viewer@acme.test", "viewer-acme", "Victor", "dashboard-recent"},
+		{auditorEmail, auditorPassword, "Audrey", "dashboard-compliance"},
+	} {
+		reader := startBrowser(t, chrome)
+		signInAs(t, reader, app, who.email, who.password, who.name)
+		reader.do(t, "open "+who.email+"'s landing page", chromedp.Navigate(app.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="`+who.shows+`"]`)))
+		requireAccessible(t, reader, who.email+"'s landing page")
+		for _, page := range []string{"/catalog", "/workspaces/" + r.WorkspaceID} {
+			reader.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+			requireAccessible(t, reader, page+" as "+who.email)
+		}
+	}
 
 	// The request form as it comes back with errors.
 	b.do(t, "submit a request with mistakes", chromedp.Navigate(app.URL+"/requests/new?template=bucket"),

@@ -44,6 +44,8 @@ type API struct {
 	Matrix      MatrixStore
 	// WorkspaceChanges asks for drift checks, corrections and rollbacks.
 	WorkspaceChanges WorkspaceChanges
+	// Archiver archives workspaces that hold nothing.
+	Archiver WorkspaceArchiver
 	// Changes signals run moves for the run event stream.
 	Changes RunChanges
 	// Heartbeat is the interval of SSE comments on the run event stream.

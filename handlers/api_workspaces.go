@@ -18,6 +18,7 @@ import (
 func (h API) registerWorkspaces(g *echo.Group, spec *openapi.Spec) {
 	list := []openapi.Param{{Name: "q", Description: "part of a workspace's name"}, {Name: "environment_id"}, {Name: "template"},
 		{Name: "applying", Type: "boolean", Description: "only those applying now"},
+		{Name: "archived", Type: "boolean", Description: "the archived workspaces instead of the others"},
 		{Name: "sort", Description: "name, environment, template or activity; a leading - reverses"},
 		{Name: "after"}, {Name: "before"}, {Name: "limit", Type: "integer", Description: "1 to 200; 50 by default"}}
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIWorkspaces(), ID: "listWorkspaces", Tag: "workspaces", Scope: "read",
@@ -28,6 +29,17 @@ func (h API) registerWorkspaces(g *echo.Group, spec *openapi.Spec) {
 		Summary: "The workspace's state versions, newest first, with the resources the newest holds", Response: apiStateVersions{}}, h.stateVersions)
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.RouteAPIWorkspace + "/outputs", ID: "getWorkspaceOutputs", Tag: "workspaces", Scope: "read",
 		Summary: "The outputs of the workspace's newest state (a sensitive one carries no value)", Response: apiOutputs{}}, h.outputs)
+	spec.Route(g, openapi.Op{Method: http.MethodPost, Path: paths.RouteAPIWorkspace + "/archive", ID: "archiveWorkspace", Tag: "workspaces", Scope: "apply",
+		Summary: "Archive a workspace that holds nothing (destroyed, or never applied) and has no run under way: it leaves the list, its runs, state history and audit stay; a new request into its name brings it back",
+		Status:  http.StatusOK, Response: apiWorkspace{}}, h.archiveWorkspace)
+}
+
+func (h API) archiveWorkspace(c echo.Context) error {
+	w, err := h.Archiver.Archive(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toAPIWorkspace(w))
 }
 
 type apiWorkspace struct {
@@ -40,6 +52,8 @@ type apiWorkspace struct {
 	ApplyingRunID *string   `json:"applying_run_id"`
 	LastRunAt     time.Time `json:"last_run_at"`
 	CreatedAt     time.Time `json:"created_at"`
+	// ArchivedAt is when it was archived (null: it is listed).
+	ArchivedAt *time.Time `json:"archived_at"`
 }
 
 type apiWorkspaceList struct {
@@ -51,7 +65,7 @@ type apiWorkspaceList struct {
 
 func toAPIWorkspace(w workspace.View) apiWorkspace {
 	return apiWorkspace{ID: w.ID, Name: w.Name, EnvironmentID: w.EnvironmentID, Environment: w.EnvironmentName, Template: w.TemplateName,
-		ApplyingRunID: w.ActiveRunID, LastRunAt: w.LastRunAt.UTC(), CreatedAt: w.CreatedAt.UTC()}
+		ApplyingRunID: w.ActiveRunID, LastRunAt: w.LastRunAt.UTC(), CreatedAt: w.CreatedAt.UTC(), ArchivedAt: utcPtr(w.ArchivedAt)}
 }
 
 // apiLimit reads the limit parameter (1 to listing.MaxLimit, def when absent).
@@ -112,8 +126,12 @@ func (h API) workspaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	archived, err := boolParam(c, "archived")
+	if err != nil {
+		return err
+	}
 	page, total, err := h.Workspaces.Search(c.Request().Context(), workspace.Query{Text: l.text, EnvironmentID: c.QueryParam("environment_id"),
-		Template: c.QueryParam("template"), Applying: applying, Page: l.page})
+		Template: c.QueryParam("template"), Applying: applying, Archived: archived, Page: l.page})
 	if err != nil {
 		return err
 	}

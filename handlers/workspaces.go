@@ -12,6 +12,7 @@ import (
 	"gantry/models/breakglass"
 	"gantry/models/listing"
 	"gantry/models/pages"
+	"gantry/models/run"
 	"gantry/models/state"
 	"gantry/models/workspace"
 	"gantry/views"
@@ -56,7 +57,7 @@ func (h Workspaces) list(c echo.Context) error {
 		return err
 	}
 	q := pages.WorkspaceQuery{Query: workspace.Query{Text: l.text, EnvironmentID: l.query.Get("environment"), Template: l.query.Get("template"),
-		Applying: l.query.Get("applying") != "", Page: l.page}, Rows: !l.refused()}
+		Applying: l.query.Get("applying") != "", Archived: l.query.Get("archived") != "", Page: l.page}, Rows: !l.refused()}
 	list, err := h.Pages.List(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -73,7 +74,8 @@ func workspacesProps(l listRequest, list pages.WorkspaceList) views.WorkspacesPr
 	envs, templates := listChoices(list.EnvironmentNames), listChoices(templateNames(list.Templates))
 	filters := []views.ListFilter{{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
 		{Name: "template", Label: "Template", Any: "Any template", Choices: templates, Selected: choice(l, "template", templates)}}
-	checks := []views.ListCheck{{Name: "applying", Label: "Only those applying now", Checked: l.query.Get("applying") != ""}}
+	checks := []views.ListCheck{{Name: "applying", Label: "Only those applying now", Checked: l.query.Get("applying") != ""},
+		{Name: "archived", Label: "Archived workspaces instead", Checked: l.query.Get("archived") != ""}}
 	p := views.WorkspacesProps{Controls: l.controls("workspaces", "Search workspaces", "Part of a workspace's name.", filters, checks),
 		Headers: l.headers(workspaceColumns)}
 	p.Controls.Noun, p.Controls.Nouns = "workspace", "workspaces"
@@ -116,9 +118,17 @@ func workspaceProps(page pages.WorkspacePage) views.WorkspaceProps {
 	p := views.WorkspaceProps{ID: ws.ID, Name: ws.Name, Environment: ws.EnvironmentName, Template: ws.TemplateName, Boundary: page.Boundary,
 		Versions: stateVersionRows(page), Drift: views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes),
 			CanCheck: page.CanCheckDrift, CanCorrect: page.CanCorrect}, CanAskWindow: page.CanAskWindow,
-		CanChange: page.CanChange, CanPromote: page.CanPromote, CanDestroy: page.CanDestroy}
+		CanChange: page.CanChange, CanPromote: page.CanPromote, CanDestroy: page.CanDestroy,
+		CanArchive: page.CanArchive, ArchiveRefusal: page.ArchiveRefusal, HasState: len(st.Versions) > 0}
 	if ws.ActiveRunID != nil {
 		p.ActiveRun = *ws.ActiveRunID
+	}
+	if ws.ArchivedAt != nil {
+		p.Archived = "Archived on " + ws.ArchivedAt.UTC().Format("2 January 2006") + " by " + ws.ArchivedByName
+	}
+	if e := page.Emptied; e != nil {
+		p.EmptiedBy = &views.RunLink{ID: e.ID, Label: e.Label(), Destroy: e.Kind == run.KindDestroy}
+		p.EmptiedAt = st.Versions[0].CreatedAt
 	}
 	for _, r := range page.Runs {
 		p.Runs = append(p.Runs, runRow(r, ws))

@@ -106,6 +106,8 @@ type Services struct {
 	// to an earlier state version.
 	Promotions *promotion.Service
 	Rollbacks  *rollback.Service
+	// Archiver archives workspaces that hold nothing.
+	Archiver *workspace.Archiver
 	// Evidence builds runs' evidence reports.
 	Evidence *evidence.Reports
 	Catalog  *catalog.Catalog

@@ -46,6 +46,8 @@ var Actions = []Action{
 	{"state.credentials_revoked", "State credential revoked"},
 	{"state.lock_fenced", "State lock fenced"},
 	{"workspace.created", "Workspace created"},
+	{"workspace.archived", "Workspace archived"},
+	{"workspace.restored", "Workspace restored"},
 	{"environment.created", "Environment created"},
 	{"environment.updated", "Environment changed"},
 	{"environment.grant_added", "Environment grant added"},
@@ -247,6 +249,11 @@ func Describe(e Event, n Names) Sentence {
 		if env != "" {
 			s.Rest = "in " + env
 		}
+	case "workspace.archived":
+		s.Verb, s.Object, s.Rest = "archived", wsRef, "(it holds nothing; its runs and state history are kept)"
+	case "workspace.restored":
+		s.Verb, s.Object, s.Rest = "brought back", wsRef, "from the archive by requesting a run in it"
+
 	case "environment.created", "environment.updated":
 		s.Verb, s.Object = strings.TrimPrefix(e.Action, "environment."), envRef
 	case "environment.grant_added":

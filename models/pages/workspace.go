@@ -122,6 +122,15 @@ type WorkspacePage struct {
 	// CanPromote and CanDestroy its promotion and its destroy (on a workspace that holds
 	// something): what the request service requires of a run that changes a workspace.
 	CanChange, CanPromote, CanDestroy bool
+	// Emptied is the run that wrote the newest state version when that version holds
+	// nothing although the workspace was applied (a destroy, as a rule): the page says
+	// it was destroyed, by which run, and that its state history is kept. Nil otherwise.
+	Emptied *run.Run
+	// CanArchive offers "Archive" (archive.go's rule: it holds nothing, no run is under
+	// way, the reader may request a destroy); ArchiveRefusal says why not to one who may
+	// archive workspaces ("" when it can be, or they may not anyway).
+	CanArchive     bool
+	ArchiveRefusal string
 }
 
 // MayChangeWorkspace reports whether s may ask for a run that changes a workspace (a
@@ -167,7 +176,35 @@ func (s Workspaces) Page(ctx context.Context, id string) (WorkspacePage, error) 
 	if d := p.LatestDrift; d != nil {
 		p.CanCorrect = holds && run.MayPlanToCorrect(subject) && (d.DriftStatus == run.DriftExpected || d.DriftStatus == run.DriftUnowned)
 	}
+	p.Emptied = emptiedBy(p.State, p.Runs)
+	if workspace.MayArchive(subject) {
+		var unfinished int64
+		for _, r := range p.Runs {
+			if !r.Finished() {
+				unfinished++
+			}
+		}
+		p.ArchiveRefusal = workspace.ArchiveRefusal(ws.ArchivedAt != nil, ws.ActiveRunID != nil, holds, unfinished)
+		p.CanArchive = p.ArchiveRefusal == ""
+		if ws.ArchivedAt != nil {
+			p.ArchiveRefusal = ""
+		}
+	}
 	return p, nil
+}
+
+// emptiedBy is the run that wrote st's newest version when it holds nothing (nil when
+// it holds something, there is no version, or the run is not among runs).
+func emptiedBy(st state.WorkspaceState, runs []run.Run) *run.Run {
+	if len(st.Resources) > 0 || len(st.Versions) == 0 || st.Versions[0].RunID == nil {
+		return nil
+	}
+	for i := range runs {
+		if runs[i].ID == *st.Versions[0].RunID {
+			return &runs[i]
+		}
+	}
+	return nil
 }
 
 // StateResources are the resources a workspace's state holds, as runs name them.

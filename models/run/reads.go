@@ -237,3 +237,26 @@ type Gates struct {
 	Evaluation *policy.Evaluation
 	Overrides  map[string]policy.Override
 }
+
+// Unfinished counts the runs of workspace workspaceID (of organization orgID) that have
+// not finished, every kind: what archiving the workspace waits for. A hard policy block
+// is finished (Run.Finished).
+func (s *Reads) Unfinished(ctx context.Context, orgID, workspaceID string) (int64, error) {
+	var open []State
+	for _, st := range States {
+		if !st.Terminal() {
+			open = append(open, st)
+		}
+	}
+	runs, err := s.k.store.list(ctx, listQuery{orgID: orgID, workspaceID: workspaceID, states: open, order: "number DESC"})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range runs {
+		if !r.Finished() {
+			n++
+		}
+	}
+	return n, nil
+}

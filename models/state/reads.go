@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -146,4 +147,21 @@ func (s *Store) ResourcesOf(ctx context.Context, orgID, id string) ([]runport.St
 		out[i] = runport.StateResource{Address: r.Address, Type: r.Type, ID: r.ID}
 	}
 	return out, nil
+}
+
+// Holds says whether workspaceID's newest state version holds any managed resource:
+// false when it was never applied or was destroyed (what archiving a workspace asks).
+func (s *Store) Holds(ctx context.Context, orgID, workspaceID string) (bool, error) {
+	v, err := s.Latest(ctx, orgID, workspaceID)
+	if errors.Is(err, ErrNoState) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	resources, err := s.ResourcesOf(ctx, orgID, v.ID)
+	if err != nil {
+		return false, err
+	}
+	return len(resources) > 0, nil
 }

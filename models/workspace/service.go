@@ -122,7 +122,9 @@ type Query struct {
 	EnvironmentID string
 	Template      string
 	Applying      bool
-	Page          listing.Page
+	// Archived lists the archived workspaces instead of the others (archive.go).
+	Archived bool
+	Page     listing.Page
 }
 
 // Sort keys of the workspace list.
@@ -189,6 +191,11 @@ func (s *Service) Search(ctx context.Context, q Query) (listing.Result[View], in
 		}
 		if q.Applying {
 			tx = tx.Where("w.active_run_id IS NOT NULL")
+		}
+		if q.Archived {
+			tx = tx.Where("w.archived_at IS NOT NULL")
+		} else {
+			tx = tx.Where("w.archived_at IS NULL")
 		}
 		return tx
 	}

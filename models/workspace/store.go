@@ -116,6 +116,18 @@ func (s *Store) Ensure(ctx context.Context, orgID, envID, name, template string)
 		v.Add("workspace", fmt.Sprintf("Workspace %s holds a %s; choose another name for a %s.", name, locked.TemplateName, template))
 		return Workspace{}, v
 	}
+	if locked.ArchivedAt != nil {
+		// A request into an archived workspace's name brings it back to the lists.
+		if err := conn.Model(&Workspace{}).Where("id = ?", locked.ID).
+			Updates(map[string]any{"archived_at": nil, "archived_by": nil, "archived_by_name": ""}).Error; err != nil {
+			return Workspace{}, fmt.Errorf("restoring workspace: %w", err)
+		}
+		if err := s.audit.Record(ctx, audit.Entry{Action: "workspace.restored", TargetType: "workspace", TargetID: locked.ID, EnvironmentID: envID,
+			Data: map[string]any{"name": name, "environment_id": envID}}); err != nil {
+			return Workspace{}, err
+		}
+		locked.ArchivedAt, locked.ArchivedBy, locked.ArchivedByName = nil, nil, ""
+	}
 	return locked, nil
 }
 

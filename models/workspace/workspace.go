@@ -18,6 +18,11 @@ type Workspace struct {
 	ActiveRunID *string
 	// LastRunAt is when its newest run was requested (the list's "last activity").
 	LastRunAt time.Time `gorm:"default:now()"`
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// ArchivedAt is when the workspace was archived (archive.go): hidden from the lists,
+	// kept with its runs, state history and audit. Nil: it is listed.
+	ArchivedAt     *time.Time
+	ArchivedBy     *string
+	ArchivedByName string `gorm:"default:''"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }

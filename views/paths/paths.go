@@ -18,6 +18,7 @@ const (
 	RouteRunEvidence      = "/runs/:id/evidence"
 	RouteWorkspace        = "/workspaces/:id"
 	RouteWorkspaceDestroy = "/workspaces/:id/destroy"
+	RouteWorkspaceArchive = "/workspaces/:id/archive"
 	// RouteWorkspaceRollback asks before, and requests, a rollback to a state version.
 	RouteWorkspaceRollback = "/workspaces/:id/rollback"
 	// RouteWorkspacePromote is the promotion form of a workspace, and where it posts.
@@ -134,6 +135,9 @@ func Filtered(path string, q url.Values) string {
 
 // WorkspaceDestroy asks before a workspace is destroyed.
 func WorkspaceDestroy(id string) string { return Workspace(id) + "/destroy" }
+
+// WorkspaceArchive archives a workspace that holds nothing.
+func WorkspaceArchive(id string) string { return Workspace(id) + "/archive" }
 
 // WorkspaceRollback is the page that asks before rolling workspace id back to state
 // version versionID (the form posts to the same path).

@@ -116,19 +116,21 @@ type Portal struct {
 	Environments   *environment.Service
 	Credentials    *environment.Credentials
 	WorkspaceViews *workspace.Service
-	Identity       *identity.Issuer
-	Runs           *run.Runs
-	Previews       *run.Previewer
-	Promotions     *promotion.Service
-	Rollbacks      *rollback.Service
-	Evidence       *evidence.Reports
-	State          *state.Service
-	Exports        *audit.Exports
-	Governance     governance.Service
-	Notify         *notify.Service
-	Windows        *breakglass.Store
-	Breakglass     *breakglass.Service
-	Tokens         *apitoken.Service
+	// Archiver archives workspaces that hold nothing (destroyed, or never applied).
+	Archiver   *workspace.Archiver
+	Identity   *identity.Issuer
+	Runs       *run.Runs
+	Previews   *run.Previewer
+	Promotions *promotion.Service
+	Rollbacks  *rollback.Service
+	Evidence   *evidence.Reports
+	State      *state.Service
+	Exports    *audit.Exports
+	Governance governance.Service
+	Notify     *notify.Service
+	Windows    *breakglass.Store
+	Breakglass *breakglass.Service
+	Tokens     *apitoken.Service
 
 	// Metrics are the Prometheus metrics (served on their own address: Portal.Metrics.Handler).
 	Metrics *telemetry.Metrics
@@ -243,6 +245,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	}
 	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})
 	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
+	p.Archiver = workspace.NewArchiver(gdb, p.Audit, p.WorkspaceViews, p.StateStore, p.Runs.Reads)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
 	p.Environments = environment.NewService(gdb, p.Audit, p.Runs.Eligibility)
 	if p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: runner.NotifyEnqueuer{Client: inserter},
@@ -314,7 +317,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
-		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
+		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },

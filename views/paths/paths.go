@@ -87,11 +87,9 @@ func ResubmitRun(template, id string) string {
 	return "/requests/new?" + url.Values{"template": {template}, "from_run": {id}}.Encode()
 }
 
-// ChangeWorkspace is the request form for a change of workspace id (of template),
-// filled in with what the workspace holds.
-func ChangeWorkspace(template, id string) string {
-	return "/requests/new?" + url.Values{"template": {template}, "workspace": {id}}.Encode()
-}
+// ChangeWorkspace is the change form of workspace id (of template): its own page,
+// the workspace and environment fixed, filled in with what the workspace holds.
+func ChangeWorkspace(_, id string) string { return Workspace(id) + "/change" }
 func Requests() string           { return "/requests" }
 func ValidateRequest() string    { return "/requests/validate" }
 func PreviewRequest() string     { return "/requests/preview" }
@@ -291,3 +289,13 @@ func APIMatrix() string                       { return "/api/v1/approval-matrix"
 func APIAuditExports() string                 { return "/api/v1/audit/exports" }
 func APIAuditExport(id string) string         { return APIAuditExports() + "/" + url.PathEscape(id) }
 func APIAuditExportDownload(id string) string { return APIAuditExport(id) + "/download" }
+
+// RouteWorkspaceChange is a workspace's change form, and where it posts;
+// RouteWorkspaceChangePreview its live preview ("was → now", what it replaces).
+const (
+	RouteWorkspaceChange        = "/workspaces/:id/change"
+	RouteWorkspaceChangePreview = "/workspaces/:id/change/preview"
+)
+
+// PreviewChange is the live preview of a change of workspace id.
+func PreviewChange(id string) string { return ChangeWorkspace("", id) + "/preview" }

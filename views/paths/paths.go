@@ -90,11 +90,11 @@ func ResubmitRun(template, id string) string {
 // ChangeWorkspace is the change form of workspace id (of template): its own page,
 // the workspace and environment fixed, filled in with what the workspace holds.
 func ChangeWorkspace(_, id string) string { return Workspace(id) + "/change" }
-func Requests() string           { return "/requests" }
-func ValidateRequest() string    { return "/requests/validate" }
-func PreviewRequest() string     { return "/requests/preview" }
-func Run(id string) string       { return "/runs/" + url.PathEscape(id) }
-func RunEvents(id string) string { return Run(id) + "/events" }
+func Requests() string                    { return "/requests" }
+func ValidateRequest() string             { return "/requests/validate" }
+func PreviewRequest() string              { return "/requests/preview" }
+func Run(id string) string                { return "/runs/" + url.PathEscape(id) }
+func RunEvents(id string) string          { return Run(id) + "/events" }
 
 // RunEventsSince is the live stream of a run whose page shows the run as of version
 // (its update time in nanoseconds): the stream stays quiet until the run changes.

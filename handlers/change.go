@@ -77,7 +77,7 @@ func inputNote(in catalog.Input, was map[string]string, applied bool) string {
 		notes = append(notes, "Was "+v+" when last applied.")
 	}
 	if in.Divergence == catalog.DivergenceFixed {
-		notes = append(notes, "Fixed: the workspace's resources were made with it, so changing it can replace them and lose what they hold; the preview says whether it does.")
+		notes = append(notes, "Fixed: changing it can replace the resources made with it, and lose what they hold; the preview below says whether it does.")
 	}
 	return strings.Join(notes, " ")
 }

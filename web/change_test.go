@@ -48,6 +48,15 @@ func TestChangePredictsTheReplace(t *testing.T) {
 		return resp.StatusCode, webtest.ReadBody(t, resp)
 	}
 
+	// The form's live preview posts its one idempotency key with every edit: a preview
+	// keeps no key, so the next edit is answered too.
+	for _, retention := range []string{"20", "21"} {
+		form := change(dev, "change-assets", retention)
+		form.Set("idempotency_key", "change-preview-key")
+		status, body := preview(form)
+		require.Equal(t, http.StatusOK, status, body)
+	}
+
 	// The same inputs: nothing changes, nothing is replaced, nobody decides.
 	status, body := preview(change(dev, "change-assets", "14"))
 	require.Equal(t, http.StatusOK, status, body)

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/pages"
-	"gantry/models/review"
 	"gantry/models/run"
 	"gantry/models/workspace"
 	"gantry/views"
@@ -44,6 +42,9 @@ type RequestForms interface {
 	Request(ctx context.Context, req run.Request) (run.Run, error)
 	Destroy(ctx context.Context, workspaceID string) (pages.DestroyForm, error)
 	SubmitDestroy(ctx context.Context, workspaceID string, c pages.DestroyConfirmation) (run.Run, *pages.DestroyForm, error)
+	Change(ctx context.Context, workspaceID string) (pages.ChangeForm, error)
+	PreviewChange(ctx context.Context, workspaceID string, req run.Request) (pages.ChangePreview, error)
+	SubmitChange(ctx context.Context, workspaceID string, req run.Request, values map[string]string) (run.Run, *pages.ChangeForm, error)
 }
 
 // Requests serves the request form, its inline validation and preview, its submission,
@@ -60,13 +61,19 @@ func (h Requests) Register(g *echo.Group) {
 	g.POST(paths.ValidateRequest(), h.validate)
 	g.POST(paths.PreviewRequest(), h.preview)
 	g.POST(paths.Requests(), h.create)
+	g.GET(paths.RouteWorkspaceChange, h.change)
+	g.POST(paths.RouteWorkspaceChange, h.submitChange)
+	g.POST(paths.RouteWorkspaceChangePreview, h.previewChange)
 	g.GET(paths.RouteWorkspaceDestroy, h.confirmDestroy)
 	g.POST(paths.RouteWorkspaceDestroy, h.destroy)
 }
 
 func (h Requests) new(c echo.Context) error {
-	f, err := h.Forms.Form(c.Request().Context(),
-		pages.FormStart{Template: c.QueryParam("template"), Workspace: c.QueryParam("workspace"), FromRun: c.QueryParam("from_run")})
+	// A change of a workspace has its own page (older links asked this one).
+	if ws := c.QueryParam("workspace"); ws != "" {
+		return c.Redirect(http.StatusSeeOther, paths.ChangeWorkspace(c.QueryParam("template"), ws))
+	}
+	f, err := h.Forms.Form(c.Request().Context(), pages.FormStart{Template: c.QueryParam("template"), FromRun: c.QueryParam("from_run")})
 	if err != nil {
 		return err
 	}
@@ -146,26 +153,6 @@ func (h Requests) preview(c echo.Context) error {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.RequestPreview(previewProps(pv)))
-}
-
-// previewProps is a request's preview in words.
-func previewProps(pv run.Preview) views.RequestPreviewProps {
-	p := views.RequestPreviewProps{DryRun: pv.DryRun, CostMissing: pv.CostMissing, Existing: pv.Existing}
-	if pv.Floor != nil {
-		p.Decider = pv.Floor.Decision.Summary()
-		p.Risk = fmt.Sprintf("risk %d", pv.Floor.Class)
-		if pv.Floor.Protected && pv.Floor.Class == 1 {
-			p.Risk += " in a protected environment"
-		}
-		p.Because = pv.Floor.Rule.Description
-	}
-	if pv.Cost != nil {
-		p.Cost, p.Unpriced = review.Money(pv.Cost.After), pv.Cost.Unpriced
-		if pv.Cost.Delta != 0 {
-			p.Delta = review.SignedMoney(pv.Cost.Delta)
-		}
-	}
-	return p
 }
 
 func (h Requests) create(c echo.Context) error {

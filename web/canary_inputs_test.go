@@ -122,7 +122,7 @@ func (a canaryApp) requireSensitiveInputsNeverLeak(t *testing.T, admin *http.Cli
 	scan.pages(a.App, admin, []string{"/runs/" + r.ID, "/runs/" + r.ID + "/plan.json", "/runs/" + r.ID + "/plan.txt",
 		"/runs/" + r.ID + "/review", "/runs/" + r.ID + "/evidence", "/workspaces/" + r.WorkspaceID, "/workspaces/" + r.WorkspaceID + "/promote",
 		"/workspaces/" + r.WorkspaceID + "/destroy", "/requests/new?template=noted&from_run=" + r.ID,
-		"/requests/new?template=noted&workspace=" + r.WorkspaceID, "/catalog/noted", "/runs", "/"})
+		"/workspaces/" + r.WorkspaceID + "/change", "/catalog/noted", "/runs", "/"})
 	// The JSON API, with the requester's token: the run, its plan, its logs, timeline,
 	// review and evidence (with its inputs), and its workspace with its outputs.
 	for _, p := range []string{"/api/v1/runs/" + r.ID, "/api/v1/runs/" + r.ID + "/plan", "/api/v1/runs/" + r.ID + "/logs",

@@ -26,9 +26,10 @@ type IdempotencyKeys interface {
 	Do(ctx context.Context, req idempotency.Request, fn func(ctx context.Context) (idempotency.Outcome, error)) (idempotency.Outcome, bool, error)
 }
 
-// readOnlyPosts are the POST routes that change nothing: the request form's live checks
-// (htmx posts the whole form as it is typed, key and all).
-var readOnlyPosts = map[string]bool{paths.ValidateRequest(): true, paths.PreviewRequest(): true}
+// readOnlyPosts are the POST routes that change nothing: the request and change forms'
+// live checks (htmx posts the whole form as it is typed, key and all).
+var readOnlyPosts = map[string]bool{paths.ValidateRequest(): true, paths.PreviewRequest(): true,
+	paths.RouteWorkspaceChangePreview: true}
 
 // ReplayedHeader marks an API answer replayed from an earlier call with the same key.
 const ReplayedHeader = "Idempotent-Replayed"

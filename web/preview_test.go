@@ -9,6 +9,7 @@ import (
 
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/run"
+	"gantry/views/paths"
 )
 
 // TestRequestPreview: before submitting, the request form says who must decide, as far
@@ -36,16 +37,18 @@ func TestRequestPreview(t *testing.T) {
 			"inputs.name": {"preview-net"}, "inputs.subnet_count": {subnets}}
 	}
 
-	// The floor, by environment and kind.
+	// Who decides, by environment and kind: predicted from the simulated plan (which
+	// only creates here), raised to the environment's floor.
 	body := preview(network(dev, "apply", "3"))
-	require.Contains(t, body, "At least risk 1 (")
+	require.Contains(t, body, "Risk 1</strong> (")
 	require.Contains(t, body, "self-service")
-	require.Contains(t, body, "Known before planning")
+	require.Contains(t, body, "Predicted from a simulated plan")
+	require.Contains(t, body, "Nothing is replaced or destroyed: 4 resources are created or changed in place.")
 	body = preview(network(staging, "apply", "3"))
-	require.Contains(t, body, "At least risk 1 in a protected environment")
+	require.Contains(t, body, "Risk 1 in a protected environment</strong>")
 	require.Contains(t, body, "one approver with provisioning.apply (operator or above), not the requester")
 	body = preview(network(prod, "apply", "3"))
-	require.Contains(t, body, "At least risk 2 (")
+	require.Contains(t, body, "Risk 2</strong> (")
 	require.Contains(t, body, "an admin or owner, not the requester")
 	require.Contains(t, preview(network(prod, "plan_only", "3")), "Nobody: a dry run is never gated")
 
@@ -56,6 +59,8 @@ func TestRequestPreview(t *testing.T) {
 	body = preview(network(dev, "apply", "2.5"))
 	require.Contains(t, body, "Fill in the template&#39;s inputs to see what it costs.")
 	require.Contains(t, body, "At least risk 1")
+	require.Contains(t, body, "the plan will tell whether anything is replaced")
+	require.NotContains(t, body, "Nothing is replaced")
 	body = preview(url.Values{"template": {"network"}, "kind": {"apply"}})
 	require.Contains(t, body, "Choose an environment to see who decides.")
 
@@ -74,13 +79,14 @@ func TestRequestPreview(t *testing.T) {
 	body = preview(network(dev, "apply", "3"))
 	require.Contains(t, body, "$13.50 a month (+$4.50 from now)")
 	body = preview(network(dev, "destroy", "2"))
-	require.Contains(t, body, "At least risk 3 (")
+	require.Contains(t, body, "Risk 3</strong> (")
 	require.Contains(t, body, "an owner, not the requester, freshly authenticated, typing DESTROY")
+	require.Contains(t, body, "is destroyed.")
 	require.Contains(t, body, "$0.00 a month (-$9.00 from now)")
 
 	// The form draws the preview with itself (it works without JavaScript, and after a
 	// failed submit with what was submitted).
-	page := webtest.ReadBody(t, app.Get(t, operator, "/requests/new?template=network&workspace="+url.QueryEscape(waitForState(t, app, id, run.Succeeded).WorkspaceID)))
+	page := webtest.ReadBody(t, app.Get(t, operator, paths.ChangeWorkspace("network", waitForState(t, app, id, run.Succeeded).WorkspaceID)))
 	require.Contains(t, page, `data-testid="request-preview"`)
 	require.Contains(t, page, "$9.00 a month (the same as now)")
 

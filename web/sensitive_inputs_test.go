@@ -197,7 +197,7 @@ func TestSensitiveInputsTravelSealed(t *testing.T) {
 	require.NotContains(t, body, secret)
 
 	// "Change" and a request again from a run: the sensitive field is typed again.
-	for _, p := range []string{"/requests/new?template=noted&workspace=" + first.WorkspaceID, "/requests/new?template=noted&from_run=" + first.ID} {
+	for _, p := range []string{"/workspaces/" + first.WorkspaceID + "/change", "/requests/new?template=noted&from_run=" + first.ID} {
 		page := webtest.ReadBody(t, app.Get(t, operator, p))
 		require.Regexp(t, `name="inputs.retention_days"[^>]*value="30"`, page, p)
 		require.NotContains(t, page, secret, p)

@@ -230,11 +230,11 @@ func TestChangeStartsFromTheWorkspace(t *testing.T) {
 	require.Contains(t, page, `data-testid="workspace-outputs"`)
 	require.Regexp(t, `<code>module\.[a-z_]+\.sandbox_bucket\.[a-z_]+</code></th><td>sandbox_bucket</td><td><code>[^<]+</code>`, page)
 	require.Regexp(t, `<th scope="row">1</th><td><a href="/runs/`+r.ID+`">run #1</a>`, page)
-	change := "/requests/new?template=bucket&amp;workspace=" + r.WorkspaceID
+	change := "/workspaces/" + r.WorkspaceID + "/change"
 	require.Contains(t, page, `href="`+change+`" id="change-workspace"`)
 
-	form := webtest.ReadBody(t, app.Get(t, operator, html.UnescapeString(change)))
-	require.Regexp(t, `<option value="`+r.EnvironmentID+`" selected>`, form, "the workspace's environment")
+	form := webtest.ReadBody(t, app.Get(t, operator, change))
+	require.Contains(t, form, `id="environment" name="environment" value="`+r.EnvironmentID+`"`, "the workspace's environment, fixed")
 	require.Contains(t, form, `name="workspace" value="change-me"`)
 	require.Contains(t, form, `name="inputs.retention_days" value="45"`)
 	require.Contains(t, form, `<option value="eu-central" selected>`)
@@ -243,9 +243,12 @@ func TestChangeStartsFromTheWorkspace(t *testing.T) {
 	resp := app.Get(t, other, html.UnescapeString(change))
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "another organization's workspace")
+	// An older link to the request form with a workspace leads to the change page, whose
+	// template is the workspace's whatever the link said.
 	resp = app.Get(t, operator, "/requests/new?template=postgres&workspace="+r.WorkspaceID)
 	webtest.ReadBody(t, resp)
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a bucket workspace is not changed with the postgres form")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, change, resp.Header.Get("Location"))
 }
 
 // TestDestroyFromTheWorkspace: "Destroy…" on a workspace restates every resource its

@@ -49,8 +49,8 @@ type WorkspaceStates interface {
 	OfWorkspace(ctx context.Context, workspaceID string, limit int) (state.WorkspaceState, error)
 }
 
-// Requests builds the request forms (a new request, a change of a workspace, a request
-// again from an earlier run; a workspace's destroy) and submits them: a refused
+// Requests builds the request forms (a new request, a request again from an earlier
+// run; a change of a workspace, change.go; a workspace's destroy) and submits them: a refused
 // submission answers the form to draw again, with the messages beside its fields.
 type Requests struct {
 	Catalog      CatalogReader
@@ -66,11 +66,11 @@ type Requests struct {
 }
 
 // FormStart is where a request form starts: a template, and either nothing (a new
-// workspace), a workspace to change, or an earlier run to ask for again.
+// workspace) or an earlier run to ask for again. A change of a workspace has its own
+// form (Change).
 type FormStart struct {
-	Template  string
-	Workspace string // a workspace of the template to change
-	FromRun   string // a run of the template whose request to start from
+	Template string
+	FromRun  string // a run of the template whose request to start from
 }
 
 // RequestForm is the request form as drawn.
@@ -108,14 +108,10 @@ func (s Requests) Form(ctx context.Context, start FormStart) (RequestForm, error
 		}
 	}
 	req := run.Request{Kind: run.KindApply}
-	switch {
-	case start.FromRun != "":
-		req, err = s.resubmitOf(ctx, e.Template, start.FromRun, values)
-	case start.Workspace != "":
-		req, err = s.changeOf(ctx, e.Template, start.Workspace, values)
-	}
-	if err != nil {
-		return RequestForm{}, err
+	if start.FromRun != "" {
+		if req, err = s.resubmitOf(ctx, e.Template, start.FromRun, values); err != nil {
+			return RequestForm{}, err
+		}
 	}
 	return s.form(ctx, e.Template, req, values, nil)
 }
@@ -177,25 +173,6 @@ func (s Requests) form(ctx context.Context, t catalog.Template, req run.Request,
 	return RequestForm{Template: t, Environments: envs, Request: req, Values: shown, Errors: problems, Preview: preview}, nil
 }
 
-// changeOf starts a change of workspace id: its environment and name, and into values
-// the inputs of its last applied run (never a sensitive one: those are stored masked,
-// so the person types them again). A workspace of another template is a bad request.
-func (s Requests) changeOf(ctx context.Context, t catalog.Template, id string, values map[string]string) (run.Request, error) {
-	ws, err := s.Workspaces.Get(ctx, id)
-	if err != nil {
-		return run.Request{}, err
-	}
-	if ws.TemplateName != t.Name {
-		return run.Request{}, fmt.Errorf("workspace %s holds a %s, not a %s: %w", ws.Name, ws.TemplateName, t.Name, errs.ErrBadRequest)
-	}
-	applied, err := s.lastApplied(ctx, t, ws.ID)
-	if err != nil {
-		return run.Request{}, err
-	}
-	maps.Copy(values, applied)
-	return run.Request{Kind: run.KindApply, EnvironmentID: ws.EnvironmentID, Workspace: ws.Name}, nil
-}
-
 // resubmitOf starts the request form from run id's request (a rejected plan, to edit
 // and ask for again): its environment, workspace, kind and inputs (never a sensitive
 // one). Another template's run is a bad request.
@@ -237,17 +214,8 @@ func inputsOf(r run.Run, t catalog.Template, values map[string]string) error {
 // ("inputs.<name>"), sensitive ones left out (they are stored masked); none when
 // nothing was applied.
 func (s Requests) lastApplied(ctx context.Context, t catalog.Template, id string) (map[string]string, error) {
-	runs, err := s.History.ListForWorkspace(ctx, id, 50)
-	if err != nil {
-		return nil, err
-	}
-	values := map[string]string{}
-	for _, r := range runs {
-		if r.State == run.Succeeded && r.Kind == run.KindApply {
-			return values, inputsOf(r, t, values)
-		}
-	}
-	return values, nil
+	values, _, err := s.applied(ctx, t, id)
+	return values, err
 }
 
 // workspaceToChange reads workspace id for a change: only who may request runs changes

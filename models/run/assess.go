@@ -32,7 +32,14 @@ type Assessment struct {
 
 // assess runs the plan gates on run r's plan.
 func (s *Jobs) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, error) {
-	facts, err := s.k.catalog.Facts(r.TemplateName)
+	return s.k.gates(ctx, r, planJSON, s.k.observer.PolicyEvaluated)
+}
+
+// gates runs the plan gates on run r's plan: the plan's and the request form's preview
+// (of a run not yet stored) judge alike. observe, when not nil, is told how long the
+// policies took and whether they failed to evaluate.
+func (k *core) gates(ctx context.Context, r Run, planJSON []byte, observe func(time.Duration, bool)) (Assessment, error) {
+	facts, err := k.catalog.Facts(r.TemplateName)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading template %s: %w", r.TemplateName, err)
 	}
@@ -40,26 +47,26 @@ func (s *Jobs) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, 
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading plan JSON: %w", err)
 	}
-	env, err := s.k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
+	env, err := k.environments.Lookup(ctx, r.OrganizationID, r.EnvironmentID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	matrix, err := s.k.matrix.Current(ctx, r.OrganizationID)
+	matrix, err := k.matrix.Current(ctx, r.OrganizationID)
 	if err != nil {
 		return Assessment{}, err
 	}
 	a := Assessment{Classification: res, MatrixVersion: matrix.Version, Cost: review.EstimateCost(res, facts.Prices)}
 	a.Risk = assessRisk(matrix.Matrix, factsOf(r, env, res, facts))
 
-	bundle, err := s.k.policies.Bundle(ctx, r.OrganizationID)
+	bundle, err := k.policies.Bundle(ctx, r.OrganizationID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	modes, err := s.k.policies.Modes(ctx, r.EnvironmentID)
+	modes, err := k.policies.Modes(ctx, r.EnvironmentID)
 	if err != nil {
 		return Assessment{}, err
 	}
-	requester, err := s.k.members.Member(ctx, r.OrganizationID, r.RequestedBy)
+	requester, err := k.members.Member(ctx, r.OrganizationID, r.RequestedBy)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("reading the requester's membership: %w", err)
 	}
@@ -77,7 +84,9 @@ func (s *Jobs) assess(ctx context.Context, r Run, planJSON []byte) (Assessment, 
 	defer cancel()
 	started := time.Now()
 	a.Policy, err = bundle.Evaluate(evalCtx, planJSON, input, modes)
-	s.k.observer.PolicyEvaluated(time.Since(started), err != nil)
+	if observe != nil {
+		observe(time.Since(started), err != nil)
+	}
 	if err != nil {
 		return Assessment{}, fmt.Errorf("evaluating policies: %w", err)
 	}

@@ -41,9 +41,15 @@ func NewPreviewer(requests *Requests, sim Simulator) *Previewer {
 
 // Preview is what is known of a request before it is planned. Floor is nil when the
 // environment or the kind is not chosen yet; Cost nil while the inputs are incomplete
-// or wrong (CostMissing says which).
+// or wrong (CostMissing says which); Impact nil while the plan cannot be simulated
+// (Unknown says why: the plan will tell).
 type Preview struct {
 	Floor *risk.Assessment
+	// Impact is what a simulated plan of the inputs predicts: what it replaces, the
+	// risk and decision the plan gates give it, the policy rules it fails.
+	Impact *Impact
+	// Unknown says why there is no prediction ("" when there is one).
+	Unknown string
 	// DryRun: a dry run is never gated, whatever its plan holds.
 	DryRun bool
 	Cost   *review.Cost
@@ -102,64 +108,84 @@ func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
 	switch {
 	case bad("template") || bad("inputs."):
 		out.CostMissing = "Fill in the template's inputs to see what it costs."
+		out.Unknown = "Until the inputs are complete and valid, the plan will tell whether anything is replaced."
 	case bad("environment"):
 		out.CostMissing = "Choose an environment to see what it costs."
+		out.Unknown = "Until an environment is chosen, the plan will tell whether anything is replaced."
 	default:
 		// Without a usable workspace (no name yet, or one holding another template: the
 		// request itself is refused, and its field says why) the cost is a new one's.
 		if ws != nil && ws.TemplateName != validated.Template {
 			ws = nil
 		}
-		if out.Cost, err = p.cost(ctx, req, validated, ws); err != nil {
+		out.Existing = ws != nil
+		a, ok, err := p.simulate(ctx, subject, req, validated, ws)
+		if err != nil {
 			return Preview{}, err
 		}
-		out.Existing = ws != nil
+		if !ok {
+			out.CostMissing = "The plan could not be simulated: the run's plan gives the estimate."
+			out.Unknown = "The plan could not be simulated from these inputs: the plan will tell whether anything is replaced."
+			break
+		}
+		cost, impact := a.Cost, impactOf(a)
+		out.Cost, out.Impact = &cost, &impact
 	}
 	return out, nil
 }
 
-// cost prices the simulated plan of the configuration req would generate, against the
-// workspace's current state.
-func (p *Previewer) cost(ctx context.Context, req Request, v Validated, ws *workspace.Workspace) (*review.Cost, error) {
+// simulate runs the plan gates on a simulated plan of the configuration req would
+// generate, against the workspace's current state: a run of req's kind (a dry run's as
+// if it were applied, to say what the same change would carry), not stored. ok is false
+// when the plan could not be simulated or read (the plan will tell).
+func (p *Previewer) simulate(ctx context.Context, subject authz.Subject, req Request, v Validated, ws *workspace.Workspace) (Assessment, bool, error) {
 	s := p.requests
-	facts, err := s.k.catalog.Facts(v.Template)
-	if err != nil {
-		return nil, err
-	}
 	workspaceID := "ws-preview"
 	var prior []byte
 	if ws != nil {
 		workspaceID = ws.ID
 		pred, err := s.k.states.Predecessor(ctx, ws.OrganizationID, ws.ID)
 		if err != nil {
-			return nil, err
+			return Assessment{}, false, err
 		}
 		if !pred.None() {
 			if prior, err = s.k.states.Content(ctx, ws.OrganizationID, pred.VersionID); err != nil {
-				return nil, err
+				return Assessment{}, false, err
 			}
 		}
 	}
 	cfg, err := s.k.catalog.Generate(v, workspaceID, s.k.stateAddress(v.Runner.Name, workspaceID))
 	if err != nil {
-		return nil, fmt.Errorf("generating configuration: %w", err)
+		return Assessment{}, false, fmt.Errorf("generating configuration: %w", err)
 	}
 	tarball, _, err := cfg.Tar()
 	if err != nil {
-		return nil, err
+		return Assessment{}, false, err
 	}
 	vars, err := variablesOf(v.Sensitive)
 	if err != nil {
-		return nil, err
+		return Assessment{}, false, err
 	}
-	planJSON, err := p.sim.SimulatePlan(ctx, tarball, prior, string(req.Kind), vars)
+	kind := req.Kind
+	if kind != KindDestroy {
+		kind = KindApply
+	}
+	planJSON, err := p.sim.SimulatePlan(ctx, tarball, prior, string(kind), vars)
 	if err != nil {
-		return nil, fmt.Errorf("simulating the plan: %w", err)
+		if ctx.Err() != nil {
+			return Assessment{}, false, ctx.Err()
+		}
+		return Assessment{}, false, nil
 	}
-	res, err := classify.Classify(planJSON, facts.ClassifyOptions())
+	if _, err := classify.Classify(planJSON, classify.Options{}); err != nil {
+		return Assessment{}, false, nil
+	}
+	r := Run{ID: "run-preview", Kind: kind, OrganizationID: subject.OrganizationID, EnvironmentID: req.EnvironmentID,
+		TemplateName: v.Template, TemplateVersion: v.Version, ModuleDigest: v.ModuleDigest,
+		RequestedBy: subject.UserID, RequestedByName: subject.Name}
+	a, err := s.k.gates(ctx, r, planJSON, nil)
 	if err != nil {
-		return nil, fmt.Errorf("reading the simulated plan: %w", err)
+		return Assessment{}, false, err
 	}
-	cost := review.EstimateCost(res, facts.Prices)
-	return &cost, nil
+	return a, true, nil
 }

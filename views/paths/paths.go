@@ -88,16 +88,14 @@ func ResubmitRun(template, id string) string {
 	return "/requests/new?" + url.Values{"template": {template}, "from_run": {id}}.Encode()
 }
 
-// ChangeWorkspace is the request form for a change of workspace id (of template),
-// filled in with what the workspace holds.
-func ChangeWorkspace(template, id string) string {
-	return "/requests/new?" + url.Values{"template": {template}, "workspace": {id}}.Encode()
-}
-func Requests() string           { return "/requests" }
-func ValidateRequest() string    { return "/requests/validate" }
-func PreviewRequest() string     { return "/requests/preview" }
-func Run(id string) string       { return "/runs/" + url.PathEscape(id) }
-func RunEvents(id string) string { return Run(id) + "/events" }
+// ChangeWorkspace is the change form of workspace id (of template): its own page,
+// the workspace and environment fixed, filled in with what the workspace holds.
+func ChangeWorkspace(_, id string) string { return Workspace(id) + "/change" }
+func Requests() string                    { return "/requests" }
+func ValidateRequest() string             { return "/requests/validate" }
+func PreviewRequest() string              { return "/requests/preview" }
+func Run(id string) string                { return "/runs/" + url.PathEscape(id) }
+func RunEvents(id string) string          { return Run(id) + "/events" }
 
 // RunEventsSince is the live stream of a run whose page shows the run as of version
 // (its update time in nanoseconds): the stream stays quiet until the run changes.
@@ -295,3 +293,13 @@ func APIMatrix() string                       { return "/api/v1/approval-matrix"
 func APIAuditExports() string                 { return "/api/v1/audit/exports" }
 func APIAuditExport(id string) string         { return APIAuditExports() + "/" + url.PathEscape(id) }
 func APIAuditExportDownload(id string) string { return APIAuditExport(id) + "/download" }
+
+// RouteWorkspaceChange is a workspace's change form, and where it posts;
+// RouteWorkspaceChangePreview its live preview ("was → now", what it replaces).
+const (
+	RouteWorkspaceChange        = "/workspaces/:id/change"
+	RouteWorkspaceChangePreview = "/workspaces/:id/change/preview"
+)
+
+// PreviewChange is the live preview of a change of workspace id.
+func PreviewChange(id string) string { return ChangeWorkspace("", id) + "/preview" }

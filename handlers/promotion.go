@@ -86,7 +86,9 @@ func promoteProps(f pages.PromotionForm) views.PromoteProps {
 	if f.Submitted != nil {
 		p.EnvironmentID, p.TargetWorkspace = f.Submitted.EnvironmentID, f.Submitted.Workspace
 		for k, v := range f.Submitted.Inputs {
-			p.Values["inputs."+k] = v
+			if !fixedInput(src, k) { // a fixed one is drawn read-only, as the source has it
+				p.Values["inputs."+k] = v
+			}
 		}
 	}
 	if f.Template != nil {
@@ -111,13 +113,23 @@ func promotionFields(t catalog.Template, src promotion.Promotable, env string, v
 		f := &fields[i]
 		f.Note = "May differ from " + env + " (" + in.Divergence + ")."
 		if fixed[in.Name] {
-			f.Note = "Fixed: it stays as in " + env + "; a promotion that changes it is refused."
+			f.Note, f.Fixed = "Fixed: it stays as in "+env+"; a promotion cannot change it.", true
 		}
 		if in.Sensitive {
 			f.Note += " Sensitive: type it again (it is stored masked)."
 		}
 	}
 	return fields, shown
+}
+
+// fixedInput reports whether input name of the source may not differ in a promotion.
+func fixedInput(src promotion.Promotable, name string) bool {
+	for _, in := range src.Inputs {
+		if in.Name == name {
+			return !promotion.MayDiverge(in.Divergence)
+		}
+	}
+	return false
 }
 
 // unquote is an input's JSON value as a form field holds it (a string without quotes).

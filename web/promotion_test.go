@@ -43,6 +43,10 @@ func TestPromotion(t *testing.T) {
 	require.NotContains(t, page, `<option value="`+dev+`"`)
 	require.Regexp(t, `name="inputs.storage_gb"[^>]*value="20"`, page)
 	require.Contains(t, page, `data-testid="note-network_cidr">Fixed: it stays as in staging`)
+	// A fixed input is drawn read-only with its value (the form still sends it); one that
+	// may differ stays editable.
+	require.Regexp(t, `name="inputs.network_cidr" value="10.30.0.0/16" readonly`, page)
+	require.NotRegexp(t, `name="inputs.storage_gb"[^>]*readonly`, page)
 	require.Contains(t, page, `data-testid="note-storage_gb">May differ from staging (capacity).`)
 
 	form := func(env, cidr, storage string) url.Values {
@@ -62,7 +66,9 @@ func TestPromotion(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	require.Regexp(t, `(?s)data-testid="difference-network_cidr".*data-testid="source-value">10\.30\.0\.0/16<.*data-testid="requested-value">10\.40\.0\.0/16<`, body)
 	require.NotContains(t, body, `data-testid="difference-storage_gb"`)
-	require.Regexp(t, `name="inputs.network_cidr"[^>]*value="10.40.0.0/16"`, body, "what was typed is kept")
+	// A fixed input is drawn again read-only as the source has it (only a stale or
+	// tampered form sends another value); what may differ keeps what was typed.
+	require.Regexp(t, `name="inputs.network_cidr" value="10.30.0.0/16" readonly`, body)
 	require.Zero(t, countIn(prod))
 
 	// Not next in the order: refused at the field.

@@ -42,10 +42,15 @@ func TestPromotionInBrowser(t *testing.T) {
 	require.Contains(t, run(t, b, "read the chosen environment", chromedp.Evaluate[string](`document.getElementById("environment").selectedOptions[0].text`)), "production (production, approval required)")
 	require.Equal(t, "20", value(t, b, chromedp.ID("input-storage_gb")))
 	requireAccessible(t, b, "the promotion form")
+	require.True(t, run(t, b, "read whether the fixed range is read-only", chromedp.Evaluate[bool](`document.getElementById("input-network_cidr").readOnly`)),
+		"a fixed input is drawn read-only")
+	require.False(t, run(t, b, "read whether the storage is read-only", chromedp.Evaluate[bool](`document.getElementById("input-storage_gb").readOnly`)))
 
 	set := func(id, v string) chromedp.Action[chromedp.Void] {
 		return chromedp.Evaluate[chromedp.Void](`document.getElementById(` + jsString(id) + `).value = ` + jsString(v))
 	}
+	// A person cannot type into the fixed range; a stale or tampered form still sends a
+	// changed one, which the promotion refuses side by side.
 	b.do(t, "change the network range and promote", set("input-network_cidr", "10.40.0.0/16"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("promote").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="promotion-blocked"]`)))
@@ -53,6 +58,7 @@ func TestPromotionInBrowser(t *testing.T) {
 	row := text(t, b, chromedp.CSS(`[data-testid="difference-network_cidr"]`))
 	require.Contains(t, row, "10.30.0.0/16")
 	require.Contains(t, row, "10.40.0.0/16")
+	require.Equal(t, "10.30.0.0/16", value(t, b, chromedp.ID("input-network_cidr")), "the fixed range is drawn again as the source has it")
 	requireAccessible(t, b, "the refused promotion")
 	screenshotAt(t, b, promotionBlockedScreenshot, 1280, 1000, false)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())

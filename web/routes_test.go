@@ -683,10 +683,10 @@ func (fx *routeFixtures) checkRestricted(t routeT, c routeCase) {
 	}
 	a := fx.object(t, c, fx.auditor, o.hidden)
 	require.NotEqual(t, http.StatusNotFound, a.status, "the auditor reads the restricted %s: %s", o.what, a.body)
-	// Run and workspace pages are read; the cancel, destroy, rollback and promotion
-	// forms ask for an action the auditor may not take (their 403 comes after the
-	// object was found).
-	asks := slices.ContainsFunc([]string{"/cancel", "/destroy", "/rollback", "/promote", "/breakglass"}, func(s string) bool { return strings.HasSuffix(c.pattern, s) })
+	// Run and workspace pages are read; the cancel, change, destroy, rollback and
+	// promotion forms ask for an action the auditor may not take (their 403 comes after
+	// the object was found).
+	asks := slices.ContainsFunc([]string{"/cancel", "/change", "/destroy", "/rollback", "/promote", "/breakglass"}, func(s string) bool { return strings.HasSuffix(c.pattern, s) })
 	if c.method == http.MethodGet && (strings.HasPrefix(c.pattern, "/runs/") || strings.HasPrefix(c.pattern, "/workspaces/")) && !asks {
 		require.True(t, a.status >= 200 && a.status < 300, "the auditor reads the restricted %s: %d\n%s", o.what, a.status, a.body)
 	}
@@ -933,7 +933,7 @@ var routeChecks = map[string]routeCheck{
 			require.Contains(t, a.body, "Choose an environment to see who decides.")
 			require.NotContains(t, a.body, x.env)
 		}
-		require.Contains(t, send(fx.operator, fx.acme.env).body, "At least risk")
+		require.Contains(t, send(fx.operator, fx.acme.env).body, `data-testid="preview-decider"><strong>Risk 1`)
 		require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM workspaces WHERE name = 'routes-new'"), "a preview writes nothing")
 	}},
 	"POST /requests/validate": {why: "environment names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {

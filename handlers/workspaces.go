@@ -112,6 +112,20 @@ func (h Workspaces) show(c echo.Context) error {
 	return render.Page(c, http.StatusOK, views.WorkspacePage(workspaceProps(page)))
 }
 
+// lifecycleProps puts into p what the page says of the workspace's life: archived,
+// emptied by a destroy, and whether it can be archived.
+func lifecycleProps(p *views.WorkspaceProps, page pages.WorkspacePage) {
+	ws := page.Workspace
+	p.CanArchive, p.ArchiveRefusal = page.CanArchive, page.ArchiveRefusal
+	if ws.ArchivedAt != nil {
+		p.Archived = "Archived on " + ws.ArchivedAt.UTC().Format("2 January 2006") + " by " + ws.ArchivedByName
+	}
+	if e := page.Emptied; e != nil {
+		p.EmptiedBy = &views.RunLink{ID: e.ID, Label: e.Label(), Destroy: e.Kind == run.KindDestroy}
+		p.EmptiedAt = page.State.Versions[0].CreatedAt
+	}
+}
+
 // workspaceProps is a workspace's page as drawn.
 func workspaceProps(page pages.WorkspacePage) views.WorkspaceProps {
 	ws, st := page.Workspace, page.State
@@ -119,17 +133,11 @@ func workspaceProps(page pages.WorkspacePage) views.WorkspaceProps {
 		Versions: stateVersionRows(page), Drift: views.WorkspaceDriftProps{WorkspaceID: ws.ID, Schedule: driftSchedule(ws.EnvironmentDriftMinutes),
 			CanCheck: page.CanCheckDrift, CanCorrect: page.CanCorrect}, CanAskWindow: page.CanAskWindow,
 		CanChange: page.CanChange, CanPromote: page.CanPromote, CanDestroy: page.CanDestroy,
-		CanArchive: page.CanArchive, ArchiveRefusal: page.ArchiveRefusal, HasState: len(st.Versions) > 0}
+		HasState: len(st.Versions) > 0}
 	if ws.ActiveRunID != nil {
 		p.ActiveRun = *ws.ActiveRunID
 	}
-	if ws.ArchivedAt != nil {
-		p.Archived = "Archived on " + ws.ArchivedAt.UTC().Format("2 January 2006") + " by " + ws.ArchivedByName
-	}
-	if e := page.Emptied; e != nil {
-		p.EmptiedBy = &views.RunLink{ID: e.ID, Label: e.Label(), Destroy: e.Kind == run.KindDestroy}
-		p.EmptiedAt = st.Versions[0].CreatedAt
-	}
+	lifecycleProps(&p, page)
 	for _, r := range page.Runs {
 		p.Runs = append(p.Runs, runRow(r, ws))
 	}

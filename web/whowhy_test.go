@@ -3,6 +3,7 @@ package web_test
 import (
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -108,4 +109,41 @@ func testidBlock(t *testing.T, body, id string) string {
 	end := strings.Index(body[m[0]:], "</"+tag+">")
 	require.GreaterOrEqual(t, end, 0, "element %q is not closed", id)
 	return body[m[0] : m[0]+end]
+}
+
+// TestReviewWhoWhySensitive: a sensitive input is never shown on the review and never
+// said to be unchanged, even when the same value was typed again; a rollback says where
+// its inputs come from and compares them with the run applied before it.
+func TestReviewWhoWhySensitive(t *testing.T) {
+	t.Parallel()
+	app := webtest.StartWith(t, webtest.Options{CatalogFS: notedCatalog(t)})
+	operator := app.LoggedIn(t, "operator@acme.test")
+	dev := app.OrgEnvironmentID(t, "acme", "development")
+	const secret = "wombat-sealed-8k2p-note"
+	noted := func(retention string) url.Values {
+		return url.Values{"template": {"noted"}, "environment": {dev}, "workspace": {"whowhy-sealed"}, "kind": {"apply"},
+			"inputs.name": {"whowhy-sealed"}, "inputs.access_note": {secret}, "inputs.retention_days": {retention}}
+	}
+	first := waitForState(t, app, app.RequestRun(t, operator, noted("30")), run.Succeeded)
+	second := waitForState(t, app, app.RequestRun(t, operator, noted("60")), run.Succeeded)
+
+	body := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+second.ID+"/review"))
+	require.NotContains(t, body, secret)
+	section := testidBlock(t, body, "whowhy")
+	require.Regexp(t, `data-testid="input-access_note" data-status="sensitive"`, section)
+	require.Contains(t, section, "sensitive: whether it changed cannot be known")
+	require.Regexp(t, `data-testid="input-retention_days" data-status="changed"`, section)
+	require.Contains(t, section, "1 input changes.", "the sensitive one is not counted as a change, nor as unchanged")
+
+	// The rollback to the first version: its inputs are the first run's.
+	versions := stateVersions(t, app, first.WorkspaceID)
+	resp := app.PostForm(t, operator, "/workspaces/"+first.WorkspaceID+"/rollback", url.Values{"_csrf": {app.CSRF(t, operator)}, "version": {versions[0]}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, webtest.ReadBody(t, resp))
+	rb := waitForState(t, app, runIDOf(t, resp), run.Succeeded)
+	body = webtest.ReadBody(t, app.Get(t, operator, "/runs/"+rb.ID+"/review"))
+	require.NotContains(t, body, secret)
+	section = testidBlock(t, body, "whowhy")
+	require.Contains(t, section, "This is a rollback: its inputs are those that wrote state version 1")
+	require.Contains(t, section, `href="/runs/`+second.ID+`"`, "compared with the run applied before the rollback")
+	require.Regexp(t, `(?s)data-testid="input-retention_days" data-status="changed".*?data-testid="was">60</span> → <span class="now" data-testid="now">30<`, section)
 }

@@ -362,7 +362,7 @@ func inputsDiff(p WhoWhyProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		default:
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "What this workspace applied before could not be read here: the plan below tells what changes. ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "What this workspace applied before could not be read here: the plan will tell what changes. ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

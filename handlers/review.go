@@ -103,7 +103,7 @@ func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewPro
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), State: runState(r), StateReason: stateReason(r),
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, rp.Refused, rp.Errors),
 		Policy: policyView(data, perms), Cost: costView(r.Cost), Graph: review.Graph(data.Classification, graphNodes),
-		Block: blockView(r, rp.Block, perms, true)}
+		Block: blockView(r, rp.Block, perms, true), WhoWhy: whoWhyProps(rp.WhoWhy, r)}
 	if rb := rp.Rollback; rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}

@@ -115,7 +115,7 @@ func (h Runs) show(c echo.Context) error {
 	r, ws := page.Run, page.Workspace
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
-		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
+		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
 	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
 	}
@@ -253,7 +253,7 @@ func (h Runs) planJSON(c echo.Context) error {
 func runRow(r run.Run, ws workspace.View) views.RunRow {
 	row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Kind: string(r.Kind), State: runState(r), RequestedBy: r.RequestedByName,
-		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r))}
+		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r)), Note: noteProps(r)}
 	if r.RiskClass != nil {
 		row.Risk = strconv.Itoa(*r.RiskClass)
 	}

@@ -40,7 +40,7 @@ type RunDecider interface {
 
 // Reviews builds the plan review page and takes the decisions made on it.
 type Reviews struct {
-	Runs       RunGetter
+	Runs       ReviewRuns
 	Decisions  RunDecider
 	Plans      PlanReviews
 	Workspaces WorkspaceReader
@@ -59,6 +59,8 @@ type ReviewPage struct {
 	Plan        run.ReviewData
 	Boundary    boundary.Review
 	Rollback    *rollback.Review
+	// WhoWhy is who asked for the run and why, and its inputs against the last apply.
+	WhoWhy WhoWhy
 	// Block is what stops a POLICY_BLOCKED run (nil: it is not blocked by a policy).
 	Block *Block
 	// Refused is a decision refused at the decision form's fields: the review page is
@@ -92,6 +94,9 @@ func (s Reviews) Page(ctx context.Context, id string) (ReviewPage, error) {
 		return ReviewPage{}, err
 	}
 	if p.Rollback, err = s.Rollbacks.ReviewOf(ctx, r, p.Plan.Classification); err != nil {
+		return ReviewPage{}, err
+	}
+	if p.WhoWhy, err = whoWhy(ctx, s.Runs, r); err != nil {
 		return ReviewPage{}, err
 	}
 	return p, nil

@@ -145,6 +145,28 @@ func TestRiskYouCanSee(t *testing.T) {
 	require.Equal(t, "/runs/"+high, resp.Header.Get("Location"), "nothing else waits: the run page")
 }
 
+// TestOwnerInboxOrderWithinAClass: in an owner's default order the riskiest come first
+// and, within a class, the decision that closes first; sorted by risk the other way
+// round, the whole order turns.
+func TestOwnerInboxOrderWithinAClass(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	operator := app.LoggedIn(t, "operator@acme.test")
+	owner := app.LoggedIn(t, "owner@acme.test")
+	first := waitingIn(t, app, operator, "order-first")
+	second := waitingIn(t, app, operator, "order-second")
+	prod := bucketRequest(app.OrgEnvironmentID(t, "acme", "production"), "eu-west")
+	prod.Set("workspace", "order-prod")
+	high := waitForState(t, app, app.RequestRun(t, operator, prod), run.PendingApproval)
+	require.True(t, first.DecisionDeadline.Before(*second.DecisionDeadline))
+	you, _, _ := riskInbox(t, app, owner, "")
+	require.Equal(t, []string{high.ID, first.ID, second.ID}, you, "riskiest first, then the decision closing first")
+	you, _, _ = riskInbox(t, app, owner, "?sort=risk")
+	require.Equal(t, []string{second.ID, first.ID, high.ID}, you, "the same order turned")
+	you, _, _ = riskInbox(t, app, owner, "?risk=1")
+	require.Equal(t, []string{first.ID, second.ID}, you)
+}
+
 func withReason(v url.Values, reason string) url.Values {
 	v.Set("reason", reason)
 	return v

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/labstack/echo/v4"
@@ -45,7 +46,9 @@ func (h Runs) decide(c echo.Context) error {
 		return render.Page(c, http.StatusUnprocessableEntity, views.ReviewPage(p))
 	}
 	msg, location := decidedMessage(c.Param("id"), d, out)
-	_ = render.Flash(c, "success", msg)
+	if msg != "" {
+		_ = render.Flash(c, "success", msg)
+	}
 	return render.Redirect(c, location)
 }
 
@@ -75,9 +78,12 @@ func decisionForm(c echo.Context) (pages.Decision, error) {
 }
 
 // decidedMessage is the flash after decision d on run id came to out, and where to go
-// next: the next run waiting for the person takes them on after an approval or a
-// rejection. What follows an approval belongs to the APPROVED state, which the run page
-// says while it lasts; the flash only reports what the person did.
+// next. After an approval or a rejection with more runs waiting for the person, that is
+// the inbox, which says what became of this run and offers the next as a link: never
+// the next run's review, whose approve button a double click would press in the same
+// place. With nothing else waiting, it is this run's page. What follows an approval
+// belongs to the APPROVED state, which the run page says while it lasts; the flash
+// only reports what the person did ("": none).
 func decidedMessage(id string, d pages.Decision, out pages.Decided) (msg, location string) {
 	said := out.Workspace + " " + out.Run.Label()
 	switch d.Action {
@@ -97,8 +103,9 @@ func decidedMessage(id string, d pages.Decision, out pages.Decided) (msg, locati
 	case run.ActionPlanAgain:
 		return "Planning again as run " + out.Run.Label() + ".", paths.Run(out.Run.ID)
 	}
-	if n := out.Next; n != nil {
-		return msg + " Next waiting for you: " + n.Workspace.Name + " " + n.Label() + ".", paths.RunReview(n.ID)
+	if out.Next != nil {
+		// The inbox's panel says what the person did (no flash to say it twice).
+		return "", paths.Filtered(paths.Approvals(), url.Values{"decided": {id}})
 	}
 	return msg, paths.Run(id)
 }

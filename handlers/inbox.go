@@ -37,11 +37,12 @@ var inboxRisks = []views.ListChoice{{Value: "1", Label: "risk 1"}, {Value: "2", 
 // you", from the run service's deciders), and the others they see, with who decides;
 // both searched and filtered alike, each list paged by a cursor of its own.
 func (h Runs) approvals(c echo.Context) error {
-	l, err := readList(c, paths.Approvals(), run.InboxSortKeys(), listing.Sort{Key: run.SortDeadline}, 50)
+	// No sort asked for is the person's default, which the read model chooses.
+	l, err := readList(c, paths.Approvals(), run.InboxSortKeys(), listing.Sort{}, 50)
 	if err != nil {
 		return err
 	}
-	q := pages.InboxQuery{Text: l.text, EnvironmentID: l.query.Get("environment"), Lists: !l.refused()}
+	q := pages.InboxQuery{Text: l.text, EnvironmentID: l.query.Get("environment"), Lists: !l.refused(), Decided: l.query.Get("decided")}
 	q.Risk, _ = strconv.Atoi(choice(l, "risk", inboxRisks))
 	if q.ForYou, err = l.pageOf("you_"); err != nil {
 		return err
@@ -62,6 +63,7 @@ func (h Runs) approvals(c echo.Context) error {
 
 // approvalsProps is the inbox as drawn for list form l.
 func approvalsProps(l listRequest, page pages.InboxPage) views.ApprovalsProps {
+	l.page.Sort = page.Sort
 	envs := listChoices(page.EnvironmentNames)
 	filters := []views.ListFilter{{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
 		{Name: "risk", Label: "Risk", Any: "Any risk", Choices: inboxRisks, Selected: choice(l, "risk", inboxRisks)}}
@@ -73,6 +75,7 @@ func approvalsProps(l listRequest, page pages.InboxPage) views.ApprovalsProps {
 		return p
 	}
 	p.Emergencies = emergencyRows(page.Emergencies, page.Now)
+	p.Decided = decidedView(page)
 	mine, others := page.ForYou.Page, page.ForOthers.Page
 	p.ForYou, p.ForOthers = inboxRows(page.ForYou.Lines, page.Now), inboxRows(page.ForOthers.Lines, page.Now)
 	p.Controls.Total, p.ForYouTotal, p.ForOthersTotal = mine.Total, mine.Total, others.Total
@@ -80,6 +83,24 @@ func approvalsProps(l listRequest, page pages.InboxPage) views.ApprovalsProps {
 	p.ForYouPager = pager(l, "you_", mine.Result, "Pages of the runs waiting for you")
 	p.ForOthersPager = pager(l, "others_", others.Result, "Pages of the runs waiting for others")
 	return p
+}
+
+// decidedView is what became of the run the person just decided, and the next run
+// waiting for them as a link (nil: no decision to report).
+func decidedView(page pages.InboxPage) *views.DecidedView {
+	d := page.Decided
+	if d == nil {
+		return nil
+	}
+	v := &views.DecidedView{RunID: d.ID, Qualified: d.Workspace.Name + " " + d.Label(), Rejected: d.RejectedBy != nil,
+		State: runState(d.Run), StateReason: stateReason(d.Run)}
+	if n := page.Next; n != nil {
+		v.Next = &views.NextWaiting{ID: n.ID, Qualified: n.Workspace.Name + " " + n.Label(), Environment: n.Workspace.EnvironmentName}
+		if n.RiskClass != nil {
+			v.Next.Risk = strconv.Itoa(*n.RiskClass)
+		}
+	}
+	return v
 }
 
 // inboxRows are the inbox's rows of lines, at now (the database clock).

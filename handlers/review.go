@@ -262,7 +262,8 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 		ConfirmWord: run.ConfirmWord, MinReason: run.MinReasonLength, ElevationMinutes: int(run.ElevationWindow.Minutes()),
 		CanApprove: perms.Approve.Allowed() || perms.FreshSignIn, NeedsReauth: perms.FreshSignIn,
 		CanReject: perms.Reject.Allowed(), CanPlanAgain: perms.PlanAgain.Allowed(),
-		Counts: views.PlanCounts{Create: r.PlanSummary.Create, Update: r.PlanSummary.Update, Replace: r.PlanSummary.Replace, Destroy: r.PlanSummary.Delete}}
+		Counts:      views.PlanCounts{Create: r.PlanSummary.Create, Update: r.PlanSummary.Update, Replace: r.PlanSummary.Replace, Destroy: r.PlanSummary.Delete},
+		Destructive: pages.Destructive(r)}
 	for _, f := range run.EvidenceFields {
 		d.Evidence = append(d.Evidence, views.KV{Key: f, Value: fields[f]})
 	}

@@ -2,9 +2,11 @@ package pages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"gantry/models/authz"
 	"gantry/models/breakglass"
 	"gantry/models/errs"
 	"gantry/models/listing"
@@ -19,6 +21,9 @@ type RunInbox interface {
 	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
 	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
+	// Decided is a run the person decided (approved or rejected), for the inbox that
+	// follows a decision; any other is not found.
+	Decided(ctx context.Context, id string) (run.Run, error)
 }
 
 // Clock is the database clock (escalations and deadlines are judged by it, as the
@@ -64,10 +69,15 @@ type InboxQuery struct {
 	Text          string
 	EnvironmentID string
 	Risk          int // 0: any
-	ForYou        listing.Page
-	ForOthers     listing.Page
+	// ForYou and ForOthers page each list; a Sort without a key is the person's default
+	// (run.DefaultInboxSort: an owner's riskiest first).
+	ForYou    listing.Page
+	ForOthers listing.Page
 	// Lists is false for a list form that was refused: the page without its lists.
 	Lists bool
+	// Decided is the run the person just decided ("": none): the page says what became
+	// of it and offers the next waiting run as a link, never opens it in its place.
+	Decided string
 }
 
 // InboxLine is a run waiting for a decision, with its workspace.
@@ -90,6 +100,12 @@ type InboxPage struct {
 	Emergencies       []EmergencyLine
 	ForYou, ForOthers InboxList
 	EnvironmentNames  map[string]string
+	// Sort is the lists' order, the person's default when they chose none.
+	Sort listing.Sort
+	// Decided is the run the person just decided, as it is now (nil: none asked, or not
+	// one they decided); Next the first run still waiting for them, in their order.
+	Decided *RunLine
+	Next    *InboxLine
 }
 
 // Page reads the inbox for q.
@@ -99,6 +115,12 @@ func (s Inbox) Page(ctx context.Context, q InboxQuery) (InboxPage, error) {
 	if p.EnvironmentNames, err = s.Names.EnvironmentNames(ctx); err != nil {
 		return InboxPage{}, err
 	}
+	p.Sort = q.ForYou.Sort
+	if p.Sort.Key == "" {
+		subject, _ := authz.SubjectFrom(ctx)
+		p.Sort = run.DefaultInboxSort(subject.Role)
+	}
+	q.ForYou.Sort, q.ForOthers.Sort = p.Sort, p.Sort
 	if !q.Lists {
 		return p, nil
 	}
@@ -125,7 +147,36 @@ func (s Inbox) Page(ctx context.Context, q InboxQuery) (InboxPage, error) {
 			return InboxPage{}, err
 		}
 	}
+	if q.Decided != "" {
+		if err := s.decided(ctx, q.Decided, &p); err != nil {
+			return InboxPage{}, err
+		}
+	}
 	return p, nil
+}
+
+// decided fills in run id, which the person just decided, and the next run waiting for
+// them: the first of their list. A run they did not decide names nothing (the address
+// is a link anyone may edit), and neither does a run still on their list.
+func (s Inbox) decided(ctx context.Context, id string, p *InboxPage) error {
+	r, err := s.Inbox.Decided(ctx, id)
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	lines, err := RunLines(ctx, s.Workspaces, []run.Run{r})
+	if err != nil {
+		return err
+	}
+	p.Decided = &lines[0]
+	for i, l := range p.ForYou.Lines {
+		if l.ID != id {
+			p.Next = &p.ForYou.Lines[i]
+			break
+		}
+	}
+	return nil
 }
 
 // emergencies are the break-glass requests waiting for the person, oldest first, with

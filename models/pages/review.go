@@ -130,6 +130,14 @@ type Decided struct {
 	Refused *ReviewPage
 }
 
+// Destructive reports whether approving run r destroys or replaces something: its plan
+// deletes or replaces a resource, or it is a destroy run. The review's approve control
+// then restates those counts in a danger style; a plan that only creates or changes in
+// place keeps the plain one.
+func Destructive(r run.Run) bool {
+	return r.PlanSummary.Delete > 0 || r.PlanSummary.Replace > 0 || r.Kind == run.KindDestroy
+}
+
 // formActions are the decisions made on the review page's forms.
 var formActions = []run.Action{run.ActionApprove, run.ActionReject, run.ActionOverride}
 

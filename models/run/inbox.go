@@ -10,6 +10,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/db"
+	"gantry/models/errs"
 	"gantry/models/listing"
 )
 
@@ -93,19 +94,54 @@ type inboxRow struct {
 }
 
 // InboxOrders are the inbox's orders: the decisions that close first come first (one
-// walk of run_deciders_inbox_idx), or the riskiest first.
+// walk of run_deciders_inbox_idx), or by risk class. Every column of an order runs one
+// way, so the risk order's deadline is negated (in microseconds, the database's
+// precision): descending ("-risk") is the riskiest first and, within a class, the
+// decision that closes first.
 var inboxOrders = []listing.Order[inboxRow]{
 	{Key: SortDeadline, Columns: []listing.Column[inboxRow]{
 		{SQL: "d.decision_deadline", Kind: listing.Time, Value: func(r inboxRow) string { return listing.TimeValue(r.DecisionDeadline) }},
 		{SQL: "d.run_id", Value: func(r inboxRow) string { return r.RunID }}}},
 	{Key: SortRisk, Columns: []listing.Column[inboxRow]{
 		{SQL: "COALESCE(runs.risk_class, 0)", Kind: listing.Int, Value: func(r inboxRow) string { return strconv.Itoa(r.RiskClass) }},
-		{SQL: "d.decision_deadline", Kind: listing.Time, Value: func(r inboxRow) string { return listing.TimeValue(r.DecisionDeadline) }},
+		{SQL: "(-(EXTRACT(EPOCH FROM d.decision_deadline) * 1000000)::bigint)", Kind: listing.Int,
+			Value: func(r inboxRow) string { return strconv.FormatInt(-r.DecisionDeadline.UnixMicro(), 10) }},
 		{SQL: "d.run_id", Value: func(r inboxRow) string { return r.RunID }}}},
 }
 
 // InboxSortKeys are the inbox's sort keys.
 func InboxSortKeys() []string { return []string{SortDeadline, SortRisk} }
+
+// DefaultInboxSort is the inbox's order when its reader chooses none. An owner decides
+// the risk-3 runs (destroys, data lost, org-wide policy: the floors keep them an
+// owner's), so an owner's inbox shows the riskiest first, the decisions that close first
+// within a class; everyone else's shows the decisions that close first.
+func DefaultInboxSort(role authz.Role) listing.Sort {
+	if role == authz.RoleOwner {
+		return listing.Sort{Key: SortRisk, Desc: true}
+	}
+	return listing.Sort{Key: SortDeadline}
+}
+
+// Decided is run id as the subject decided it (approved or rejected it), for the page
+// that follows a decision. Any other run, even one the subject sees, is not found: the
+// page names only the subject's own decision.
+func (s *Inbox) Decided(ctx context.Context, id string) (Run, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return Run{}, err
+	}
+	var runs []Run
+	err = db.Conn(ctx, s.k.store.db).Where("organization_id = ? AND id = ? AND (approved_by = ? OR rejected_by = ?)",
+		subject.OrganizationID, id, subject.UserID, subject.UserID).Limit(1).Find(&runs).Error
+	if err != nil {
+		return Run{}, fmt.Errorf("reading the decided run: %w", err)
+	}
+	if len(runs) == 0 {
+		return Run{}, fmt.Errorf("run %s decided by %s: %w", id, subject.UserID, errs.ErrNotFound)
+	}
+	return runs[0], nil
+}
 
 // Inbox is one page of the subject's inbox: the runs they may decide now (decides), or
 // the other waiting runs they see. It walks the subject's rows of run_deciders, each

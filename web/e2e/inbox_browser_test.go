@@ -23,8 +23,9 @@ const inboxScreenshot = "/tmp/gantry-inbox-1280.png"
 
 // TestInboxInBrowser: an approver's navigation count rises live as runs start waiting
 // for them (the page is never reloaded); the requester finds her run under "Waiting for
-// others"; the approver finds both under "Waiting for you", decides the first and is
-// taken to the next one, and the count falls as they decide.
+// others"; the approver finds both under "Waiting for you", decides the first, lands
+// back on the inbox offering the next as a link, follows it and decides it, and the
+// count falls as they decide.
 func TestInboxInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -86,17 +87,20 @@ func TestInboxInBrowser(t *testing.T) {
 	require.Equal(t, app.URL+"/runs/"+first+"/review", location(t, admin))
 	admin.do(t, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
 	admin.do(t, "approve it", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible))
-	waitForNewPage(t, admin, "/runs/"+second+"/review")
-	flash := text(t, admin, chromedp.CSS(`.flashes .flash-success`))
-	require.Contains(t, flash, "You approved inbox-first #1.")
-	require.Contains(t, flash, "Next waiting for you: inbox-second #1.")
-	require.Equal(t, app.URL+"/runs/"+second+"/review", location(t, admin), "taken on to the next waiting run")
+	waitForNewPage(t, admin, "decided="+first)
+	require.Equal(t, "You approved inbox-first #1", text(t, admin, chromedp.ID("decided-title")))
+	require.Equal(t, "inbox-second #1", text(t, admin, chromedp.CSS(`[data-testid="next-waiting-link"]`)),
+		"the next waiting run offered as a link, not opened")
+	require.Equal(t, app.URL+"/approvals?decided="+first, location(t, admin), "back in the inbox")
 	waitCount(admin, "1")
 
+	admin.do(t, "follow the link to the next", chromedp.Click(chromedp.CSS(`[data-testid="next-waiting-link"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("approve")))
+	require.Equal(t, app.URL+"/runs/"+second+"/review", location(t, admin))
 	admin.do(t, "mark the page", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
 	admin.do(t, "approve the second", chromedp.Click(chromedp.ID("approve"), chromedp.NodeVisible))
 	waitForNewPage(t, admin, "/runs/"+second)
-	require.NotContains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "Next waiting")
+	require.Contains(t, text(t, admin, chromedp.CSS(`.flashes .flash-success`)), "You approved inbox-second #1.")
 	require.Equal(t, app.URL+"/runs/"+second, location(t, admin), "nothing else waits: the run page")
 	require.Equal(t, "", count(admin))
 	requireNoCSPViolations(t, admin)

@@ -104,6 +104,9 @@ func reviewProps(rp pages.ReviewPage, pagedID string, page int) (views.ReviewPro
 		Simulated: r.Simulated, Risk: riskView(r, perms), Expiry: expiry(r), Decision: decisionProps(r, perms, rp.Refused, rp.Errors),
 		Policy: policyView(data, perms), Cost: costView(r.Cost), Graph: review.Graph(data.Classification, graphNodes),
 		Block: blockView(r, rp.Block, perms, true), WhoWhy: whoWhyProps(rp.WhoWhy, r)}
+	if r.Kind == run.KindPlanOnly {
+		p.Risk.DryRun = run.DryRunHeadline(rp.IfApplied)
+	}
 	if rb := rp.Rollback; rb != nil {
 		p.Rollback = &views.RollbackView{Serial: rb.Serial, SourceLabel: ws.Name + " " + rb.SourceLabel, Lost: rb.Lost, ForwardFix: rb.ForwardFix}
 	}
@@ -239,6 +242,10 @@ func riskView(r run.Run, perms run.Permissions) views.RiskView {
 	}
 	if r.RiskClass != nil {
 		v.Class = strconv.Itoa(*r.RiskClass)
+	}
+	if r.Kind == run.KindPlanOnly {
+		// The review restates this with the risk the change would carry if applied.
+		v.DryRun, v.FourEyesText = "Dry run: nothing is applied, so nobody decides it.", run.DryRunFourEyes()
 	}
 	return v
 }

@@ -149,6 +149,13 @@ func TestDryRunIsNeverGated(t *testing.T) {
 	var applyJobs int64
 	require.NoError(t, app.DB.Table("river_job").Where("kind = 'run.apply'").Count(&applyJobs).Error)
 	require.Zero(t, applyJobs)
+
+	// Its review says nobody decides it and what the same change would carry if
+	// applied in production (any change there: risk 2, an admin or owner),
+	// and four eyes does not apply rather than "yes" with nothing to decide.
+	review := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID+"/review"))
+	require.Regexp(t, `data-testid="dry-run-headline"><strong>Dry run: nothing is applied, so nobody decides it\. Applied, the same change would be risk 2 \(any change in a production environment\): an admin or owner`, review)
+	require.Contains(t, review, `data-testid="four-eyes">Does not apply: a dry run has nothing to decide.`)
 }
 
 func TestSelfServiceInUnprotectedEnvironment(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"gantry/models/classify"
 	"gantry/models/errs"
+	"gantry/models/risk"
 	"gantry/models/rollback"
 	"gantry/models/rollback/boundary"
 	"gantry/models/run"
@@ -18,6 +19,9 @@ import (
 type PlanReviews interface {
 	Review(ctx context.Context, r run.Run) (run.ReviewData, error)
 	Boundary(ctx context.Context, r run.Run, res classify.Result) (boundary.Review, error)
+	// IfApplied is the risk a dry run's change would carry if applied (nil for any
+	// other run).
+	IfApplied(ctx context.Context, r run.Run, res classify.Result) (*risk.Assessment, error)
 }
 
 // RollbackReviews say what a rollback's plan cannot bring back (rollback.Service; nil
@@ -58,7 +62,10 @@ type ReviewPage struct {
 	Permissions run.Permissions
 	Plan        run.ReviewData
 	Boundary    boundary.Review
-	Rollback    *rollback.Review
+	// IfApplied is the risk a dry run's change would carry if applied (nil for any
+	// other run, or when it cannot be known).
+	IfApplied *risk.Assessment
+	Rollback  *rollback.Review
 	// WhoWhy is who asked for the run and why, and its inputs against the last apply.
 	WhoWhy WhoWhy
 	// Block is what stops a POLICY_BLOCKED run (nil: it is not blocked by a policy).
@@ -88,6 +95,9 @@ func (s Reviews) Page(ctx context.Context, id string) (ReviewPage, error) {
 	}
 	p.Block = BlockOf(r, p.Plan.Evaluation, p.Plan.Overrides, p.Permissions)
 	if p.Boundary, err = s.Plans.Boundary(ctx, r, p.Plan.Classification); err != nil {
+		return ReviewPage{}, err
+	}
+	if p.IfApplied, err = s.Plans.IfApplied(ctx, r, p.Plan.Classification); err != nil {
 		return ReviewPage{}, err
 	}
 	if p.Workspace, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil {

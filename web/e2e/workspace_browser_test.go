@@ -18,7 +18,11 @@ import (
 )
 
 // Artifacts for a human; not assertions.
-const destroyScreenshot = "/tmp/gantry-destroy-1280.png"
+const (
+	destroyScreenshot   = "/tmp/gantry-destroy-1280.png"
+	destroyedScreenshot = "/tmp/gantry-destroyed-1280.png"
+	archivedScreenshot  = "/tmp/gantry-archived-1280.png"
+)
 
 // TestDestroyFromWorkspaceInBrowser: a requester opens an applied workspace, chooses
 // Destroy…, reads what it removes (the resources in state), types a wrong name (refused
@@ -86,4 +90,23 @@ func TestDestroyFromWorkspaceInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="workspace-no-resources"], [data-testid="workspace-resources"]`)))
 	require.Zero(t, count(t, b, `[data-testid="workspace-resources"] tbody tr`), "nothing left in state")
 	require.Zero(t, count(t, b, "#destroy-workspace"), "nothing left to destroy")
+
+	// The page tells the truth about the destroy and offers to archive the workspace,
+	// which then leaves the list and keeps its page.
+	said := text(t, b, chromedp.CSS(`[data-testid="workspace-no-resources"]`))
+	require.Contains(t, said, "Destroyed by run #2")
+	require.Contains(t, said, "state history is kept")
+	requireAccessible(t, b, "the destroyed workspace")
+	screenshotAt(t, b, destroyedScreenshot, 1280, 900, false)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
+	b.do(t, "archive it", chromedp.Click(chromedp.ID("archive-workspace"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="workspace-archived"]`)))
+	require.Contains(t, text(t, b, chromedp.CSS(`.flashes`)), "old-exports in development is archived")
+	require.Zero(t, count(t, b, "#archive-workspace"), "archived once")
+	screenshotAt(t, b, archivedScreenshot, 1280, 900, false)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
+	b.do(t, "list the workspaces", chromedp.Navigate(app.URL+paths.Workspaces()+"?q=old-exports"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	require.Zero(t, count(t, b, `a[href="`+paths.Workspace(applied.WorkspaceID)+`"]`), "an archived workspace leaves the list")
+	b.do(t, "list the archived ones", chromedp.Navigate(app.URL+paths.Workspaces()+"?q=old-exports&archived=on"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	require.Equal(t, 1, count(t, b, `[data-testid="workspaces"] a[href="`+paths.Workspace(applied.WorkspaceID)+`"]`), "listed on request")
 }

@@ -260,6 +260,22 @@ func expiry(r run.Run) string {
 	return ""
 }
 
+// stateNote says why a stale, expired or rejected run will not apply, in words
+// ("rejected by Adam: …" as "This run was rejected by Adam: …"); a reason ending in a
+// full stop (a person's rejection reason, often) gets no second one. "" otherwise.
+func stateNote(r run.Run) string {
+	switch r.State {
+	case run.Stale, run.Expired, run.Rejected:
+	default:
+		return ""
+	}
+	state, reason := strings.ToLower(string(r.State)), strings.TrimRight(r.StateReason, ". ")
+	if strings.HasPrefix(reason, state+" ") {
+		return "This run was " + reason + "."
+	}
+	return "This run is " + state + ": " + reason + "."
+}
+
 // decisionProps are the decision forms the rules allow this person on run r, bound
 // to the run's evidence; again is a decision that came back with field errors.
 func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, problems map[string]string) views.DecisionProps {
@@ -289,10 +305,7 @@ func decisionProps(r run.Run, perms run.Permissions, again *pages.Decision, prob
 			}
 		}
 	}
-	switch r.State {
-	case run.Stale, run.Expired, run.Rejected:
-		d.StateNote = "This run is " + string(r.State) + ": " + r.StateReason + "."
-	}
+	d.StateNote = stateNote(r)
 	if perms.Resubmit.Allowed() {
 		// A rejected or blocked request is usually changed before it is asked for again.
 		d.ResubmitURL = paths.ResubmitRun(r.TemplateName, r.ID)

@@ -322,7 +322,7 @@ func TestEditAndResubmitARejectedRun(t *testing.T) {
 	req.Set("inputs.retention_days", "400")
 	r := waitForState(t, app, app.RequestRun(t, operator, req), run.PendingApproval)
 	form := decisionForm(t, app, admin, r)
-	form.Set("reason", "keep it under a year")
+	form.Set("reason", "keep it under a year.")
 	resp := app.PostForm(t, admin, "/runs/"+r.ID+"/reject", form)
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -331,6 +331,7 @@ func TestEditAndResubmitARejectedRun(t *testing.T) {
 	review := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+r.ID+"/review"))
 	link := "/requests/new?from_run=" + r.ID + "&amp;template=bucket"
 	require.Contains(t, review, `href="`+link+`" id="edit-resubmit"`)
+	require.Regexp(t, `This run was rejected by Adam \(Acme Corp admin\): keep it under a year\.<`, review, "one full stop after the reason")
 	page := webtest.ReadBody(t, app.Get(t, operator, html.UnescapeString(link)))
 	require.Regexp(t, `<option value="`+r.EnvironmentID+`" selected>`, page)
 	require.Contains(t, page, `name="workspace" value="resubmitted"`)

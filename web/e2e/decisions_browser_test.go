@@ -276,7 +276,7 @@ func requirePlanAgainOnly(t *testing.T, b *browser) {
 	t.Helper()
 	section := chromedp.CSS(`[data-testid="plan-again-section"]`)
 	b.do(t, "wait for the plan again section", chromedp.WaitVisible(section))
-	require.Contains(t, text(t, b, section), "This run is STALE")
+	require.Contains(t, text(t, b, section), "This run is stale")
 	require.Equal(t, "Plan again", text(t, b, chromedp.ID("plan-again")))
 	require.Equal(t, "post", attribute(t, b, chromedp.CSS(`[data-testid="plan-again-section"] form`), "method"))
 	require.Empty(t, decisionControls(t, b), "a STALE run offers no decision")

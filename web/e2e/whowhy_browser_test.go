@@ -88,7 +88,7 @@ func TestReviewWhoWhyInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="requester-you"]`)))
 	requester.do(t, "open the run page", chromedp.Navigate(app.URL+paths.Run(waiting.ID)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-ticket"] a`)))
-	require.Contains(t, text(t, requester, chromedp.CSS(`[data-testid="run-reason"]`)), "Auditors need invoices kept for 90 days.")
+	require.Contains(t, text(t, requester, chromedp.CSS(`[data-testid="note-reason"]`)), "Auditors need invoices kept for 90 days.")
 	requireAccessible(t, requester, "the run page with its reason")
 	screenshotAt(t, requester, whoWhyShots+"/run-390.png", 390, 844, true)
 	elementShot(t, requester, `dl.facts`, whoWhyShots+"/run-facts-390.png")

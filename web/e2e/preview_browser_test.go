@@ -43,7 +43,9 @@ func TestRequestPreviewInBrowser(t *testing.T) {
 	b.do(t, "choose production", chromedp.SetValue(chromedp.ID("environment"), prod),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("environment").dispatchEvent(new Event("change", {bubbles: true}))`))
 	waitFor("the production floor", "preview-decider", "an admin or owner, not the requester")
-	require.Contains(t, liveText(t, b, "preview-decider"), "Known before planning")
+	// Predicted from a simulated plan of the inputs by the rules the run's plan meets.
+	require.Contains(t, liveText(t, b, "preview-decider"), "Risk 2 (any change in a production environment)")
+	require.Contains(t, liveText(t, b, "preview-decider"), "Predicted from a simulated plan")
 	require.Equal(t, loads, runPageLoads(b, form), "the preview changed in place")
 	requireAccessible(t, b, "the request form with its preview")
 	screenshotAt(t, b, previewScreenshot, 1280, 1100, false)

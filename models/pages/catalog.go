@@ -5,6 +5,7 @@ import (
 
 	"gantry/models/authz"
 	"gantry/models/catalog"
+	"gantry/models/run"
 )
 
 // CatalogLister lists the catalog's templates and reads one (catalog.Catalog).
@@ -36,7 +37,7 @@ type TemplatePage struct {
 
 // MayRequest reports whether s may open the request form: what the request service
 // requires of any run, a dry run included (provisioning.plan).
-func MayRequest(s authz.Subject) bool { return s.Can(authz.PermProvisioningPlan) }
+func MayRequest(s authz.Subject) bool { return run.MayRequest(s) }
 
 // List reads the catalog for the reader.
 func (s Catalog) List(ctx context.Context) (CatalogPage, error) {

@@ -137,9 +137,7 @@ type WorkspacePage struct {
 // change, a promotion, a destroy): what the request service requires of every run but
 // a dry run (provisioning.plan and runs.apply; the environment's own rules, a grant or
 // cloud.live, come on top and are said on the form). The pages offer those forms from it.
-func MayChangeWorkspace(s authz.Subject) bool {
-	return s.Can(authz.PermProvisioningPlan) && s.Can(authz.PermRunsApply)
-}
+func MayChangeWorkspace(s authz.Subject) bool { return run.MayChangeWorkspace(s) }
 
 // Page reads workspace id's page. Another organization's or a hidden workspace is not
 // found.

@@ -75,7 +75,7 @@ func (s *Requests) Validate(ctx context.Context, req Request) (Validated, *works
 	switch {
 	case !req.Kind.Valid():
 		v.Add("kind", "Choose apply, dry run or destroy.")
-	case req.Kind != KindPlanOnly && !subject.Can(authz.PermRunsApply):
+	case req.Kind != KindPlanOnly && !MayChangeWorkspace(subject):
 		v.Add("kind", "This API token may request dry runs only (scope plan): an apply or a destroy needs scope apply.")
 	}
 	env, envOK, err := s.requestEnvironment(ctx, subject, req.EnvironmentID, v)

@@ -68,8 +68,9 @@ func requireAccessible(t *testing.T, b *browser, page string) {
 // TestPagesAreAccessibleInBrowser: axe-core finds no serious or critical violation on
 // the pages people work in: the dashboard (the admin's, the requester's, the viewer's
 // and the auditor's), catalog and template pages, request form (also with its errors),
-// run, review, inbox, workspaces list and workspace pages (also as a viewer), the audit
-// history and the governance report.
+// run, review, inbox (also just after a decision), workspaces list (also the archived
+// ones), workspace and change pages (also as a viewer), the audit history and exports,
+// the governance report, break-glass, members, executors, tokens and the 404 page.
 func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -87,7 +88,8 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
 	for _, page := range []string{"/", "/catalog", "/catalog/bucket", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
-		"/workspaces", "/workspaces/" + r.WorkspaceID, "/runs", "/policies", "/audit", "/governance"} {
+		"/workspaces", "/workspaces/" + r.WorkspaceID, "/workspaces/" + r.WorkspaceID + "/change", "/workspaces?archived=1", "/runs", "/policies",
+		"/audit", "/audit/exports", "/governance", "/breakglass", "/members", "/executors", "/settings/tokens", "/no-such-page"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
@@ -125,6 +127,12 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 			requireAccessible(t, reader, page+" as "+who.email)
 		}
 	}
+
+	// The inbox just after a decision, offering the next waiting run as a link.
+	admin := app.LoggedIn(t, adminEmail)
+	approveHTTP(t, app, admin, r)
+	b.do(t, "open the inbox after a decision", chromedp.Navigate(app.URL+"/approvals?decided="+r.ID), chromedp.WaitVisible(chromedp.CSS(`[data-testid="decided-state"]`)))
+	requireAccessible(t, b, "the inbox after a decision")
 
 	// The request form as it comes back with errors.
 	b.do(t, "submit a request with mistakes", chromedp.Navigate(app.URL+"/requests/new?template=bucket"),

@@ -69,6 +69,7 @@ func TestBlockedRunIsResubmittedInBrowser(t *testing.T) {
 		`(el => el.scrollWidth > el.clientWidth)(document.querySelector('[data-testid="blocked-message"]'))`))
 	require.False(t, clipped, "the message is not clipped")
 	require.Zero(t, count(t, b, "#review-override"), "the requester overrides nothing")
+	requireAccessible(t, b, "a policy-blocked run as its requester")
 	screenshotAt(t, b, policyShot(t, "blocked-run-requester"), 1280, 900, false)
 	screenshotAt(t, b, policyShot(t, "blocked-run-requester-390"), 390, 844, true)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
@@ -111,6 +112,7 @@ func TestOverrideFromTheDecisionPanelInBrowser(t *testing.T) {
 		`[...document.querySelectorAll('[data-testid="policy-row"]')].map(r => r.dataset.passed)`))
 	require.NotEmpty(t, rows)
 	require.Equal(t, "false", rows[0], "failed rules head the table")
+	requireAccessible(t, b, "the decision panel offering the override")
 	screenshotAt(t, b, policyShot(t, "review-panel-admin"), 1280, 900, false)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 

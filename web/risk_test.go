@@ -29,6 +29,22 @@ func riskInbox(t *testing.T, app *webtest.App, c *http.Client, query string) (yo
 	return you, others, body
 }
 
+// waitingOnLanding is the runs the landing page lists as waiting for c's decision, in
+// its order.
+func waitingOnLanding(t *testing.T, app *webtest.App, c *http.Client) []string {
+	t.Helper()
+	body := webtest.ReadBody(t, app.Get(t, c, "/"))
+	start := strings.Index(body, `data-testid="dashboard-waiting"`)
+	require.Positive(t, start, "the landing page has a waiting list")
+	body = body[start:]
+	body = body[:strings.Index(body, "</section>")]
+	var ids []string
+	for _, m := range listRow.FindAllStringSubmatch(body, -1) {
+		ids = append(ids, strings.TrimPrefix(m[1], "run-"))
+	}
+	return ids
+}
+
 // riskRuns are three runs waiting at once, requested in this order (so their decisions
 // close in this order): a create in staging (risk 1), a create in production (risk 2),
 // a destroy (risk 3).
@@ -77,6 +93,8 @@ func TestRiskYouCanSee(t *testing.T) {
 	you, _, body := riskInbox(t, app, owner, "")
 	require.Equal(t, []string{destroy, high, low}, you, "an owner's inbox: risk 3 first")
 	require.Contains(t, body, `aria-sort="descending"`, "the risk heading says it is the order")
+	require.Equal(t, []string{destroy, high, low}, waitingOnLanding(t, app, owner), "the owner's landing page: risk 3 first, as the inbox")
+	require.Equal(t, []string{low, high}, waitingOnLanding(t, app, admin), "the admin's landing page: as her inbox")
 	you, others, _ := riskInbox(t, app, admin, "")
 	require.Equal(t, []string{low, high}, you, "an admin's inbox: the decision closing first")
 	require.Equal(t, []string{destroy}, others)

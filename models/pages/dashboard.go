@@ -188,7 +188,7 @@ func (s Dashboard) roleParts(ctx context.Context, subject authz.Subject, p *Dash
 		if p.WaitingCount, err = s.Inbox.CountWaitingForYou(ctx); err != nil {
 			return err
 		}
-		entries, err := s.Inbox.WaitingForYou(ctx, nil, DashboardWaiting)
+		entries, err := firstForYou(ctx, s.Inbox, DashboardWaiting)
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,8 @@ import (
 // RunInbox is the personal inbox (run.Inbox).
 type RunInbox interface {
 	// Inbox is one page of the personal inbox's lists: what the person may decide now
-	// (decides), or what waits for others; WaitingForYou its first list's first runs.
+	// (decides), or what waits for others.
 	Inbox(ctx context.Context, decides bool, q run.InboxQuery) (run.InboxPage, error)
-	WaitingForYou(ctx context.Context, after *run.InboxCursor, limit int) ([]run.InboxEntry, error)
 	CountWaitingForYou(ctx context.Context) (int64, error)
 	// Decided is a run the person decided (approved or rejected), for the inbox that
 	// follows a decision; any other is not found.
@@ -259,4 +258,13 @@ func workspacesOf(ctx context.Context, wss WorkspaceViews, runs []run.Run) (map[
 		}
 	}
 	return byID, nil
+}
+
+// firstForYou is the first runs waiting for the person's decision, in their inbox's
+// order (run.DefaultInboxSort: an owner's riskiest first), so the landing page and the
+// page that follows a decision offer what the inbox would.
+func firstForYou(ctx context.Context, inbox RunInbox, limit int) ([]run.InboxEntry, error) {
+	subject, _ := authz.SubjectFrom(ctx)
+	page, err := inbox.Inbox(ctx, true, run.InboxQuery{Page: listing.Page{Sort: run.DefaultInboxSort(subject.Role), Limit: limit}})
+	return page.Rows, err
 }

@@ -209,7 +209,7 @@ func (s Reviews) named(ctx context.Context, out Decided) (Decided, error) {
 		return Decided{}, err
 	}
 	out.Workspace = ws.Name
-	next, err := s.Inbox.WaitingForYou(ctx, nil, 2)
+	next, err := firstForYou(ctx, s.Inbox, 2)
 	if err != nil {
 		return Decided{}, err
 	}

@@ -107,7 +107,8 @@ func constraintText(in catalog.Input) string {
 		parts = append(parts, fmt.Sprintf("at most %g", *in.Max))
 	}
 	if in.Pattern != "" {
-		parts = append(parts, "matches "+in.Pattern)
+		// The pattern in words, never in symbols: the API keeps the pattern.
+		parts = append(parts, catalog.PatternInWords(in.Pattern))
 	}
 	return strings.Join(parts, "; ")
 }

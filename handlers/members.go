@@ -140,9 +140,9 @@ func (h Members) act(c echo.Context) error {
 		err, msg = h.Members.SetRole(ctx, id, authz.Role(c.FormValue("role"))), "Role saved."
 	case "cloud-live":
 		on := c.FormValue("cloud_live") == "on"
-		err, msg = h.Members.SetCloudLive(ctx, id, on), "cloud.live revoked: their approvals that had not started applying wait again."
+		err, msg = h.Members.SetCloudLive(ctx, id, on), "Live-cloud entitlement revoked: their approvals that had not started applying wait again."
 		if on {
-			msg = "cloud.live granted."
+			msg = "Live-cloud entitlement granted."
 		}
 	case "grants":
 		form, ferr := c.FormParams()

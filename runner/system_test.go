@@ -417,7 +417,7 @@ func TestCloudLiveRecheckedBeforeApply(t *testing.T) {
 		_, err = h.sys.Runs.Applies.BeginApply(context.Background(), r.ID, byHand)
 		require.ErrorIs(t, err, run.ErrSkip)
 		r = h.waitFor(r.ID, run.Failed)
-		require.Contains(t, r.StateReason, "cloud.live")
+		require.Contains(t, r.StateReason, "the live-cloud entitlement")
 		require.Contains(t, r.StateReason, "the approval is void")
 		require.Zero(t, h.stateVersions(r.WorkspaceID), "nothing was applied")
 		require.NoError(t, h.db.Exec("UPDATE memberships SET cloud_live = true WHERE user_id = ?", h.users[who].UserID).Error)

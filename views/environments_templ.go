@@ -87,15 +87,15 @@ func Environments(p EnvironmentsProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var4 string
-			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(len(p.Rows)))
+			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(counted(int64(len(p.Rows)), "environment", "environments"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `environments.templ`, Line: 43, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `environments.templ`, Line: 43, Col: 87}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, " environments</caption> <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Tier</th><th scope=\"col\">Approval</th><th scope=\"col\" class=\"hide-narrow\">Access</th><th scope=\"col\" class=\"hide-narrow\">Executor</th><th scope=\"col\" class=\"hide-narrow\">Decision window</th><th scope=\"col\" class=\"hide-narrow\">Promotion order</th><th scope=\"col\" class=\"hide-narrow\">Drift checks</th><th scope=\"col\" class=\"hide-narrow\"><span class=\"muted\">Actions</span></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</caption> <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Tier</th><th scope=\"col\">Approval</th><th scope=\"col\" class=\"hide-narrow\">Access</th><th scope=\"col\" class=\"hide-narrow\">Executor</th><th scope=\"col\" class=\"hide-narrow\">Decision window</th><th scope=\"col\" class=\"hide-narrow\">Promotion order</th><th scope=\"col\" class=\"hide-narrow\">Drift checks</th><th scope=\"col\" class=\"hide-narrow\"><span class=\"muted\">Actions</span></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1242,7 +1242,7 @@ func EnvironmentForm(p EnvironmentFormProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 111, "</fieldset><fieldset class=\"field\" aria-describedby=\"owners-hint owners-error\"><legend>Owners</legend><p class=\"hint\" id=\"owners-hint\">Named owners decide runs here when the approval matrix names the environment's owners (they still need provisioning.apply).</p><div class=\"grants\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 111, "</fieldset><fieldset class=\"field\" aria-describedby=\"owners-hint owners-error\"><legend>Owners</legend><p class=\"hint\" id=\"owners-hint\">Named owners decide runs here when the approval matrix names the environment's owners (they still need a role that decides runs: operator, admin or owner).</p><div class=\"grants\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

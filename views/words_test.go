@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/a-h/templ"
 )
 
 // TestFailedAttemptsInWords: a webhook's failures read with the right plural.
@@ -16,6 +18,67 @@ func TestFailedAttemptsInWords(t *testing.T) {
 		}
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("%d failures: %q does not say %q", n, b.String(), want)
+		}
+	}
+}
+
+// render is c's HTML, rendered outside a request.
+func render(t *testing.T, c templ.Component) string {
+	t.Helper()
+	var b strings.Builder
+	if err := c.Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestWordsOnPages: the pages say counts with the right plural and say permissions,
+// patterns and where to read more in words a person has, not in code they do not.
+func TestWordsOnPages(t *testing.T) {
+	t.Parallel()
+	env := EnvironmentRow{ID: "env-1", Name: "staging", Tier: "staging"}
+	members := MembersProps{CanEntitle: true, Roles: []string{"operator"},
+		Rows: []MemberRow{{UserID: "usr-1", Name: "Olivia", Role: "operator", Editable: true}}}
+	for _, tc := range []struct {
+		name      string
+		page      templ.Component
+		want, not []string
+	}{
+		{"one environment", Environments(EnvironmentsProps{Rows: []EnvironmentRow{env}}),
+			[]string{">1 environment</caption>"}, []string{"1 environments"}},
+		{"two environments", Environments(EnvironmentsProps{Rows: []EnvironmentRow{env, env}}),
+			[]string{">2 environments</caption>"}, nil},
+		{"members: the entitlement in words", MembersPage(members),
+			[]string{`<th scope="col">Live cloud</th>`, "the live-cloud entitlement", `aria-label="Grant the live-cloud entitlement to Olivia"`},
+			[]string{"cloud.live"}},
+		{"environment owners: the role in words", EnvironmentForm(EnvironmentFormProps{}),
+			[]string{"they still need a role that decides runs: operator, admin or owner"}, []string{"provisioning."}},
+		{"policies: the input on the page, not in a file", Policies(PoliciesProps{CanManage: true}),
+			[]string{`data-testid="policy-input"`, "<code>input.run.kind</code>"}, []string{"docs/", ".md", "DESIGN", "§"}},
+	} {
+		html := render(t, tc.page)
+		for _, w := range tc.want {
+			if !strings.Contains(html, w) {
+				t.Errorf("%s: the page does not say %q", tc.name, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(html, w) {
+				t.Errorf("%s: the page says %q", tc.name, w)
+			}
+		}
+	}
+}
+
+// TestCounted: a count with its noun, one or many, digits grouped.
+func TestCounted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{{0, "0 environments"}, {1, "1 environment"}, {2, "2 environments"}, {1204, "1,204 environments"}} {
+		if got := counted(tc.n, "environment", "environments"); got != tc.want {
+			t.Errorf("counted(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }

@@ -72,7 +72,7 @@ func TestLandingPagePerRole(t *testing.T) {
 	require.Contains(t, mine, "landing-dev #1")
 	waitsOn := regexp.MustCompile(`(?s)data-testid="run-` + waiting.ID + `".*?data-testid="waits-on">(.*?)</td>`).FindStringSubmatch(mine)
 	require.NotNil(t, waitsOn, mine)
-	require.Contains(t, waitsOn[1], "waiting for a member with provisioning.apply (operator or above), not the requester")
+	require.Contains(t, waitsOn[1], "waiting for an operator, admin or owner, not the requester")
 	require.Contains(t, waitsOn[1], "left")
 	require.Contains(t, mine, `href="/requests/new?from_run=`+rejected.ID+`&amp;template=bucket"`, "a rejected run offers edit and resubmit")
 	require.Contains(t, mine, "Edit and resubmit")

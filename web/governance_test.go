@@ -165,16 +165,16 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		devFinds: []string{driftOff, selfService("create or update in place", 0, "")},
 		words: map[string]map[string]string{
 			"dev": {
-				"approval-create-update": "the default approval matrix (never edited), risk 1 (rule create_update_only): Gantry approves it by itself, bound to the same evidence as a person's approval; no person decides (risk 1 where requires_approval is off)",
+				"approval-create-update": "the default approval matrix (never edited), risk 1 (rule create_update_only): Gantry approves it by itself, bound to the same evidence as a person's approval; no person decides (risk 1 in an environment that does not require approval)",
 				"approval-replace":       "the default approval matrix (never edited), risk 2 (rule replace): an admin or owner, not the requester",
 				"approval-destroy":       "the default approval matrix (never edited), risk 3 (rule destroy): an owner, not the requester, freshly authenticated, typing DESTROY with a reason of 10+ characters",
 				"plan":                   "executor mock simulates every phase (it says so of itself): nothing real is planned or applied",
 				"apply-binding":          "the state table starts an apply only from an approval, and the apply re-checks the approved digest and the predecessor state; checked in the audit chain: 0 applies, each after an approval of the same plan digest",
 				"verification":           "the state table lets a run succeed only through its verification; in the audit chain: 0 runs verified, 0 failed their verification",
-				"entitlements":           "roles: requesting needs provisioning.plan, deciding provisioning.apply; not restricted: every member sees it; cloud.live is not asked: the executor changes nothing real",
+				"entitlements":           "roles: operators, admins and owners request and decide; viewers and auditors only read; not restricted: every member sees it; the live-cloud entitlement is not asked: the executor changes nothing real",
 			},
 			"stg": {
-				"approval-create-update": "the default approval matrix (never edited), risk 1-protected (rule create_update_only): one approver with provisioning.apply (operator or above), not the requester",
+				"approval-create-update": "the default approval matrix (never edited), risk 1-protected (rule create_update_only): one operator, admin or owner, not the requester",
 				"drift":                  "a drift check of each workspace every 240 minutes (a refresh-only plan, run once across replicas)",
 			},
 		},
@@ -195,7 +195,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 			"self-approved: 1 apply approved by their own requester | four eyes in the approval matrix (off here for risk 1-protected) | #1",
 		},
 		words: map[string]map[string]string{"stg": {
-			"approval-create-update": "approval matrix version 1, risk 1-protected (rule create_update_only): one approver with provisioning.apply (operator or above) decides, but four eyes is off: the requester may approve her own run",
+			"approval-create-update": "approval matrix version 1, risk 1-protected (rule create_update_only): one operator, admin or owner decides, but four eyes is off: the requester may approve her own run",
 			"verification":           "the state table lets a run succeed only through its verification; in the audit chain: 1 run verified, 0 failed their verification",
 		}},
 	}, {
@@ -225,7 +225,7 @@ func TestGovernanceReportFromLiveConfiguration(t *testing.T) {
 		stg:      stgDefault,
 		devFinds: []string{driftOff, selfService("create or update in place, replace", 0, "")},
 		words: map[string]map[string]string{"stg": {
-			"approval-replace": "approval matrix version 1, risk 1-protected (rule replace): one approver with provisioning.apply (operator or above), not the requester",
+			"approval-replace": "approval matrix version 1, risk 1-protected (rule replace): one operator, admin or owner, not the requester",
 		}},
 	}, {
 		name: "requires_approval off in staging, and a static credential",

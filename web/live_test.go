@@ -178,7 +178,7 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	resp := app.PostForm(t, c, "/requests", form)
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-	require.Contains(t, body, "cloud.live")
+	require.Contains(t, body, "needs the live-cloud entitlement")
 	require.Zero(t, countRows(t, app.App, "SELECT count(*) FROM runs WHERE requested_by = ?", noLive.UserID), "nothing was created")
 
 	base := waitForState(t, app.App, app.App.RequestRun(t, operator, bucket("30")), run.PendingApproval)

@@ -84,7 +84,7 @@ func TestMembersPage(t *testing.T) {
 	}{
 		{"demoted", admin, "role", url.Values{"role": {"viewer"}}, "changed their role from admin to viewer"},
 		{"removed", admin, "remove", url.Values{"confirm": {"yes"}}, "removed them from the organization"},
-		{"cloud.live revoked", owner, "cloud-live", url.Values{"cloud_live": {"off"}}, "revoked their cloud.live entitlement"},
+		{"cloud.live revoked", owner, "cloud-live", url.Values{"cloud_live": {"off"}}, "revoked their live-cloud entitlement"},
 	} {
 		approver := app.NewMember(t, "acme", "Approver "+tc.name, authz.RoleAdmin, true)
 		r := approvedBy(t, app, waiting["void-"+tc.path], approver)

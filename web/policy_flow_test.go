@@ -185,7 +185,7 @@ func TestSoftPolicyFailureWaitsForAnAdminOverride(t *testing.T) {
 	inbox := webtest.ReadBody(t, app.Get(t, admin, "/approvals"))
 	require.Contains(t, inbox, `data-testid="run-`+r.ID+`"`)
 	require.Contains(t, inbox, "risk 1")
-	require.Contains(t, inbox, "decided by a member with provisioning.apply (operator or above), not the requester")
+	require.Contains(t, inbox, "decided by an operator, admin or owner, not the requester")
 
 	// Then the run is decided like any other, by someone else than who overrode it
 	// (four eyes: web/policy_blocks_test.go).

@@ -46,7 +46,7 @@ func TestRequestPreview(t *testing.T) {
 	require.Contains(t, body, "Nothing is replaced or destroyed: 4 resources are created or changed in place.")
 	body = preview(network(staging, "apply", "3"))
 	require.Contains(t, body, "Risk 1 in a protected environment</strong>")
-	require.Contains(t, body, "one approver with provisioning.apply (operator or above), not the requester")
+	require.Contains(t, body, "one operator, admin or owner, not the requester")
 	body = preview(network(prod, "apply", "3"))
 	require.Contains(t, body, "Risk 2</strong> (")
 	require.Contains(t, body, "an admin or owner, not the requester")

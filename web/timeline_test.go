@@ -117,7 +117,7 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 	ended["failed"] = waitForState(t, app, app.RequestRun(t, operator, bucketRequest(app.OrgEnvironmentID(t, "acme", "development"), "eu-west")), run.Failed)
 
 	const (
-		request, config, plan, policy, cost = "Request", "Template and inputs validated, configuration generated", "Plan (init, plan, show -json)", "Policy decision", "Cost and impact estimate"
+		request, config, plan, policy, cost = "Request", "Template and inputs validated, configuration generated", "Plan", "Policy decision", "Cost and impact estimate"
 		decision, apply, persisted, verify  = "Decision", "Apply in an isolated worker", "State persisted (encrypted)", "Verification"
 	)
 	after := func(decided string) map[string]string {

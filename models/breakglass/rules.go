@@ -83,7 +83,7 @@ func PermissionsOf(w Window, a run.Actor, env environment.Environment, now time.
 	case !a.Can(authz.PermRunsApply):
 		p.Codify = forbid(fmt.Sprintf("Your role (%s) does not request runs that change a workspace.", a.Role))
 	case !a.CloudLive:
-		p.Codify = forbid("A codification runs on a live executor: it needs the cloud.live entitlement.")
+		p.Codify = forbid("A codification runs on a live executor: it needs the live-cloud entitlement.")
 	case w.State != AwaitingCodification:
 		p.Codify = conflict(fmt.Sprintf("A window that is %s has nothing to codify.", w.State.Label()))
 	default:
@@ -142,7 +142,7 @@ func decide(w Window, a run.Actor, now time.Time, approve bool) runport.Verdict 
 	case a.UserID == w.RequestedBy:
 		return forbid("You asked for this window: four eyes means an admin other than you decides on it.")
 	case approve && !a.CloudLive:
-		return forbid("The window lets someone change a live cloud by hand: approving it needs the cloud.live entitlement.")
+		return forbid("The window lets someone change a live cloud by hand: approving it needs the live-cloud entitlement.")
 	case w.State == Expired:
 		return runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "This request has EXPIRED: "+w.StateReason+". Ask again."))
 	case w.State != Requested:
@@ -162,7 +162,7 @@ func personal(w Window, a run.Actor, in State, what string) runport.Verdict {
 	case !a.Can(authz.PermRunsApply):
 		return forbid(fmt.Sprintf("Your role (%s) no longer changes workspaces.", a.Role))
 	case !a.CloudLive:
-		return forbid("The window's credentials change a live cloud: that needs the cloud.live entitlement.")
+		return forbid("The window's credentials change a live cloud: that needs the live-cloud entitlement.")
 	case w.State != in:
 		return conflict(fmt.Sprintf("A window that is %s cannot be %s.", w.State.Label(), map[string]string{"open": "opened", "get credentials for": "given credentials"}[what]))
 	}
@@ -212,7 +212,7 @@ func mayRequest(a run.Actor, env environment.Environment, v *errs.Validation) {
 	case env.Restricted && environment.NeedsGrant(a.Role) && !a.Granted:
 		v.Add("workspace", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))
 	case !a.CloudLive:
-		v.Add("workspace", "A break-glass window changes a live cloud by hand: that needs the cloud.live entitlement, which owners grant on the members page.")
+		v.Add("workspace", "A break-glass window changes a live cloud by hand: that needs the live-cloud entitlement, which owners grant on the members page.")
 	}
 }
 

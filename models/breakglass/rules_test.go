@@ -142,7 +142,7 @@ func TestRequestChecks(t *testing.T) {
 	for _, c := range []struct {
 		who  run.Actor
 		says string
-	}{{actor("usr-v", authz.RoleViewer, true), "does not change workspaces"}, {actor("usr-op", authz.RoleOperator, false), "cloud.live"}} {
+	}{{actor("usr-v", authz.RoleViewer, true), "does not change workspaces"}, {actor("usr-op", authz.RoleOperator, false), "the live-cloud entitlement"}} {
 		v := &errs.Validation{}
 		mayRequest(c.who, env, v)
 		require.Contains(t, v.Fields["workspace"], c.says, c.who.UserID)

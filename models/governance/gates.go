@@ -100,7 +100,7 @@ func approvalGate(version int, a assessedKind) Gate {
 	row := fmt.Sprintf("%s, risk %s (rule %s)", matrix, a.Level, a.Rule.ID)
 	switch {
 	case d.Approver == risk.ApproverSystem:
-		g.Status, g.EnforcedBy = SelfService, row+": Gantry approves it by itself, bound to the same evidence as a person's approval; no person decides (risk 1 where requires_approval is off)"
+		g.Status, g.EnforcedBy = SelfService, row+": Gantry approves it by itself, bound to the same evidence as a person's approval; no person decides (risk 1 in an environment that does not require approval)"
 	case !d.Approver.Person():
 		g.Status, g.EnforcedBy = UnenforcedUnknown, row+": "+d.Summary()
 	case !d.FourEyes:
@@ -261,8 +261,8 @@ func (s Service) verificationGate(c audit.ApplyCount) Gate {
 // environment asks, and cloud.live where the executor acts on a live cloud.
 func entitlementsGate(env environment.Environment, ex Executor) Gate {
 	g := Gate{ID: "entitlements", Name: "Entitlements", Status: Enforced,
-		Checks: "who may request (provisioning.plan) and decide (provisioning.apply), a grant where the environment is restricted, cloud.live where the executor is live"}
-	parts := []string{"roles: requesting needs provisioning.plan, deciding provisioning.apply"}
+		Checks: "who may request and decide (operators, admins and owners), a grant where the environment is restricted, the live-cloud entitlement where the executor is live"}
+	parts := []string{"roles: operators, admins and owners request and decide; viewers and auditors only read"}
 	if env.Restricted {
 		parts = append(parts, "restricted: members below admin see and use it only with a grant")
 	} else {
@@ -272,9 +272,9 @@ func entitlementsGate(env environment.Environment, ex Executor) Gate {
 	case !ex.Offered:
 		parts = append(parts, "executor "+ex.Name+" is not one this portal runs: nothing can be requested here")
 	case ex.Simulated:
-		parts = append(parts, "cloud.live is not asked: the executor changes nothing real")
+		parts = append(parts, "the live-cloud entitlement is not asked: the executor changes nothing real")
 	default:
-		parts = append(parts, "live executor "+ex.Name+": requesting, planning again and approving need cloud.live")
+		parts = append(parts, "live executor "+ex.Name+": requesting, planning again and approving need the live-cloud entitlement")
 	}
 	g.EnforcedBy = strings.Join(parts, "; ")
 	return g

@@ -260,11 +260,18 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 			standing++
 		}
 	}
+	identities := "workload identity only; no standing credentials"
+	switch {
+	case standing == 1:
+		identities = "1 environment holds standing static credentials (findings above)"
+	case standing > 1:
+		identities = fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing)
+	}
 	rep.Handoff = []string{
-		"Apply identities: " + map[bool]string{true: fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing), false: "workload identity only; no standing credentials"}[standing > 0] + ".",
+		"Apply identities: " + identities + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",
 		"Manual change path: break-glass windows, approved by another admin and codified through a gated run (see above); " + rep.ManualChangeRecord[0],
-		fmt.Sprintf("Rollback boundaries: %d templates, see above.", len(rep.Rollback)),
+		"Rollback boundaries: " + plural(len(rep.Rollback), "template", "templates") + ", see above.",
 	}
 	return rep, nil
 }
@@ -308,7 +315,7 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 			unchecked = append(unchecked, env.Name)
 		}
 	}
-	found := fmt.Sprintf("Drift checks are scheduled in all %d environments, so a change made by hand outside a window is flagged as unowned drift.", len(envs))
+	found := "Drift checks are scheduled in every environment, so a change made by hand outside a window is flagged as unowned drift."
 	if len(unchecked) > 0 {
 		found = fmt.Sprintf("Drift checks are scheduled in %d of %d environments: in %s a change made by hand outside a window is not looked for between runs (each environment's Manual changes gate).",
 			len(envs)-len(unchecked), len(envs), strings.Join(unchecked, ", "))
@@ -321,17 +328,17 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 		breakglass.MinReasonLength, int(breakglass.MinDuration.Minutes()), int(breakglass.MaxDuration.Hours()), int(s.ApprovalValidity.Minutes()), s.IssuerURL, found)
 	days := int(ManualChangeWindow.Hours() / 24)
 	rep.ManualChangeRecord = append(rep.ManualChangeRecord,
-		fmt.Sprintf("Last %d days: %d break-glass windows: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
-			days, sum.Total, sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
-		fmt.Sprintf("Last %d days: %d drift checks found unowned drift, %d found drift from a break-glass window, %d found none.",
-			days, drift[runport.DriftUnowned], drift[runport.DriftExpected], drift[runport.DriftClean]))
+		fmt.Sprintf("Last %d days: %s: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
+			days, plural(sum.Total, "break-glass window", "break-glass windows"), sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
+		fmt.Sprintf("Last %d days: %s found unowned drift, %d found drift from a break-glass window, %d found none.",
+			days, plural(int(drift[runport.DriftUnowned]), "drift check", "drift checks"), drift[runport.DriftExpected], drift[runport.DriftClean]))
 	for _, w := range sum.Recent {
 		line := fmt.Sprintf("%s (%s): asked for by %s for %d minutes (%s)", w.ID, w.State.Label(), w.RequestedByName, w.DurationMinutes, w.Reason)
 		if w.ApprovedByName != "" {
 			line += "; approved by " + w.ApprovedByName
 		}
 		if w.OpenedAt != nil {
-			line += fmt.Sprintf("; open %s to %s, %d credentials issued", w.OpenedAt.UTC().Format(time.RFC3339), w.EndsAt.UTC().Format(time.RFC3339), w.CredentialsIssued)
+			line += fmt.Sprintf("; open %s to %s, %s issued", w.OpenedAt.UTC().Format(time.RFC3339), w.EndsAt.UTC().Format(time.RFC3339), plural(w.CredentialsIssued, "credential", "credentials"))
 		}
 		if w.State.Terminal() {
 			line += "; " + w.StateReason

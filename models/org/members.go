@@ -241,7 +241,7 @@ func (s *Members) SetCloudLive(ctx context.Context, userID string, on bool) erro
 		action := "membership.cloud_live_granted"
 		if !on {
 			action = "membership.cloud_live_revoked"
-			if err := s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, subject.Name+" revoked their cloud.live entitlement"); err != nil {
+			if err := s.approvals.VoidApprovalsOf(ctx, m.OrganizationID, userID, subject.Name+" revoked their live-cloud entitlement"); err != nil {
 				return err
 			}
 		}

@@ -24,7 +24,7 @@ func (f Floors) Check(m Matrix) error {
 	v := &errs.Validation{}
 	for _, r := range m.Rules {
 		if least, ok := f.Classes[r.Condition]; ok && r.Class < least {
-			v.Add(ClassField(r.Condition), fmt.Sprintf("%s is at least risk %d, whatever the matrix says (a floor of DESIGN §3).", r.Description, least))
+			v.Add(ClassField(r.Condition), fmt.Sprintf("%s is at least risk %d, whatever the matrix says: no edit lowers this floor.", r.Description, least))
 		}
 	}
 	for _, d := range m.Decisions {

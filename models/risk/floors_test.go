@@ -50,6 +50,7 @@ func TestFloorsRefuseEditsBelowThem(t *testing.T) {
 		require.True(t, ok, name)
 		require.Contains(t, v.Fields, tc.field, name)
 		require.Len(t, v.Fields, 1, "%s: %v", name, v.Fields)
+		require.NotRegexp(t, `DESIGN|§|docs/`, v.Fields[tc.field], "%s: the message points at a document the owner does not have", name)
 	}
 	// Above the floors is the owners' business.
 	m := risk.Default()

@@ -141,7 +141,7 @@ func (d Decision) Summary() string {
 	case ApproverSystem:
 		return "self-service: a system approval bound to the same evidence, naming the rule"
 	case ApproverOperator:
-		s = "one approver with provisioning.apply (operator or above)"
+		s = "one operator, admin or owner"
 	case ApproverAdmin:
 		s = "an admin or owner"
 	case ApproverOwner:

@@ -93,7 +93,7 @@ func TestAssessReason(t *testing.T) {
 		m.Assess(apply(risk.Facts{Replace: 1})).Reason)
 	require.Equal(t, "risk 0: dry run, or a plan without changes (rule no_changes) — no decision needed",
 		m.Assess(risk.Facts{Kind: risk.KindPlanOnly}).Reason)
-	require.Equal(t, "risk 1 in a protected environment: create or update in place only, nothing org-scoped (rule create_update_only) — one approver with provisioning.apply (operator or above), not the requester",
+	require.Equal(t, "risk 1 in a protected environment: create or update in place only, nothing org-scoped (rule create_update_only) — one operator, admin or owner, not the requester",
 		m.Assess(apply(risk.Facts{Create: 1, RequiresApproval: true})).Reason)
 	require.Equal(t, "risk 3: any destroy (delete action or destroy run) (rule destroy) — an owner, not the requester, freshly authenticated, typing DESTROY with a reason of 10+ characters",
 		m.Assess(apply(risk.Facts{Destroy: 1})).Reason)
@@ -144,7 +144,7 @@ func TestAssessEditedMatrix(t *testing.T) {
 	require.NoError(t, m.Validate())
 	a = m.Assess(apply(risk.Facts{Replace: 1}))
 	require.Equal(t, risk.Decision{Level: risk.Level2, Approver: risk.ApproverOperator}, a.Decision)
-	require.Equal(t, "risk 2: any replace (rule replace) — one approver with provisioning.apply (operator or above)", a.Reason)
+	require.Equal(t, "risk 2: any replace (rule replace) — one operator, admin or owner", a.Reason)
 
 	// Raising create_update_only to 2 puts every change before an admin.
 	m = risk.Default()

@@ -258,7 +258,7 @@ func decide(r Run, a Actor, env environment.Environment, now time.Time, act Acti
 	case a.System:
 		return forbid("Gantry itself never decides for a person.")
 	case !a.Can(authz.PermProvisioningApply):
-		return forbid(fmt.Sprintf("Your role (%s) does not decide on runs: that needs provisioning.apply (operator or above).", a.Role))
+		return forbid(fmt.Sprintf("Your role (%s) does not decide on runs: operators, admins and owners do.", a.Role))
 	case act == ActionOverride && !a.Can(authz.PermPoliciesManage):
 		return forbid("Overriding a policy failure needs an admin or owner.")
 	case a.TokenID != "" && d.Elevated:
@@ -272,7 +272,7 @@ func decide(r Run, a Actor, env environment.Environment, now time.Time, act Acti
 	case act == ActionApprove && d.FourEyes && a.Overrode:
 		return forbid("You overrode a policy failure of this run: four eyes means someone else approves it.")
 	case act == ActionApprove && r.Live() && !a.CloudLive:
-		return forbid("This run acts on a live cloud: approving it needs the cloud.live entitlement, which owners grant on the members page.")
+		return forbid("This run acts on a live cloud: approving it needs the live-cloud entitlement, which owners grant on the members page.")
 	}
 	if v := stateVerdict(r, act, possible); !v.Allowed() {
 		return v
@@ -336,7 +336,7 @@ func cancelApplyVerdict(r Run, a Actor, env environment.Environment, now time.Ti
 	case !eligible(r, a, env, now):
 		return forbid(fmt.Sprintf("Stopping this apply needs what approving it needed (%s), or an admin.", Deciders{Decision: RequirementOf(r), EscalatesAt: escalatesAt(r)}.Summary()))
 	case r.Live() && !a.CloudLive:
-		return forbid("This apply acts on a live cloud: stopping it needs the cloud.live entitlement, as approving it did.")
+		return forbid("This apply acts on a live cloud: stopping it needs the live-cloud entitlement, as approving it did.")
 	}
 	return stateVerdict(r, ActionCancel, possible)
 }
@@ -357,7 +357,7 @@ func mayRequest(a Actor, env environment.Environment, runner RunnerInfo, v *errs
 		v.Add("environment", fmt.Sprintf("Environment %s is restricted and you have no grant for it. Ask an admin.", env.Name))
 	}
 	if runner.Name != "" && !runner.Simulated && !a.CloudLive {
-		v.Add("environment", fmt.Sprintf("Environment %s runs jobs on a live executor (%s): that needs the cloud.live entitlement, which owners grant on the members page.", env.Name, runner.Name))
+		v.Add("environment", fmt.Sprintf("Environment %s runs jobs on a live executor (%s): that needs the live-cloud entitlement, which owners grant on the members page.", env.Name, runner.Name))
 	}
 }
 

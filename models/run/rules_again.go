@@ -18,7 +18,7 @@ func planAgainVerdict(r Run, a Actor, possible bool) Verdict {
 	case !a.Can(authz.PermProvisioningPlan):
 		return refused(errs.Explain(errs.ErrForbidden, fmt.Sprintf("Your role (%s) does not request runs.", a.Role)))
 	case r.Live() && !a.CloudLive:
-		return refused(errs.Explain(errs.ErrForbidden, "This run's executor acts on a live cloud: planning it again needs the cloud.live entitlement."))
+		return refused(errs.Explain(errs.ErrForbidden, "This run's executor acts on a live cloud: planning it again needs the live-cloud entitlement."))
 	}
 	return stateVerdict(r, ActionPlanAgain, possible)
 }
@@ -33,7 +33,7 @@ func resubmitVerdict(r Run, a Actor) Verdict {
 	case !a.Can(authz.PermProvisioningPlan):
 		return refused(errs.Explain(errs.ErrForbidden, fmt.Sprintf("Your role (%s) does not request runs.", a.Role)))
 	case r.Live() && !a.CloudLive:
-		return refused(errs.Explain(errs.ErrForbidden, "This run's executor acts on a live cloud: requesting it again needs the cloud.live entitlement."))
+		return refused(errs.Explain(errs.ErrForbidden, "This run's executor acts on a live cloud: requesting it again needs the live-cloud entitlement."))
 	case r.Kind != KindApply && r.Kind != KindPlanOnly:
 		return refused(errs.Explain(errs.ErrConflict, "Only an apply or a dry run is edited and resubmitted: ask for this one again from its workspace."))
 	case r.State != Rejected && r.State != PolicyBlocked:

@@ -75,7 +75,7 @@ func FloorsSummary() string {
 func approverPhrase(a risk.Approver) string {
 	switch a {
 	case risk.ApproverOperator:
-		return "a member with provisioning.apply (operator or above)"
+		return "an operator, admin or owner"
 	case risk.ApproverAdmin:
 		return "an admin or owner"
 	case risk.ApproverOwner:

@@ -142,7 +142,7 @@ type timeline struct {
 func (t timeline) planned() bool { return t.r.PlanDigest != "" }
 
 func (t timeline) plan() Stage {
-	const name = "Plan (init, plan, show -json)"
+	const name = "Plan"
 	r := t.r
 	switch {
 	case t.planned():
@@ -197,6 +197,9 @@ func (t timeline) policy(g run.Gates) Stage {
 		}
 	}
 	counts := fmt.Sprintf("%d of %d rules passed", len(passed), len(ev.Results))
+	if len(ev.Results) == 1 {
+		counts = fmt.Sprintf("%d of 1 rule passed", len(passed))
+	}
 	if len(advisory) > 0 {
 		counts += fmt.Sprintf("; advisory findings: %s", strings.Join(advisory, ", "))
 	}

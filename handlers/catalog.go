@@ -13,6 +13,7 @@ import (
 	"gantry/handlers/render"
 	"gantry/models/catalog"
 	"gantry/models/pages"
+	"gantry/models/promotion"
 	"gantry/models/rollback"
 	"gantry/views"
 	"gantry/views/paths"
@@ -75,7 +76,7 @@ func templateProps(e catalog.Entry, canRequest bool) views.TemplateProps {
 		Boundary: rollback.TemplateBoundary(t.Irreversible)}
 	for _, in := range t.Inputs {
 		p.Inputs = append(p.Inputs, views.InputRow{Name: in.Name, Type: in.Type, Required: in.Required, Default: defaultText(in),
-			Constraint: constraintText(in), Help: in.Help, Sensitive: in.Sensitive, Divergence: in.Divergence})
+			Constraint: constraintText(in), Help: in.Help, Sensitive: in.Sensitive, Divergence: promotion.DivergenceInWords(in.Divergence)})
 	}
 	for typ, price := range t.Prices {
 		p.Prices = append(p.Prices, views.PriceRow{ResourceType: typ, Monthly: price})

@@ -39,6 +39,10 @@ func TestPagesSayCodesInWords(t *testing.T) {
 	require.Contains(t, bucket, "lower-case letters, digits and hyphens; 3 to 41 characters; starting with a lower-case letter")
 	require.NotContains(t, bucket, "^[a-z]")
 	require.NotContains(t, bucket, "matches ")
+	// Whether a promotion keeps an input, in words, not the manifest's divergence kind.
+	require.Contains(t, bucket, `<small class="muted" data-testid="divergence">the same in every environment</small>`)
+	require.Contains(t, bucket, `<small class="muted" data-testid="divergence">may differ between environments (retention)</small>`)
+	require.NotContains(t, bucket, "divergence:")
 	postgres := page(operator, "/catalog/postgres")
 	require.Contains(t, postgres, `digits, dots and slashes; 11 to 13 characters; starting with "10."`)
 	require.NotContains(t, postgres, `0/16$`)

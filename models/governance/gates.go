@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/words"
+
 	"gantry/models/audit"
 	"gantry/models/environment"
 	"gantry/models/risk"
@@ -173,15 +175,7 @@ func joinLevels(ls []risk.Level) string {
 }
 
 // applies says "1 apply" or "n applies".
-func applies(n int) string { return plural(n, "apply", "applies") }
-
-// plural is n with the word's singular or plural.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+func applies(n int) string { return words.Count(n, "apply", "applies") }
 
 // planGate is the plan under the environment's executor: isolated, simulated, or not.
 func planGate(ex Executor) Gate {
@@ -253,7 +247,7 @@ func (s Service) verificationGate(c audit.ApplyCount) Gate {
 		return g
 	}
 	g.Status, g.EnforcedBy = Enforced, fmt.Sprintf("the state table lets a run succeed only through its verification; in the audit chain: %s verified, %d failed their verification",
-		plural(c.Verified, "run", "runs"), c.VerificationFailed)
+		words.Count(c.Verified, "run", "runs"), c.VerificationFailed)
 	return g
 }
 

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/words"
+
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/breakglass"
@@ -271,7 +273,7 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 		"Apply identities: " + identities + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",
 		"Manual change path: break-glass windows, approved by another admin and codified through a gated run (see above); " + rep.ManualChangeRecord[0],
-		"Rollback boundaries: " + plural(len(rep.Rollback), "template", "templates") + ", see above.",
+		"Rollback boundaries: " + words.Count(len(rep.Rollback), "template", "templates") + ", see above.",
 	}
 	return rep, nil
 }
@@ -329,16 +331,16 @@ func (s Service) manualChange(ctx context.Context, org string, envs []environmen
 	days := int(ManualChangeWindow.Hours() / 24)
 	rep.ManualChangeRecord = append(rep.ManualChangeRecord,
 		fmt.Sprintf("Last %d days: %s: %d codified, %d closed without codification by an owner or because nothing was left to codify, %d awaiting codification, %d open, %d rejected, cancelled or expired.",
-			days, plural(sum.Total, "break-glass window", "break-glass windows"), sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
+			days, words.Count(sum.Total, "break-glass window", "break-glass windows"), sum.Codified, sum.ClosedUncodified, sum.Awaiting, sum.Open, sum.Refused),
 		fmt.Sprintf("Last %d days: %s found unowned drift, %d found drift from a break-glass window, %d found none.",
-			days, plural(int(drift[runport.DriftUnowned]), "drift check", "drift checks"), drift[runport.DriftExpected], drift[runport.DriftClean]))
+			days, words.Count(int(drift[runport.DriftUnowned]), "drift check", "drift checks"), drift[runport.DriftExpected], drift[runport.DriftClean]))
 	for _, w := range sum.Recent {
 		line := fmt.Sprintf("%s (%s): asked for by %s for %d minutes (%s)", w.ID, w.State.Label(), w.RequestedByName, w.DurationMinutes, w.Reason)
 		if w.ApprovedByName != "" {
 			line += "; approved by " + w.ApprovedByName
 		}
 		if w.OpenedAt != nil {
-			line += fmt.Sprintf("; open %s to %s, %s issued", w.OpenedAt.UTC().Format(time.RFC3339), w.EndsAt.UTC().Format(time.RFC3339), plural(w.CredentialsIssued, "credential", "credentials"))
+			line += fmt.Sprintf("; open %s to %s, %s issued", w.OpenedAt.UTC().Format(time.RFC3339), w.EndsAt.UTC().Format(time.RFC3339), words.Count(w.CredentialsIssued, "credential", "credentials"))
 		}
 		if w.State.Terminal() {
 			line += "; " + w.StateReason

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"gantry/models/words"
+
 	"gorm.io/gorm/clause"
 
 	"gantry/models/audit"
@@ -314,7 +316,7 @@ func (s *Service) countFailure(ctx context.Context, d Delivery, ok bool) error {
 	up := map[string]any{"consecutive_failures": failures}
 	turnOff := h.Enabled && failures >= s.hooks.DisableAfter
 	if turnOff {
-		up["enabled"], up["disabled_reason"] = false, fmt.Sprintf("turned off by Gantry after %d failed attempts in a row", failures)
+		up["enabled"], up["disabled_reason"] = false, "turned off by Gantry after "+words.Count(failures, "failed attempt", "failed attempts")+" in a row"
 	}
 	if err := conn.Model(&Hook{}).Where("id = ?", h.ID).Updates(up).Error; err != nil {
 		return fmt.Errorf("counting webhook failures: %w", err)

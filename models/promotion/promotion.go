@@ -93,6 +93,15 @@ var mayDiverge = []string{"capacity", "count", "retention", "scaling"}
 // names no kind is fixed).
 func MayDiverge(kind string) bool { return slices.Contains(mayDiverge, kind) }
 
+// DivergenceInWords is what divergence kind means for a person reading a template:
+// whether a promotion keeps the input or lets it differ between environments.
+func DivergenceInWords(kind string) string {
+	if MayDiverge(kind) {
+		return "may differ between environments (" + kind + ")"
+	}
+	return "the same in every environment"
+}
+
 // Promotable is what promoting a workspace starts from: the run last applied to it and
 // the environments it may go to.
 type Promotable struct {

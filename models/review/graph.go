@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"gantry/models/words"
+
 	"gantry/models/classify"
 )
 
@@ -142,7 +144,7 @@ func Graph(res classify.Result, maxNodes int) string {
 		b.WriteString("Blast radius of the plan")
 	}
 	b.WriteString(`</title><desc id="` + gDescID + `">`)
-	b.WriteString(strconv.Itoa(nRepl) + " replaced, " + strconv.Itoa(nDest) + " destroyed, " + plural(len(col2), "dependent"))
+	b.WriteString(strconv.Itoa(nRepl) + " replaced, " + strconv.Itoa(nDest) + " destroyed, " + words.Count(len(col2), "dependent", "dependents"))
 	b.WriteString(`</desc><defs><marker id="` + gArrowID + `" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">` +
 		`<path class="arrow" d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>`)
 
@@ -185,7 +187,7 @@ func Graph(res classify.Result, maxNodes int) string {
 	}
 	if more > 0 {
 		b.WriteString(`<text class="more" x="` + strconv.Itoa(x1) + `" y="` + strconv.Itoa(height-gPad-8) + `" fill="currentColor">and ` +
-			plural(more, "more resource") + `</text>`)
+			words.Count(more, "more resource", "more resources") + `</text>`)
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
@@ -228,11 +230,4 @@ func shorten(addr string) string {
 // escape writes s as XML character data, also safe inside a double-quoted attribute.
 func escape(b *strings.Builder, s string) {
 	_ = xml.EscapeText(b, []byte(s)) // a strings.Builder never fails
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

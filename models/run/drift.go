@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"gantry/models/words"
 )
 
 // Drift (DESIGN §9): a drift check is a run of kind drift_check, a refresh-only plan of
@@ -220,7 +222,7 @@ func DriftSummary(d Drift, status DriftStatus) string {
 	if len(d.Resources) == 1 {
 		verb = "differs"
 	}
-	s := fmt.Sprintf("%s: %s %s from state version %d", status.Label(), plural(len(d.Resources), "resource"), verb, d.Serial)
+	s := fmt.Sprintf("%s: %s %s from state version %d", status.Label(), words.Count(len(d.Resources), "resource", "resources"), verb, d.Serial)
 	switch {
 	case unowned > 0 && owned > 0:
 		s += fmt.Sprintf(" (%d changed by nobody on record, %d through a break-glass window)", unowned, owned)
@@ -230,13 +232,6 @@ func DriftSummary(d Drift, status DriftStatus) string {
 		s += ", changed through a break-glass window: codify it or correct it"
 	}
 	return s
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // gatedPlan is the plan the gates (classification, risk, policy, the review) judge: a

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"gantry/models/words"
 )
 
 // PublicKey is one signing key as an organization publishes it.
@@ -189,8 +191,8 @@ func Verify(r io.Reader, trust Trust) Result {
 	if count > 0 {
 		span = fmt.Sprintf("seq %d..%d", m.FirstSeq, m.LastSeq)
 	}
-	return Result{OK: true, Manifest: m, Verdict: fmt.Sprintf("OK %d events, %s, %s; signed by %s (%s)",
-		count, span, mode, m.KeyID, m.KeyFingerprint)}
+	return Result{OK: true, Manifest: m, Verdict: fmt.Sprintf("OK %s, %s, %s; signed by %s (%s)",
+		words.Count(count, "event", "events"), span, mode, m.KeyID, m.KeyFingerprint)}
 }
 
 // lineSource hands back the lines before the trailer from a spooled copy of the input,

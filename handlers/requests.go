@@ -83,6 +83,14 @@ func (h Requests) new(c echo.Context) error {
 // inputFields are a template's inputs as form fields, and the values to draw in them:
 // never a sensitive one (a form that comes back with errors would write a secret just
 // typed into the page, beside what the page reflects; it is typed again).
+// formatText is a pattern in words for a form's hint ("" for none).
+func formatText(pattern string) string {
+	if pattern == "" {
+		return ""
+	}
+	return catalog.PatternInWords(pattern)
+}
+
 func inputFields(t catalog.Template, values map[string]string) ([]views.InputField, map[string]string) {
 	fields := make([]views.InputField, 0, len(t.Inputs))
 	shown := make(map[string]string, len(values))
@@ -91,7 +99,7 @@ func inputFields(t catalog.Template, values map[string]string) ([]views.InputFie
 	}
 	for _, in := range t.Inputs {
 		fields = append(fields, views.InputField{Name: in.Name, Label: in.Label, Type: in.Type, Integer: in.Integer, Required: in.Required,
-			Enum: in.Enum, Min: in.Min, Max: in.Max, Pattern: in.Pattern, Help: in.Help, Sensitive: in.Sensitive})
+			Enum: in.Enum, Min: in.Min, Max: in.Max, Format: formatText(in.Pattern), Help: in.Help, Sensitive: in.Sensitive})
 		if in.Sensitive {
 			delete(shown, "inputs."+in.Name)
 		}

@@ -82,3 +82,23 @@ func TestCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatHint: an input's pattern reaches its hint in words only when the manifest's
+// help says nothing (the help usually says the format better); the limits always do.
+func TestFormatHint(t *testing.T) {
+	one, five := 1.0, 5.0
+	for _, c := range []struct {
+		f    InputField
+		want string
+	}{
+		{InputField{Format: "lower-case letters and digits"}, "Lower-case letters and digits."},
+		{InputField{Format: "lower-case letters and digits", Help: "The bucket's name."}, ""},
+		{InputField{Integer: true, Min: &one, Max: &five, Help: "How many."}, " (whole numbers; from 1 to 5)"},
+		{InputField{Integer: true, Min: &one, Max: &five, Format: "digits"}, "Whole numbers; from 1 to 5; digits."},
+		{InputField{}, ""},
+	} {
+		if got := ruleText(c.f); got != c.want {
+			t.Errorf("ruleText(%+v) = %q, want %q", c.f, got, c.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
+	"gantry/models/audit"
 	"gantry/models/evidence"
 	"gantry/models/run"
 	"gantry/views"
@@ -196,7 +197,7 @@ func evidenceFacts(r run.Run) []views.KV {
 }
 
 func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {
-	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Hash: e.Hash,
+	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Label: audit.ActionLabel(e.Action), Hash: e.Hash,
 		SelfApproval: e.SelfApproval}
 	keys := make([]string, 0, len(e.Data))
 	for k := range e.Data {

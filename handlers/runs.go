@@ -145,7 +145,8 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		p.CostDelta = review.SignedMoney(r.Cost.Delta)
 	}
 	for _, ev := range l.History {
-		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
+		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: audit.ActionLabel(ev.Action), Code: ev.Action,
+			Detail: reasonOf(ev)})
 	}
 	return p
 }

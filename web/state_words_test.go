@@ -46,6 +46,11 @@ func runCodes() *regexp.Regexp {
 	return regexp.MustCompile(`\b(` + strings.Join(codes, "|") + `)\b`)
 }
 
+// runActions matches the audit actions of runs (run.pending_approval): the run page's
+// history and the evidence report say them in words too. The audit history alone shows
+// an event's action code beside its sentence, for matching the log's exports.
+var runActions = regexp.MustCompile(`\brun\.[a-z_]+\b`)
+
 // stateBadges are the run state badges of page: code and words.
 var stateBadges = regexp.MustCompile(`data-state="([A-Z_]+)">([^<]*)<`)
 
@@ -91,9 +96,14 @@ func TestPagesSayStatesInWords(t *testing.T) {
 
 	codes := runCodes()
 	require.Contains(t, visibleText(pages[paths.Runs()]), run.PendingApproval.Words(), "the check reads what people read")
-	require.NotEmpty(t, codes.FindAllString(visibleText(`<p>Now PENDING_APPROVAL, policy soft_failed</p>`), -1), "the check finds a code")
+	planted := visibleText(`<p>Now PENDING_APPROVAL, policy soft_failed, <code>run.queued</code></p>`)
+	require.Len(t, codes.FindAllString(planted, -1), 2, "the check finds codes")
+	require.Len(t, runActions.FindAllString(planted, -1), 1, "the check finds actions")
 	for name, page := range pages {
 		require.Empty(t, codes.FindAllString(visibleText(page), -1), "%s shows codes to people", name)
+		if name != "admin /audit" {
+			require.Empty(t, runActions.FindAllString(visibleText(page), -1), "%s shows audit actions' codes to people", name)
+		}
 		for _, m := range stateBadges.FindAllStringSubmatch(page, -1) {
 			require.Equal(t, run.State(m[1]).Words(), html.UnescapeString(m[2]), "%s: the badge of %s", name, m[1])
 		}

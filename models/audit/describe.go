@@ -99,12 +99,27 @@ var Actions = []Action{
 
 // KnownAction reports whether code is in the vocabulary.
 func KnownAction(code string) bool {
+	_, ok := actionLabel(code)
+	return ok
+}
+
+// ActionLabel is action code in words ("Run waiting for approval"), as the history's
+// filter and the run page's history say it; an action the vocabulary lacks reads as its
+// code.
+func ActionLabel(code string) string {
+	if label, ok := actionLabel(code); ok {
+		return label
+	}
+	return code
+}
+
+func actionLabel(code string) (string, bool) {
 	for _, a := range Actions {
 		if a.Code == code {
-			return true
+			return a.Label, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // Names resolves the ids and codes an event carries to what people call them.

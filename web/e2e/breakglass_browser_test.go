@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
 
@@ -178,12 +177,14 @@ func TestBreakglassInBrowser(t *testing.T) {
 	requireAccessible(t, op, "a codified window")
 	screenshotAt(t, op, breakglassCodifiedShot, 1280, 1000, false)
 	op.do(t, "open the drift list", chromedp.Navigate(app.URL+paths.Drift()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="drift-list"]`)))
-	require.True(t, slices.Contains([]string{"no drift"}, text(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`))))
+	require.Equal(t, string(runmodel.DriftClean), attribute(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`), "data-state"))
+	require.Equal(t, "No drift", text(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`)))
 	requireAccessible(t, op, "the drift list")
 	screenshotAt(t, op, driftListShot, 1280, 700, false)
 	op.do(t, "open the list of windows", chromedp.Click(chromedp.ID("windows-link"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="windows"]`)))
-	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="windows"]`)), "codified")
+	require.Equal(t, "CODIFIED", attribute(t, op, chromedp.CSS(`[data-testid="windows"] [data-state]`), "data-state"))
+	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="windows"]`)), "Codified")
 	requireAccessible(t, op, "the list of break-glass windows")
 	screenshotAt(t, op, breakglassListShot, 1280, 700, false)
 	requireNoCSPViolations(t, op)

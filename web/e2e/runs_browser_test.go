@@ -168,7 +168,7 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 
 	history := run(t, b, "read the audit history", chromedp.Evaluate[[]string](`[...document.querySelectorAll(
 		'[data-testid="history"] > li')].map(li =>
-		li.querySelector("code").textContent.trim() + " by " + li.querySelector('[data-testid="history-actor"]').textContent.trim())`))
+		li.querySelector("[data-action]").dataset.action + " by " + li.querySelector('[data-testid="history-actor"]').textContent.trim())`))
 	require.Equal(t, []string{
 		"run.queued by " + operatorName,
 		"run.planning by Gantry",

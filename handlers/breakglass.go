@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -121,7 +122,7 @@ func windowRows(entries []pages.WindowEntry, now time.Time) []views.WindowRow {
 
 // windowRow is a window in a list, its clock judged at now.
 func windowRow(w breakglass.Window, now time.Time) views.WindowRow {
-	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, StateLabel: w.State.Label(), Tone: windowTone(w.State), Open: w.State == breakglass.Open,
+	return views.WindowRow{ID: w.ID, WorkspaceID: w.WorkspaceID, State: windowState(w.State), Open: w.State == breakglass.Open,
 		RequestedBy: w.RequestedByName, Reason: w.Reason, CreatedAt: w.CreatedAt, Clock: windowClock(w, now)}
 }
 
@@ -161,7 +162,7 @@ func (h Breakglass) show(c echo.Context) error {
 func windowProps(page pages.WindowPage) views.WindowProps {
 	w, perms, name := page.Window, page.Permissions, page.View.Workspace
 	p := views.WindowProps{ID: w.ID, WorkspaceID: w.WorkspaceID, Workspace: name, Environment: page.Environment.Name,
-		StateLabel: w.State.Label(), Tone: windowTone(w.State), StateReason: w.StateReason, Reason: w.Reason,
+		State: windowState(w.State), StateReason: w.StateReason, Reason: w.Reason,
 		Duration: durationLabel(w.Duration()), RequestedBy: w.RequestedByName, ApprovedBy: w.ApprovedByName, TermsDigest: w.TermsDigest,
 		CreatedAt: w.CreatedAt, Clock: windowClock(w, page.Now), OpenedAt: w.OpenedAt, EndsAt: w.EndsAt, EndedAt: w.EndedAt,
 		CredentialsIssued: w.CredentialsIssued, Errors: page.Errors, MinReason: breakglass.MinReasonLength, MaxReason: breakglass.MaxReasonLength,
@@ -169,10 +170,10 @@ func windowProps(page pages.WindowPage) views.WindowProps {
 		CanOpen: perms.Open.Allowed(), CanIssue: perms.Credentials.Allowed(), CanEnd: perms.End.Allowed(),
 		CanCodify: perms.Codify.Allowed(), CanClose: perms.Close.Allowed(), Notes: windowNotes(page)}
 	if r := page.DriftCheck; r != nil {
-		p.DriftCheckRunID, p.DriftCheckLabel = r.ID, name+" "+r.Label()+" ("+string(r.State)+")"
+		p.DriftCheckRunID, p.DriftCheckLabel = r.ID, name+" "+r.Label()+" ("+strings.ToLower(r.State.Words())+")"
 	}
 	if r := page.Codification; r != nil {
-		p.CodifyRunID, p.CodifyLabel = r.ID, name+" "+r.Label()+" ("+string(r.State)+")"
+		p.CodifyRunID, p.CodifyLabel = r.ID, name+" "+r.Label()+" ("+strings.ToLower(r.State.Words())+")"
 	}
 	if creds := page.Credentials; creds != nil {
 		p.Credentials = &views.WindowCredentials{Token: creds.Token, ExpiresAt: creds.ExpiresAt, Endpoint: creds.Endpoint}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -57,12 +58,16 @@ func (h Drift) list(c echo.Context) error {
 	return render.Page(c, http.StatusOK, views.DriftList(p))
 }
 
-// driftView is drift check r as pages show it.
+// driftView is drift check r as pages show it: its finding's badge carries the drift
+// status's code, or the run state's while the check has found nothing (running or
+// failed).
 func driftView(r run.Run) views.DriftCheckView {
-	v := views.DriftCheckView{RunID: r.ID, Label: r.Label(), State: string(r.State), At: r.CreatedAt, Simulated: r.Simulated}
+	v := views.DriftCheckView{RunID: r.ID, Label: r.Label(), At: r.CreatedAt, Simulated: r.Simulated}
+	state := strings.ToLower(r.State.Words())
 	switch {
 	case r.Drift != nil && r.DriftStatus != "":
-		v.Status, v.Class, v.Summary = r.DriftStatus.Label(), "state "+driftStateClass(r.DriftStatus), run.DriftSummary(*r.Drift, r.DriftStatus)
+		v.Finding = views.Coded{Words: sentence(r.DriftStatus.Label()), Code: string(r.DriftStatus), Tone: driftTone(r.DriftStatus)}
+		v.Summary = run.DriftSummary(*r.Drift, r.DriftStatus)
 		for _, d := range r.Drift.Resources {
 			action := "changed"
 			if d.Action == "delete" {
@@ -72,21 +77,21 @@ func driftView(r run.Run) views.DriftCheckView {
 				Changed: d.Changed, By: d.By, WindowID: d.WindowID})
 		}
 	case r.State == run.Failed || r.State == run.Stale || r.State == run.Cancelled:
-		v.Status, v.Class, v.Summary = "check "+string(r.State), "state state-bad", r.StateReason
+		v.Finding, v.Summary = views.Coded{Words: "Check " + state, Code: string(r.State), Tone: views.ToneBad}, r.StateReason
 	default:
-		v.Status, v.Class = "checking ("+string(r.State)+")", "state state-busy"
+		v.Finding = views.Coded{Words: "Checking (" + state + ")", Code: string(r.State), Tone: views.ToneBusy}
 	}
 	return v
 }
 
-func driftStateClass(s run.DriftStatus) string {
+func driftTone(s run.DriftStatus) views.Tone {
 	switch s {
 	case run.DriftClean:
-		return "state-ok"
+		return views.ToneOK
 	case run.DriftExpected:
-		return "state-wait"
+		return views.ToneWait
 	}
-	return "state-bad"
+	return views.ToneBad
 }
 
 // driftSchedule says how often an environment checks its workspaces' drift.

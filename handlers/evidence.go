@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gantry/handlers/render"
+	"gantry/models/audit"
 	"gantry/models/evidence"
 	"gantry/models/run"
 	"gantry/views"
@@ -134,7 +135,7 @@ func evidenceOf(rep evidence.Report) evidenceJSON {
 
 func evidenceProps(rep evidence.Report, standalone bool) views.EvidenceProps {
 	r := rep.Run
-	p := views.EvidenceProps{RunID: r.ID, RunLabel: r.Label(), RunURL: paths.Run(r.ID), State: string(r.State), StateReason: r.StateReason,
+	p := views.EvidenceProps{RunID: r.ID, RunLabel: r.Label(), RunURL: paths.Run(r.ID), State: stateOf(r.State), StateReason: r.StateReason,
 		Standalone: standalone, JSONURL: paths.RunEvidence(r.ID) + ".json", HTMLURL: paths.RunEvidence(r.ID) + ".html",
 		GeneratedAt: rep.GeneratedAt, Simulated: r.Simulated, Attestations: len(rep.Attestations), AttestationURL: paths.Run(r.ID) + "/attestations.json",
 		Verdict: views.EvidenceVerdict{Applied: rep.Verdict.Applied, Match: rep.Verdict.Match, Text: rep.Verdict.Text,
@@ -190,13 +191,13 @@ func evidenceFacts(r run.Run) []views.KV {
 		{Key: "Plan digest", Value: r.PlanDigest},
 		{Key: "Changes", Value: fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete", s.Create, s.Update, s.Replace, s.Delete)},
 		{Key: "Risk", Value: risk},
-		{Key: "Policy", Value: r.PolicyOutcome + " · bundle " + r.PolicyBundleDigest + " · result " + r.PolicyResultDigest},
+		{Key: "Policy", Value: outcomeOf(r.PolicyOutcome).Words + " · bundle " + r.PolicyBundleDigest + " · result " + r.PolicyResultDigest},
 		{Key: "Executor", Value: r.Runner},
 	}
 }
 
 func evidenceEvent(e evidence.ReportEvent) views.EvidenceEvent {
-	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Hash: e.Hash,
+	out := views.EvidenceEvent{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339), Actor: e.Actor, Action: e.Action, Label: audit.ActionLabel(e.Action), Hash: e.Hash,
 		SelfApproval: e.SelfApproval}
 	keys := make([]string, 0, len(e.Data))
 	for k := range e.Data {

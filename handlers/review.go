@@ -269,7 +269,7 @@ func stateNote(r run.Run) string {
 	default:
 		return ""
 	}
-	state, reason := strings.ToLower(string(r.State)), strings.TrimRight(r.StateReason, ". ")
+	state, reason := strings.ToLower(r.State.Words()), strings.TrimRight(r.StateReason, ". ")
 	if strings.HasPrefix(reason, state+" ") {
 		return "This run was " + reason + "."
 	}
@@ -321,7 +321,7 @@ func policyView(data run.ReviewData, perms run.Permissions) views.PolicyView {
 	if ev == nil {
 		return views.PolicyView{}
 	}
-	v := views.PolicyView{Evaluated: true, Outcome: ev.Outcome, EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
+	v := views.PolicyView{Evaluated: true, Outcome: outcomeOf(ev.Outcome), EvaluationID: ev.ID, BundleDigest: ev.BundleDigest, ResultDigest: ev.ResultDigest}
 	// Failed rules first: they are what the reader is here for.
 	for _, res := range pages.FailedFirst(ev.Results) {
 		row := views.PolicyRow{RuleID: res.RuleID, Title: res.Title, Version: res.RuleVersion, Enforcement: string(res.Enforcement),

@@ -36,14 +36,20 @@ func (h RunList) Register(g *echo.Group) { g.GET(paths.Runs(), h.list) }
 var runColumns = []sortColumn{{label: "Run"}, {label: "State"}, {label: "Template", key: run.SortTemplate, class: "hide-narrow"},
 	{label: "Requested by", key: run.SortRequester, class: "hide-narrow"}, {label: "Requested", key: run.SortRequested, descFirst: true}}
 
-// runStates and runKinds are the runs list's state and kind filters.
-var runKinds = []views.ListChoice{{Value: string(run.KindApply), Label: "plan and apply"}, {Value: string(run.KindPlanOnly), Label: "dry run"},
-	{Value: string(run.KindDestroy), Label: "destroy"}, {Value: string(run.KindDrift), Label: "drift check"}, {Value: string(run.KindCodify), Label: "codification"}}
-
+// runStates and runKinds are the runs list's state and kind filters: the codes as
+// values (the query keeps them), the words as labels.
 func runStates() []views.ListChoice {
 	out := make([]views.ListChoice, len(run.States))
 	for i, s := range run.States {
-		out[i] = views.ListChoice{Value: string(s), Label: string(s)}
+		out[i] = views.ListChoice{Value: string(s), Label: s.Words()}
+	}
+	return out
+}
+
+func runKinds() []views.ListChoice {
+	out := make([]views.ListChoice, len(run.Kinds))
+	for i, k := range run.Kinds {
+		out[i] = views.ListChoice{Value: string(k), Label: k.Words()}
 	}
 	return out
 }
@@ -55,7 +61,7 @@ func (h RunList) list(c echo.Context) error {
 		return err
 	}
 	q := pages.RunListQuery{ListQuery: run.ListQuery{Text: l.text, State: run.State(choice(l, "state", runStates())),
-		EnvironmentID: l.query.Get("environment"), Template: l.query.Get("template"), Kind: run.Kind(choice(l, "kind", runKinds)),
+		EnvironmentID: l.query.Get("environment"), Template: l.query.Get("template"), Kind: run.Kind(choice(l, "kind", runKinds())),
 		Mine: l.query.Get("mine") != "", Page: l.page}, Rows: !l.refused()}
 	page, err := h.Pages.List(c.Request().Context(), q)
 	if err != nil {
@@ -74,7 +80,7 @@ func runListProps(l listRequest, page pages.RunListPage) views.RunListProps {
 	filters := []views.ListFilter{{Name: "state", Label: "State", Any: "Any state", Choices: states, Selected: choice(l, "state", states)},
 		{Name: "environment", Label: "Environment", Any: "Any environment", Choices: envs, Selected: choice(l, "environment", envs)},
 		{Name: "template", Label: "Template", Any: "Any template", Choices: templates, Selected: choice(l, "template", templates)},
-		{Name: "kind", Label: "Kind", Any: "Any kind", Choices: runKinds, Selected: choice(l, "kind", runKinds)}}
+		{Name: "kind", Label: "Kind", Any: "Any kind", Choices: runKinds(), Selected: choice(l, "kind", runKinds())}}
 	checks := []views.ListCheck{{Name: "mine", Label: "Only runs I requested", Checked: l.query.Get("mine") != ""}}
 	p := views.RunListProps{Controls: l.controls("runs", "Search runs", "A workspace's name, a run such as billing-prod #3, a template, who requested it, or a run id.",
 		filters, checks), Headers: l.headers(runColumns)}

@@ -114,7 +114,7 @@ func (h Runs) show(c echo.Context) error {
 	}
 	r, ws := page.Run, page.Workspace
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
+		Template: r.TemplateName, Version: r.TemplateVersion, Kind: kindOf(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
 		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
 	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
@@ -130,7 +130,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 	p := views.RunLiveProps{ID: r.ID, Version: r.UpdatedAt.UnixNano(), State: runState(r), StateReason: stateReason(r),
 		Ending: string(r.Ending), EndingWords: r.Ending.Words(), Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
-		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
+		Risk: riskView(r, perms), PolicyOutcome: outcomeOf(r.PolicyOutcome), CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
 		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, Queue: queueView(l.Queue), PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	p.Block = blockView(r, l.Block, perms, false)
@@ -145,7 +145,8 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		p.CostDelta = review.SignedMoney(r.Cost.Delta)
 	}
 	for _, ev := range l.History {
-		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: ev.Action, Detail: reasonOf(ev)})
+		p.History = append(p.History, views.HistoryRow{At: ev.OccurredAt, Actor: ev.ActorName, Action: audit.ActionLabel(ev.Action), Code: ev.Action,
+			Detail: reasonOf(ev)})
 	}
 	return p
 }
@@ -252,7 +253,7 @@ func (h Runs) planJSON(c echo.Context) error {
 // runRow is run r of workspace ws as a list shows it.
 func runRow(r run.Run, ws workspace.View) views.RunRow {
 	row := views.RunRow{ID: r.ID, Label: r.Label(), Workspace: ws.Name, Environment: ws.EnvironmentName,
-		Template: r.TemplateName, Kind: string(r.Kind), State: runState(r), RequestedBy: r.RequestedByName,
+		Template: r.TemplateName, Kind: kindOf(r.Kind), State: runState(r), RequestedBy: r.RequestedByName,
 		CreatedAt: r.CreatedAt, Simulated: r.Simulated, Approver: string(run.RequiredApproverOf(r)), Note: noteProps(r)}
 	if r.RiskClass != nil {
 		row.Risk = strconv.Itoa(*r.RiskClass)

@@ -87,7 +87,7 @@ func workspacesProps(l listRequest, list pages.WorkspaceList) views.WorkspacesPr
 		row := views.WorkspaceRow{ID: w.ID, Name: w.Name, Environment: w.EnvironmentName, Template: w.TemplateName, Applying: w.ActiveRunID != nil}
 		if r, ok := list.Latest[w.ID]; ok {
 			row.LastRun = &views.RunRow{ID: r.ID, Label: r.Label(), Workspace: w.Name, Environment: w.EnvironmentName,
-				Kind: string(r.Kind), State: stateOf(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
+				Kind: kindOf(r.Kind), State: stateOf(r.State), CreatedAt: r.CreatedAt, Simulated: r.Simulated}
 		}
 		p.Workspaces = append(p.Workspaces, row)
 	}

@@ -69,7 +69,7 @@ func TestAuditHistoryForAuditors(t *testing.T) {
 	require.Contains(t, page, `data-testid="chain-state"`)
 	// A sentence with names and a link, not codes and ids.
 	require.Regexp(t, `<strong>[^<]+</strong> requested <a href="/runs/`+runID+`">run #1 of audit-trail in development</a> from template bucket`, page)
-	require.Regexp(t, `<strong>Gantry</strong> moved <a href="/runs/`+runID+`">run #1 of audit-trail in development</a> to SUCCEEDED`, page)
+	require.Regexp(t, `<strong>Gantry</strong> moved <a href="/runs/`+runID+`">run #1 of audit-trail in development</a> to “Succeeded”`, page)
 
 	resp = app.Get(t, auditor, "/audit?action=run.queued&run="+runID)
 	page = webtest.ReadBody(t, resp)

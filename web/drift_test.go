@@ -98,11 +98,11 @@ func TestDriftCheckOnASimulatedWorkspace(t *testing.T) {
 	require.True(t, check.Simulated)
 	require.Equal(t, applied.ID, *check.SourceRunID, "it checks the configuration that wrote the state")
 	runPage := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+check.ID))
-	require.Contains(t, runPage, "drift check (refresh-only plan, never applied)")
+	require.Contains(t, runPage, `data-kind="drift_check">Drift check: a refresh-only plan, never applied<`)
 	require.Contains(t, runPage, "drift checks are never decided on")
 	require.Contains(t, runPage, "never finds drift (SIMULATED)")
 	page = webtest.ReadBody(t, app.Get(t, operator, "/workspaces/"+ws))
-	require.Contains(t, page, `data-testid="drift-status">no drift<`)
+	require.Contains(t, page, `data-testid="drift-status" data-state="clean">No drift<`)
 	require.NotContains(t, page, `id="plan-to-correct"`, "nothing to correct")
 	require.Contains(t, webtest.ReadBody(t, app.Get(t, operator, "/drift")), ws)
 	// The runs list finds drift checks by their kind; the workspace's run history leaves

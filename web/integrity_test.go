@@ -258,8 +258,10 @@ func TestCancelNeedsConfirmationAndStaysDistinctFromReject(t *testing.T) {
 		"the cancel's reason is recorded")
 	cancelPage := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+c.ID))
 	rejectPage := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
-	require.Contains(t, cancelPage, "CANCELLED")
+	require.Contains(t, cancelPage, shownState(run.Cancelled))
 	require.NotContains(t, cancelPage, "REJECTED")
-	require.Contains(t, rejectPage, "REJECTED")
+	require.NotContains(t, cancelPage, shownState(run.Rejected))
+	require.Contains(t, rejectPage, shownState(run.Rejected))
 	require.NotContains(t, rejectPage, "CANCELLED")
+	require.NotContains(t, rejectPage, shownState(run.Cancelled))
 }

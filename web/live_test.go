@@ -195,7 +195,7 @@ func TestLiveStalePlanNeverApplies(t *testing.T) {
 	resp = app.PostForm(t, admin, "/runs/"+second.ID+"/approve", decisionForm(t, app.App, admin, second))
 	body = webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
-	require.Contains(t, body, "STALE")
+	require.Contains(t, body, "This run is stale")
 	var versions int64
 	require.NoError(t, app.DB.Table("state_versions").Where("workspace_id = ? AND run_id = ?", second.WorkspaceID, second.ID).Count(&versions).Error)
 	require.Zero(t, versions, "the stale run wrote no state")

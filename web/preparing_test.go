@@ -53,7 +53,7 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 		"kind": {"apply"}, "inputs.name": {"early-bucket"}})
 
 	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
-	require.Contains(t, page, `data-testid="run-state">QUEUED<`)
+	require.Contains(t, page, `data-testid="run-state" `+shownState(run.Queued))
 	require.Contains(t, page, `data-testid="executor-wait"`)
 	require.Contains(t, page, "Waiting for the OpenTofu build (25 %)")
 	require.Contains(t, page, "compiling OpenTofu (412 of 1630 packages)")
@@ -97,7 +97,7 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, forbidden.StatusCode)
 
 	require.NoError(t, deferred.Resolve(liveStandIn{Runner: mock.New(), name: "tofu/oci"}))
-	waitLine(`data-testid="run-state">SUCCEEDED<`)
+	waitLine(`data-testid="run-state" ` + shownState(run.Succeeded))
 	page = webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
 	require.NotContains(t, page, `data-testid="executor-wait"`)
 	executors = webtest.ReadBody(t, app.Get(t, admin, "/executors"))

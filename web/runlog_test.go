@@ -264,7 +264,7 @@ func TestLiveLogStream(t *testing.T) {
 		return strings.Contains(logText(t, evs), "provider)\n") && slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "inbox-count" })
 	})
 	require.Equal(t, "run", evs[0].name)
-	require.Contains(t, evs[0].data, `data-testid="run-state">PLANNING<`)
+	require.Contains(t, evs[0].data, `data-testid="run-state" `+shownState(run.Planning))
 	require.Equal(t, "log-phase", evs[1].name)
 	require.Contains(t, evs[1].data, `data-phase="plan"`)
 	requireChunksInOrder(t, evs, "", 1)
@@ -305,7 +305,7 @@ func TestLiveLogStream(t *testing.T) {
 	// whole logs in the run's section.
 	close(held.release)
 	evs = second.until(t, "the run's end", func(evs []sseEvent) bool {
-		return slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" && strings.Contains(e.data, ">SUCCEEDED<") })
+		return slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" && strings.Contains(e.data, shownState(run.Succeeded)) })
 	})
 	requireChunksInOrder(t, evs, "plan", lastSeq+1)
 	// The section is emptied when the run leaves its last phase: before or after the
@@ -385,7 +385,7 @@ func TestFinishedRunPageStreamSendsNoRunAgain(t *testing.T) {
 
 	older := openStream(t, app, admin, "/runs/"+r.ID+"/events?since="+strconv.FormatInt(r.CreatedAt.UnixNano(), 10), "")
 	evs = older.until(t, "the count", counted)
-	require.True(t, slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" && strings.Contains(e.data, ">SUCCEEDED<") }),
+	require.True(t, slices.ContainsFunc(evs, func(e sseEvent) bool { return e.name == "run" && strings.Contains(e.data, shownState(run.Succeeded)) }),
 		"a page that showed an older version is sent the run as it is: %v", evs)
 	older.cancel()
 }

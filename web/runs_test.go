@@ -132,7 +132,7 @@ func TestRequestApproveApplyFlow(t *testing.T) {
 		"run.succeeded by Gantry",
 	}, got)
 	page = webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
-	require.Contains(t, page, "SUCCEEDED")
+	require.Contains(t, page, shownState(run.Succeeded))
 	require.Contains(t, page, "Adam (Acme Corp admin)")
 }
 
@@ -199,7 +199,7 @@ func TestRunEventsStream(t *testing.T) {
 		require.NotEmpty(t, e, "the stream ended early")
 		return e
 	}
-	require.Contains(t, next(), ">PENDING_APPROVAL<", "the current state comes at once")
+	require.Contains(t, next(), shownState(run.PendingApproval), "the current state comes at once")
 
 	admin := app.LoggedIn(t, "admin@acme.test")
 	approve := app.PostForm(t, admin, "/runs/"+runID+"/approve", decisionForm(t, app, admin, r))
@@ -215,7 +215,7 @@ func TestRunEventsStream(t *testing.T) {
 			last = e
 		}
 	}
-	require.Contains(t, last, ">SUCCEEDED<", "the last section shown is the final state")
+	require.Contains(t, last, shownState(run.Succeeded), "the last section shown is the final state")
 	_, open := <-events
 	require.False(t, open, "the server closes the stream after end")
 }
@@ -257,7 +257,7 @@ func TestRunEventsStreamSince(t *testing.T) {
 		return strings.HasPrefix(e, "run ")
 	}, seen)
 	require.Contains(t, changed, `data-testid="run-state"`, changed)
-	require.NotContains(t, changed, ">PENDING_APPROVAL<", "the first run event is the changed run")
+	require.NotContains(t, changed, shownState(run.PendingApproval), "the first run event is the changed run")
 }
 
 // streamEvents reads a server-sent event stream until it ends (then closes the channel),

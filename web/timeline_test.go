@@ -164,7 +164,7 @@ func TestTimelineOfEveryEnding(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.Contains(t, body, `"ending":"`+string(wantEnding[name])+`"`, name)
 		page := webtest.ReadBody(t, app.Get(t, admin, "/runs/"+r.ID))
-		require.Contains(t, page, `data-testid="run-ending">Ended: <code>`+string(wantEnding[name])+`</code>, `+html.EscapeString(wantEnding[name].Words()), name)
+		require.Contains(t, page, `data-testid="run-ending" data-ending="`+string(wantEnding[name])+`">Ended: `+html.EscapeString(wantEnding[name].Words()), name)
 	}
 
 	// What each ending step says.

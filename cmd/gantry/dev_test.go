@@ -169,7 +169,7 @@ exec "`+realGo+`" "$@"
 		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
 		return strings.Contains(page, "Waiting for the OpenTofu build ("), bench.Later(func() string { return "the page:\n" + page })
 	}, bench.Poll(100*time.Millisecond))
-	require.Contains(t, page, `data-testid="run-state">QUEUED<`)
+	require.Contains(t, page, `data-testid="run-state" data-state="QUEUED">`)
 	require.Contains(t, page, `data-testid="executor-wait"`)
 	require.Regexp(t, `Waiting for the OpenTofu build \(\d+ %\)`, page)
 
@@ -228,7 +228,7 @@ func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want stri
 	return page
 }
 
-var runState = regexp.MustCompile(`data-testid="run-state">([A-Z_]+)<`)
+var runState = regexp.MustCompile(`data-testid="run-state" data-state="([A-Z_]+)">`)
 var executorWait = regexp.MustCompile(`(?s)data-testid="executor-wait">(.*?)</section>`)
 
 // waitingFor is what a run page says its run waits for ("Waiting for the OpenTofu build

@@ -92,7 +92,7 @@ func TestReplicasShareSignInAndLivePages(t *testing.T) {
 		page := webtest.ReadBody(t, at(p).Get(t, on(p), "/runs/"+approved))
 		require.Contains(t, page, `data-testid="current-user"`, "the session of replica 1 is valid on %s", p.URL)
 		require.Contains(t, page, "Adam")
-		require.Contains(t, page, `data-testid="run-state">PENDING_APPROVAL<`)
+		require.Contains(t, page, `data-testid="run-state" data-state="PENDING_APPROVAL">`)
 	}
 
 	// Replica 2's live stream of a run page; the decision is taken on replica 1.
@@ -235,7 +235,7 @@ func openEvents(t testing.TB, c *http.Client, address string) *events {
 	return e
 }
 
-var runStateShown = regexp.MustCompile(`data-testid="run-state">([A-Z_]+)<`)
+var runStateShown = regexp.MustCompile(`data-testid="run-state" data-state="([A-Z_]+)">`)
 
 // nextRunState reads events until the next run event and returns the state it shows.
 // Each event comes within a minute of idle-machine time, or the test fails: a hang, not

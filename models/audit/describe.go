@@ -99,19 +99,39 @@ var Actions = []Action{
 
 // KnownAction reports whether code is in the vocabulary.
 func KnownAction(code string) bool {
-	for _, a := range Actions {
-		if a.Code == code {
-			return true
-		}
-	}
-	return false
+	_, ok := actionLabel(code)
+	return ok
 }
 
-// Names resolves the ids an event carries to what people call them.
+// ActionLabel is action code in words ("Run waiting for approval"), as the history's
+// filter and the run page's history say it; an action the vocabulary lacks reads as its
+// code.
+func ActionLabel(code string) string {
+	if label, ok := actionLabel(code); ok {
+		return label
+	}
+	return code
+}
+
+func actionLabel(code string) (string, bool) {
+	for _, a := range Actions {
+		if a.Code == code {
+			return a.Label, true
+		}
+	}
+	return "", false
+}
+
+// Names resolves the ids and codes an event carries to what people call them.
 type Names struct {
 	Environments map[string]string
 	Workspaces   map[string]string
 	Users        map[string]string
+	// RunStates says a run state's code (QUEUED, PENDING_APPROVAL: the run.<state>
+	// actions' suffix, upper case) in words ("Waiting for approval"): the run state
+	// table's words (models/run), which this package cannot import. Nil leaves the
+	// code.
+	RunStates func(code string) string
 }
 
 // Ref is an object a sentence names: a link target when Kind and ID are set.
@@ -221,9 +241,13 @@ func Describe(e Event, n Names) Sentence {
 				s.Rest = strings.TrimSpace(s.Rest + " [" + runport.SelfApproved + "]")
 			}
 		default:
-			s.Verb = "moved"
-			label := strings.ReplaceAll(strings.ToUpper(state), " ", "_")
-			s.Rest = strings.TrimSpace("to " + label + " " + reason)
+			// The stored action stays coded; the sentence says the state as the run's
+			// badge does, quoted as the name it is.
+			label := strings.ToUpper(state)
+			if n.RunStates != nil {
+				label = n.RunStates(label)
+			}
+			s.Verb, s.Rest = "moved", strings.TrimSpace("to “"+label+"” "+reason)
 		}
 		if d.Simulated {
 			s.Rest = strings.TrimSpace(s.Rest + " [SIMULATED]")

@@ -91,3 +91,15 @@ func TestDescribeAStoppedApply(t *testing.T) {
 	require.Equal(t, "Gantry stopped the cancelled apply of run #4 (the state it wrote is stored)", stopped(`{"number":4,"state_written":true}`))
 	require.Equal(t, "Gantry stopped the cancelled apply of run #4 (it wrote no state)", stopped(`{"number":4,"state_written":false}`))
 }
+
+// TestDescribeSaysRunStatesInWords: a run's move reads in the words its badge shows
+// (audit.Names.RunStates), the stored action staying coded; without words the code.
+func TestDescribeSaysRunStatesInWords(t *testing.T) {
+	moved := audit.Event{Action: "run.pending_approval", ActorID: "system", TargetType: "run", TargetID: "run-1", RunID: "run-1",
+		Data: json.RawMessage(`{"number":3}`)}
+	words := map[string]string{"PENDING_APPROVAL": "Waiting for approval"}
+	said := audit.Describe(moved, audit.Names{RunStates: func(code string) string { return words[code] }}).String()
+	require.Equal(t, "Gantry moved run #3 to “Waiting for approval”", said)
+	require.Equal(t, "run.pending_approval", moved.Action)
+	require.Equal(t, "Gantry moved run #3 to “PENDING_APPROVAL”", audit.Describe(moved, audit.Names{}).String())
+}

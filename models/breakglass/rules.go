@@ -144,7 +144,7 @@ func decide(w Window, a run.Actor, now time.Time, approve bool) runport.Verdict 
 	case approve && !a.CloudLive:
 		return forbid("The window lets someone change a live cloud by hand: approving it needs the live-cloud entitlement.")
 	case w.State == Expired:
-		return runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "This request has EXPIRED: "+w.StateReason+". Ask again."))
+		return runport.VerdictOf(errs.Explain(errs.ErrApprovalExpired, "This request has expired: "+w.StateReason+". Ask again."))
 	case w.State != Requested:
 		return conflict(fmt.Sprintf("This window is %s: there is nothing to decide.", w.State.Label()))
 	case !now.Before(w.DecisionDeadline):

@@ -164,7 +164,7 @@ func (s Audit) describe(ctx context.Context, events []audit.Event, envs, members
 	if err != nil {
 		return nil, err
 	}
-	names := audit.Names{Environments: envs, Workspaces: workspaces, Users: members}
+	names := audit.Names{Environments: envs, Workspaces: workspaces, Users: members, RunStates: runStateWords}
 	lines := make([]AuditLine, 0, len(events))
 	for _, e := range events {
 		l := AuditLine{Event: e, Said: audit.Describe(e, names), ObjectVisible: true}

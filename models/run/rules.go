@@ -290,15 +290,15 @@ func stateVerdict(r Run, act Action, possible bool) Verdict {
 	case possible:
 		return allowed()
 	case r.State == Stale:
-		return refused(errs.Explain(errs.ErrStaleEvidence, "This run is STALE: "+r.StateReason+". Plan again to decide on a fresh plan."))
+		return refused(errs.Explain(errs.ErrStaleEvidence, "This run is stale: "+r.StateReason+". Plan again to decide on a fresh plan."))
 	case r.State == Expired:
-		return refused(errs.Explain(errs.ErrApprovalExpired, "This run has EXPIRED: "+r.StateReason+". Plan again to decide on a fresh plan."))
+		return refused(errs.Explain(errs.ErrApprovalExpired, "This run has expired: "+r.StateReason+". Plan again to decide on a fresh plan."))
 	case r.HardBlocked() && act == ActionOverride:
 		return refused(errs.Explain(errs.ErrForbidden, "This run is blocked by a hard-mandatory policy, which is never overridden. Change the request instead."))
 	case r.HardBlocked():
 		return refused(errs.Explain(errs.ErrConflict, "This run is blocked by a hard-mandatory policy: that is final, nothing but a rejection with a reason moves it. Change the request instead."))
 	}
-	return refused(errs.Explain(&TransitionError{From: r.State, To: actionTargets[act]}, fmt.Sprintf("A %s run cannot be %s.", r.State, actionPast[act])))
+	return refused(errs.Explain(&TransitionError{From: r.State, To: actionTargets[act]}, fmt.Sprintf("A run in the state “%s” cannot be %s.", r.State.Words(), actionPast[act])))
 }
 
 var actionTargets = map[Action]State{ActionApprove: Approved, ActionReject: Rejected, ActionOverride: PendingApproval,

@@ -122,7 +122,7 @@ func Of(r run.Run, events []audit.Event, g run.Gates) []Stage {
 	}
 	queued := into(moves, run.Queued)
 	stages := []Stage{
-		stageFrom("Request", queued, StageDone, fmt.Sprintf("%s of %s %s", r.Kind, r.TemplateName, r.TemplateVersion)),
+		stageFrom("Request", queued, StageDone, fmt.Sprintf("%s of %s %s", r.Kind.Words(), r.TemplateName, r.TemplateVersion)),
 		stageFrom("Template and inputs validated, configuration generated", queued, StageDone, "config bundle "+bundle.Short(r.ConfigDigest)),
 		t.plan(),
 		t.policy(g),

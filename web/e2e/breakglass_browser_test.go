@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +68,7 @@ func TestBreakglassInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("duration"), "30"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("request-window").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="window-state"]`)))
-	require.Equal(t, "requested", text(t, op, chromedp.CSS(`[data-testid="window-state"]`)))
+	require.Equal(t, "REQUESTED", attribute(t, op, chromedp.CSS(`[data-testid="window-state"]`), "data-state"))
 	require.Contains(t, text(t, op, chromedp.CSS(`.flashes`)), "an admin other than you approves it")
 	require.Zero(t, count(t, op, "#approve-window"), "the requester is offered no approval")
 	id := strings.TrimPrefix(location(t, op), app.URL+"/breakglass/")
@@ -81,7 +80,7 @@ func TestBreakglassInBrowser(t *testing.T) {
 	require.Contains(t, text(t, ad, chromedp.CSS(`[data-testid="window-why"]`)), "INC-77")
 	ad.do(t, "approve its terms", chromedp.Click(chromedp.ID("approve-window"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`.flashes`)))
-	require.Equal(t, "approved", text(t, ad, chromedp.CSS(`[data-testid="window-state"]`)))
+	require.Equal(t, "APPROVED", attribute(t, ad, chromedp.CSS(`[data-testid="window-state"]`), "data-state"))
 
 	op.do(t, "come back to the window", chromedp.Navigate(app.URL+paths.BreakglassWindow(id)), chromedp.WaitVisible(chromedp.ID("open-window")))
 	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="window-clock"]`)), "open it by")
@@ -89,7 +88,7 @@ func TestBreakglassInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="window-credentials"]`)))
 	token := strings.TrimSpace(value(t, op, chromedp.ID("window-token")))
 	require.NotEmpty(t, token)
-	require.Equal(t, "open", text(t, op, chromedp.CSS(`[data-testid="window-state"]`)))
+	require.Equal(t, "OPEN", attribute(t, op, chromedp.CSS(`[data-testid="window-state"]`), "data-state"))
 	requireAccessible(t, op, "an open window with its credentials")
 	screenshotAt(t, op, breakglassOpenShot, 1280, 1100, false)
 	screenshotAt(t, op, breakglassPhoneShot, 390, 900, true)
@@ -125,7 +124,7 @@ func TestBreakglassInBrowser(t *testing.T) {
 	// Ended early; the drift check that follows attributes the change to the window.
 	op.do(t, "end the window", chromedp.Navigate(app.URL+paths.BreakglassWindow(id)), chromedp.WaitVisible(chromedp.ID("end-window")),
 		chromedp.Click(chromedp.ID("end-window"), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.CSS(`.flashes`)))
-	require.Equal(t, "awaiting codification", text(t, op, chromedp.CSS(`[data-testid="window-state"]`)))
+	require.Equal(t, "AWAITING_CODIFICATION", attribute(t, op, chromedp.CSS(`[data-testid="window-state"]`), "data-state"))
 	var w breakglass.Window
 	require.NoError(t, app.DB.Where("id = ?", id).Take(&w).Error)
 	require.NotNil(t, w.DriftCheckRunID)
@@ -133,7 +132,8 @@ func TestBreakglassInBrowser(t *testing.T) {
 	require.Equal(t, runmodel.DriftExpected, check.DriftStatus)
 	op.do(t, "see the drift on the workspace", chromedp.Navigate(app.URL+paths.Workspace(ws)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="drift-status"]`)))
-	require.Equal(t, "drift from a break-glass window", text(t, op, chromedp.CSS(`[data-testid="drift-status"]`)))
+	require.Equal(t, "Drift from a break-glass window", text(t, op, chromedp.CSS(`[data-testid="drift-status"]`)))
+	require.Equal(t, string(runmodel.DriftExpected), attribute(t, op, chromedp.CSS(`[data-testid="drift-status"]`), "data-state"))
 	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="drift-resources"]`)), "through break-glass window "+id)
 	requireAccessible(t, op, "a workspace with drift")
 	op.do(t, "open the drift check", chromedp.Click(chromedp.CSS(`[data-testid="drift-run"]`), chromedp.NodeVisible),
@@ -171,18 +171,20 @@ func TestBreakglassInBrowser(t *testing.T) {
 	}, bench.Wake(wake))
 	op.do(t, "see the window codified", chromedp.Navigate(app.URL+paths.BreakglassWindow(id)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="window-state"]`)))
-	require.Equal(t, "codified", text(t, op, chromedp.CSS(`[data-testid="window-state"]`)))
+	require.Equal(t, "CODIFIED", attribute(t, op, chromedp.CSS(`[data-testid="window-state"]`), "data-state"))
 	require.Zero(t, count(t, op, "#codify-window"), "nothing is left to codify")
 	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="window-notes"]`)), "not in its inputs")
 	requireAccessible(t, op, "a codified window")
 	screenshotAt(t, op, breakglassCodifiedShot, 1280, 1000, false)
 	op.do(t, "open the drift list", chromedp.Navigate(app.URL+paths.Drift()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="drift-list"]`)))
-	require.True(t, slices.Contains([]string{"no drift"}, text(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`))))
+	require.Equal(t, string(runmodel.DriftClean), attribute(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`), "data-state"))
+	require.Equal(t, "No drift", text(t, op, chromedp.CSS(`[data-testid="drift-list-row"] .state`)))
 	requireAccessible(t, op, "the drift list")
 	screenshotAt(t, op, driftListShot, 1280, 700, false)
 	op.do(t, "open the list of windows", chromedp.Click(chromedp.ID("windows-link"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="windows"]`)))
-	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="windows"]`)), "codified")
+	require.Equal(t, "CODIFIED", attribute(t, op, chromedp.CSS(`[data-testid="windows"] [data-state]`), "data-state"))
+	require.Contains(t, text(t, op, chromedp.CSS(`[data-testid="windows"]`)), "Codified")
 	requireAccessible(t, op, "the list of break-glass windows")
 	screenshotAt(t, op, breakglassListShot, 1280, 700, false)
 	requireNoCSPViolations(t, op)

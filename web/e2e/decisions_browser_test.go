@@ -141,7 +141,7 @@ func requireDecisionRetry(t *testing.T, b *browser, app *webtest.App, r runmodel
 	title := run(t, b, "read the title", chromedp.Evaluate[string](`document.title`))
 	require.True(t, strings.HasPrefix(title, "Review run "+r.Label()+" · "), "the review page again, not %q", title)
 	require.True(t, strings.HasPrefix(text(t, b, chromedp.CSS(`.page-head h1`)), "Review run "+r.Label()))
-	require.Equal(t, string(runmodel.PendingApproval), text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
+	require.Equal(t, string(runmodel.PendingApproval), shownRunState(t, b))
 
 	// The summary names what went wrong and links to the field.
 	summary := chromedp.CSS(`[data-testid="error-summary"]`)
@@ -223,13 +223,13 @@ func TestStaleRunOffersPlanAgainInBrowser(t *testing.T) {
 
 	// A fresh load of the run page and of the review page say the same.
 	b.do(t, "load the run page again", chromedp.Navigate(runURL), chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
-	require.Equal(t, "STALE", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
+	require.Equal(t, "STALE", shownRunState(t, b))
 	requirePlanAgainOnly(t, b)
 	b.do(t, "open the review page",
 		chromedp.Navigate(app.URL+paths.RunReview(second.ID)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="plan-again-section"]`)),
 	)
-	require.Equal(t, "STALE", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
+	require.Equal(t, "STALE", shownRunState(t, b))
 	requirePlanAgainOnly(t, b)
 	screenshotAt(t, b, decisionShot(t, "review-page"), 1280, 800, false)
 	screenshotAt(t, b, decisionShot(t, "review-page-390"), 390, 844, true)

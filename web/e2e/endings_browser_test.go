@@ -45,8 +45,10 @@ func TestHardBlockedRunIsRejectedInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.ID("reject")),
 		chromedp.WaitVisible(`[data-testid="run-ending"]`),
 	)
-	require.Equal(t, "REJECTED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
-	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-ending"]`)), "REJECTED")
+	require.Equal(t, "REJECTED", shownRunState(t, b))
+	require.Equal(t, "Rejected", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)), "the state in words")
+	require.Equal(t, "REJECTED", attribute(t, b, chromedp.CSS(`[data-testid="run-ending"]`), "data-ending"))
+	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-ending"]`)), runmodel.EndRejected.Words())
 	screenshotAt(t, b, decisionShot(t, "rejected"), 1280, 900, false)
 	done := waitForRunRow(t, app, id, runmodel.Rejected)
 	require.Equal(t, runmodel.EndRejected, done.Ending)

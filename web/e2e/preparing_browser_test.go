@@ -69,7 +69,7 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	signInAs(t, b, app, operatorEmail, operatorPassword, "Olivia")
 	b.do(t, "open the run page", chromedp.Navigate(app.URL+runPath),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-wait"]`)))
-	require.Equal(t, "QUEUED", liveText(t, b, "run-state"))
+	require.Equal(t, "QUEUED", shownRunState(t, b))
 	wait := liveText(t, b, "executor-wait")
 	require.Contains(t, wait, "Waiting for the OpenTofu build (10 %)")
 	require.Contains(t, wait, "compiling OpenTofu (163 of 1630 packages)")
@@ -94,7 +94,7 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	screenshotAt(t, admin, executorsScreenshot, 1280, 800, false)
 
 	require.NoError(t, deferred.Resolve(builtRunner{Runner: mock.New(), name: "tofu/oci"}))
-	waitForPage(t, b, "the run to succeed, live", `document.querySelector('[data-testid="run-state"]')?.textContent.trim() == "SUCCEEDED"`,
+	waitForPage(t, b, "the run to succeed, live", `document.querySelector('[data-testid="run-state"]')?.dataset.state == "SUCCEEDED"`,
 		"run-state")
 	require.Zero(t, run(t, b, "look for the waiting notice", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="executor-wait"]').length`)))
 	require.Equal(t, loads, runPageLoads(b, app.URL+runPath), "the run page updated in place")

@@ -69,7 +69,7 @@ func TestApplyQueueInBrowser(t *testing.T) {
 	waitForRunRow(t, app, earlier, runmodel.PendingApproval)
 	waitForText(t, b, "the queue line to say nothing holds the workspace", `[data-testid="queue-place"]`,
 		`s => s === "Next to apply"`, liveBase)
-	require.Equal(t, "APPROVED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)), "my run itself did not move")
+	require.Equal(t, "APPROVED", shownRunState(t, b), "my run itself did not move")
 
 	attempt.Release()
 	waitForRunState(t, b, "SUCCEEDED")

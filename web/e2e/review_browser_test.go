@@ -323,7 +323,8 @@ func TestReviewShowsReplaceBeforeCreatesInBrowser(t *testing.T) {
 	require.NotEqual(t, fills["replace"], fills["dependent"], "replace and dependent nodes should look different")
 
 	// The policy results and the cost.
-	require.Equal(t, "pass", text(t, b, chromedp.CSS(`[data-testid="policy-outcome"]`)))
+	require.Equal(t, "pass", attribute(t, b, chromedp.CSS(`[data-testid="policy-outcome"]`), "data-state"))
+	require.Equal(t, "Passed", text(t, b, chromedp.CSS(`[data-testid="policy-outcome"]`)), "the outcome in words")
 	failed := run(t, b, "look for failed policy rows", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('[data-testid="policy-row"][data-passed="false"]')].map(r => r.dataset.rule)`))
 	require.Empty(t, failed)

@@ -168,7 +168,7 @@ func TestRequestApproveApplyInBrowser(t *testing.T) {
 
 	history := run(t, b, "read the audit history", chromedp.Evaluate[[]string](`[...document.querySelectorAll(
 		'[data-testid="history"] > li')].map(li =>
-		li.querySelector("code").textContent.trim() + " by " + li.querySelector('[data-testid="history-actor"]').textContent.trim())`))
+		li.querySelector("[data-action]").dataset.action + " by " + li.querySelector('[data-testid="history-actor"]').textContent.trim())`))
 	require.Equal(t, []string{
 		"run.queued by " + operatorName,
 		"run.planning by Gantry",
@@ -287,8 +287,10 @@ func waitForText(t *testing.T, b *browser, what, selector, predicate string, bas
 	return got.Text
 }
 
-// waitForRunState waits, without reloading, until the run page shows state want, within
-// liveBase of idle-machine time; it gives up early when the run ends in another state.
+// waitForRunState waits, without reloading, until the run page shows state want (its
+// code, which the state badge carries in data-state beside the words people read),
+// within liveBase of idle-machine time; it gives up early when the run ends in another
+// state.
 func waitForRunState(t *testing.T, b *browser, want string) {
 	t.Helper()
 	ctx, cancel := bench.Context(b.ctx, liveBase)
@@ -296,17 +298,23 @@ func waitForRunState(t *testing.T, b *browser, want string) {
 	got, err := chromedp.Run(ctx, chromedp.PollFunction[string](`(want, ends) => {
 		const el = document.querySelector('[data-testid="run-state"]');
 		if (!el) return false;
-		const s = el.textContent.trim();
+		const s = el.dataset.state;
 		return s === want || ends.includes(s) ? s : false;
 	}`, chromedp.WithPollingArgs(want, endStates), chromedp.WithPollingInterval(50*time.Millisecond), untilCancelled))
 	if err != nil {
 		t.Fatalf("waiting for the run page to show %s: %s; it shows %q", want, b.why(ctx, err), peek(b,
-			`(document.querySelector('[data-testid="run-state"]') || {textContent: "(no run-state)"}).textContent.trim()`))
+			`(el => el ? el.dataset.state + " (" + el.textContent.trim() + ")" : "(no run-state)")(document.querySelector('[data-testid="run-state"]'))`))
 	}
 	if got != want {
 		reason := peek(b, `(document.querySelector('[data-testid="run-reason"]') || {textContent: ""}).textContent.trim()`)
 		t.Fatalf("the run page shows %s (%s), waiting for %s", got, reason, want)
 	}
+}
+
+// shownRunState is the code of the state the run page's badge shows (its data-state).
+func shownRunState(t *testing.T, b *browser) string {
+	t.Helper()
+	return attribute(t, b, chromedp.CSS(`[data-testid="run-state"]`), "data-state")
 }
 
 // stage reads one stage of the timeline by name: its status, actor and detail.

@@ -84,7 +84,7 @@ func TestStopApplyInBrowser(t *testing.T) {
 	screenshotAt(t, b, decisionShot(t, "running"), 1280, 900, false)
 
 	b.do(t, "open the confirmation", chromedp.Click(chromedp.ID("cancel-run")), chromedp.WaitVisible(chromedp.ID("cancel-reason")))
-	require.Contains(t, text(t, b, chromedp.CSS("main")), "APPLY_INTERRUPTED")
+	require.Contains(t, text(t, b, chromedp.CSS("main")), "The run then ends "+runmodel.ApplyInterrupted.Words())
 	b.do(t, "stop with too short a reason", chromedp.SendKeys(chromedp.ID("cancel-reason"), "oops"),
 		chromedp.Click(chromedp.ID("confirm-cancel")), chromedp.WaitVisible(chromedp.ID("cancel-reason-error")))
 	require.Equal(t, "oops", value(t, b, chromedp.ID("cancel-reason")), "what was typed is kept")
@@ -93,8 +93,8 @@ func TestStopApplyInBrowser(t *testing.T) {
 
 	b.do(t, "stop with a reason", chromedp.Clear(chromedp.ID("cancel-reason")), chromedp.SendKeys(chromedp.ID("cancel-reason"), "the wrong bucket region was requested"),
 		chromedp.Click(chromedp.ID("confirm-cancel")), chromedp.WaitVisible(`[data-testid="run-ending"]`))
-	require.Equal(t, "APPLY_INTERRUPTED", text(t, b, chromedp.CSS(`[data-testid="run-state"]`)))
-	require.Contains(t, text(t, b, chromedp.CSS(`[data-testid="run-ending"]`)), "APPLY_CANCELLED")
+	require.Equal(t, "APPLY_INTERRUPTED", shownRunState(t, b))
+	require.Equal(t, "APPLY_CANCELLED", attribute(t, b, chromedp.CSS(`[data-testid="run-ending"]`), "data-ending"))
 	require.Contains(t, text(t, b, chromedp.CSS("main")), "the wrong bucket region was requested")
 	require.Zero(t, count(t, b, "#cancel-run"), "nothing more to stop")
 	stopped := app.WaitStopped(t, id, time.Minute)

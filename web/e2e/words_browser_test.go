@@ -21,7 +21,7 @@ import (
 
 // wordsShots is where TestWordsInBrowser leaves its screenshots. Artifacts for a human;
 // not assertions.
-const wordsShots = "/tmp/shots37/texts"
+const wordsShots = "/tmp/gantry-shots/words"
 
 // TestWordsInBrowser reads, as each person would, the texts issue 37 put in words: a
 // template's input rules without a regular expression, the members page's live-cloud

@@ -91,6 +91,16 @@ type ExecutorWait struct {
 	Phase string
 }
 
+// Count is the work done of the work needed, "1398 of 1920 packages": the numbers
+// Percent is computed from, so the two shown side by side agree ("" before the work is
+// counted). The step shown beside them names no count of its own.
+func (w ExecutorWait) Count() string {
+	if w.Total <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d packages", min(w.Done, w.Total), w.Total)
+}
+
 // RunVersion is what a page shows of a run: the run's version, and what moves without
 // a new version of it: the progress of the executor preparation it waits for, and its
 // place in the apply queue (another run's move changes it).

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -131,7 +130,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		Ending: string(r.Ending), EndingWords: r.Ending.Words(), Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
 		Risk: riskView(r, perms), PolicyOutcome: r.PolicyOutcome, CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
-		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
+		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: runOutputs(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, Queue: queueView(l.Queue), PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	p.Block = blockView(r, l.Block, perms, false)
 	if r.BreakglassWindowID != nil {
@@ -217,25 +216,6 @@ func inputsKV(raw json.RawMessage) []views.KV {
 	out := make([]views.KV, 0, len(m))
 	for k, v := range m {
 		out = append(out, views.KV{Key: k, Value: fmt.Sprint(v)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// outputsKV shows outputs as `tofu output` would, with sensitive values masked.
-func outputsKV(raw json.RawMessage) []views.KV {
-	var m map[string]struct {
-		Value     json.RawMessage `json:"value"`
-		Sensitive bool            `json:"sensitive"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	out := make([]views.KV, 0, len(m))
-	for k, v := range m {
-		val := strings.Trim(string(v.Value), `"`)
-		if v.Sensitive {
-			val = "(sensitive)"
-		}
-		out = append(out, views.KV{Key: k, Value: val})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

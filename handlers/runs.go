@@ -114,7 +114,8 @@ func (h Runs) show(c echo.Context) error {
 	r, ws := page.Run, page.Workspace
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: string(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
-		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
+		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive),
+		Origin: originProps(page.Origin, ws)}
 	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
 	}

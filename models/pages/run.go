@@ -54,9 +54,11 @@ type Runs struct {
 	Executors ExecutorWaits
 }
 
-// RunPage is the run page: the run's workspace and what moves while the run does.
+// RunPage is the run page: the run's workspace, where it comes from (a rollback or a
+// promotion; nil for a request of its own) and what moves while the run does.
 type RunPage struct {
 	Workspace workspace.View
+	Origin    *RunOrigin
 	RunLive
 }
 
@@ -125,7 +127,11 @@ func (s Runs) Page(ctx context.Context, id string) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, err
 	}
-	return RunPage{Workspace: ws, RunLive: live}, nil
+	origin, err := s.originOf(ctx, live.Run)
+	if err != nil {
+		return RunPage{}, err
+	}
+	return RunPage{Workspace: ws, Origin: origin, RunLive: live}, nil
 }
 
 // Live reads the moving part of run id's page. When the page shows that version already

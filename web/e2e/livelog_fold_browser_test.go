@@ -122,7 +122,7 @@ func requireLogOnFirstScreen(t *testing.T, b *browser, phase string) {
 	t.Helper()
 	m := run(t, b, "measure the live log", chromedp.Evaluate[struct {
 		Scroll, Window, Heading, Log, LineHeight float64
-		TimelineAfter                             bool
+		TimelineAfter                            bool
 	}](`(() => {
 		window.scrollTo(0, 0);
 		const log = document.getElementById("live-log-text");

@@ -82,6 +82,7 @@ func TestAuditorInBrowser(t *testing.T) {
 	require.Contains(t, scope, "· action Run requested · environment development · workspace audited (development)")
 	require.Contains(t, liveText(t, b, "export-range-note"), "the export covers the last 30 days")
 	require.Equal(t, 2, run(t, b, "count the date fields", chromedp.Evaluate[int](`document.querySelectorAll('input[type="datetime-local"]').length`)))
+	requireAccessible(t, b, "the filtered audit history with its export")
 	screenshotAt(t, b, "/tmp/shots37/smaller/audit-filtered-1366.png", 1366, 900, false)
 	screenshotAt(t, b, "/tmp/shots37/smaller/audit-filtered-390.png", 390, 844, true)
 	b.do(t, "back to the desktop viewport", chromedp.EmulateViewport(1280, 900))

@@ -107,6 +107,7 @@ func TestLiveLogStartsOnTheFirstScreen(t *testing.T) {
 	b.do(t, "wait for the apply's live log", chromedp.WaitVisible(chromedp.CSS(`[data-testid="live-log"][data-phase="apply"]`)))
 	waitForText(t, b, "the held apply's line", `[data-testid="live-log"]`, `s => s.includes("this apply is held open")`, liveBase)
 	requireLogOnFirstScreen(t, b, "apply")
+	requireAccessible(t, b, "an applying run's page")
 	shot(t, b, "/tmp/shots37/smaller/live-log-applying-1366x768.png")
 
 	close(held.apply.release)

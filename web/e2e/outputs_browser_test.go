@@ -54,6 +54,7 @@ func TestOutputsWrapAndCopyInBrowser(t *testing.T) {
 	b.do(t, "copy the url", chromedp.Click(chromedp.CSS(`button[data-copy="run-output-url"]`), chromedp.NodeVisible))
 	waitForText(t, b, "the copy to be confirmed", `[data-output="url"] [data-testid="copy-status"]`, `s => s === "Copied"`, stepBase)
 	require.Equal(t, url0, clipboard(t, b), "the url's value, whole, on the clipboard")
+	requireAccessible(t, b, "the run page with its outputs")
 	screenshotAt(t, b, "/tmp/shots37/smaller/run-outputs-1366.png", 1366, 768, false)
 
 	// The workspace page: the long value wraps in its box at a phone's width, the
@@ -77,6 +78,7 @@ func TestOutputsWrapAndCopyInBrowser(t *testing.T) {
 	b.do(t, "copy the long value", chromedp.Click(chromedp.CSS(`button[data-copy="workspace-output-arn"]`), chromedp.NodeVisible))
 	waitForText(t, b, "the copy to be confirmed", `[data-output="arn"] [data-testid="copy-status"]`, `s => s === "Copied"`, stepBase)
 	require.Equal(t, longARN, clipboard(t, b), "the value whole, without the wrap points")
+	requireAccessible(t, b, "the workspace page with its outputs")
 	screenshotAt(t, b, "/tmp/shots37/smaller/workspace-outputs-390.png", 390, 844, true)
 	screenshotAt(t, b, "/tmp/shots37/smaller/workspace-outputs-1366.png", 1366, 768, false)
 	requireNoCSPViolations(t, b)

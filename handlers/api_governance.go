@@ -132,7 +132,8 @@ func (h API) saveMatrix(c echo.Context) error {
 // RegisterAPI adds the audit log's API routes to g, documented in spec: the history,
 // the signing keys and exports.
 func (h Audit) RegisterAPI(g *echo.Group, spec *openapi.Spec) {
-	filters := []openapi.Param{{Name: "actor"}, {Name: "action"}, {Name: "run"}, {Name: "environment"}, {Name: "workspace"},
+	filters := []openapi.Param{{Name: "actor"}, {Name: "action"}, {Name: "run", Description: "its id, or its label: orders-db #3"}, {Name: "environment"},
+		{Name: "workspace", Description: "its id, or its name: orders-db, or orders-db (staging) where the name is in several environments"},
 		{Name: "from", Description: "RFC 3339 or 2026-12-01T09:30 (UTC)"}, {Name: "to"}}
 	spec.Route(g, openapi.Op{Method: http.MethodGet, Path: paths.APIAuditEvents(), ID: "listAuditEvents", Tag: "audit", Scope: "audit",
 		Summary: "The audit history, newest first, with the hash chain's state",

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -143,29 +142,33 @@ func (h Audit) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	props := historyProps(q, page)
+	props := historyProps(page)
 	status := http.StatusOK
-	if refused {
+	switch {
+	case refused:
 		props.Errors, status = v.Fields, http.StatusUnprocessableEntity
+	case len(page.FilterErrors) > 0:
+		props.Errors, status = page.FilterErrors, http.StatusUnprocessableEntity
 	}
 	return render.Page(c, status, views.AuditHistory(props))
 }
 
-// historyProps is the history page for query q as page reads it.
-func historyProps(q audit.Query, page pages.AuditPage) views.AuditProps {
+// historyProps is the history page as page reads it, for its query.
+func historyProps(page pages.AuditPage) views.AuditProps {
+	q := page.Query
 	props := views.AuditProps{CanExport: page.CanExport, Rows: auditRows(page.Lines), Paged: q.Before > 0,
 		Newest: paths.AuditFiltered(filterValues(q)), Environments: views.SortedChoices(page.Environments),
-		Members: views.SortedChoices(page.Members),
-		Filters: views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: q.RunID,
-			Environment: q.EnvironmentID, Workspace: q.WorkspaceID},
+		Filters: views.AuditFilters{From: formValue(q.From), To: formValue(q.To), Actor: q.ActorID, Action: q.Action, Run: page.Shown.Run,
+			Environment: q.EnvironmentID, Workspace: page.Shown.Workspace},
 		Chain: views.AuditChain{Head: page.Chain.Head, VerifiedSeq: page.Chain.VerifiedSeq, BrokenSeq: page.Chain.BrokenSeq,
 			CheckedAt: page.Chain.CheckedAt, BrokenReason: page.Chain.BrokenReason}}
+	for _, a := range page.Actors {
+		props.Members = append(props.Members, views.AuditChoice{Value: a.ID, Label: a.Label})
+	}
 	for _, a := range audit.Actions {
 		props.Actions = append(props.Actions, views.AuditChoice{Value: a.Code, Label: a.Label})
 	}
-	// The export form starts from the filters' range, else the last 30 days.
-	now := time.Now().UTC()
-	props.ExportFrom, props.ExportTo = formValue(cmp.Or(q.From, now.AddDate(0, 0, -30))), formValue(cmp.Or(q.To, now.Add(time.Minute)))
+	props.Export = exportScope(page, props, time.Now())
 	if page.Next > 0 {
 		next := filterValues(q)
 		next.Set("before", strconv.FormatInt(page.Next, 10))
@@ -244,6 +247,10 @@ func (h Audit) historyJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(page.FilterErrors) > 0 {
+		return &errs.Validation{Fields: page.FilterErrors}
+	}
+	q = page.Query
 	out := auditPageJSON{Events: make([]auditEventJSON, 0, len(page.Lines)), Chain: chainOf(page.Chain)}
 	for _, l := range page.Lines {
 		out.Events = append(out.Events, auditEventJSON{Seq: l.Seq, OccurredAt: l.OccurredAt.UTC(), ActorID: l.ActorID, ActorName: l.ActorName,

@@ -53,9 +53,21 @@ func (h Audit) requestExport(c echo.Context) error {
 	case refused != nil && render.WantsJSON(c):
 		return &errs.Validation{Fields: refused.ExportErrors}
 	case refused != nil:
-		// The history again, the export form showing what was sent and what is wrong.
-		props := historyProps(audit.Query{}, *refused)
-		props.ExportErrors, props.ExportFrom, props.ExportTo, props.ExportFormat = refused.ExportErrors, form.Get("from"), form.Get("to"), form.Get("format")
+		// The history of the filters and range the export was asked with, saying what
+		// is wrong: a range or a filter beside the filters' field (the export takes
+		// theirs), the format beside its own.
+		props := historyProps(*refused)
+		props.Export.Format = form.Get("format")
+		for field, msg := range refused.ExportErrors {
+			if field == "format" {
+				props.ExportErrors = map[string]string{field: msg}
+				continue
+			}
+			if props.Errors == nil {
+				props.Errors, props.Filters.From, props.Filters.To = map[string]string{}, form.Get("from"), form.Get("to")
+			}
+			props.Errors[field] = msg
+		}
 		return render.Page(c, http.StatusUnprocessableEntity, views.AuditHistory(props))
 	case render.WantsJSON(c):
 		return c.JSON(http.StatusAccepted, map[string]string{"id": e.ID, "status": e.Status, "url": paths.AuditExport(e.ID)})

@@ -25,7 +25,7 @@ func executorWait(w *pages.ExecutorWait) *views.ExecutorWait {
 	if w == nil {
 		return nil
 	}
-	return &views.ExecutorWait{What: w.What, Step: w.Step, Percent: w.Percent(), Phase: w.Phase}
+	return &views.ExecutorWait{What: w.What, Step: w.Step, Count: w.Count(), Percent: w.Percent(), Phase: w.Phase}
 }
 
 // Executors serves the admin page listing each executor and its health.

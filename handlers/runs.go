@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -115,7 +114,8 @@ func (h Runs) show(c echo.Context) error {
 	r, ws := page.Run, page.Workspace
 	p := views.RunProps{ID: r.ID, Label: r.Label(), WorkspaceID: ws.ID, WorkspaceName: ws.Name, Environment: ws.EnvironmentName,
 		Template: r.TemplateName, Version: r.TemplateVersion, Kind: kindOf(r.Kind), Simulated: r.Simulated, Runner: r.Runner,
-		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive)}
+		RequestedBy: r.RequestedByName, CreatedAt: r.CreatedAt, Note: noteProps(r), Inputs: inputsKV(r.Inputs), Live: liveProps(page.RunLive),
+		Origin: originProps(page.Origin, ws)}
 	if phase, ok := r.State.RunningPhase(); ok {
 		p.LiveLog.Phase = string(phase)
 	}
@@ -131,7 +131,7 @@ func liveProps(l pages.RunLive) views.RunLiveProps {
 		Ending: string(r.Ending), EndingWords: r.Ending.Words(), Simulated: r.Simulated, PlanDigest: r.PlanDigest, ConfigDigest: r.ConfigDigest, ModuleDigest: r.ModuleDigest,
 		HasPlanJSON: r.PlanJSONArtifactID != nil, Kind: string(r.Kind), Decision: decisionProps(r, perms, nil, nil),
 		Risk: riskView(r, perms), PolicyOutcome: outcomeOf(r.PolicyOutcome), CanCancel: perms.Cancel.Allowed(), StopsApply: r.State == run.Running, CanRecover: perms.Recover.Allowed(),
-		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: outputsKV(r.Outputs), Waiting: executorWait(l.Wait),
+		Timeline: stageRows(r.ID, l.Stages), Summary: planSummary(r), Outputs: runOutputs(r.Outputs), Waiting: executorWait(l.Wait),
 		StateNote: l.StateNote, Queue: queueView(l.Queue), PlanLog: l.Logs.Plan, ApplyLog: l.Logs.Apply, VerifyLog: l.Logs.Verify}
 	p.Block = blockView(r, l.Block, perms, false)
 	if r.BreakglassWindowID != nil {
@@ -218,25 +218,6 @@ func inputsKV(raw json.RawMessage) []views.KV {
 	out := make([]views.KV, 0, len(m))
 	for k, v := range m {
 		out = append(out, views.KV{Key: k, Value: fmt.Sprint(v)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// outputsKV shows outputs as `tofu output` would, with sensitive values masked.
-func outputsKV(raw json.RawMessage) []views.KV {
-	var m map[string]struct {
-		Value     json.RawMessage `json:"value"`
-		Sensitive bool            `json:"sensitive"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	out := make([]views.KV, 0, len(m))
-	for k, v := range m {
-		val := strings.Trim(string(v.Value), `"`)
-		if v.Sensitive {
-			val = "(sensitive)"
-		}
-		out = append(out, views.KV{Key: k, Value: val})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

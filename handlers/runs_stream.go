@@ -19,7 +19,7 @@ import (
 // The run page's live stream: the page's one EventSource (views.WithStream), carrying
 //
 //	run          the run's live section, after the run changed (#run-live, and its
-//	             audit history out of band)
+//	             details and audit history out of band)
 //	log-phase    the live log section, emptied for the phase now running (or for none)
 //	log          the next chunk of that phase's log, to append; its SSE id is
 //	             "<phase>-<seq>", so an EventSource that reconnects (Last-Event-ID)

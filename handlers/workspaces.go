@@ -144,13 +144,7 @@ func workspaceProps(page pages.WorkspacePage) views.WorkspaceProps {
 	for _, r := range st.Resources {
 		p.Resources = append(p.Resources, views.ResourceRow{Address: r.Address, Type: r.Type, ID: r.ID})
 	}
-	for _, o := range st.Outputs {
-		value := o.Value
-		if o.Sensitive {
-			value = "(sensitive)"
-		}
-		p.Outputs = append(p.Outputs, views.KV{Key: o.Name, Value: value})
-	}
+	p.Outputs = stateOutputs(st.Outputs)
 	if latest := page.LatestDrift; latest != nil {
 		v := driftView(*latest)
 		p.Drift.Latest = &v

@@ -152,7 +152,7 @@ func mustLoad(fsys fs.FS) *Assets {
 	}
 	// A vendored file renamed (a new version) without its constant fails here, at start,
 	// rather than on the first page.
-	for _, name := range []string{HTMX, HTMXSSE, CSS, Favicon, FormsJS, NavJS} {
+	for _, name := range []string{HTMX, HTMXSSE, CSS, Favicon, FormsJS, NavJS, CopyJS} {
 		if _, _, ok := a.Lookup(name); !ok {
 			panic(fmt.Sprintf("static: %s is named but not embedded", name))
 		}

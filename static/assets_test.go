@@ -98,7 +98,7 @@ func TestEmbedded(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 4)
-	for _, name := range []string{static.CSS, static.HTMX, static.HTMXSSE, static.Favicon, static.FormsJS, static.NavJS} {
+	for _, name := range []string{static.CSS, static.HTMX, static.HTMXSSE, static.Favicon, static.FormsJS, static.NavJS, static.CopyJS} {
 		_, _, ok := static.Embedded().Lookup(name)
 		require.True(t, ok, name)
 	}

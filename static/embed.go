@@ -22,4 +22,6 @@ const (
 	FormsJS = "js/forms.js"
 	// NavJS closes the navigation's open menus on Escape or a click elsewhere.
 	NavJS = "js/nav.js"
+	// CopyJS shows the Copy buttons beside output values and copies them.
+	CopyJS = "js/copy.js"
 )

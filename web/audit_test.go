@@ -254,9 +254,12 @@ func TestAuditExportsDownloadVerifyAndResume(t *testing.T) {
 	resp = app.PostForm(t, auditor, "/audit/exports", url.Values{"_csrf": {csrf}, "format": {"xml"}, "from": {"soon"}})
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, body)
-	require.Contains(t, body, `data-testid="export-error-summary"`)
-	require.Contains(t, body, `href="#export-from"`)
-	require.Contains(t, body, `id="export-from-error"`)
+	// The export takes the filters' range: its problem is the filters' From, and the
+	// export waits for it to be put right.
+	require.Contains(t, body, `data-testid="error-summary"`)
+	require.Contains(t, body, `data-testid="export-blocked"`)
+	require.Contains(t, body, `href="#filter-from"`)
+	require.Contains(t, body, `id="filter-from-error"`)
 	require.Contains(t, body, `value="soon"`, "what was sent is shown again")
 	require.Equal(t, before, countRows(t, app, "SELECT count(*) FROM audit_exports"))
 }

@@ -35,10 +35,10 @@ func (l liveStandIn) Simulated() bool { return false }
 func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	progress := runner.Preparation{What: "the OpenTofu build", Step: "compiling OpenTofu (412 of 1630 packages)", Done: 412, Total: 1630}
+	progress := runner.Preparation{What: "the OpenTofu build", Step: "compiling OpenTofu", Done: 412, Total: 1630}
 	set := func(done int) {
 		mu.Lock()
-		progress.Done, progress.Step = done, fmt.Sprintf("compiling OpenTofu (%d of 1630 packages)", done)
+		progress.Done = done
 		mu.Unlock()
 	}
 	deferred := runner.NewDeferred("tofu/oci", true, func() runner.Preparation {
@@ -55,8 +55,8 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 	page := webtest.ReadBody(t, app.Get(t, operator, "/runs/"+runID))
 	require.Contains(t, page, `data-testid="run-state" `+shownState(run.Queued))
 	require.Contains(t, page, `data-testid="executor-wait"`)
-	require.Contains(t, page, "Waiting for the OpenTofu build (25 %)")
-	require.Contains(t, page, "compiling OpenTofu (412 of 1630 packages)")
+	require.Contains(t, page, "Waiting for the OpenTofu build: 412 of 1630 packages (25 %)")
+	require.Contains(t, page, "· compiling OpenTofu<")
 	require.Contains(t, page, `<progress max="100" value="25" aria-label="Progress of the OpenTofu build">`)
 	require.Contains(t, page, "The plan starts by itself once it is ready")
 
@@ -83,12 +83,12 @@ func TestRunWaitsForTheOpenTofuBuild(t *testing.T) {
 			return strings.Contains(l, want)
 		}, func() any { return fmt.Sprintf("last %q", last) })
 	}
-	waitLine("Waiting for the OpenTofu build (80 %)")
+	waitLine("Waiting for the OpenTofu build: 1304 of 1630 packages (80 %)")
 
 	admin := app.LoggedIn(t, "admin@acme.test")
 	executors := webtest.ReadBody(t, app.Get(t, admin, "/executors"))
 	require.Contains(t, executors, `data-testid="executor-preparing"`)
-	require.Contains(t, executors, "Waiting for the OpenTofu build (80 %)")
+	require.Contains(t, executors, "Waiting for the OpenTofu build: 1304 of 1630 packages (80 %)")
 	require.Contains(t, executors, `data-testid="executors-refresh"`)
 	require.Contains(t, executors, `hx-trigger="every 2s"`)
 	// An operator may not see the executors page at all.

@@ -147,7 +147,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	app.POST(paths.SwitchOrg(), s.switchOrg)
 	names := auditNames{environments: svc.Environments, workspaces: svc.Workspaces, orgs: svc.Orgs, catalog: svc.Catalog}
 	runs := svc.Runs
-	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Names: names}
+	auditPages := pages.Audit{Log: svc.Audit, Exports: svc.Exports, Keys: svc.AuditKeys, Names: names, Workspaces: svc.Workspaces, Runs: runs.Reads,
+		Members: svc.Orgs}
 	handlers.Dashboard{Pages: pages.Dashboard{Environments: svc.Environments, Clock: runs.Reads, Inbox: runs.Inbox, Mine: runs.Reads,
 		Windows: svc.Breakglass, Workspaces: svc.Workspaces, Audit: auditPages, Runs: runs.Reads, Governance: svc.Governance}}.Register(app)
 	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}

@@ -68,6 +68,7 @@ var layoutAssets = map[string]string{
 	static.Favicon: "image/svg+xml",
 	static.FormsJS: "text/javascript; charset=utf-8",
 	static.NavJS:   "text/javascript; charset=utf-8",
+	static.CopyJS:  "text/javascript; charset=utf-8",
 }
 
 func TestStaticAssets(t *testing.T) {

@@ -12,8 +12,9 @@ import (
 )
 
 // TestSensitiveOutputsStayMasked: a state whose root outputs include a sensitive one
-// (a password) shows it on the workspace page as "(sensitive)", never its value, while
-// the other outputs show theirs; the value is nowhere in the page.
+// (a password) shows it on the workspace page as "sensitive: not shown", never its
+// value, and offers no Copy for it, while the other outputs show theirs, each with its
+// Copy button; the value is nowhere in the page.
 func TestSensitiveOutputsStayMasked(t *testing.T) {
 	t.Parallel()
 	app := webtest.Start(t)
@@ -47,8 +48,12 @@ func TestSensitiveOutputsStayMasked(t *testing.T) {
 	resp := app.Get(t, operator, "/workspaces/"+r.WorkspaceID)
 	page := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Regexp(t, `(?s)data-testid="workspace-outputs".*admin_password.*\(sensitive\)`, page)
-	require.Regexp(t, `(?s)data-testid="workspace-outputs".*endpoint.*https://outputs\.sandbox\.test`, page)
+	require.Regexp(t, `(?s)data-testid="workspace-outputs".*data-output="admin_password"><dt><code>admin_password</code></dt><dd><span class="muted" data-testid="output-sensitive">sensitive: not shown</span></dd>`, page)
+	require.NotContains(t, page, `data-copy="workspace-output-admin_password"`)
+	require.NotContains(t, page, `id="workspace-output-admin_password"`)
+	// A value breaks only after its separators (<wbr>), and has its Copy button.
+	require.Contains(t, page, `<code class="output-value" id="workspace-output-endpoint" data-testid="output-value">https:<wbr>/<wbr>/<wbr>outputs.<wbr>sandbox.<wbr>test<wbr></code>`)
+	require.Contains(t, page, `<button type="button" class="secondary copy" data-copy="workspace-output-endpoint" aria-label="Copy the value of endpoint">Copy</button>`)
 	require.NotContains(t, page, secret)
 	require.NotContains(t, page, "hunter2")
 }

@@ -157,7 +157,7 @@ exec "`+realGo+`" "$@"
 	admin := app.LoggedIn(t, "admin@acme.test")
 	executors := webtest.ReadBody(t, app.Get(t, admin, "/executors"))
 	require.Contains(t, executors, `data-testid="executor-preparing"`)
-	require.Contains(t, executors, "Waiting for the OpenTofu build (")
+	require.Regexp(t, waitHeadline, executors)
 
 	c := app.LoggedIn(t, "operator@acme.test")
 	runID := devRequestBucket(t, app, c, "cold-start")
@@ -167,11 +167,11 @@ exec "`+realGo+`" "$@"
 	bench.Eventually(t, "the run page to say the run waits for the OpenTofu build", 30*time.Second, func() (bool, any) {
 		dev.alive(t, "the run to wait for the build")
 		page = webtest.ReadBody(t, app.Get(t, c, "/runs/"+runID))
-		return strings.Contains(page, "Waiting for the OpenTofu build ("), bench.Later(func() string { return "the page:\n" + page })
+		return waitHeadline.MatchString(page), bench.Later(func() string { return "the page:\n" + page })
 	}, bench.Poll(100*time.Millisecond))
 	require.Contains(t, page, `data-testid="run-state" data-state="QUEUED">`)
 	require.Contains(t, page, `data-testid="executor-wait"`)
-	require.Regexp(t, `Waiting for the OpenTofu build \(\d+ %\)`, page)
+	require.Regexp(t, waitHeadline, page)
 
 	// The build really is being held (not merely not finished yet). A file the stand-in
 	// writes sends no event: this polls. Nothing is left to download or compile before
@@ -231,8 +231,12 @@ func devRunEnds(t testing.TB, app *webtest.App, c *http.Client, runID, want stri
 var runState = regexp.MustCompile(`data-testid="run-state" data-state="([A-Z_]+)">`)
 var executorWait = regexp.MustCompile(`(?s)data-testid="executor-wait">(.*?)</section>`)
 
-// waitingFor is what a run page says its run waits for ("Waiting for the OpenTofu build
-// (24 %) · compiling OpenTofu (338 of 1399 packages)"), or "".
+// waitHeadline is what a page says of a run waiting for the build: "Waiting for the
+// OpenTofu build: 338 of 1399 packages (24 %)", the count once the build counted it.
+var waitHeadline = regexp.MustCompile(`Waiting for the OpenTofu build(: \d+ of \d+ packages)? \(\d+ %\)`)
+
+// waitingFor is what a run page says its run waits for ("Waiting for the OpenTofu build:
+// 338 of 1399 packages (24 %) · compiling OpenTofu"), or "".
 func waitingFor(page string) string {
 	if m := executorWait.FindStringSubmatch(page); m != nil {
 		return m[1]

@@ -45,6 +45,10 @@ type Audit struct {
 	Exports AuditExportList
 	Keys    SigningKeys
 	Names   AuditNames
+	// Workspaces, Runs and Members find what the filters name (audit_filters.go).
+	Workspaces AuditWorkspaces
+	Runs       AuditRuns
+	Members    AuditMembers
 }
 
 // AuditLine is one event of the log as a sentence with names.
@@ -59,7 +63,16 @@ type AuditLine struct {
 // AuditPage is the audit history: the events a query asks for as sentences, the names
 // its filters choose from, the chain's state and the latest exports.
 type AuditPage struct {
-	Lines []AuditLine
+	// Query is the query read: the filters' names resolved to ids (what the paging
+	// links and the export carry). Shown is what the workspace and run fields show.
+	Query audit.Query
+	Shown AuditShown
+	// FilterErrors are the filters that name nothing, or more than one thing, the
+	// reader may see, by field: the page then holds no events.
+	FilterErrors map[string]string
+	// Actors are the actor filter's choices: the members by name, with their e-mail.
+	Actors []AuditActor
+	Lines  []AuditLine
 	// Next is the seq below which the next (older) page starts (0: this is the last).
 	Next  int64
 	Chain audit.ChainState
@@ -83,12 +96,20 @@ func (s Audit) History(ctx context.Context, q audit.Query, events bool) (AuditPa
 	if err != nil {
 		return AuditPage{}, err
 	}
-	p := AuditPage{CanExport: subject.Can(authz.PermAuditExport)}
+	p := AuditPage{CanExport: subject.Can(authz.PermAuditExport), Query: q, Shown: AuditShown{Workspace: q.WorkspaceID, Run: q.RunID}}
 	if p.Environments, p.Members, err = s.names(ctx); err != nil {
 		return AuditPage{}, err
 	}
+	if p.Actors, err = s.actors(ctx, q.ActorID); err != nil {
+		return AuditPage{}, err
+	}
 	if events {
-		page, err := s.Log.History(ctx, q)
+		if p.Query, p.Shown, p.FilterErrors, err = s.resolve(ctx, q, p.Environments); err != nil {
+			return AuditPage{}, err
+		}
+	}
+	if events && len(p.FilterErrors) == 0 {
+		page, err := s.Log.History(ctx, p.Query)
 		if err != nil {
 			return AuditPage{}, err
 		}
@@ -109,8 +130,8 @@ func (s Audit) History(ctx context.Context, q audit.Query, events bool) (AuditPa
 }
 
 // RequestExport asks for a signed export of req, whose form already found problems
-// (nil: none). A refused request answers the history page (its newest events) to draw
-// again with the problems beside the export's fields (the export is then zero).
+// (nil: none). A refused request answers the history page of the same filters and
+// range to draw again with the problems (the export is then zero).
 func (s Audit) RequestExport(ctx context.Context, req audit.ExportRequest, problems *errs.Validation) (audit.Export, *AuditPage, error) {
 	v := problems
 	if v == nil {
@@ -120,7 +141,7 @@ func (s Audit) RequestExport(ctx context.Context, req audit.ExportRequest, probl
 			return e, nil, err
 		}
 	}
-	page, err := s.History(ctx, audit.Query{}, true)
+	page, err := s.History(ctx, req.Query, problems == nil)
 	if err != nil {
 		return audit.Export{}, nil, err
 	}

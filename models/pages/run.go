@@ -54,9 +54,11 @@ type Runs struct {
 	Executors ExecutorWaits
 }
 
-// RunPage is the run page: the run's workspace and what moves while the run does.
+// RunPage is the run page: the run's workspace, where it comes from (a rollback or a
+// promotion; nil for a request of its own) and what moves while the run does.
 type RunPage struct {
 	Workspace workspace.View
+	Origin    *RunOrigin
 	RunLive
 }
 
@@ -91,6 +93,16 @@ type ExecutorWait struct {
 	Phase string
 }
 
+// Count is the work done of the work needed, "1398 of 1920 packages": the numbers
+// Percent is computed from, so the two shown side by side agree ("" before the work is
+// counted). The step shown beside them names no count of its own.
+func (w ExecutorWait) Count() string {
+	if w.Total <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d packages", min(w.Done, w.Total), w.Total)
+}
+
 // RunVersion is what a page shows of a run: the run's version, and what moves without
 // a new version of it: the progress of the executor preparation it waits for, and its
 // place in the apply queue (another run's move changes it).
@@ -115,7 +127,11 @@ func (s Runs) Page(ctx context.Context, id string) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, err
 	}
-	return RunPage{Workspace: ws, RunLive: live}, nil
+	origin, err := s.originOf(ctx, live.Run)
+	if err != nil {
+		return RunPage{}, err
+	}
+	return RunPage{Workspace: ws, Origin: origin, RunLive: live}, nil
 }
 
 // Live reads the moving part of run id's page. When the page shows that version already

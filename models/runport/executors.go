@@ -9,7 +9,8 @@ import "fmt"
 type Preparation struct {
 	// What is being prepared, for people: "the OpenTofu build".
 	What string
-	// Step is what happens now: "compiling OpenTofu (1203 of 1630 packages)".
+	// Step is what happens now: "compiling OpenTofu", without a count (the count shown
+	// is Done of Total, what Percent is computed from).
 	Step string
 	// Done and Total count the work (packages compiled of those needed); Total 0 means
 	// not known yet.

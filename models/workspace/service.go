@@ -115,6 +115,26 @@ func (s *Service) Names(ctx context.Context, ids []string) (map[string]string, e
 	return out, nil
 }
 
+// Named returns the workspaces the subject may see whose name is name, archived ones
+// included, in the environments' order (a name is unique within an environment): the
+// audit history's filter finds a workspace people name through it.
+func (s *Service) Named(ctx context.Context, name string) ([]View, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return nil, err
+	}
+	hide, args, err := s.hidden(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	var out []View
+	if err := db.Conn(ctx, s.db).Raw(viewQuery+` WHERE w.organization_id = ? AND w.name = ?`+hide+` ORDER BY e.promotion_order, e.name, w.id`,
+		append([]any{subject.OrganizationID, name}, args...)...).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("finding workspaces named %q: %w", name, err)
+	}
+	return out, nil
+}
+
 // Query narrows the workspace list: a text in the name, an environment, a template,
 // only those applying now; and the page.
 type Query struct {

@@ -3,7 +3,6 @@ package tofu
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 )
@@ -36,14 +35,14 @@ func Report(out io.Writer, label string, p *BuildProgress, every time.Duration) 
 }
 
 // ProgressLine says how far the build of label has come: "OpenTofu: compiling OpenTofu
-// (338 of 1399 packages), 4m0s". The step names the count once the build has counted a
-// package.
+// (338 of 1399 packages), 4m0s". The count, once the builds are counted, is that of all
+// of them (Counts): the one the run pages' percentage is computed from.
 func ProgressLine(label string, p *BuildProgress, elapsed time.Duration) string {
 	step, done, total := p.Counts()
 	if step == "" {
 		step = "starting"
 	}
-	if total > 0 && !strings.HasSuffix(step, " packages)") {
+	if total > 0 {
 		step += fmt.Sprintf(" (%d of %d packages)", done, total)
 	}
 	return fmt.Sprintf("%s: %s, %s", label, step, elapsed.Round(time.Second))

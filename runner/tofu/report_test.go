@@ -2,6 +2,7 @@ package tofu
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,27 @@ func TestProgressLine(t *testing.T) {
 	require.Equal(t, "Gantry: compiling Gantry (1 of 1040 packages), 10s", ProgressLine("Gantry", &p, 10*time.Second))
 	p.SetStep("downloading modules")
 	require.Equal(t, "Gantry: downloading modules (1 of 1040 packages), 10s", ProgressLine("Gantry", &p, 10*time.Second))
+}
+
+// TestProgressCountsEveryBuild: the toolchain is several builds (OpenTofu, the provider,
+// gantry-fwd), all counted before the first compiles. The step never names its own
+// build's count: the only count said is that of every build, the one the run pages'
+// percentage is computed from (it once read "73 %" beside "1398 of 1399 packages").
+func TestProgressCountsEveryBuild(t *testing.T) {
+	var p BuildProgress
+	p.expect("OpenTofu", 1399)
+	p.expect("gantry-fwd", 521)
+	for i := range 1398 {
+		p.compiled("OpenTofu", fmt.Sprintf("pkg/%d", i))
+	}
+	step, done, total := p.Counts()
+	require.Equal(t, "compiling OpenTofu", step, "the step carries no count of its own")
+	require.Equal(t, [2]int{1398, 1920}, [2]int{done, total})
+	require.Equal(t, "OpenTofu: compiling OpenTofu (1398 of 1920 packages), 4m0s", ProgressLine("OpenTofu", &p, 4*time.Minute))
+	p.mirror("gantry-fwd", 20, 521, "another process is building gantry-fwd")
+	step, done, total = p.Counts()
+	require.Equal(t, "another process is building gantry-fwd", step)
+	require.Equal(t, [2]int{1418, 1920}, [2]int{done, total})
 }
 
 // TestReportWritesALineEveryInterval: a line per interval while the build runs, none

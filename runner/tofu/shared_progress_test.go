@@ -35,7 +35,7 @@ func TestWaiterSeesTheBuildersCount(t *testing.T) {
 	builder.compiled("OpenTofu", "d")
 	bench.Eventually(t, "the waiter's mirrored count", 10*time.Second, func() (bool, any) {
 		step, done, total := waiter.Counts()
-		return done == 4 && total == 10 && step == "another process is building OpenTofu (4 of 10 packages)", step
+		return done == 4 && total == 10 && step == "another process is building OpenTofu", step
 	}, bench.Poll(50*time.Millisecond))
 	stopMirror()
 

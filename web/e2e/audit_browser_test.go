@@ -35,7 +35,8 @@ const (
 )
 
 // TestAuditorInBrowser: an auditor finds the history in the navigation, reads it in
-// sentences, filters it by action and environment, exports the filtered range as CSV,
+// sentences, filters it by action, environment and a workspace's name, exports what
+// the filters select (their range and filters: the export has no dates of its own) as CSV,
 // watches the export page turn ready by itself (SSE) and downloads a file that
 // verifies against the organization's published key.
 func TestAuditorInBrowser(t *testing.T) {
@@ -65,15 +66,26 @@ func TestAuditorInBrowser(t *testing.T) {
 	b.do(t, "back to the desktop viewport", chromedp.EmulateViewport(1280, 900))
 
 	b.do(t, "mark the page before filtering", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`))
-	b.do(t, "filter by action and environment",
+	b.do(t, "filter by action, environment and the workspace's name",
 		chromedp.SetValue(chromedp.CSS(`#filter-action`), "run.queued"),
 		chromedp.SetValue(chromedp.CSS(`#filter-environment`), development),
+		chromedp.SendKeys(chromedp.CSS(`#filter-workspace`), "audited"),
 		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`), chromedp.NodeVisible))
 	waitForNewPage(t, b, "action=run.queued")
 	b.do(t, "wait for the filtered events", chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-events"]`)))
 	actions := run(t, b, "read the listed actions", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('[data-testid="audit-event"]')].map(e => e.dataset.action)`))
 	require.Equal(t, []string{"run.queued"}, actions)
+	require.Equal(t, "audited (development)", value(t, b, chromedp.CSS(`#filter-workspace`)), "the workspace, by its name")
+	// The export takes these filters, and says so: one set of dates.
+	scope := liveText(t, b, "export-scope")
+	require.Contains(t, scope, "· action Run requested · environment development · workspace audited (development)")
+	require.Contains(t, liveText(t, b, "export-range-note"), "the export covers the last 30 days")
+	require.Equal(t, 2, run(t, b, "count the date fields", chromedp.Evaluate[int](`document.querySelectorAll('input[type="datetime-local"]').length`)))
+	requireAccessible(t, b, "the filtered audit history with its export")
+	screenshotAt(t, b, "/tmp/shots37/smaller/audit-filtered-1366.png", 1366, 900, false)
+	screenshotAt(t, b, "/tmp/shots37/smaller/audit-filtered-390.png", 390, 844, true)
+	b.do(t, "back to the desktop viewport", chromedp.EmulateViewport(1280, 900))
 
 	b.do(t, "export the filtered range as CSV",
 		chromedp.SetValue(chromedp.CSS(`#export-format`), "csv"),

@@ -43,10 +43,10 @@ func (b builtRunner) Simulated() bool { return false }
 func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	var mu sync.Mutex
-	progress := runner.Preparation{What: "the OpenTofu build", Step: "compiling OpenTofu (163 of 1630 packages)", Done: 163, Total: 1630}
+	progress := runner.Preparation{What: "the OpenTofu build", Step: "compiling OpenTofu", Done: 163, Total: 1630}
 	set := func(done int) {
 		mu.Lock()
-		progress.Done, progress.Step = done, fmt.Sprintf("compiling OpenTofu (%d of 1630 packages)", done)
+		progress.Done = done
 		mu.Unlock()
 	}
 	deferred := runner.NewDeferred("tofu/oci", true, func() runner.Preparation {
@@ -71,22 +71,22 @@ func TestRunWaitingForTheBuildInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-wait"]`)))
 	require.Equal(t, "QUEUED", shownRunState(t, b))
 	wait := liveText(t, b, "executor-wait")
-	require.Contains(t, wait, "Waiting for the OpenTofu build (10 %)")
-	require.Contains(t, wait, "compiling OpenTofu (163 of 1630 packages)")
+	require.Contains(t, wait, "Waiting for the OpenTofu build: 163 of 1630 packages (10 %)")
+	require.Contains(t, wait, "· compiling OpenTofu")
 	require.Equal(t, 10, run(t, b, "read the progress", chromedp.Evaluate[int](`document.querySelector('[data-testid="executor-wait"] progress')?.value ?? -1`)))
 	loads := runPageLoads(b, app.URL+runPath)
 
 	set(1141)
 	waitForPage(t, b, "the progress to move by itself", `document.querySelector('[data-testid="executor-wait"] progress')?.value == 70`,
 		"executor-wait")
-	require.Contains(t, liveText(t, b, "executor-wait"), "Waiting for the OpenTofu build (70 %)")
+	require.Contains(t, liveText(t, b, "executor-wait"), "Waiting for the OpenTofu build: 1141 of 1630 packages (70 %)")
 	screenshotAt(t, b, waitingRunScreenshot, 1280, 800, false)
 
 	admin := startBrowser(t, chrome)
 	signInAs(t, admin, app, adminEmail, adminPassword, "Adam")
 	admin.do(t, "open the executors page", chromedp.Navigate(app.URL+"/executors"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="executor-preparing"]`)))
-	require.Contains(t, liveText(t, admin, "executor-tofu/oci"), "Waiting for the OpenTofu build (70 %)")
+	require.Contains(t, liveText(t, admin, "executor-tofu/oci"), "Waiting for the OpenTofu build: 1141 of 1630 packages (70 %)")
 	set(1467)
 	// The page refreshes itself every 2 s (hx-trigger), well within liveBase.
 	waitForPage(t, admin, "the executors page to refresh itself", `document.querySelector('[data-testid="executor-tofu/oci"] progress')?.value == 90`,

@@ -22,7 +22,7 @@ const promotionBlockedScreenshot = "/tmp/gantry-promotion-blocked-1280.png"
 // with production chosen and the applied inputs; a changed network range comes back
 // refused with both values side by side, focus on the summary; with the range put
 // back and only the storage raised, the promotion is requested and waits for
-// production's approver.
+// production's approver; its run page says it is that promotion, linking the staging run.
 func TestPromotionInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -68,5 +68,11 @@ func TestPromotionInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
 	require.Contains(t, text(t, b, chromedp.CSS(`.flashes`)), "Promotion of orders-db requested")
 	waitForRunState(t, b, "PENDING_APPROVAL")
+	// The promoted run's page says what it is and links the staging run it promotes.
+	require.Regexp(t, `^Promotion to production of orders-db #1 in staging \(applied \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$`,
+		text(t, b, chromedp.CSS(`[data-testid="run-origin"]`)))
+	require.Equal(t, paths.Run(waiting.ID), attribute(t, b, chromedp.CSS(`[data-testid="origin-link"]`), "href"))
+	screenshotAt(t, b, "/tmp/shots37/smaller/promotion-run-1366.png", 1366, 768, false)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
 	requireNoCSPViolations(t, b)
 }

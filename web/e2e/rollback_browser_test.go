@@ -24,8 +24,9 @@ const (
 // TestRollbackInBrowser: a database on PostgreSQL 15, replaced by 16, is rolled back
 // from its workspace page: "Roll back…" on state version 1 restates what it re-applies
 // and what a rollback cannot bring back; "Plan the rollback" lands on the new run,
-// whose review says the database comes back empty and what only a forward fix brings
-// back, beside the risk 3 it needs.
+// whose page says it is that rollback, linking run #1, and whose review says the
+// database comes back empty and what only a forward fix brings back, beside the risk 3
+// it needs.
 func TestRollbackInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -59,6 +60,12 @@ func TestRollbackInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-state"]`)))
 	require.Contains(t, text(t, b, chromedp.CSS(`.flashes`)), "Rollback of rollback-db requested")
 	waitForRunState(t, b, "PENDING_APPROVAL")
+	// The rollback's page says what it is and links the run whose configuration it re-applies.
+	require.Regexp(t, `^Rollback of rollback-db to state version 1, re-applying the inputs and template version of run #1 \(applied \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$`,
+		text(t, b, chromedp.CSS(`[data-testid="run-origin"]`)))
+	require.Equal(t, paths.Run(first.ID), attribute(t, b, chromedp.CSS(`[data-testid="origin-link"]`), "href"))
+	screenshotAt(t, b, "/tmp/shots37/smaller/rollback-run-1366.png", 1366, 768, false)
+	b.do(t, "reset the viewport", chromedp.ResetViewport())
 	b.do(t, "open the review", chromedp.Click(chromedp.ID("review-link"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="rollback"]`)))
 	section := text(t, b, chromedp.CSS(`[data-testid="rollback"]`))

@@ -64,8 +64,8 @@ var Actions = []Action{
 	{"membership.role_set", "Member added"},
 	{"membership.role_changed", "Role changed"},
 	{"membership.removed", "Member removed"},
-	{"membership.cloud_live_granted", "cloud.live granted"},
-	{"membership.cloud_live_revoked", "cloud.live revoked"},
+	{"membership.cloud_live_granted", "Live-cloud entitlement granted"},
+	{"membership.cloud_live_revoked", "Live-cloud entitlement revoked"},
 	{"invitation.created", "Invitation sent"},
 	{"invitation.accepted", "Invitation accepted"},
 	{"invitation.revoked", "Invitation revoked"},
@@ -313,9 +313,9 @@ func Describe(e Event, n Names) Sentence {
 	case "membership.removed":
 		s.Verb, s.Object = "removed", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_granted":
-		s.Verb, s.Object = "granted cloud.live to", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
+		s.Verb, s.Object = "granted the live-cloud entitlement to", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_revoked":
-		s.Verb, s.Object = "revoked cloud.live of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
+		s.Verb, s.Object = "revoked the live-cloud entitlement of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "invitation.created":
 		s.Verb, s.Object, s.Rest = "invited", Ref{Label: e.TargetID}, "as "+d.Role
 	case "invitation.accepted":

@@ -65,6 +65,8 @@ func TestEveryRecordedActionHasWords(t *testing.T) {
 			Data: json.RawMessage(`{}`), OccurredAt: time.Now()}, audit.Names{})
 		require.NotContains(t, s.Verb, "recorded", a.Code)
 		require.NotEmpty(t, s.String())
+		// People read these: permission names in words, never their codes.
+		require.NotRegexp(t, `cloud\.live|provisioning\.`, a.Label+" / "+s.String(), a.Code)
 	}
 }
 

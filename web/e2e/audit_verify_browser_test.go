@@ -26,8 +26,8 @@ import (
 // Artifact for a human; not an assertion.
 const auditVerifyScreenshot = "/tmp/gantry-audit-verify-export-1280.png"
 
-// TestAuditExportVerifiesOffline: an auditor asks in the browser for an export with
-// minute bounds (as the form sends them), downloads it, and it verifies with the
+// TestAuditExportVerifiesOffline: an auditor filters the history in the browser to
+// minute bounds and exports it (the export takes the filters' range, as the form sends it), downloads it, and it verifies with the
 // script of docs/audit-format.md against the fingerprint the page names, and with
 // `gantry audit verify --keys-url <portal>/api/v1/audit/keys` with a token the auditor
 // made on the tokens page; the same file truncated, and without its manifest, gets a
@@ -50,9 +50,15 @@ func TestAuditExportVerifiesOffline(t *testing.T) {
 	now := time.Now().UTC()
 	from, to := now.Add(-time.Hour).Truncate(time.Minute), now.Add(2*time.Minute).Truncate(time.Minute)
 	b.do(t, "open the audit history", chromedp.Navigate(app.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="export-form"]`)))
+	// The export takes the filters' range: set it, filter, then export what is shown.
+	b.do(t, "filter the history to minute bounds", chromedp.Evaluate[chromedp.Void](`window.gantryBefore = true`),
+		chromedp.SetValue(chromedp.ID("filter-from"), from.Format("2006-01-02T15:04")),
+		chromedp.SetValue(chromedp.ID("filter-to"), to.Format("2006-01-02T15:04")),
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`), chromedp.NodeVisible))
+	waitForNewPage(t, b, "from=")
+	b.do(t, "see what the export covers", chromedp.WaitVisible(chromedp.CSS(`[data-testid="export-scope"]`)))
+	require.Zero(t, count(t, b, `[data-testid="export-range-note"]`), "the filters set the range")
 	b.do(t, "ask for an export with minute bounds",
-		chromedp.SetValue(chromedp.ID("export-from"), from.Format("2006-01-02T15:04")),
-		chromedp.SetValue(chromedp.ID("export-to"), to.Format("2006-01-02T15:04")),
 		chromedp.Click(chromedp.CSS(`[data-testid="export-submit"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="export-status"]`)))
 	waitForPage(t, b, "the export to be ready", `document.querySelector('[data-testid="export-status"]')?.dataset.status == "ready"`,

@@ -49,6 +49,8 @@ func TestReviewWhoWhy(t *testing.T) {
 	require.Contains(t, section, `data-testid="reason">Auditors ask for &lt;script&gt;alert(1)&lt;/script&gt; 60 days`+"\n"+`second line</p>`)
 	require.NotContains(t, body, "<script>alert(1)")
 	require.Contains(t, section, `<a href="https://tickets.example/OPS-77?a=1&amp;b=2" rel="noopener noreferrer" class="whowhy-ticket" data-testid="ticket-link">`)
+	require.Contains(t, section, `data-testid="ticket-link">https:<wbr>/<wbr>/<wbr>tickets.<wbr>example/<wbr>OPS-<wbr>77?<wbr>a=<wbr>1&amp;<wbr>b=<wbr>2<wbr></a>`,
+		"the link's text breaks after its separators, not mid-word")
 	require.Contains(t, section, `href="/runs/`+applied.ID+`"`, "compared with the run applied before")
 	require.Contains(t, section, "1 input changes.")
 	require.Regexp(t, `(?s)data-testid="input-retention_days" data-status="changed".*?data-testid="was">30</span> → <span class="now" data-testid="now">60<`, section)

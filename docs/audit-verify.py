@@ -195,7 +195,8 @@ def verify(data, pinned):
         raise Failed(len(body_lines) + 1, f"the file ends after {count} events; the manifest says {manifest['events']}")
     if hashlib.sha256(b"".join(body_lines)).hexdigest() != manifest["sha256"]:
         raise Failed(0, "the file's sha256 differs from the signed manifest's")
-    return f"OK {count} events, mode {manifest['mode']}, signed by {manifest['key_id']} ({fingerprint})"
+    events = "1 event" if count == 1 else f"{count} events"
+    return f"OK {events}, mode {manifest['mode']}, signed by {manifest['key_id']} ({fingerprint})"
 
 
 def main(path, pinned):

@@ -290,7 +290,7 @@ func TestLiveStalePlanAsJobs(t *testing.T) {
 	resp := e.PostForm(t, admin, "/runs/"+second.ID+"/approve", v)
 	body := webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
-	require.Contains(t, body, "STALE")
+	require.Contains(t, body, "This run is stale", "the refusal says the state in words")
 	var versions int64
 	require.NoError(t, e.DB.Table("state_versions").Where("workspace_id = ? AND run_id = ?", second.WorkspaceID, second.ID).Count(&versions).Error)
 	require.Zero(t, versions, "the stale run wrote no state")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gantry/models/audit/exportfile"
+	"gantry/models/words"
 )
 
 // Fixed keys, so that the seeds built below are the same in every fuzzing process.
@@ -203,7 +204,7 @@ func FuzzExportRoundTrip(f *testing.F) {
 		if len(lines) > 0 {
 			span = fmt.Sprintf("seq %d..%d", lines[0].Seq, lines[len(lines)-1].Seq)
 		}
-		if r.Manifest.Events != int64(len(lines)) || !strings.HasPrefix(r.Verdict, fmt.Sprintf("OK %d events, %s, ", len(lines), span)) {
+		if r.Manifest.Events != int64(len(lines)) || !strings.HasPrefix(r.Verdict, fmt.Sprintf("OK %s, %s, ", words.Count(len(lines), "event", "events"), span)) {
 			t.Fatalf("%d events written, verified %q", len(lines), r.Verdict)
 		}
 		if manifestJSON(t, r.Manifest) != manifestJSON(t, m) {

@@ -51,22 +51,35 @@ func mailFor(n Notice, f Facts, c Contact, link, prefs string) Mail {
 		line("Kind", "destroy (removes every resource of the workspace)")
 	}
 	line("Requested by", f.Requester)
-	if f.RiskLevel != "" {
-		line("Risk", f.RiskLevel)
-	}
+	line("Risk", riskWords[f.RiskLevel])
 	line("Changes", f.Changes())
 	line("Cost", f.CostDelta)
-	if (n.Event == DecisionWaiting || n.Event == DecisionEscalated) && f.Deadline != nil {
-		line("Decide by", f.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
+	if asksADecision(n.Event) {
+		if f.Deadline != nil {
+			line("Decide by", f.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
+		}
+		fmt.Fprintf(&b, "\nReview it: %s\n\n", link)
+		b.WriteString("Nothing is decided by following this link: the review page shows the plan and asks you to decide there.\n")
+	} else {
+		// An outcome (applied, decided, failed…) asks nothing of the reader.
+		fmt.Fprintf(&b, "\nSee the run: %s\n\n", link)
 	}
-	fmt.Fprintf(&b, "\nReview it: %s\n\n", link)
-	b.WriteString("Nothing is decided by following this link: the review page shows the plan and asks you to decide there.\n")
 	if prefs != "" {
 		fmt.Fprintf(&b, "Choose which mail Gantry sends you: %s\n", prefs)
 	}
 	return Mail{NoticeID: n.ID, Event: n.Event, UserID: c.UserID, To: c.Email, ToName: c.Name,
 		Subject: "[Gantry] " + Headline(n, f), Text: b.String()}
 }
+
+// riskWords say a run's risk level in a mail as its badge does ("risk 2 · high"); the
+// webhook payload keeps the level's code.
+var riskWords = map[string]string{
+	"0": "0 · nothing changes", "1": "1 · low", "1-protected": "1 · low, in a protected environment",
+	"2": "2 · high", "3": "3 · critical",
+}
+
+// asksADecision is whether notices of event e ask their reader to decide something.
+func asksADecision(e Event) bool { return e == DecisionWaiting || e == DecisionEscalated }
 
 // SMTPConfig says how Gantry reaches its mail server.
 type SMTPConfig struct {

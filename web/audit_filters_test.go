@@ -95,6 +95,25 @@ func TestAuditFiltersTakeNames(t *testing.T) {
 		require.NotContains(t, page, `data-testid="audit-event"`, q)
 	}
 
+	// Another organization's workspace is no workspace the auditor may see, by name or
+	// by id: nothing of it is listed; a NUL byte is refused (400) before any lookup.
+	globexAdmin := app.LoggedIn(t, "admin@globex.test")
+	foreign := waitForState(t, app, app.RequestRun(t, globexAdmin, url.Values{"template": {"bucket"}, "environment": {app.OrgEnvironmentID(t, "globex", "development")},
+		"workspace": {"globex-only"}, "kind": {"plan_only"}, "inputs.name": {"globex-only"}}), run.Planned)
+	page = get("workspace=globex-only", http.StatusUnprocessableEntity)
+	require.Contains(t, page, "no workspace you may see is named globex-only")
+	require.NotContains(t, page, `data-testid="audit-event"`)
+	page = get("workspace="+foreign.WorkspaceID, http.StatusOK)
+	require.NotContains(t, page, `data-testid="audit-event"`, "another organization's workspace id lists nothing")
+	require.NotContains(t, page, "globex-only")
+	page = get("run="+foreign.ID, http.StatusOK)
+	require.NotContains(t, page, `data-testid="audit-event"`, "another organization's run id lists nothing")
+	for _, q := range []string{"workspace=" + url.QueryEscape("audit\x00names"), "run=" + url.QueryEscape("audit-names\x00 #1")} {
+		page = get(q, http.StatusBadRequest)
+		require.Contains(t, page, "contains characters Gantry does not accept", q)
+		require.NotContains(t, page, `data-testid="audit-event"`, q)
+	}
+
 	// The actor is chosen by name, the e-mail beside it; an id that is no member's
 	// now stays chosen.
 	page = get("", http.StatusOK)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/run"
 	"gantry/models/state"
+	"gantry/runner/targets"
 )
 
 // CredentialSource mints the credentials of one job phase and ends them afterwards.
@@ -29,6 +31,12 @@ type StaticCredentials interface {
 	StaticReadCredential(ctx context.Context, orgID, envID string) (secret string, ok bool, err error)
 }
 
+// Targets looks up where an environment's runs provision (environment.Directory
+// implements it). The runner acts as the system here: there is no subject in ctx.
+type Targets interface {
+	Target(ctx context.Context, orgID, envID string) (environment.Target, error)
+}
+
 // jobCredentials issues state backend credentials and a cloud credential per phase
 // (cloudToken decides which). A workload token is minted when the phase starts, so an
 // apply's token exists only after its approval and cannot expire during a long wait for
@@ -37,13 +45,15 @@ type jobCredentials struct {
 	state    *state.Store
 	identity *identity.Issuer
 	static   StaticCredentials // optional
+	targets  Targets           // optional: without it every environment is the sandbox's
 }
 
 // NewJobCredentials returns the credential source of live runners: state backend
-// credentials from states, workload tokens from identity, and an environment's static
+// credentials from states, workload tokens from identity for the audience of each
+// environment's target from targets (nil: the sandbox), and an environment's static
 // credentials from static (nil: none are used).
-func NewJobCredentials(states *state.Store, identity *identity.Issuer, static StaticCredentials) CredentialSource {
-	return jobCredentials{state: states, identity: identity, static: static}
+func NewJobCredentials(states *state.Store, identity *identity.Issuer, static StaticCredentials, targets Targets) CredentialSource {
+	return jobCredentials{state: states, identity: identity, static: static, targets: targets}
 }
 
 var phases = map[run.JobKind]struct {
@@ -60,18 +70,59 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, l run.Lease, tt
 	if !ok {
 		return Credentials{}, fmt.Errorf("no credentials for phase %q", l.Phase)
 	}
+	wiring, audience, err := j.wiring(ctx, r, p.identity)
+	if err != nil {
+		return Credentials{}, err
+	}
 	user, pass, err := j.state.IssueCredentials(ctx, r.OrganizationID, r.WorkspaceID, r.ID, p.state, ttl)
 	if err != nil {
 		return Credentials{}, err
 	}
 	claims := workloadClaims(r, p.identity, l)
+	claims.Audience = audience
 	token, err := j.cloudToken(ctx, r, claims)
 	if err != nil {
 		// The state credential was issued: end it now rather than let it live out its ttl.
 		_ = j.state.RevokeCredential(context.WithoutCancel(ctx), user)
 		return Credentials{}, err
 	}
-	return j.refreshable(Credentials{StateUsername: user, StatePassword: pass, CloudToken: token}, claims), nil
+	if _, minted := j.identity.MintedExpiry(token); !minted {
+		if err := staticFits(wiring, r.EnvironmentID); err != nil {
+			_ = j.state.RevokeCredential(context.WithoutCancel(ctx), user)
+			return Credentials{}, err
+		}
+	}
+	return j.refreshable(Credentials{StateUsername: user, StatePassword: pass, CloudToken: token, Wiring: wiring}, claims), nil
+}
+
+// staticFits refuses a static credential for a target that cannot use one: it is handed
+// over as the token file, a bearer token (the sandbox's key, a Kubernetes service
+// account token); AWS, GCP and Azure exchange a web identity token instead.
+func staticFits(w targets.Wiring, envID string) error {
+	if k := w.Target.OrSandbox().Kind; k != environment.TargetSandbox && k != environment.TargetKubernetes {
+		return fmt.Errorf("environment %s holds a static credential, which a %s target cannot use: "+
+			"remove it (its phases then get federated workload tokens) or choose a sandbox or Kubernetes target", envID, k)
+	}
+	return nil
+}
+
+// wiring is how phase of run r reaches its environment's target, and the audience its
+// workload token is minted for.
+func (j jobCredentials) wiring(ctx context.Context, r run.Run, phase identity.Phase) (targets.Wiring, string, error) {
+	var target environment.Target
+	if j.targets != nil {
+		var err error
+		if target, err = j.targets.Target(ctx, r.OrganizationID, r.EnvironmentID); err != nil {
+			return targets.Wiring{}, "", fmt.Errorf("reading the target of environment %s: %w", r.EnvironmentID, err)
+		}
+	}
+	target = target.OrSandbox()
+	in, err := targets.For(target)
+	if err != nil {
+		return targets.Wiring{}, "", fmt.Errorf("environment %s: %w", r.EnvironmentID, err)
+	}
+	w := targets.Wiring{Target: target, Scope: phase.Scope(), Session: "gantry-" + r.ID + "-" + string(phase)}
+	return w, in.Audience(), nil
 }
 
 // workloadClaims are what the workload token of phase of run r asserts. An apply's

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/db/dbtest"
+	"gantry/models/environment"
 	"gantry/models/identity"
 	"gantry/models/keyring"
 	"gantry/models/run"
+	"gantry/runner/targets"
 )
 
 // fakeStatic is an environment's static credentials ("" for none), recording which
@@ -134,4 +136,49 @@ func TestCloudTokenPerPhase(t *testing.T) {
 	_, err = jobCredentials{identity: issuer, static: broken}.cloudToken(t.Context(), r, claimsOf(run.JobPlan))
 	require.ErrorContains(t, err, "database down")
 	require.Equal(t, []string{"read"}, broken.asked)
+}
+
+// fakeTargets answers one target for every environment.
+type fakeTargets struct{ target environment.Target }
+
+func (f fakeTargets) Target(context.Context, string, string) (environment.Target, error) {
+	return f.target, nil
+}
+
+// The environment's target decides the wiring and the audience of the phase's token: a
+// plan's scope is read and its session names run and phase; without a target lookup,
+// or for an environment without a target, it is the sandbox's. A static credential is
+// refused for a target that exchanges web identity tokens.
+func TestWiringFollowsTheTarget(t *testing.T) {
+	t.Parallel()
+	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1"}
+	aws := environment.Target{Kind: environment.TargetAWS, Audience: "sts.gantry", AWS: &environment.AWSTarget{
+		ReadRoleARN: "arn:aws:iam::123456789012:role/r", WriteRoleARN: "arn:aws:iam::123456789012:role/w", Region: "eu-west-1"}}
+	w, aud, err := jobCredentials{targets: fakeTargets{aws}}.wiring(t.Context(), r, identity.PhasePlan)
+	require.NoError(t, err)
+	require.Equal(t, "sts.gantry", aud)
+	require.Equal(t, targets.Wiring{Target: aws, Scope: identity.ScopeRead, Session: "gantry-run-1-plan"}, w)
+	require.ErrorContains(t, staticFits(w, r.EnvironmentID), "a aws target cannot use")
+
+	for _, j := range []jobCredentials{{}, {targets: fakeTargets{}}} {
+		w, aud, err = j.wiring(t.Context(), r, identity.PhaseApply)
+		require.NoError(t, err)
+		require.Empty(t, aud, "the issuer's own audience")
+		require.Equal(t, environment.TargetSandbox, w.Target.Kind)
+		require.Equal(t, identity.ScopeWrite, w.Scope)
+		require.NoError(t, staticFits(w, r.EnvironmentID))
+	}
+	_, _, err = jobCredentials{targets: fakeTargets{environment.Target{Kind: environment.TargetKubernetes}}}.wiring(t.Context(), r, identity.PhasePlan)
+	require.ErrorContains(t, err, "names no API server")
+
+	// The token is minted for the target's audience.
+	keys, err := keyring.Parse(keyring.NewKeySpec("kek-test"))
+	require.NoError(t, err)
+	issuer := identity.NewIssuer(dbtest.New(t), keys, "https://gantry.test/workload", identity.Options{})
+	claims := workloadClaims(r, identity.PhasePlan, run.Lease{})
+	claims.Audience = "kubernetes"
+	token, err := jobCredentials{identity: issuer}.cloudToken(t.Context(), r, claims)
+	require.NoError(t, err)
+	_, err = issuer.Verify(t.Context(), token)
+	require.ErrorIs(t, err, identity.ErrInvalidToken, "minted for Kubernetes, not the sandbox")
 }

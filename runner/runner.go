@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"gantry/runner/targets"
+
 	"gantry/models/run"
 	"gantry/models/secret"
 )
@@ -43,6 +45,9 @@ type Credentials struct {
 	// before the token expires (see KeepFresh) and hands the job the new one. Nil: the
 	// token is not refreshed (a static credential, a simulated runner).
 	Refresh func(ctx context.Context) (token string, expires time.Time, err error)
+	// Wiring is how the phase hands CloudToken to its target's providers (no secret:
+	// the target's addresses and identities, the phase's scope and session name).
+	Wiring targets.Wiring
 }
 
 // redacted is what a log line or a formatted value shows of credentials.

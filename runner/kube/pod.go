@@ -85,7 +85,7 @@ func RunPhase(ctx context.Context, cfg PodConfig) error {
 		}
 	}
 	creds := runner.Credentials{StateUsername: secrets.stateUser, StatePassword: secrets.statePass, CloudToken: secrets.cloud,
-		CloudExpires: desc.CloudExpires}
+		CloudExpires: desc.CloudExpires, Wiring: desc.Wiring}
 	if desc.Refreshable {
 		creds.Refresh = c.refresh
 	}

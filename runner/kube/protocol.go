@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gantry/runner"
+	"gantry/runner/targets"
 	"gantry/runner/tofurun"
 )
 
@@ -57,6 +58,9 @@ type Description struct {
 	CloudExpires time.Time `json:"cloud_expires,omitzero"`
 	// Refreshable says the endpoint mints fresh tokens (POST token).
 	Refreshable bool `json:"refreshable,omitempty"`
+	// Wiring is how the pod hands the cloud token to the environment's target (no
+	// secret: addresses, identities, scope).
+	Wiring targets.Wiring `json:"wiring"`
 }
 
 // TokenAnswer is a fresh workload token.

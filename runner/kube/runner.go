@@ -132,7 +132,7 @@ func (r *Runner) phase(ctx context.Context, req phaseReq) (Result, error) {
 	masker, _ := req.log.(runner.Masker)
 	sess, token, err := r.Portal.Open(Inputs{
 		Description: Description{Job: job, Phase: req.phase, Kind: req.kind, RunID: req.runID, WorkspaceID: req.workspaceID,
-			CloudExpires: req.creds.CloudExpires},
+			CloudExpires: req.creds.CloudExpires, Wiring: req.creds.Wiring},
 		Config: req.config, PlanFile: req.planFile, Refresh: req.creds.Refresh, Mask: masker})
 	if err != nil {
 		return Result{}, err

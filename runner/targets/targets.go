@@ -34,6 +34,26 @@ type Phase struct {
 	Dir string
 }
 
+// Wiring is what a runner needs, besides the token, to hand one phase its target's
+// credentials: which target, the phase's scope and its session name. It holds no secret
+// (it travels in a Kubernetes phase's description, for one).
+type Wiring struct {
+	Target  environment.Target `json:"target"`
+	Scope   string             `json:"scope"`
+	Session string             `json:"session"`
+}
+
+// Handout is Wiring's handout for a phase whose command sees the secret directory at
+// dir (the sandbox's for a zero Wiring: a simulated runner, or a job from before
+// targets).
+func (w Wiring) Handout(dir string) (Handout, error) {
+	in, err := For(w.Target)
+	if err != nil {
+		return Handout{}, err
+	}
+	return in.Handout(Phase{Scope: w.Scope, Session: w.Session, Dir: dir})
+}
+
 // Handout is what a phase's command gets for its target besides the token file: files
 // to write into the secret directory (name -> content) and environment variables
 // (sorted VAR=value), some naming those files by their path in Dir.
@@ -44,7 +64,7 @@ type Handout struct {
 
 // Integration hands a phase of one target its credentials' wiring.
 type Integration interface {
-	// Audience is the aud the phase's tokens are minted for.
+	// Audience is the aud the phase's tokens are minted for ("": the issuer's default).
 	Audience() string
 	// Handout is the wiring of phase p.
 	Handout(p Phase) (Handout, error)
@@ -56,7 +76,7 @@ func For(t environment.Target) (Integration, error) {
 	t = t.OrSandbox()
 	switch t.Kind {
 	case environment.TargetSandbox:
-		return sandbox{}, nil
+		return sandbox{t.Audience}, nil
 	case environment.TargetKubernetes:
 		if t.Kubernetes == nil {
 			return nil, fmt.Errorf("the Kubernetes target names no API server")
@@ -108,10 +128,11 @@ func env(vars map[string]string) []string {
 
 // sandbox is Gantry's sandbox cloud: its provider reads the token from
 // SANDBOX_TOKEN_FILE again whenever the file changes (SANDBOX_ENDPOINT is the
-// executor's: it knows where the cloud is reached from).
-type sandbox struct{}
+// executor's: it knows where the cloud is reached from). Its audience is the issuer's
+// own (identity.Options.Audience, "sandbox" by default) unless the target names one.
+type sandbox struct{ audience string }
 
-func (sandbox) Audience() string { return identity.DefaultAudience }
+func (s sandbox) Audience() string { return s.audience }
 
 func (sandbox) Handout(p Phase) (Handout, error) {
 	return Handout{Env: env(map[string]string{"SANDBOX_TOKEN_FILE": p.tokenPath()})}, nil

@@ -28,7 +28,7 @@ func handout(t *testing.T, target environment.Target, scope string) (targets.Int
 func TestSandboxAndAWS(t *testing.T) {
 	t.Parallel()
 	in, h := handout(t, environment.Target{}, identity.ScopeWrite)
-	require.Equal(t, "sandbox", in.Audience())
+	require.Empty(t, in.Audience(), "the issuer's own audience")
 	require.Equal(t, targets.Handout{Env: []string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}}, h)
 
 	aws := environment.Target{Kind: environment.TargetAWS, AWS: &environment.AWSTarget{

@@ -247,6 +247,13 @@ func socketUsable(ctx context.Context, path string) error {
 // read-only at /run/secrets and lent to the container's uid while it runs, which the
 // refresher may replace meanwhile.
 // The files tofu creates in workdir belong to workdir's owner again afterwards.
+// SecretsAt: a container sees the job's secret directory at /run/secrets.
+func (o *OCI) SecretsAt(string) string { return ociSecrets }
+
+// NoEgress: a container's network namespace has only loopback; the state backend and the
+// sandbox cloud are reached through sockets.
+func (o *OCI) NoEgress() bool { return true }
+
 func (o *OCI) Run(ctx context.Context, workdir string, c Command) (exit int, explain string, err error) {
 	id, err := jobID()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,11 +13,13 @@ import (
 	"sync"
 	"syscall"
 
+	"gantry/models/environment"
 	"gantry/runner"
+	"gantry/runner/targets"
 )
 
 // tokenFile is the name of the cloud token's file in the job's secret directory.
-const tokenFile = "cloud-token"
+const tokenFile = targets.TokenFile
 
 // SecretDir is a job's private directory of secret files (its workload token): beside
 // its working directory, never in it, so no configuration tofu reads and no file the job
@@ -31,6 +34,7 @@ type SecretDir struct {
 
 	mu       sync.Mutex
 	env      map[string]string // variable -> file name
+	plain    []string          // VAR=value lines the target's handout sets
 	uid, gid int               // the owner of the directory and its files now
 	own      [2]int            // their owner when the command is not running
 }
@@ -95,20 +99,37 @@ func (d *SecretDir) Write(name, variable string, data []byte) error {
 	return nil
 }
 
-// Env is the environment naming the files to a command that sees the directory at dir:
-// VARIABLE=dir/name, sorted. A nil SecretDir has none.
+// Env is the environment naming the files to a command that sees the directory at dir
+// (VARIABLE=dir/name) and the target's variables (SetEnv), sorted. A nil SecretDir has
+// none.
 func (d *SecretDir) Env(dir string) []string {
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.env))
+	out := make([]string, 0, len(d.env)+len(d.plain))
 	for v, name := range d.env {
 		out = append(out, v+"="+dir+"/"+name)
 	}
+	out = append(out, d.plain...)
 	slices.Sort(out)
 	return out
+}
+
+// SetEnv sets the variables (VAR=value lines) Env adds: the target's, which name files
+// here by their path as the command sees it (SecretsAt). A malformed line is refused.
+func (d *SecretDir) SetEnv(lines []string) error {
+	for _, l := range lines {
+		name, _, ok := strings.Cut(l, "=")
+		if !ok || name == "" || strings.ContainsAny(l, "\x00\n") {
+			return fmt.Errorf("invalid variable %q for the job", name)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.plain = slices.Clone(lines)
+	return nil
 }
 
 // Lend gives the directory and its files to uid:gid (a container's unused ids) until
@@ -140,19 +161,54 @@ func (d *SecretDir) chown(uid, gid int) error {
 // remove deletes the directory and its files.
 func (d *SecretDir) remove() error { return os.RemoveAll(d.path) }
 
-// secretFiles writes the cloud token into the job's secret directory and starts its
-// refresher (a static credential is written, never refreshed). The live log masks
-// every token minted for the job before the job gets it.
+// SecretsAt is implemented by an executor that shows the job's secret directory at
+// another path than the host's (a container's /run/secrets).
+type SecretsAt interface {
+	SecretsAt(hostDir string) string
+}
+
+// NoEgress is implemented by an executor whose jobs reach nothing but the state backend
+// and the sandbox cloud (the runc executor's network namespace).
+type NoEgress interface {
+	NoEgress() bool
+}
+
+// secretFiles writes the cloud token into the job's secret directory with what the
+// environment's target needs beside it (runner/targets: a kubeconfig, a credential
+// configuration, variables naming the token file) and starts its refresher (a static
+// credential is written, never refreshed). The live log masks every token minted for
+// the job before the job gets it.
 func (j *job) secretFiles(ctx context.Context, live io.Writer) error {
 	if j.creds.CloudToken == "" {
 		return nil
+	}
+	kind := j.creds.Wiring.Target.OrSandbox().Kind
+	if ne, ok := j.r.Exec.(NoEgress); ok && ne.NoEgress() && kind != environment.TargetSandbox {
+		return fmt.Errorf("the %s executor's jobs reach only the sandbox cloud, not a %s target: "+
+			"run this environment's jobs with tofu/process or tofu/kube (docs/targets.md)", j.r.Exec.Name(), kind)
 	}
 	files, err := newSecretDir(j.dir + ".secrets")
 	if err != nil {
 		return err
 	}
 	j.files = files
-	if err := files.Write(tokenFile, "SANDBOX_TOKEN_FILE", []byte(j.creds.CloudToken)); err != nil {
+	seen := files.Dir()
+	if at, ok := j.r.Exec.(SecretsAt); ok {
+		seen = at.SecretsAt(seen)
+	}
+	hand, err := j.creds.Wiring.Handout(seen)
+	if err != nil {
+		return err
+	}
+	if err := files.Write(tokenFile, "", []byte(j.creds.CloudToken)); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(hand.Files)) {
+		if err := files.Write(name, "", hand.Files[name]); err != nil {
+			return err
+		}
+	}
+	if err := files.SetEnv(hand.Env); err != nil {
 		return err
 	}
 	if j.creds.Refresh == nil {

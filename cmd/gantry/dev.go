@@ -205,7 +205,8 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	// once Gantry answers; until then its listeners hold incoming connections.
 	g.Go(func() error {
 		waitUntilServing(gctx, w.baseURL+"/healthz")
-		cloudSrv, err := cloud.New(gctx, cloud.Config{DataDir: filepath.Join(dataDir, "sandbox-cloud"), Issuer: w.baseURL + "/workload",
+		cloudCtx, issuerURL := sf.issuer.forCloud(gctx, w.baseURL)
+		cloudSrv, err := cloud.New(cloudCtx, cloud.Config{DataDir: filepath.Join(dataDir, "sandbox-cloud"), Issuer: issuerURL,
 			AdminToken: adminToken, Logger: logger})
 		if err != nil {
 			return err

@@ -68,6 +68,8 @@ type systemFlags struct {
 	breakglassDecision time.Duration
 	// kube configures the tofu/kubernetes executor (wire_kube.go).
 	kube kubeFlags
+	// issuer says where targets find the workload issuer (wire_issuer.go).
+	issuer *issuerFlags
 }
 
 func (s *systemFlags) register(f flags) {
@@ -109,6 +111,8 @@ func (s *systemFlags) register(f flags) {
 	f.IntVar(&s.hooks.MaxAttempts, "webhook-max-attempts", 8, "attempts at one webhook delivery before it is given up")
 	f.IntVar(&s.hooks.DisableAfter, "webhook-disable-after", 20, "failed attempts in a row after which Gantry turns a webhook off")
 	s.kube.register(f)
+	s.issuer = &issuerFlags{}
+	s.issuer.register(f)
 }
 
 // check refuses, before anything starts, settings out of their bounds.
@@ -116,7 +120,7 @@ func (s systemFlags) check() error {
 	if err := breakglass.CheckDecisionWindow(s.breakglassDecision); err != nil {
 		return fmt.Errorf("--breakglass-decision-window: %w", err)
 	}
-	return nil
+	return s.issuer.check()
 }
 
 // mailer is the notification mailer the flags ask for (nil: no mail).
@@ -253,8 +257,11 @@ func buildSystem(ctx context.Context, gdb *gorm.DB, dsn, baseURL string, sf syst
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := sf.issuer.open(logger); err != nil {
+		return nil, nil, err
+	}
 	sys, err = assemble.Build(ctx, assemble.Config{DB: gdb, DSN: dsn, Keys: keys, CatalogFS: cfs, Runner: def, Extra: extra,
-		BaseURL: baseURL, Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime, BreakglassDecisionWindow: sf.breakglassDecision,
+		BaseURL: baseURL, WorkloadIssuerURL: sf.issuer.issuerURL(), Logger: logger, RescueStuckJobsAfter: sf.rescueAfter, Timeouts: sf.timeouts, Leases: sf.leases, WorkloadTokenLifetime: sf.tokenLifetime, BreakglassDecisionWindow: sf.breakglassDecision,
 		ContainerStatePort: sf.containerStatePort, RunnerStateURLs: sf.runnerStateURLs(), Mailer: mailer, Hooks: sf.hooks, CloudEndpoint: sf.cloudEndpoint, DriftDispatchEvery: sf.driftDispatch})
 	return sys, prepare, err
 }
@@ -285,6 +292,7 @@ func servePortal(ctx context.Context, ln, metricsLn net.Listener, srv *web.Serve
 	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
+	g.Go(func() error { return sf.issuer.serve(gctx, srv) })
 	if metricsLn != nil {
 		// Metrics are for the operators' scraper, on an address of their own: nothing of
 		// the portal is served there, and the portal does not serve them.

@@ -5,6 +5,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -59,7 +60,10 @@ type Config struct {
 	Runner runner.Runner
 	Extra  []runner.Runner
 	// BaseURL is where runners reach Gantry's state backend and clouds its workload issuer.
-	BaseURL              string
+	BaseURL string
+	// WorkloadIssuerURL is the workload issuer's URL as targets reach it, when it is not
+	// BaseURL + /workload (the issuer served alone over TLS: web.IssuerTLS).
+	WorkloadIssuerURL    string
 	Logger               *slog.Logger
 	RescueStuckJobsAfter time.Duration
 	Timeouts             runner.Timeouts
@@ -230,7 +234,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 
 	// The workload issuer: a cloud asks it, at every call a token makes, whether the
 	// token's grant still holds, and it asks the grant's owner (a window, a run's phase).
-	p.Identity = identity.NewIssuer(gdb, cfg.Keys, base+"/workload", identity.Options{Lifetime: cfg.WorkloadTokenLifetime,
+	issuerURL := cmp.Or(cfg.WorkloadIssuerURL, base+"/workload")
+	p.Identity = identity.NewIssuer(gdb, cfg.Keys, issuerURL, identity.Options{Lifetime: cfg.WorkloadTokenLifetime,
 		Windows: p.Windows, Phases: p.Runs.Jobs})
 
 	// The services that call into runs, each handed the role it needs.
@@ -267,7 +272,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix, Rules: run.GovernanceRules{},
 		Executors: governanceExecutors{runners: p.Runners, def: p.Default}, Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit,
-		Floors: run.Floors, IssuerURL: base + "/workload", Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
+		Floors: run.Floors, IssuerURL: issuerURL, Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
 
 	// The queue and its workers, last: they drive the services above.
 	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)

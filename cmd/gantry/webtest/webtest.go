@@ -86,6 +86,18 @@ type Options struct {
 	WorkloadTokenLifetime time.Duration
 	// ApplyHooks hear of (and may hold) each attempt of an apply job.
 	ApplyHooks runner.ApplyHooks
+	// IssuerTLS serves the workload issuer over TLS (web.ListenIssuerTLS), its URL the
+	// issuer's, for a target that trusts only https issuers (nil: the issuer is URL +
+	// /workload).
+	IssuerTLS *web.IssuerTLS
+}
+
+// issuerURL is the workload issuer's URL when it is not the portal's ("": it is).
+func issuerURL(opts Options) string {
+	if opts.IssuerTLS == nil {
+		return ""
+	}
+	return opts.IssuerTLS.URL
 }
 
 // App is one running Gantry with its provider and database.
@@ -193,11 +205,15 @@ func StartWith(t testing.TB, opts Options) *App {
 	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint,
-		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks})
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks, WorkloadIssuerURL: issuerURL(opts)})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
 		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))
 	require.NoError(t, err)
+	if opts.IssuerTLS != nil {
+		opts.IssuerTLS.Serve(app.Server.Echo)
+		t.Cleanup(func() { _ = opts.IssuerTLS.Close(context.WithoutCancel(ctx)) })
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	require.NoError(t, app.System.Queue.Start(runCtx))
 	changesDone := make(chan struct{})

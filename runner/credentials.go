@@ -78,12 +78,17 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, l run.Lease, tt
 // token also names the plan it applies (r.PlanDigest, which BeginApply checked against
 // the approved digest and the stored plan file) and its lease's fencing token: one
 // attempt at one plan, which a cloud can count (a second attempt at the same digest is
-// an apply run twice).
+// an apply run twice), and the change classes that plan holds: what its approval covered
+// (the reviewed plan is the applied plan, so its summary is the approved one), which a
+// target can hold the apply to (a Kubernetes admission policy refuses a DELETE nobody
+// approved).
 func workloadClaims(r run.Run, phase identity.Phase, l run.Lease) identity.Claims {
 	c := identity.Claims{OrganizationID: r.OrganizationID, EnvironmentID: r.EnvironmentID,
 		WorkspaceID: r.WorkspaceID, RunID: r.ID, Phase: phase}
 	if phase == identity.PhaseApply {
 		c.PlanDigest, c.Lease = r.PlanDigest, l.Token
+		s := r.PlanSummary
+		c.Approved = identity.ApprovedClasses(s.Create, s.Update, s.Replace, s.Delete)
 	}
 	return c
 }

@@ -50,7 +50,7 @@ func TestCloudTokenPerPhase(t *testing.T) {
 	require.NoError(t, err)
 	issuer := identity.NewIssuer(dbtest.New(t), keys, "https://gantry.test/workload", identity.Options{})
 	r := run.Run{ID: "run-1", OrganizationID: "org-1", EnvironmentID: "env-1", WorkspaceID: "ws-1",
-		PlanDigest: "sha256:" + strings.Repeat("ab", 32)}
+		PlanDigest: "sha256:" + strings.Repeat("ab", 32), PlanSummary: run.Summary{Create: 3, Replace: 1}}
 	lease := func(phase run.JobKind) run.Lease { return run.Lease{RunID: r.ID, Phase: phase, Token: 7} }
 	claimsOf := func(phase run.JobKind) identity.Claims {
 		return workloadClaims(r, phases[phase].identity, lease(phase))
@@ -71,9 +71,12 @@ func TestCloudTokenPerPhase(t *testing.T) {
 			// An apply's token names the plan it applies and its attempt (the lease).
 			require.Equal(t, r.PlanDigest, claims.PlanDigest)
 			require.Equal(t, int64(7), claims.Lease)
+			// And what its approval covered: the approved plan's change classes.
+			require.Equal(t, []string{identity.ChangeCreate, identity.ChangeReplace}, claims.Approved)
 		} else {
 			require.Empty(t, claims.PlanDigest)
 			require.Zero(t, claims.Lease)
+			require.Empty(t, claims.Approved)
 		}
 	}
 	for _, tc := range []struct {

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // Phase is the job phase a token is minted for; it decides the token's scope.
@@ -74,7 +76,46 @@ type Claims struct {
 	// apply token carries them, and it must.
 	PlanDigest string
 	Lease      int64
+	// Approved is what the approval of an apply covered: the change classes its plan
+	// holds (ChangeCreate, ChangeUpdate, ChangeReplace, ChangeDelete), sorted, each once.
+	// A target that checks it refuses what nobody approved even from a runner that tries
+	// (a Kubernetes admission policy refusing a DELETE when no delete was approved). Only
+	// an apply token carries it; an apply of a plan without changes carries none.
+	Approved []string
+	// Audience is the token's aud: whom it is for (the integration of the environment's
+	// target: the sandbox cloud, a Kubernetes API server, AWS STS, ...). Empty: the
+	// issuer's default audience.
+	Audience string
 }
+
+// The change classes of a plan an approval covers (Claims.Approved).
+const (
+	ChangeCreate  = "create"
+	ChangeUpdate  = "update"
+	ChangeReplace = "replace"
+	ChangeDelete  = "delete"
+)
+
+// changeClasses are the known classes in their one order.
+var changeClasses = []string{ChangeCreate, ChangeUpdate, ChangeReplace, ChangeDelete}
+
+// ApprovedClasses is the Approved list of a plan with these counts of creates, updates,
+// replaces and deletes: the classes with at least one change, in their one order.
+func ApprovedClasses(create, update, replace, del int) []string {
+	var out []string
+	for n, count := range []int{create, update, replace, del} {
+		if count > 0 {
+			out = append(out, changeClasses[n])
+		}
+	}
+	return out
+}
+
+// Approves reports whether the approved classes include class.
+func (c Claims) Approves(class string) bool { return slices.Contains(c.Approved, class) }
+
+// MaxAudience bounds an audience's length (an ARN, a URL: long but not unbounded).
+const MaxAudience = 512
 
 // Validate refuses empty ids, ids containing ':' (the subject separator, so a subject
 // always parses one way: "ws:a:run:b" cannot be forged from a crafted id) and unknown
@@ -110,8 +151,29 @@ func (c Claims) Validate() error {
 		if !planDigestRe.MatchString(c.PlanDigest) || c.Lease <= 0 {
 			return fmt.Errorf("an apply token names the plan digest it applies and its lease, not %q and %d: %w", c.PlanDigest, c.Lease, ErrInvalidClaims)
 		}
-	} else if c.PlanDigest != "" || c.Lease != 0 {
-		return fmt.Errorf("only an apply token names a plan digest and a lease: %w", ErrInvalidClaims)
+	} else if c.PlanDigest != "" || c.Lease != 0 || c.Approved != nil {
+		return fmt.Errorf("only an apply token names a plan digest, a lease and approved changes: %w", ErrInvalidClaims)
+	}
+	if err := validApproved(c.Approved); err != nil {
+		return err
+	}
+	if len(c.Audience) > MaxAudience || strings.ContainsFunc(c.Audience, unicode.IsControl) ||
+		strings.TrimSpace(c.Audience) != c.Audience {
+		return fmt.Errorf("audience %q is not a single line of at most %d bytes without surrounding spaces: %w", c.Audience, MaxAudience, ErrInvalidClaims)
+	}
+	return nil
+}
+
+// validApproved refuses unknown classes, repeats and another order than
+// ApprovedClasses': one list means one thing.
+func validApproved(approved []string) error {
+	next := 0
+	for _, class := range approved {
+		n := slices.Index(changeClasses, class)
+		if n < next {
+			return fmt.Errorf("approved changes %q are not a sorted list of %v without repeats: %w", approved, changeClasses, ErrInvalidClaims)
+		}
+		next = n + 1
 	}
 	return nil
 }
@@ -142,5 +204,7 @@ func (c Claims) LogValue() slog.Value {
 		slog.String("phase", string(c.Phase)),
 		slog.String("plan_digest", c.PlanDigest),
 		slog.Int64("lease", c.Lease),
+		slog.Any("approved", c.Approved),
+		slog.String("audience", c.Audience),
 	)
 }

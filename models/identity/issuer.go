@@ -1,12 +1,14 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,15 +102,48 @@ func NewIssuer(gdb *gorm.DB, keys *keyring.Keyring, issuerURL string, opts Optio
 // tokenClaims is a token's JSON payload.
 type tokenClaims struct {
 	jwt.Claims
-	Organization string `json:"gantry_org"`
-	Environment  string `json:"gantry_env"`
-	Workspace    string `json:"gantry_ws"`
-	Run          string `json:"gantry_run,omitempty"`
-	Window       string `json:"gantry_window,omitempty"`
-	Phase        Phase  `json:"gantry_phase"`
-	Scope        string `json:"scope"`
-	PlanDigest   string `json:"gantry_plan,omitempty"`
-	Lease        int64  `json:"gantry_lease,omitempty"`
+	Organization string   `json:"gantry_org"`
+	Environment  string   `json:"gantry_env"`
+	Workspace    string   `json:"gantry_ws"`
+	Run          string   `json:"gantry_run,omitempty"`
+	Window       string   `json:"gantry_window,omitempty"`
+	Phase        Phase    `json:"gantry_phase"`
+	Scope        string   `json:"scope"`
+	PlanDigest   string   `json:"gantry_plan,omitempty"`
+	Lease        int64    `json:"gantry_lease,omitempty"`
+	Approved     []string `json:"gantry_approved,omitempty"`
+	// Tags are the token's claims again as AWS session tags, which an IAM role
+	// policy tests as aws:PrincipalTag/<key> (docs/targets.md).
+	Tags *sessionTags `json:"https://aws.amazon.com/tags,omitempty"`
+}
+
+// sessionTags is the claim AWS STS reads session tags from
+// (AssumeRoleWithWebIdentity): every value a list of one string.
+type sessionTags struct {
+	PrincipalTags map[string][]string `json:"principal_tags"`
+}
+
+// TagDeletes and TagReplaces are the session tags that say whether the approval
+// covered deletes and replaces ("true" or "false"); docs/targets.md's role policy
+// denies destructive actions unless they are "true".
+const (
+	TagDeletes  = "gantry_deletes"
+	TagReplaces = "gantry_replaces"
+)
+
+// tagsOf are the session tags of a token for c: where it acts, with which scope, and
+// (always, "false" for a read token) whether deletes and replaces were approved.
+func tagsOf(c Claims) *sessionTags {
+	yes := func(b bool) []string { return []string{strconv.FormatBool(b)} }
+	return &sessionTags{PrincipalTags: map[string][]string{
+		"gantry_org":   {c.OrganizationID},
+		"gantry_env":   {c.EnvironmentID},
+		"gantry_ws":    {c.WorkspaceID},
+		"gantry_phase": {string(c.Phase)},
+		"gantry_scope": {c.Phase.Scope()},
+		TagDeletes:     yes(c.Approves(ChangeDelete)),
+		TagReplaces:    yes(c.Approves(ChangeReplace)),
+	}}
 }
 
 // Mint signs a token for c with the current key, rotating it first when due. The token
@@ -157,7 +192,7 @@ func (i *Issuer) MintUntil(ctx context.Context, c Claims, notAfter time.Time) (t
 		Claims: jwt.Claims{
 			Issuer:    i.issuer,
 			Subject:   c.Subject(),
-			Audience:  jwt.Audience{i.audience},
+			Audience:  jwt.Audience{cmp.Or(c.Audience, i.audience)},
 			IssuedAt:  jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now),
 			Expiry:    jwt.NewNumericDate(expires),
@@ -172,6 +207,8 @@ func (i *Issuer) MintUntil(ctx context.Context, c Claims, notAfter time.Time) (t
 		Scope:        c.Phase.Scope(),
 		PlanDigest:   c.PlanDigest,
 		Lease:        c.Lease,
+		Approved:     c.Approved,
+		Tags:         tagsOf(c),
 	}).Serialize()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("signing workload token: %w", err)
@@ -204,7 +241,8 @@ func (i *Issuer) discoveryDoc() []byte {
 		SubjectTypes:  []string{"public"},
 		SigningAlgs:   []string{string(jose.ES256)},
 		ClaimsSupported: []string{"iss", "sub", "aud", "iat", "nbf", "exp", "jti",
-			"gantry_org", "gantry_env", "gantry_ws", "gantry_run", "gantry_window", "gantry_phase", "scope"},
+			"gantry_org", "gantry_env", "gantry_ws", "gantry_run", "gantry_window", "gantry_phase", "scope",
+			"gantry_plan", "gantry_lease", "gantry_approved", "https://aws.amazon.com/tags"},
 	}
 	if i.introspects() {
 		// RFC 8414's names: the endpoint, and that a caller authenticates with nothing
@@ -247,7 +285,7 @@ func (i *Issuer) verify(ctx context.Context, token string, now time.Time) (Claim
 		return Claims{}, jwt.Claims{}, err
 	}
 	c := Claims{OrganizationID: tc.Organization, EnvironmentID: tc.Environment, WorkspaceID: tc.Workspace, RunID: tc.Run,
-		WindowID: tc.Window, Phase: tc.Phase, PlanDigest: tc.PlanDigest, Lease: tc.Lease}
+		WindowID: tc.Window, Phase: tc.Phase, PlanDigest: tc.PlanDigest, Lease: tc.Lease, Approved: tc.Approved}
 	if err := c.Validate(); err != nil {
 		return Claims{}, jwt.Claims{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}

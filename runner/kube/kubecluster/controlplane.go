@@ -83,6 +83,12 @@ type ControlPlaneTimings struct {
 // controlPlaneComponents in start order.
 var controlPlaneComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
 
+// controlPlaneStopGrace is how long a component is given to exit on SIGTERM before it is
+// killed. Nothing of a control plane outlives it (its etcd data goes with its directory), so
+// there is nothing to shut down cleanly, and kube-apiserver's graceful termination keeps it
+// ten seconds and more.
+const controlPlaneStopGrace = time.Second
+
 // startAttempts bounds the starts after a port picked free was taken before its component
 // bound it (another process picked it in between).
 const startAttempts = 3
@@ -350,7 +356,7 @@ func (c *ControlPlane) stopProcs() error {
 	for i := len(controlPlaneComponents) - 1; i >= 0; i-- {
 		name := controlPlaneComponents[i]
 		if s := c.procs[name]; s != nil {
-			if err := c.l.stopComponent(name, componentStopGrace); err != nil {
+			if err := c.l.stopComponent(name, controlPlaneStopGrace); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -77,6 +77,7 @@ func TestControlPlaneIsPrivateAuditsAndDeletesNamespaces(t *testing.T) {
 		"the admin's own requests are not audited")
 
 	// The namespace controller empties the namespace and removes it.
+	deleting := time.Now()
 	w, err := admin.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.Name).String(),
 		ResourceVersion: ns.ResourceVersion})
 	require.NoError(t, err)
@@ -89,6 +90,7 @@ func TestControlPlaneIsPrivateAuditsAndDeletesNamespaces(t *testing.T) {
 	}
 	_, err = admin.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the namespace is gone: %v", err)
+	t.Logf("namespace removed %s after its delete", time.Since(deleting).Round(time.Millisecond))
 
 	pids := map[string]int{}
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
@@ -100,7 +102,9 @@ func TestControlPlaneIsPrivateAuditsAndDeletesNamespaces(t *testing.T) {
 		pids[c] = pid
 	}
 	stopped = true
+	began := time.Now()
 	require.NoError(t, cp.Stop())
+	t.Logf("stopped in %s", time.Since(began).Round(time.Millisecond))
 	for c, pid := range pids {
 		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
 		require.True(t, os.IsNotExist(err), "%s (pid %d) still runs", c, pid)

@@ -175,8 +175,12 @@ func (l layout) writeConfigs(nodeIP string) error {
 	return nil
 }
 
-// layout names the files under a cluster's state directory.
-type layout struct{ dir string }
+// layout names the files under a cluster's state directory. tied components die with the
+// process that spawned them (a private control plane's, which nobody else uses).
+type layout struct {
+	dir  string
+	tied bool
+}
 
 func (l layout) path(elem ...string) string {
 	return filepath.Join(append([]string{l.dir}, elem...)...)

@@ -115,6 +115,9 @@ func (l layout) spawn(component, binary string, args ...string) (*spawned, error
 	cmd.Dir = l.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.tied {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", component, err)
 	}

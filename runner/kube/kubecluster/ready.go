@@ -69,7 +69,12 @@ func (l layout) logTail(component string) string {
 }
 
 func etcdHealthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(etcdPort)+"/health", nil)
+	return etcdHealthyAt(ctx, "http://127.0.0.1:"+strconv.Itoa(etcdPort))
+}
+
+// etcdHealthyAt asks the etcd whose client URL is url whether it is healthy.
+func etcdHealthyAt(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
 	if err != nil {
 		return err
 	}

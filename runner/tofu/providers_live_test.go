@@ -75,7 +75,7 @@ func TestKubernetesProviderFromMirror(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	tc, _ := tofutest.Build(t, tofu.Build{Root: root, Dir: t.TempDir(), Providers: []tofu.ThirdParty{tofu.Kubernetes}, Log: t.Output()})
+	tc := tofutest.Toolchain(t, root, t.TempDir(), t.Output(), tofu.Kubernetes)
 
 	lock, ok := tc.LockOf(tofu.Kubernetes.Source)
 	require.True(t, ok, "the toolchain's locks: %v", tc.Locks)

@@ -119,9 +119,10 @@ func TestKubernetesProviderFromMirror(t *testing.T) {
 
 // TestOperatorMirror: providers other than the sandbox one come from the operator's mirror,
 // a directory or an https network mirror (the same directory with WriteMirrorIndex's files,
-// served statically), as the CLI configuration Gantry writes says; the
-// sandbox provider never does (the operator's mirror offers a tampered one, which would fail
-// the lock file's hash), and the lock file still decides what is installed.
+// served statically), as the CLI configuration Gantry writes says; the sandbox provider
+// comes from the built-in mirror (listed first, and excluded from the operator's: the
+// operator's mirror here offers a tampered one, which the lock file's hash would refuse),
+// and the lock file still decides what is installed.
 func TestOperatorMirror(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -44,10 +44,11 @@ type systemFlags struct {
 	build  bool
 	binDir string
 	// The live runners' toolchain and the cloud their jobs reach.
-	tofuPath      string
-	providerPath  string
-	workDir       string
-	cloudEndpoint string
+	tofuPath       string
+	providerPath   string
+	providerMirror string
+	workDir        string
+	cloudEndpoint  string
 	// Isolated (runc) jobs reach the state backend and the cloud through unix sockets.
 	fwdPath            string
 	stateSocket        string
@@ -78,6 +79,7 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "", "default executor: mock (SIMULATED), tofu/process (OpenTofu as a plain process: not isolated), tofu/oci (runc) or tofu/kubernetes (a Job per phase, see --kube-image); environments may choose another (default: serve mock; dev tofu/process)")
 	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (serve: required for live runners, never built; dev: built from the source tree into bin/tofu in the background)")
 	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (serve: required for live runners; dev: built from the source tree)")
+	f.str(&s.providerMirror, "provider-mirror", "GANTRY_PROVIDER_MIRROR", "", providerMirrorHelp)
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
 	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the cloud's API URL as jobs reach it (SANDBOX_ENDPOINT); drift checks read who changed a resource there (docs/change-history.md)")
 	f.str(&s.fwdPath, "fwd", "GANTRY_FWD", "", "static gantry-fwd binary for runc jobs (serve: required for tofu/oci; dev: built from the source tree)")
@@ -119,6 +121,9 @@ func (s *systemFlags) register(f flags) {
 func (s systemFlags) check() error {
 	if err := breakglass.CheckDecisionWindow(s.breakglassDecision); err != nil {
 		return fmt.Errorf("--breakglass-decision-window: %w", err)
+	}
+	if _, err := s.operatorMirror(); err != nil {
+		return err
 	}
 	return s.issuer.check()
 }

@@ -45,7 +45,11 @@ func (s systemFlags) readyRunners(ctx context.Context, logger *slog.Logger, wrap
 	if err != nil {
 		return nil, err
 	}
-	tc, err := tofu.ToolchainFrom(s.tofuPath, s.providerPath, toolDir)
+	mirror, err := s.operatorMirror()
+	if err != nil {
+		return nil, err
+	}
+	tc, err := tofu.Mirroring{Operator: mirror}.Toolchain(s.tofuPath, s.providerPath, toolDir)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +160,13 @@ func (s systemFlags) deferredRunners(logger *slog.Logger, wrap func(runner.Runne
 			fail(err)
 			return
 		}
-		tc, fwd, err := tofu.Build{Root: root, BinDir: s.binDir, Dir: toolDir, Fwd: isolated != nil, Progress: progress, Log: logWriter{logger}}.Run(ctx)
+		mirror, err := s.operatorMirror()
+		if err != nil {
+			fail(err)
+			return
+		}
+		tc, fwd, err := tofu.Build{Root: root, BinDir: s.binDir, Dir: toolDir, Fwd: isolated != nil, Providers: builtThirdParties(ctx, root, logger),
+			Operator: mirror, Progress: progress, Log: logWriter{logger}}.Run(ctx)
 		if err != nil {
 			fail(err)
 			return

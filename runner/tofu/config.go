@@ -10,36 +10,85 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// MirrorInclude is the provider address pattern the CLI configuration installs from the mirror.
-// With no `direct` installation method, any other provider simply cannot be installed.
-const MirrorInclude = "portal.local/*/*"
+// SandboxInclude is the sandbox provider's address pattern: always from the built-in mirror,
+// never from the operator's.
+const SandboxInclude = "portal.local/*/*"
+
+// BuiltinIncludes are the provider addresses the CLI configuration installs from the built-in
+// mirror: the sandbox provider's and every pinned third-party provider's (ThirdParties), which
+// the mirror holds when the toolchain was built with them. With no `direct` installation
+// method (unless the operator asks for the registry), no other provider can be installed.
+func BuiltinIncludes() []string {
+	out := []string{SandboxInclude}
+	for _, p := range ThirdParties {
+		out = append(out, p.Source)
+	}
+	return out
+}
+
+// CLIConfig is the tofu CLI configuration Gantry writes for its jobs.
+type CLIConfig struct {
+	Mirror   string         // the built-in mirror directory (made absolute)
+	Operator ProviderMirror // the operator's mirror, for every provider but the sandbox's
+}
 
 // WriteCLIConfig writes a tofu CLI configuration to path that installs providers only from the
-// filesystem mirror at mirrorDir (made absolute: tofu would resolve a relative path against its
-// working directory). There is no `direct` block, so `tofu init` never asks a registry for
-// anything, and the update checkpoint is off.
+// built-in filesystem mirror at mirrorDir (CLIConfig without an operator mirror).
 func WriteCLIConfig(path, mirrorDir string) error {
-	abs, err := filepath.Abs(mirrorDir)
+	return CLIConfig{Mirror: mirrorDir}.Write(path)
+}
+
+// Write writes the configuration to path: the built-in filesystem mirror first (made
+// absolute: tofu would resolve a relative path against its working directory) for
+// BuiltinIncludes, then the operator's mirror, if any, for everything but the sandbox
+// provider. There is no `direct` block unless the operator chose the registry, so `tofu init`
+// asks nothing else for anything, and the update checkpoint is off. Which provider versions
+// and packages are accepted is the lock file's business (tofu init -lockfile=readonly).
+func (c CLIConfig) Write(path string) error {
+	abs, err := filepath.Abs(c.Mirror)
 	if err != nil {
 		return fmt.Errorf("resolving the mirror directory: %w", err)
 	}
 
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
-	root.AppendUnstructuredTokens(hclwrite.Tokens{{
-		Type:  hclsyntax.TokenComment,
-		Bytes: []byte("# Written by gantry: providers come only from the local mirror.\n"),
-	}})
-	mirror := root.AppendNewBlock("provider_installation", nil).Body().
-		AppendNewBlock("filesystem_mirror", nil).Body()
+	comment := "# Written by gantry: providers come only from the local mirror.\n"
+	if c.Operator != (ProviderMirror{}) {
+		comment = "# Written by gantry: providers come only from the local mirror and the operator's.\n"
+	}
+	root.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte(comment)}})
+	install := root.AppendNewBlock("provider_installation", nil).Body()
+	mirror := install.AppendNewBlock("filesystem_mirror", nil).Body()
 	mirror.SetAttributeValue("path", cty.StringVal(abs))
-	mirror.SetAttributeValue("include", cty.ListVal([]cty.Value{cty.StringVal(MirrorInclude)}))
+	mirror.SetAttributeValue("include", stringList(BuiltinIncludes()))
+	var op *hclwrite.Body
+	switch {
+	case c.Operator.Dir != "":
+		op = install.AppendNewBlock("filesystem_mirror", nil).Body()
+		op.SetAttributeValue("path", cty.StringVal(c.Operator.Dir))
+	case c.Operator.URL != "":
+		op = install.AppendNewBlock("network_mirror", nil).Body()
+		op.SetAttributeValue("url", cty.StringVal(c.Operator.URL))
+	case c.Operator.Registry:
+		op = install.AppendNewBlock("direct", nil).Body()
+	}
+	if op != nil {
+		op.SetAttributeValue("exclude", stringList([]string{SandboxInclude}))
+	}
 	root.SetAttributeValue("disable_checkpoint", cty.True)
 
 	if err := os.WriteFile(path, f.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing the tofu CLI configuration: %w", err)
 	}
 	return nil
+}
+
+func stringList(ss []string) cty.Value {
+	vals := make([]cty.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vals)
 }
 
 // Env is the complete environment of a tofu invocation: the CLI configuration at cliConfig, home

@@ -24,11 +24,51 @@ func TestWriteCLIConfig(t *testing.T) {
 provider_installation {
   filesystem_mirror {
     path    = "`+escaped+`"
-    include = ["portal.local/*/*"]
+    include = ["portal.local/*/*", "registry.opentofu.org/hashicorp/kubernetes"]
   }
 }
 disable_checkpoint = true
 `, string(got))
+}
+
+// TestCLIConfigWithOperatorMirror: the operator's mirror comes after the built-in one and
+// never serves the sandbox provider; each kind is written as tofu reads it.
+func TestCLIConfigWithOperatorMirror(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		op    ProviderMirror
+		block string
+	}{
+		{ProviderMirror{Dir: "/srv/providers"}, `  filesystem_mirror {
+    path    = "/srv/providers"
+    exclude = ["portal.local/*/*"]
+  }
+`},
+		{ProviderMirror{URL: "https://mirror.example/providers/"}, `  network_mirror {
+    url     = "https://mirror.example/providers/"
+    exclude = ["portal.local/*/*"]
+  }
+`},
+		{ProviderMirror{Registry: true}, `  direct {
+    exclude = ["portal.local/*/*"]
+  }
+`},
+	} {
+		name := filepath.Join(dir, "tofurc.hcl")
+		require.NoError(t, CLIConfig{Mirror: "/var/lib/gantry/mirror", Operator: tc.op}.Write(name))
+		got, err := os.ReadFile(name)
+		require.NoError(t, err)
+		require.Equal(t, `# Written by gantry: providers come only from the local mirror and the operator's.
+provider_installation {
+  filesystem_mirror {
+    path    = "/var/lib/gantry/mirror"
+    include = ["portal.local/*/*", "registry.opentofu.org/hashicorp/kubernetes"]
+  }
+`+tc.block+`}
+disable_checkpoint = true
+`, string(got))
+	}
 }
 
 func TestWriteCLIConfigMakesTheMirrorPathAbsolute(t *testing.T) {

@@ -23,8 +23,24 @@ type Toolchain struct {
 	Tofu      string // the pinned OpenTofu binary
 	Provider  string // terraform-provider-sandbox_v0.1.0
 	Mirror    string // packed filesystem mirror directory
-	CLIConfig string // CLI config pointing at Mirror only
-	Lock      Lock   // the provider's lock entry (its h1 hash)
+	CLIConfig string // CLI config pointing at Mirror (and Operator, if set) only
+	Lock      Lock   // the sandbox provider's lock entry (its h1 hash)
+	// Locks are the lock entries of every provider Mirror holds, the sandbox provider's
+	// first, then the third-party ones the toolchain was built with (Build.Providers).
+	Locks []Lock
+	// Operator is the operator's mirror the CLI config also installs from (zero: none).
+	Operator ProviderMirror
+}
+
+// LockOf returns the lock entry of the provider at source in the built-in mirror: what a
+// template's .terraform.lock.hcl must hold for it (Lock.File, LockFile).
+func (tc Toolchain) LockOf(source string) (Lock, bool) {
+	for _, l := range tc.Locks {
+		if l.Source == source {
+			return l, true
+		}
+	}
+	return Lock{}, false
 }
 
 // providerBuild is the sandbox provider's static, reproducible build into dir (the same
@@ -80,10 +96,15 @@ func PrepareToolchain(ctx context.Context, repoRoot, dir string, log io.Writer) 
 // OpenTofu (kept in BinDir between starts: the one long build), the sandbox provider
 // and, for runc jobs, gantry-fwd, then the mirror and CLI configuration.
 type Build struct {
-	Root     string         // the source tree
-	BinDir   string         // where tofu is kept (default Root/bin)
-	Dir      string         // where the provider, gantry-fwd, the mirror and the CLI config go
-	Fwd      bool           // build gantry-fwd too
+	Root   string // the source tree
+	BinDir string // where tofu is kept (default Root/bin)
+	Dir    string // where the provider, gantry-fwd, the mirror and the CLI config go
+	Fwd    bool   // build gantry-fwd too
+	// Providers are the third-party providers to publish into the mirror, built into
+	// their cache first unless there (minutes each: only callers that use them ask).
+	Providers []ThirdParty
+	// Operator is the operator's provider mirror for the CLI config (zero: none).
+	Operator ProviderMirror
 	Progress *BuildProgress // nil: not counted
 	Log      io.Writer
 }
@@ -127,8 +148,16 @@ func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
 			return Toolchain{}, "", err
 		}
 	}
+	m := Mirroring{Operator: b.Operator}
+	for _, p := range b.Providers {
+		path, err := p.Ensure(ctx, root, b.Progress, b.Log)
+		if err != nil {
+			return Toolchain{}, "", err
+		}
+		m.Providers = append(m.Providers, p.Binary(path))
+	}
 	b.Progress.SetStep("laying out the provider mirror")
-	tc, err := ToolchainFrom(tofuPath, builds[0].output(), b.Dir)
+	tc, err := m.Toolchain(tofuPath, builds[0].output(), b.Dir)
 	if err != nil {
 		return Toolchain{}, "", err
 	}
@@ -140,19 +169,39 @@ func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
 }
 
 // ToolchainFrom lays out the offline mirror and CLI config under dir for prebuilt tofu
-// and provider binaries.
+// and sandbox provider binaries (Mirroring.Toolchain with nothing more).
 func ToolchainFrom(tofuPath, providerPath, dir string) (Toolchain, error) {
-	tc := Toolchain{Tofu: tofuPath, Provider: providerPath, Mirror: filepath.Join(dir, "mirror"), CLIConfig: filepath.Join(dir, "tofurc.hcl")}
-	for _, p := range []string{tofuPath, providerPath} {
-		if _, err := os.Stat(p); err != nil {
+	return Mirroring{}.Toolchain(tofuPath, providerPath, dir)
+}
+
+// Mirroring is what a toolchain's mirror and CLI configuration hold besides the sandbox
+// provider.
+type Mirroring struct {
+	Providers []ProviderBinary // published into the built-in mirror beside the sandbox provider
+	Operator  ProviderMirror   // the operator's mirror, for every provider but the sandbox's
+}
+
+// Toolchain lays out the built-in mirror under dir (the sandbox provider and m.Providers,
+// each with its lock entry) and the CLI config installing from it and from m.Operator.
+func (m Mirroring) Toolchain(tofuPath, providerPath, dir string) (Toolchain, error) {
+	tc := Toolchain{Tofu: tofuPath, Provider: providerPath, Mirror: filepath.Join(dir, "mirror"), CLIConfig: filepath.Join(dir, "tofurc.hcl"),
+		Operator: m.Operator}
+	bins := append([]ProviderBinary{{Source: ProviderSource, Version: ProviderVersion, Path: providerPath}}, m.Providers...)
+	if _, err := os.Stat(tofuPath); err != nil {
+		return Toolchain{}, fmt.Errorf("toolchain: %w", err)
+	}
+	for _, b := range bins {
+		if _, err := os.Stat(b.Path); err != nil {
 			return Toolchain{}, fmt.Errorf("toolchain: %w", err)
 		}
+		lock, err := BuildMirror(b.Path, tc.Mirror, b.Source, b.Version, ProviderPlatform)
+		if err != nil {
+			return Toolchain{}, err
+		}
+		tc.Locks = append(tc.Locks, lock)
 	}
-	var err error
-	if tc.Lock, err = BuildMirror(tc.Provider, tc.Mirror, ProviderSource, ProviderVersion, ProviderPlatform); err != nil {
-		return Toolchain{}, err
-	}
-	if err := WriteCLIConfig(tc.CLIConfig, tc.Mirror); err != nil {
+	tc.Lock = tc.Locks[0]
+	if err := (CLIConfig{Mirror: tc.Mirror, Operator: m.Operator}).Write(tc.CLIConfig); err != nil {
 		return Toolchain{}, err
 	}
 	return tc, nil

@@ -245,9 +245,14 @@ func (j *job) capture(ctx context.Context, args ...string) ([]byte, error) {
 
 func (j *job) init(ctx context.Context) error {
 	// The lock file in the bundle is authoritative: -lockfile=readonly refuses any
-	// provider that does not match it, and the CLI config has no network source.
-	_, err := j.tofu(ctx, []int{0}, "init", "-input=false", "-no-color", "-lockfile=readonly")
-	return err
+	// provider it does not pin and any package whose hash it does not list, before any
+	// plan (explainInit says which in the log), and the CLI config installs only from the
+	// built-in mirror and the operator's.
+	from := len(j.logSnapshot())
+	if _, err := j.tofu(ctx, []int{0}, "init", "-input=false", "-no-color", "-lockfile=readonly"); err != nil {
+		return j.explainInit(ctx, j.logSnapshot()[from:], err)
+	}
+	return nil
 }
 
 // Plan runs init, plan -out and show -json. There is no separate validate: plan

@@ -27,10 +27,12 @@ import (
 const Stall = 5 * time.Minute
 
 // Toolchain builds the toolchain under dir (tofu.PrepareToolchain: OpenTofu in the source
-// tree's bin/, the sandbox provider and the mirror in dir).
-func Toolchain(t testing.TB, root, dir string, log io.Writer) tofu.Toolchain {
+// tree's bin/, the sandbox provider and the mirror in dir), with the third-party providers
+// named (tofu.Kubernetes: built into its cache unless there, minutes the first time) in the
+// mirror too; tc.LockOf(p.Source) is each one's lock entry.
+func Toolchain(t testing.TB, root, dir string, log io.Writer, providers ...tofu.ThirdParty) tofu.Toolchain {
 	t.Helper()
-	tc, _ := Build(t, tofu.Build{Root: root, Dir: dir, Log: log})
+	tc, _ := Build(t, tofu.Build{Root: root, Dir: dir, Providers: providers, Log: log})
 	return tc
 }
 

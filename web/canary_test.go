@@ -37,6 +37,7 @@ import (
 	"gantry/models/authz"
 	"gantry/models/bundle"
 	"gantry/models/run"
+	"gantry/runner/targets"
 	"gantry/runner/tofu"
 	"gantry/runner/tofu/tofutest"
 	"gantry/runner/tofurun"
@@ -292,16 +293,14 @@ func (r *recordingExecutor) Run(ctx context.Context, dir string, c tofurun.Comma
 	return code, explain, err
 }
 
-// cloudTokenOf is the cloud token a command was given: the file SANDBOX_TOKEN_FILE names
-// in the job's secret directory ("" if none).
+// cloudTokenOf is the cloud token a command was given: the token file in the job's
+// secret directory, whatever the target ("" if none).
 func cloudTokenOf(c tofurun.Command) string {
-	for _, kv := range c.Files.Env(c.Files.Dir()) {
-		if path, ok := strings.CutPrefix(kv, "SANDBOX_TOKEN_FILE="); ok {
-			b, _ := os.ReadFile(path)
-			return string(b)
-		}
+	if c.Files == nil {
+		return ""
 	}
-	return ""
+	b, _ := os.ReadFile(filepath.Join(c.Files.Dir(), targets.TokenFile))
+	return string(b)
 }
 
 // snapshot copies the regular files of the working directory, except the provider

@@ -36,7 +36,9 @@ func previewProps(pv run.Preview) views.RequestPreviewProps {
 				Messages: b.Messages, Refuses: b.Enforcement == policies.HardMandatory})
 		}
 	}
-	if pv.Cost != nil {
+	if pv.Cost != nil && pv.Cost.NoPrice {
+		p.CostMissing = "The template's price table has " + pv.Cost.NoPriceFor() + "."
+	} else if pv.Cost != nil {
 		p.Cost, p.Unpriced = review.Money(pv.Cost.After), pv.Cost.Unpriced
 		if pv.Cost.Delta != 0 {
 			p.Delta = review.SignedMoney(pv.Cost.Delta)

@@ -343,7 +343,8 @@ func costView(c *review.Cost) views.CostView {
 	if c == nil {
 		return views.CostView{}
 	}
-	v := views.CostView{Known: true, Before: review.Money(c.Before), After: review.Money(c.After), Delta: review.SignedMoney(c.Delta), Unpriced: c.Unpriced}
+	v := views.CostView{Known: true, Unpriced: c.Unpriced}
+	v.Before, v.After, v.Delta = c.Amounts()
 	for _, l := range c.Lines {
 		v.Lines = append(v.Lines, views.CostLineView{Type: l.Type, Before: l.Before, After: l.After, Unit: review.Money(l.UnitPrice),
 			BeforeCost: review.Money(l.BeforeCost), AfterCost: review.Money(l.AfterCost)})

@@ -29,6 +29,9 @@ var templateFacts = map[string]Template{
 	"bucket":   {Name: "bucket", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:2e4598c10d937a15ff060d2c7ea8e3ac98167940b2a22af98d7d3d3fe02a56ee", Irreversible: []string{"sandbox_bucket"}, OrgScoped: []string{}},
 	"network":  {Name: "network", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:2b9573d6d98a72874d63188c3e289664072a948fe5837794b4e46c4f62eadb8e", Irreversible: []string{}, OrgScoped: []string{}},
 	"postgres": {Name: "postgres", Version: "1.1.1", Source: "catalog", ModuleDigest: "sha256:ab591c3fe46df42d05200a7b9ed56c04094524286f32bee88793366343dd5b27", Irreversible: []string{"sandbox_database"}, OrgScoped: []string{}},
+	// Planned by OpenTofu with the real hashicorp/kubernetes 1.13.4 provider.
+	"team-namespace": {Name: "team-namespace", Version: "1.0.0", Source: "catalog", ModuleDigest: "sha256:c409d391127920ae4ec06e721416fc1c7454616fd7fab8e273879428edcb15e5",
+		Irreversible: []string{"kubernetes_namespace"}, OrgScoped: []string{"kubernetes_cluster_role", "kubernetes_cluster_role_binding"}},
 }
 
 // runFor builds the run context the portal would: the environment of a tier (approval
@@ -238,6 +241,7 @@ func TestRulesMetadata(t *testing.T) {
 		"org_policy_changes_gated":  HardMandatory,
 		"catalog_only_production":   HardMandatory,
 		"private_network_ranges":    Advisory,
+		"namespace_role_bindings":   SoftMandatory,
 	}
 	got := b.Rules()
 	require.Len(t, got, len(want))

@@ -348,9 +348,9 @@ func TestPolicyListSearchFiltersSortsAndPages(t *testing.T) {
 		return matches(ruleRow, body), matches(versionRow, body), body
 	}
 	rules, versions, body := page("")
-	require.Len(t, rules, 10, "nine built-in rules and the organization's")
+	require.Len(t, rules, 11, "ten built-in rules and the organization's")
 	require.Len(t, versions, 50, "a page of the 72 versions")
-	require.Contains(t, body, "10 rules")
+	require.Contains(t, body, "11 rules")
 	require.Contains(t, body, "· 72 uploaded versions")
 
 	rules, versions, body = page("?q=TEAM")
@@ -364,7 +364,7 @@ func TestPolicyListSearchFiltersSortsAndPages(t *testing.T) {
 	require.Empty(t, rules)
 	require.Len(t, versions, 50)
 	rules, versions, body = page("?origin=builtin")
-	require.Len(t, rules, 9)
+	require.Len(t, rules, 10)
 	require.Empty(t, versions)
 	require.Contains(t, body, "No uploaded version matches.")
 	rules, versions, _ = page("?mode=hard_mandatory&q=team")
@@ -374,7 +374,7 @@ func TestPolicyListSearchFiltersSortsAndPages(t *testing.T) {
 	// Sorting: the rules by mode, strongest first; the versions by upload, newest first.
 	hard, _, _ := page("?mode=hard_mandatory")
 	require.Contains(t, hard, "org.team_label")
-	require.Less(t, len(hard), 10)
+	require.Less(t, len(hard), 11)
 	rules, _, body = page("?sort=-mode")
 	require.ElementsMatch(t, hard, rules[:len(hard)], "the hard-mandatory rules first")
 	require.Contains(t, body, `aria-sort="descending"`)
@@ -390,7 +390,7 @@ func TestPolicyListSearchFiltersSortsAndPages(t *testing.T) {
 	next := regexp.MustCompile(`<a href="(/policies\?versions_after=[^"]+)" rel="next"`).FindStringSubmatch(body)
 	require.NotNil(t, next, body)
 	rules, second, _ := page(strings.TrimPrefix(html.UnescapeString(next[1]), "/policies"))
-	require.Len(t, rules, 10)
+	require.Len(t, rules, 11)
 	require.Len(t, second, 22)
 	require.Empty(t, slicesIntersect(versions, second))
 	resp := app.Get(t, admin, "/policies?rules_after=broken")

@@ -154,8 +154,8 @@ func matchVariables(t Template, info moduleInfo) []string {
 	}
 	sort.Strings(vars)
 	for _, v := range vars {
-		if info.variables[v] {
-			continue // the module's own default covers it
+		if info.variables[v] || isContextVariable(v) {
+			continue // the module's own default covers it, or Gantry sets it
 		}
 		in, ok := inputs[v]
 		switch {

@@ -33,8 +33,8 @@ func realCatalog(t *testing.T) fstest.MapFS {
 }
 
 // withFixture adds templates/<name> to m: one required string input "label", a
-// module whose main.tf is the variable followed by extra, a local sub-module
-// "inner" and the sandbox lock file.
+// module whose main.tf is the variable followed by extra, the sandbox provider's
+// versions.tf, a local sub-module "inner" and the sandbox lock file.
 func withFixture(m fstest.MapFS, name, extra string) fstest.MapFS {
 	m["templates/"+name+"/template.yaml"] = &fstest.MapFile{Data: []byte(`name: ` + name + `
 version: 1.0.0
@@ -46,6 +46,7 @@ inputs:
     required: true
 `)}
 	m["templates/"+name+"/module/main.tf"] = &fstest.MapFile{Data: []byte("variable \"label\" {\n  type = string\n}\n\n" + extra)}
+	m["templates/"+name+"/module/versions.tf"] = m["templates/network/module/versions.tf"]
 	m["templates/"+name+"/module/inner/main.tf"] = &fstest.MapFile{Data: []byte("output \"x\" {\n  value = 1\n}\n")}
 	m["templates/"+name+"/.terraform.lock.hcl"] = m["templates/network/.terraform.lock.hcl"]
 	return m
@@ -76,11 +77,13 @@ func TestRealCatalogLoads(t *testing.T) {
 	t.Parallel()
 	c := load(t, os.DirFS("../../catalog"), nil)
 	all := c.All()
-	require.Len(t, all, 3)
+	require.Len(t, all, 4)
 	want := map[string][]string{
 		"bucket":   {"name", "versioning", "retention_days", "region"},
 		"network":  {"name", "cidr", "subnet_count", "region"},
 		"postgres": {"name", "engine_version", "size", "storage_gb", "backup_retention_days", "network_cidr"},
+		// gantry_workspace_id and gantry_environment_id are module variables Gantry sets.
+		"team-namespace": {"name", "group", "cpu", "memory_gib", "pods"},
 	}
 	var names []string
 	for _, e := range all {
@@ -97,7 +100,7 @@ func TestRealCatalogLoads(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, e.ModuleDigest, got.ModuleDigest)
 	}
-	require.Equal(t, []string{"bucket", "network", "postgres"}, names)
+	require.Equal(t, []string{"bucket", "network", "postgres", "team-namespace"}, names)
 
 	pg := entry(t, c, "postgres").Template
 	require.Equal(t, "1.1.1", pg.Version)
@@ -175,7 +178,7 @@ func TestModuleSources(t *testing.T) {
 		_, err := c.Get(name)
 		require.ErrorIs(t, err, errs.ErrNotFound)
 	}
-	for _, real := range []string{"bucket", "network", "postgres"} {
+	for _, real := range []string{"bucket", "network", "postgres", "team-namespace"} {
 		_, err := c.Get(real)
 		require.NoError(t, err)
 	}

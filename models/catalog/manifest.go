@@ -149,6 +149,8 @@ func (t *Template) check(dir string) []string {
 		}
 		if !inputNameRe.MatchString(in.Name) {
 			add("%s: name %q must match %s", field, in.Name, inputNameRe)
+		} else if why := reservedInput(in.Name); why != "" {
+			add("%s: %s", field, why)
 		} else if seen[in.Name] {
 			add("%s: the name is used twice", field)
 		}

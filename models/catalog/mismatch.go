@@ -207,6 +207,7 @@ type namedPart struct {
 func (rs runeSet) parts() []namedPart {
 	var out []namedPart
 	seen := map[string]bool{}
+	rs = rs.split()
 	for i := 0; i+1 < len(rs); i += 2 {
 		lo, hi := rs[i], rs[i+1]
 		if lo == hi && rs.wider(lo) {
@@ -231,6 +232,47 @@ func (rs runeSet) parts() []namedPart {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b namedPart) int { return a.rank - b.rank })
+	return out
+}
+
+// split cuts each printable ASCII range around the named ranges inside it, and spells
+// out the few characters left beside them: the parser merges [A-Z@] into "@" to "Z",
+// which reads better as upper-case letters and "@"; [._-] becomes "-" to "." and "_".
+func (rs runeSet) split() runeSet {
+	var out runeSet
+	for i := 0; i+1 < len(rs); i += 2 {
+		lo, hi := rs[i], rs[i+1]
+		if lo < ' ' || hi > '~' {
+			out = append(out, lo, hi)
+			continue
+		}
+		for lo <= hi {
+			next := -1 // the first named range of several characters inside lo..hi
+			for k, n := range rangeNames {
+				if n.lo < n.hi && lo <= n.lo && n.hi <= hi && (next < 0 || n.lo < rangeNames[next].lo) {
+					next = k
+				}
+			}
+			end := hi
+			if next >= 0 {
+				end = rangeNames[next].lo - 1
+			}
+			switch {
+			case lo > end:
+			case end-lo < 3:
+				for r := lo; r <= end; r++ {
+					out = append(out, r, r)
+				}
+			default:
+				out = append(out, lo, end)
+			}
+			if next < 0 {
+				break
+			}
+			out = append(out, rangeNames[next].lo, rangeNames[next].hi)
+			lo = rangeNames[next].hi + 1
+		}
+	}
 	return out
 }
 

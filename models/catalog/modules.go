@@ -161,6 +161,9 @@ type moduleInfo struct {
 	// variables maps each variable of the template module to whether it has a default.
 	variables map[string]bool
 	outputs   []output
+	// providers are the providers the module tree requires, sorted by local name: the
+	// root module requires exactly these and configures each with an empty block.
+	providers []provider
 }
 
 type output struct {
@@ -180,6 +183,8 @@ func checkModule(files map[string][]byte, allow Allowlist) (moduleInfo, error) {
 	}
 	sort.Strings(names)
 	var problems []string
+	var required []provider
+	var uses []providerUse
 	topLevel := 0
 	for _, rel := range names {
 		switch {
@@ -209,6 +214,13 @@ func checkModule(files map[string][]byte, allow Allowlist) (moduleInfo, error) {
 				problems = append(problems, checkModuleBlock(rel, b, files, allow)...)
 			case "provider":
 				problems = append(problems, checkProviderBody(rel, label(b), b.Body)...)
+			case "terraform":
+				ps, why := requiredProviders(rel, b)
+				required = append(required, ps...)
+				problems = append(problems, why...)
+			case "resource", "data":
+				uses = append(uses, providerUse{dir: path.Dir(rel), at: fmt.Sprintf("%s:%d", rel, b.DefRange().Start.Line),
+					kind: b.Type, typ: label(b), local: resourceProvider(b)})
 			case "variable":
 				if inTop {
 					_, hasDefault := b.Body.Attributes["default"]
@@ -229,11 +241,12 @@ func checkModule(files map[string][]byte, allow Allowlist) (moduleInfo, error) {
 	if topLevel == 0 {
 		problems = append(problems, "module/ has no .tf files")
 	}
-	if _, ok := files[lockFile]; ok {
-		if _, diags := hclsyntax.ParseConfig(files[lockFile], lockFile, hcl.InitialPos); diags.HasErrors() {
-			problems = append(problems, diags.Error())
-		}
+	if lock, ok := files[lockFile]; ok {
+		providers, why := checkProviders(required, lock)
+		info.providers = providers
+		problems = append(problems, why...)
 	}
+	problems = append(problems, checkResourceProviders(uses, required)...)
 	sort.Slice(info.outputs, func(i, j int) bool { return info.outputs[i].name < info.outputs[j].name })
 	if len(problems) > 0 {
 		return moduleInfo{}, errors.New(strings.Join(problems, "; "))

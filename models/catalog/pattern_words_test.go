@@ -18,6 +18,9 @@ func TestPatternInWords(t *testing.T) {
 		{`[A-Z]{2}`, "upper-case letters; exactly 2 characters"},
 		{`[0-9]?`, "digits; at most 1 character"},
 		{`(eu|us)-[a-z]+`, "lower-case letters and hyphens; at least 4 characters"},
+		// The parser merges [A-Z@] into one range and [-.] into another: said apart.
+		{`^[A-Za-z0-9]([A-Za-z0-9._@-]{0,126}[A-Za-z0-9])?$`, `lower-case letters, upper-case letters, digits, hyphens, underscores, dots and "@"; ` +
+			`1 to 128 characters; starting with a lower-case letter or an upper-case letter or a digit`},
 		{`.*`, "a set format"},
 		{`[^/]+`, "at least 1 character"},
 		{`(`, "a set format"},

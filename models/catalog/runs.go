@@ -49,7 +49,8 @@ func (rc RunCatalog) Generate(v runport.Validated, workspaceID, stateAddress str
 	if err != nil {
 		return bundle.Bundle{}, err
 	}
-	return e.Generate(GenerateInput{WorkspaceID: workspaceID, Inputs: v.Inputs, StateAddress: stateAddress})
+	return e.Generate(GenerateInput{WorkspaceID: workspaceID, EnvironmentID: v.EnvironmentID, OrganizationID: v.OrganizationID,
+		Inputs: v.Inputs, StateAddress: stateAddress})
 }
 
 func (rc RunCatalog) Facts(name string) (runport.TemplateFacts, error) {

@@ -71,8 +71,8 @@ func bundleArguments(config []byte, name string, any bool) map[string]cty.Value 
 			continue
 		}
 		for argName, attr := range blk.Body.Attributes {
-			if argName == "source" {
-				continue
+			if argName == "source" || isContextVariable(argName) {
+				continue // ids Gantry set, no person's input
 			}
 			// Generate writes literals only: a value that needs an evaluation context
 			// is not one of its arguments.

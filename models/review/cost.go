@@ -22,6 +22,31 @@ type Cost struct {
 	Before, After, Delta float64
 	Lines                []CostLine // priced types present before or after, sorted by type
 	Unpriced             []string   // managed types with changes but no price, sorted
+	// NoPrice: the plan counts managed resources but the price table prices none of
+	// their types (a team namespace costs what runs in it). The totals are then 0 by
+	// absence, not a price of nothing: Amounts says NoPrice instead of $0.00.
+	NoPrice bool
+}
+
+// NoPrice is what a reviewer reads where the price table gives no amount.
+const NoPrice = "no price"
+
+// NoPriceFor says which changed types have no price, "no price for a, b", or just
+// NoPrice when only unchanged ones lack one.
+func (c Cost) NoPriceFor() string {
+	if len(c.Unpriced) == 0 {
+		return NoPrice
+	}
+	return NoPrice + " for " + strings.Join(c.Unpriced, ", ")
+}
+
+// Amounts are the before, after and change amounts as a reviewer reads them: money,
+// or NoPrice for each when nothing the plan counts has a price.
+func (c Cost) Amounts() (before, after, delta string) {
+	if c.NoPrice {
+		return NoPrice, NoPrice, NoPrice
+	}
+	return Money(c.Before), Money(c.After), SignedMoney(c.Delta)
 }
 
 // EstimateCost counts managed resources before and after the plan from the classification: before = update,
@@ -30,7 +55,8 @@ type Cost struct {
 //
 // prices is the template's monthly price per resource type; a type with a
 // price of 0 is priced (free). A type without a price is in Unpriced when the
-// plan changes some resource of it, and left out of the totals. Money is
+// plan changes some resource of it, and left out of the totals; when no counted
+// type has a price, the cost is NoPrice. Money is
 // rounded to cents: each line's costs, then the totals from the rounded lines.
 func EstimateCost(res classify.Result, prices map[string]float64) Cost {
 	type count struct {
@@ -81,6 +107,7 @@ func EstimateCost(res classify.Result, prices map[string]float64) Cost {
 		out.Before += line.BeforeCost
 		out.After += line.AfterCost
 	}
+	out.NoPrice = len(out.Lines) == 0 && len(counts) > 0
 	sort.Slice(out.Lines, func(a, b int) bool { return out.Lines[a].Type < out.Lines[b].Type })
 	sort.Strings(out.Unpriced)
 	out.Before, out.After = cents(out.Before), cents(out.After)

@@ -61,7 +61,36 @@ func TestEstimateCost(t *testing.T) {
 			name:   "no prices",
 			res:    classifyFile(t, "update.json"),
 			prices: nil,
-			want:   Cost{Unpriced: []string{"sandbox_network", "sandbox_org_policy"}},
+			want:   Cost{Unpriced: []string{"sandbox_network", "sandbox_org_policy"}, NoPrice: true},
+		},
+		{
+			// The team namespace template prices none of its types (catalog/templates/
+			// team-namespace): the totals are no price, not $0.00.
+			name:   "kubernetes types without prices",
+			res:    classifyFile(t, "team_namespace_create.json"),
+			prices: nil,
+			want: Cost{Unpriced: []string{"kubernetes_limit_range", "kubernetes_namespace", "kubernetes_resource_quota", "kubernetes_role_binding"},
+				NoPrice: true},
+		},
+		{
+			// Unchanged unpriced types are not listed, and still leave nothing priced.
+			name:   "kubernetes role binding update",
+			res:    classifyFile(t, "team_namespace_regroup.json"),
+			prices: map[string]float64{"sandbox_network": 1},
+			want:   Cost{Unpriced: []string{"kubernetes_role_binding"}, NoPrice: true},
+		},
+		{
+			// One priced type is enough for the totals to mean something.
+			name:   "kubernetes types beside a priced one",
+			res:    classifyFile(t, "team_namespace_create.json"),
+			prices: map[string]float64{"kubernetes_resource_quota": 0},
+			want: Cost{Lines: []CostLine{{Type: "kubernetes_resource_quota", After: 1}},
+				Unpriced: []string{"kubernetes_limit_range", "kubernetes_namespace", "kubernetes_role_binding"}},
+		},
+		{
+			name: "nothing counted",
+			res:  classify.Result{},
+			want: Cost{},
 		},
 		{
 			// 3 x 0.1 is 0.30000000000000004 in floating point; deposed
@@ -90,5 +119,30 @@ func TestEstimateCost(t *testing.T) {
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// What a reviewer reads: money, or "no price" where nothing counted has one.
+func TestCostAmounts(t *testing.T) {
+	t.Parallel()
+	noPrice := EstimateCost(classifyFile(t, "team_namespace_create.json"), nil)
+	before, after, delta := noPrice.Amounts()
+	if before != "no price" || after != "no price" || delta != "no price" {
+		t.Errorf("unpriced kubernetes types: got %q %q %q, want no price three times", before, after, delta)
+	}
+	if got := noPrice.NoPriceFor(); got != "no price for kubernetes_limit_range, kubernetes_namespace, kubernetes_resource_quota, kubernetes_role_binding" {
+		t.Errorf("NoPriceFor: %q", got)
+	}
+	if got := (Cost{NoPrice: true}).NoPriceFor(); got != "no price" {
+		t.Errorf("NoPriceFor without changed types: %q", got)
+	}
+	free := EstimateCost(classifyFile(t, "team_namespace_create.json"), map[string]float64{"kubernetes_namespace": 0})
+	before, after, delta = free.Amounts()
+	if before != "$0.00" || after != "$0.00" || delta != "$0.00" {
+		t.Errorf("a free namespace: got %q %q %q, want $0.00 three times", before, after, delta)
+	}
+	before, after, delta = Cost{Before: 10, After: 12.5, Delta: 2.5}.Amounts()
+	if before != "$10.00" || after != "$12.50" || delta != "+$2.50" {
+		t.Errorf("priced: got %q %q %q", before, after, delta)
 	}
 }

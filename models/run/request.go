@@ -123,6 +123,7 @@ func (s *Requests) Validate(ctx context.Context, req Request) (Validated, *works
 			v.Add("environment", fmt.Sprintf("Environment %s runs jobs on the %s executor, which this Gantry does not offer. Ask an admin.", env.Name, env.Executor))
 		}
 		validated.Runner = chosen
+		validated.OrganizationID, validated.EnvironmentID = subject.OrganizationID, env.ID
 		mayRequest(a, env, chosen, v)
 		if workspaceName.MatchString(name) {
 			if ws, err = s.k.workspaces.Find(ctx, subject.OrganizationID, env.ID, name); err != nil {

@@ -15,6 +15,10 @@ type Validated struct {
 	Sensitive map[string]any
 	// Runner is the executor the environment's jobs run on (set by run.Requests.Validate).
 	Runner RunnerInfo
+	// OrganizationID and EnvironmentID are where the run would be (set by
+	// run.Requests.Validate with Runner): a template module that declares
+	// gantry_organization_id or gantry_environment_id gets them (models/catalog).
+	OrganizationID, EnvironmentID string
 }
 
 // RunnerInfo names an executor and whether it only simulates.

@@ -231,6 +231,8 @@ func (t timeline) cost() Stage {
 	const name = "Cost and impact estimate"
 	r := t.r
 	switch {
+	case r.Cost != nil && r.Cost.NoPrice:
+		return Stage{Name: name, Status: StageDone, Detail: r.Cost.NoPriceFor(), Review: true}
 	case r.Cost != nil:
 		detail := fmt.Sprintf("%s per month (%s → %s)", review.SignedMoney(r.Cost.Delta), review.Money(r.Cost.Before), review.Money(r.Cost.After))
 		if len(r.Cost.Unpriced) > 0 {

@@ -1,0 +1,3 @@
+output "namespace" {
+  value = kubernetes_namespace.this.metadata[0].name
+}

@@ -47,3 +47,17 @@ func TestTeamNamespaceRequestCarriesItsPlace(t *testing.T) {
 	require.False(t, strings.Contains(main, "sandbox"), main)
 	require.Contains(t, string(b.Files[".terraform.lock.hcl"]), `provider "registry.opentofu.org/hashicorp/kubernetes"`)
 }
+
+// A template whose resources have no price says so on its page, rather than an empty
+// table a reader takes for "free"; a priced one keeps its table.
+func TestTemplateWithoutPricesSaysNoPrice(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	viewer := app.LoggedIn(t, "viewer@acme.test")
+	page := webtest.ReadBody(t, app.Get(t, viewer, "/catalog/team-namespace"))
+	require.Contains(t, page, `data-testid="no-prices"`)
+	require.NotContains(t, page, `data-testid="prices"`)
+	page = webtest.ReadBody(t, app.Get(t, viewer, "/catalog/bucket"))
+	require.Contains(t, page, `data-testid="prices"`)
+	require.NotContains(t, page, `data-testid="no-prices"`)
+}

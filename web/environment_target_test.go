@@ -64,7 +64,7 @@ func TestEnvironmentTargetForm(t *testing.T) {
 	page := webtest.ReadBody(t, app.Get(t, admin, "/environments/new"))
 	for _, want := range []string{`id="target_kind_sandbox" value="sandbox" checked`, `id="target_kind_kubernetes"`, `id="target_kind_aws"`,
 		`id="target_kind_gcp"`, `id="target_kind_azure"`, `name="target_kubernetes_ca"`, `name="target_aws_write_role_arn"`,
-		`name="target_gcp_provider"`, `name="target_azure_write_client_id"`, "docs/targets.md", "JWT authenticator", "sts:AssumeRoleWithWebIdentity"} {
+		`name="target_gcp_provider"`, `name="target_azure_write_client_id"`, "JWT authenticator", "sts:AssumeRoleWithWebIdentity"} {
 		require.Contains(t, page, want)
 	}
 	require.Equal(t, 2, strings.Count(page, `data-testid="not-exercised"`), "Google Cloud and Azure say they are not exercised here")
@@ -161,7 +161,7 @@ func TestEnvironmentTargetForm(t *testing.T) {
 	require.Regexp(t, `data-testid="integration-credentials">\s*<span[^>]*>federated<`, section)
 	dev := regexpFind(t, `(?s)<section data-testid="governance-env-development">.*?</section>`, report)
 	require.Contains(t, dev, `data-testid="integration-kind">Sandbox cloud<`)
-	require.Contains(t, dev, "read-scoped workload token")
+	require.Contains(t, dev, `data-testid="integration-read">a workload token of scope read<`)
 	owner := authz.WithSubject(context.Background(), app.NewMember(t, "acme", "Owen", authz.RoleOwner, false).Subject(time.Now()))
 	require.NoError(t, app.System.Credentials.SetStaticReadCredential(owner, staging, "sbxk-static-target-read"))
 	require.NoError(t, app.System.Credentials.SetStaticCredential(owner, staging, "sbxk-static-target-write"))

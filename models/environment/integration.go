@@ -163,8 +163,7 @@ func IntegrationOf(env Environment, st Standing) Integration {
 		i.Where = "tenant " + z.TenantID + ", subscription " + z.SubscriptionID
 		i.Read, i.Write = "application "+z.ReadClientID, "application "+z.WriteClientID
 	default:
-		i.Where = "Gantry's sandbox cloud"
-		i.Read, i.Write = "a read-scoped workload token ("+subject+")", "a write-scoped workload token ("+subject+")"
+		i.Read, i.Write = "a workload token of scope read", "a workload token of scope write"
 	}
 	if st.ReadSetAt != nil {
 		i.Read = "the environment's static read credential (standing access)"

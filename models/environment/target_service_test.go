@@ -204,7 +204,8 @@ func TestIntegrationOf(t *testing.T) {
 	i := environment.IntegrationOf(env, environment.Standing{})
 	require.Equal(t, environment.TargetSandbox, i.Kind)
 	require.Equal(t, "federated", i.Credentials())
-	require.Contains(t, i.Read, "read-scoped workload token (org:org-1:env:env-1:ws:<workspace>:run:<run>:phase:<phase>)")
+	require.Equal(t, environment.Integration{Kind: environment.TargetSandbox, Audience: "sandbox",
+		Read: "a workload token of scope read", Write: "a workload token of scope write"}, i)
 
 	env.Target = *kubeTarget("https://k8s.example.com", "x")
 	i = environment.IntegrationOf(env, environment.Standing{})

@@ -144,8 +144,9 @@ func TestEnvironmentTargetForm(t *testing.T) {
 	require.Contains(t, row, `data-testid="target-credentials"`)
 	require.Contains(t, row, `>federated<`)
 	page = webtest.ReadBody(t, app.Get(t, admin, "/environments/"+staging+"/edit"))
-	require.Contains(t, page, `data-testid="target-read">group gantry:ws:&lt;workspace&gt;:read<`)
-	require.Contains(t, page, `data-testid="target-write">group gantry:ws:&lt;workspace&gt;:write<`)
+	org := app.Orgs["acme"]
+	require.Contains(t, page, `data-testid="target-read">groups gantry:ws:&lt;workspace&gt;:read, gantry:org:`+org+`:read (user gantry:org:`+org+`:env:`+staging+`:ws:&lt;workspace&gt;:run:&lt;run&gt;:phase:&lt;phase&gt;)<`)
+	require.Contains(t, page, `data-testid="target-write">groups gantry:ws:&lt;workspace&gt;:write, gantry:org:`+org+`:write (user gantry:org:`)
 	require.Contains(t, page, `id="target_kind_kubernetes" value="kubernetes" checked`)
 	require.Contains(t, page, `value="https://k8s.example.com:6443"`)
 
@@ -156,8 +157,8 @@ func TestEnvironmentTargetForm(t *testing.T) {
 	section := regexpFind(t, `(?s)<section data-testid="governance-env-staging">.*?</section>`, report)
 	require.Contains(t, section, `data-testid="integration-kind">Kubernetes<`)
 	require.Contains(t, section, `data-testid="integration-where">https://k8s.example.com:6443<`)
-	require.Contains(t, section, `data-testid="integration-read">group gantry:ws:&lt;workspace&gt;:read<`)
-	require.Contains(t, section, `data-testid="integration-write">group gantry:ws:&lt;workspace&gt;:write<`)
+	require.Contains(t, section, `data-testid="integration-read">groups gantry:ws:&lt;workspace&gt;:read, gantry:org:`+org+`:read (user gantry:org:`)
+	require.Contains(t, section, `data-testid="integration-write">groups gantry:ws:&lt;workspace&gt;:write, gantry:org:`+org+`:write (user gantry:org:`)
 	require.Regexp(t, `data-testid="integration-credentials">\s*<span[^>]*>federated<`, section)
 	dev := regexpFind(t, `(?s)<section data-testid="governance-env-development">.*?</section>`, report)
 	require.Contains(t, dev, `data-testid="integration-kind">Sandbox cloud<`)

@@ -34,8 +34,8 @@ func (k TargetKind) Label() string {
 func (k TargetKind) Trust() string {
 	switch k {
 	case TargetKubernetes:
-		return "The API server trusts Gantry's issuer with a JWT authenticator for the audience below, mapping each token to the group " +
-			KubernetesGroup("<workspace>", "read") + " or " + KubernetesGroup("<workspace>", "write") + "; RBAC grants each group its access."
+		return "The API server trusts Gantry's issuer with a JWT authenticator for the audience below, mapping each token to the groups of its workspace and scope (" +
+			KubernetesGroups("<organization>", "<workspace>", "read")[0] + " or …:write); RBAC grants each group its access."
 	case TargetAWS:
 		return "An IAM OIDC identity provider for Gantry's issuer, and two roles whose trust policy lets tokens for the audience below assume them " +
 			"(sts:AssumeRoleWithWebIdentity): the read role for plans and verifications, the write role for applies."
@@ -56,11 +56,25 @@ func (TargetKind) OpenAPIEnum() []string {
 	return out
 }
 
-// KubernetesGroup is the Kubernetes group a phase's token maps to on a Kubernetes target
-// (the API server's claim mappings: docs/targets.md): one group per workspace and scope,
-// which RBAC binds to what that scope may do.
-func KubernetesGroup(workspace, scope string) string {
-	return "gantry:ws:" + workspace + ":" + scope
+// KubernetesUser is who a phase's token is on a Kubernetes target, and KubernetesGroups
+// its groups: the API server's claim mappings (deploy/targets/kubernetes/
+// authentication-config.yaml) name the user after the token's subject and give it a
+// group per workspace and scope and one per organization and scope, which RBAC binds to
+// what that scope may do.
+func KubernetesUser(subject string) string { return "gantry:" + subject }
+
+// KubernetesGroups: see KubernetesUser.
+func KubernetesGroups(orgID, workspace, scope string) []string {
+	return []string{"gantry:ws:" + workspace + ":" + scope, "gantry:org:" + orgID + ":" + scope}
+}
+
+// TakesStaticCredential reports whether a static credential an environment holds can
+// stand in for the workload token on a target of kind k: it is handed over as the token
+// file, a bearer token, which the sandbox cloud and a Kubernetes API server take; AWS,
+// Google Cloud and Azure exchange a web identity token, and a phase holding a static
+// credential is refused there.
+func (k TargetKind) TakesStaticCredential() bool {
+	return k == TargetSandbox || k == TargetKubernetes || k == ""
 }
 
 // Same reports whether a and b are the same target as stored.
@@ -135,7 +149,10 @@ func IntegrationOf(env Environment, st Standing) Integration {
 	case TargetKubernetes:
 		k := deref0(t.Kubernetes)
 		i.Where = k.Server
-		i.Read, i.Write = "group "+KubernetesGroup("<workspace>", "read"), "group "+KubernetesGroup("<workspace>", "write")
+		as := func(scope string) string {
+			return "groups " + strings.Join(KubernetesGroups(env.OrganizationID, "<workspace>", scope), ", ") + " (user " + KubernetesUser(subject) + ")"
+		}
+		i.Read, i.Write = as("read"), as("write")
 	case TargetAWS:
 		a := deref0(t.AWS)
 		i.Where = "region " + a.Region
@@ -165,11 +182,17 @@ func IntegrationOf(env Environment, st Standing) Integration {
 	default:
 		i.Read, i.Write = "a workload token of scope read", "a workload token of scope write"
 	}
+	static := func(which string) string {
+		if !t.Kind.TakesStaticCredential() {
+			return "none: the environment holds a static " + which + " credential, which this target cannot use, so its phases are refused until it is removed"
+		}
+		return "the environment's static " + which + " credential (standing access)"
+	}
 	if st.ReadSetAt != nil {
-		i.Read = "the environment's static read credential (standing access)"
+		i.Read = static("read")
 	}
 	if st.WriteSetAt != nil {
-		i.Write = "the environment's static write credential (standing access)"
+		i.Write = static("write")
 	}
 	return i
 }

@@ -210,7 +210,12 @@ func TestIntegrationOf(t *testing.T) {
 	env.Target = *kubeTarget("https://k8s.example.com", "x")
 	i = environment.IntegrationOf(env, environment.Standing{})
 	require.Equal(t, environment.Integration{Kind: environment.TargetKubernetes, Where: "https://k8s.example.com", Audience: "kubernetes",
-		Read: "group gantry:ws:<workspace>:read", Write: "group gantry:ws:<workspace>:write"}, i)
+		Read:  "groups gantry:ws:<workspace>:read, gantry:org:org-1:read (user gantry:org:org-1:env:env-1:ws:<workspace>:run:<run>:phase:<phase>)",
+		Write: "groups gantry:ws:<workspace>:write, gantry:org:org-1:write (user gantry:org:org-1:env:env-1:ws:<workspace>:run:<run>:phase:<phase>)"}, i)
+	now := time.Now()
+	i = environment.IntegrationOf(env, environment.Standing{WriteSetAt: &now, ReadSetAt: &now})
+	require.Equal(t, "static", i.Credentials())
+	require.Equal(t, "the environment's static read credential (standing access)", i.Read, "a Kubernetes target takes it as a bearer token")
 
 	env.Target = environment.Target{Kind: environment.TargetGCP, GCP: &environment.GCPTarget{Provider: "projects/1/locations/global/workloadIdentityPools/pool1/providers/prov1",
 		WriteServiceAccount: "writer@p1.iam.gserviceaccount.com"}}
@@ -219,9 +224,8 @@ func TestIntegrationOf(t *testing.T) {
 	require.Equal(t, "service account writer@p1.iam.gserviceaccount.com", i.Write)
 	require.Equal(t, "https://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool1/providers/prov1", i.Audience)
 
-	now := time.Now()
 	i = environment.IntegrationOf(env, environment.Standing{WriteSetAt: &now, ReadSetAt: &now})
 	require.Equal(t, "static", i.Credentials())
-	require.Contains(t, i.Read, "static read credential")
-	require.Contains(t, i.Write, "static write credential")
+	require.Equal(t, "none: the environment holds a static read credential, which this target cannot use, so its phases are refused until it is removed", i.Read)
+	require.Contains(t, i.Write, "static write credential, which this target cannot use")
 }

@@ -39,6 +39,7 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 	require.NoError(t, os.MkdirAll(shots38, 0o755))
 	ca := browserCA(t)
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
+	org := app.Orgs["acme"]
 	b := startBrowser(t, chrome)
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
 	edit := app.URL + "/environments/" + staging + "/edit"
@@ -97,8 +98,8 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 
 	b.do(t, "open the edit page again", chromedp.Navigate(edit), chromedp.WaitVisible(chromedp.CSS(`[data-testid="target-summary"]`)))
 	require.Equal(t, "Kubernetes", text(t, b, chromedp.CSS(`[data-testid="target-summary"] [data-testid="target-kind"]`)))
-	require.Equal(t, "group gantry:ws:<workspace>:read", text(t, b, chromedp.CSS(`[data-testid="target-read"]`)))
-	require.Equal(t, "group gantry:ws:<workspace>:write", text(t, b, chromedp.CSS(`[data-testid="target-write"]`)))
+	require.True(t, strings.HasPrefix(text(t, b, chromedp.CSS(`[data-testid="target-read"]`)), "groups gantry:ws:<workspace>:read, gantry:org:"+org+":read (user gantry:org:"))
+	require.True(t, strings.HasPrefix(text(t, b, chromedp.CSS(`[data-testid="target-write"]`)), "groups gantry:ws:<workspace>:write, gantry:org:"+org+":write (user gantry:org:"))
 	require.Equal(t, "https://k8s.example.com:6443", value(t, b, chromedp.ID("target_kubernetes_server")))
 	screenshotAt(t, b, shots38+"/target-kubernetes-saved-1280.png", 1280, 900, false)
 	screenshotAt(t, b, shots38+"/target-kubernetes-saved-phone.png", 390, 844, true)
@@ -112,8 +113,8 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(section+`[data-testid="integration"]`)))
 	require.Equal(t, "Kubernetes", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-kind"]`)))
 	require.Equal(t, "https://k8s.example.com:6443", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-where"]`)))
-	require.Equal(t, "group gantry:ws:<workspace>:read", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-read"]`)))
-	require.Equal(t, "group gantry:ws:<workspace>:write", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-write"]`)))
+	require.True(t, strings.HasPrefix(text(t, auditor, chromedp.CSS(section+`[data-testid="integration-read"]`)), "groups gantry:ws:<workspace>:read, gantry:org:"+org+":read"))
+	require.True(t, strings.HasPrefix(text(t, auditor, chromedp.CSS(section+`[data-testid="integration-write"]`)), "groups gantry:ws:<workspace>:write, gantry:org:"+org+":write"))
 	require.Equal(t, "federated", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-credentials"]`)))
 	require.Equal(t, "Sandbox cloud", text(t, auditor, chromedp.CSS(`[data-testid="governance-env-development"] [data-testid="integration-kind"]`)))
 	screenshotAt(t, auditor, shots38+"/governance-1280.png", 1280, 900, false)

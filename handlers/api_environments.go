@@ -9,6 +9,7 @@ import (
 
 	"gantry/handlers/openapi"
 	"gantry/models/environment"
+	"gantry/models/pages"
 	"gantry/views/paths"
 )
 
@@ -56,8 +57,12 @@ type environmentJSON struct {
 	// is set (null: that phase uses workload identity), never what it is.
 	CloudCredentialSetAt     *time.Time `json:"cloud_credential_set_at" doc:"when the static write credential (used by applies only) was set; null: applies use workload identity tokens. The credential is never returned."`
 	CloudReadCredentialSetAt *time.Time `json:"cloud_read_credential_set_at" doc:"when the static read credential (used by plans and verifications) was set; null: they use read-scoped workload identity tokens. They never get the write credential. The credential is never returned."`
-	CreatedAt                time.Time  `json:"created_at"`
-	UpdatedAt                time.Time  `json:"updated_at"`
+	// Target is where its runs provision; Credentials whether its phases use the
+	// target's federated identities or the static credentials it holds.
+	Target      environment.Target `json:"target" doc:"where the environment's runs provision and how a phase is let in: kind, audience (empty: the kind's default) and the kind's settings (docs/targets.md)"`
+	Credentials string             `json:"credentials" doc:"federated: each phase gets a short-lived workload token the target exchanges; static: the environment holds static credentials its phases get instead"`
+	CreatedAt   time.Time          `json:"created_at"`
+	UpdatedAt   time.Time          `json:"updated_at"`
 }
 
 type environmentRequest struct {
@@ -82,6 +87,8 @@ type environmentRequest struct {
 	CloudCredentialRemove     bool   `json:"cloud_credential_remove,omitempty" doc:"removes the static write credential: applies use workload identity tokens again"`
 	CloudReadCredential       string `json:"cloud_read_credential,omitempty" doc:"write-only: sets or replaces the static read credential (a read-only API key), which plans and verifications get instead of the write credential; must not be the write credential; never returned"`
 	CloudReadCredentialRemove bool   `json:"cloud_read_credential_remove,omitempty" doc:"removes the static read credential: plans and verifications use read-scoped workload identity tokens again"`
+	// Target: absent is the sandbox cloud on create, unchanged on edit.
+	Target *environment.Target `json:"target,omitempty" doc:"where the environment's runs provision; absent: the sandbox cloud on create, unchanged on edit. Only the kind's settings are kept; a wrong setting is a 422 naming target_<kind>_<setting>"`
 }
 
 func (r environmentRequest) credentials() environment.CredentialChanges {
@@ -94,11 +101,12 @@ func (r environmentRequest) credentials() environment.CredentialChanges {
 func (r environmentRequest) input() environment.Input {
 	return environment.Input{Name: r.Name, Tier: r.Tier, RequiresApproval: r.RequiresApproval, Restricted: r.Restricted, Grants: r.Grants,
 		DecisionWindowHours: r.DecisionWindowHours, PromotionOrder: r.PromotionOrder, DriftIntervalMinutes: r.DriftIntervalMinutes,
-		Owners: r.Owners, OwnerGroups: r.OwnerGroups}
+		Owners: r.Owners, OwnerGroups: r.OwnerGroups, Target: r.Target}
 }
 
-func toJSON(e environment.Environment, st environment.Standing) environmentJSON {
-	return environmentJSON{ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
+func toJSON(l pages.EnvironmentLine) environmentJSON {
+	e, st := l.Environment, l.Standing
+	return environmentJSON{Target: e.Target.OrSandbox(), Credentials: l.Integration.Credentials(), ID: e.ID, Name: e.Name, Tier: string(e.Tier), RequiresApproval: e.RequiresApproval,
 		Restricted: e.Restricted, DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder,
 		DriftIntervalMinutes: e.DriftIntervalMinutes, Owners: nonNil(e.Owners), OwnerGroups: nonNil(e.OwnerGroups),
 		CloudCredentialSetAt: st.WriteSetAt, CloudReadCredentialSetAt: st.ReadSetAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
@@ -118,7 +126,7 @@ func (h EnvironmentsAPI) list(c echo.Context) error {
 	}
 	out := make([]environmentJSON, 0, len(envs))
 	for _, e := range envs {
-		out = append(out, toJSON(e.Environment, e.Standing))
+		out = append(out, toJSON(e))
 	}
 	return c.JSON(http.StatusOK, environmentList{Environments: out})
 }
@@ -128,7 +136,7 @@ func (h EnvironmentsAPI) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toJSON(env.Environment, env.Standing))
+	return c.JSON(http.StatusOK, toJSON(env))
 }
 
 func (h EnvironmentsAPI) create(c echo.Context) error { return h.save(c, "", http.StatusCreated) }
@@ -146,5 +154,5 @@ func (h EnvironmentsAPI) save(c echo.Context, id string, status int) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, toJSON(env.Environment, env.Standing))
+	return c.JSON(status, toJSON(env))
 }

@@ -55,7 +55,7 @@ func (h Environments) list(c echo.Context) error {
 		rows = append(rows, views.EnvironmentRow{ID: e.ID, Name: e.Name, Tier: string(e.Tier),
 			RequiresApproval: e.RequiresApproval, Restricted: e.Restricted, Executor: e.Executor,
 			DecisionWindowHours: e.DecisionWindowHours, PromotionOrder: e.PromotionOrder, DriftSchedule: driftSchedule(e.DriftIntervalMinutes),
-			StaticCredential: e.Standing.Any()})
+			StaticCredential: e.Standing.Any(), Target: targetSummary(e.Integration)})
 	}
 	return render.Page(c, http.StatusOK, views.Environments(views.EnvironmentsProps{Rows: rows}))
 }
@@ -66,7 +66,8 @@ func (h Environments) new(c echo.Context) error {
 		return err
 	}
 	return render.Page(c, http.StatusOK, views.EnvironmentForm(formProps(views.EnvironmentFormProps{Tier: string(environment.TierDevelopment),
-		Approval: "default", DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours)}, f, nil)))
+		Approval: "default", DecisionWindowHours: strconv.Itoa(environment.DefaultDecisionWindowHours),
+		Target: targetForm(environment.Target{Kind: environment.TargetSandbox})}, f, nil)))
 }
 
 func (h Environments) edit(c echo.Context) error {
@@ -79,6 +80,7 @@ func (h Environments) edit(c echo.Context) error {
 		ID: env.ID, Name: env.Name, Tier: string(env.Tier), Approval: onOff(env.RequiresApproval), Restricted: env.Restricted,
 		Executor: env.Executor, DecisionWindowHours: strconv.Itoa(env.DecisionWindowHours), PromotionOrder: strconv.Itoa(env.PromotionOrder),
 		DriftInterval: strconv.Itoa(env.DriftIntervalMinutes), OwnerGroups: strings.Join(env.OwnerGroups, "\n"),
+		Target: targetForm(env.Target.OrSandbox()),
 	}, f, env.Owners)))
 }
 
@@ -95,10 +97,16 @@ func (h Environments) save(c echo.Context, id string) error {
 		return err
 	}
 	if refused != nil {
+		target := environment.Target{Kind: environment.TargetSandbox}
+		if in.Target != nil {
+			target = *in.Target
+		} else if refused.Environment != nil {
+			target = refused.Environment.Target.OrSandbox()
+		}
 		return render.Page(c, http.StatusUnprocessableEntity, views.EnvironmentForm(formProps(views.EnvironmentFormProps{
 			ID: id, Name: in.Name, Tier: in.Tier, Approval: approval, Restricted: in.Restricted, Executor: in.Executor,
 			DecisionWindowHours: c.FormValue("decision_window_hours"), PromotionOrder: c.FormValue("promotion_order"),
-			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"),
+			DriftInterval: c.FormValue("drift_interval_minutes"), OwnerGroups: c.FormValue("owner_groups"), Target: targetForm(target),
 		}, *refused, *in.Owners)))
 	}
 	verb := " saved."
@@ -126,6 +134,10 @@ func credentialInput(c echo.Context) environment.CredentialChanges {
 // editing whether each static cloud credential is set (never a credential).
 func formProps(p views.EnvironmentFormProps, f pages.EnvironmentForm, owners []string) views.EnvironmentFormProps {
 	p.Errors, p.CredentialsManaged = f.Errors, f.CredentialsManaged
+	if f.Environment != nil {
+		summary := targetSummary(f.Environment.Integration)
+		p.Summary = &summary
+	}
 	if f.CredentialsManaged {
 		p.CredentialSetAt, p.ReadCredentialSetAt = f.Standing.WriteSetAt, f.Standing.ReadSetAt
 	}
@@ -163,6 +175,7 @@ func environmentInput(c echo.Context, creating bool) (environment.Input, string)
 		Restricted: c.FormValue("restricted") == "on",
 		Grants:     form["grants"],
 		Executor:   c.FormValue("executor"),
+		Target:     targetInput(c),
 	}
 	// The form always sends its owners (an empty list when none is ticked).
 	owners, groups := append([]string{}, form["owners"]...), []string{}

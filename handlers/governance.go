@@ -60,7 +60,7 @@ func governanceProps(rep governance.Report, editsEnvironments bool) views.Govern
 		Handoff: rep.Handoff, MarkdownURL: paths.GovernanceMarkdown()}
 	for _, e := range rep.Environments {
 		a := e.Applies
-		ge := views.GovernanceEnvironment{Name: e.Name, Tier: e.Tier, ApplyIdentity: e.ApplyIdentity,
+		ge := views.GovernanceEnvironment{Name: e.Name, Tier: e.Tier, ApplyIdentity: e.ApplyIdentity, Integration: targetSummary(e.Integration),
 			Applied: a.Applied, Unevidenced: a.Unevidenced, SelfApproved: a.SelfApproved, SelfService: a.SelfService}
 		for _, g := range e.Gates {
 			ge.Gates = append(ge.Gates, views.GovernanceGate{ID: g.ID, Name: g.Name, Checks: g.Checks, Status: g.Status, EnforcedBy: g.EnforcedBy, Holds: g.Holds()})

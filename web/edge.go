@@ -38,10 +38,11 @@ func bodyLimit(r *http.Request) int64 {
 // multiLineFields are the form fields people type several lines into: the Rego source
 // and tests of a policy upload (the textareas of views/policies.templ), the reason of a
 // run decision (approve, reject, override, cancel, recover), which is stored and shown
-// as written, and an environment's owner groups (one per line; the service then refuses
-// control characters inside a group name). Tab, CR and LF stay allowed in them; every
+// as written, an environment's owner groups (one per line; the service then refuses
+// control characters inside a group name) and its Kubernetes target's CA certificate
+// (PEM lines, environment.TargetCAField). Tab, CR and LF stay allowed in them; every
 // other field refuses all control characters, so none reach the database or a page.
-var multiLineFields = map[string]bool{"rego": true, "tests": true, "reason": true, "owner_groups": true}
+var multiLineFields = map[string]bool{"rego": true, "tests": true, "reason": true, "owner_groups": true, "target_kubernetes_ca": true}
 
 // What each part of a request may carry besides printable text. NUL and bytes that are
 // not UTF-8 are refused everywhere.

@@ -53,8 +53,12 @@ type Environment struct {
 	// DriftIntervalMinutes is how often each workspace's drift is checked (DESIGN §9):
 	// 0 is never (development's default), else 5 minutes to a week.
 	DriftIntervalMinutes int
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	// Target is where the environment's runs provision and how a phase is let in there
+	// (the sandbox cloud unless an admin says otherwise); every read of an environment
+	// reads it.
+	Target    Target `gorm:"serializer:json"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Owners (user ids) and OwnerGroups (ID token groups) are the environment's named
 	// owners: the deciders of a matrix row that names the environment's owners. Read by
 	// Lookup and Owners; stored in their own tables.
@@ -155,6 +159,9 @@ type Input struct {
 	// DriftIntervalMinutes nil (absent) means the tier's default on create and
 	// "unchanged" on edit; 0 turns scheduled drift checks off.
 	DriftIntervalMinutes *int
+	// Target nil (absent) means the sandbox cloud on create and "unchanged" on edit;
+	// otherwise it is checked (Target.Validate) and stored as Target.Normal.
+	Target *Target
 }
 
 // Executors are the values an environment's executor may take.
@@ -189,6 +196,9 @@ func (in Input) Validate() *errs.Validation {
 	}
 	if d := in.DriftIntervalMinutes; d != nil && *d != 0 && (*d < MinDriftIntervalMinutes || *d > MaxDriftIntervalMinutes) {
 		v.Add("drift_interval_minutes", fmt.Sprintf("Off, or every %d minutes to %d days.", MinDriftIntervalMinutes, MaxDriftIntervalMinutes/(24*60)))
+	}
+	if in.Target != nil {
+		in.Target.Validate(v)
 	}
 	for _, g := range deref(in.OwnerGroups) {
 		if g = strings.TrimSpace(g); g != "" && !groupPattern.MatchString(g) {

@@ -120,3 +120,14 @@ func (s *Directory) AllNames(ctx context.Context) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// Target is the target of environment envID of organization orgID (the sandbox cloud
+// for one that names none): the runner's read when it hands a phase its credentials (the
+// system acts; no subject). Another organization's environment is not found.
+func (s *Directory) Target(ctx context.Context, orgID, envID string) (Target, error) {
+	env, err := s.get(ctx, orgID, envID, false)
+	if err != nil {
+		return Target{}, err
+	}
+	return env.Target.OrSandbox(), nil
+}

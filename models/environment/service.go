@@ -125,6 +125,10 @@ func (s *Service) Create(ctx context.Context, in Input) (Environment, error) {
 			PromotionOrder:      cmp.Or(in.PromotionOrder, Tier(in.Tier).DefaultPromotionOrder()),
 			// Written explicitly: the column's default is off whatever the tier.
 			DriftIntervalMinutes: Tier(in.Tier).DefaultDriftIntervalMinutes(),
+			Target:               Target{Kind: TargetSandbox},
+		}
+		if in.Target != nil {
+			env.Target = in.Target.Normal()
 		}
 		if in.DriftIntervalMinutes != nil {
 			env.DriftIntervalMinutes = *in.DriftIntervalMinutes
@@ -197,6 +201,9 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 		if in.DriftIntervalMinutes != nil {
 			env.DriftIntervalMinutes = *in.DriftIntervalMinutes
 		}
+		if in.Target != nil {
+			env.Target = in.Target.Normal()
+		}
 		afterGrants := normaliseIDs(in.Grants)
 		if in.Owners != nil {
 			env.Owners = normaliseIDs(*in.Owners)
@@ -213,7 +220,8 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 			Updates(map[string]any{
 				"name": env.Name, "tier": env.Tier, "requires_approval": env.RequiresApproval,
 				"restricted": env.Restricted, "executor": env.Executor, "decision_window_hours": env.DecisionWindowHours,
-				"promotion_order": env.PromotionOrder, "drift_interval_minutes": env.DriftIntervalMinutes, "updated_at": gorm.Expr("now()"),
+				"promotion_order": env.PromotionOrder, "drift_interval_minutes": env.DriftIntervalMinutes, "target": env.Target,
+				"updated_at": gorm.Expr("now()"),
 			}).Error
 		if err != nil {
 			return s.nameConflict(err, in.Name)
@@ -242,7 +250,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Environment,
 func sameSettings(a, b Environment) bool {
 	return a.Name == b.Name && a.Tier == b.Tier && a.RequiresApproval == b.RequiresApproval && a.Restricted == b.Restricted &&
 		a.Executor == b.Executor && a.DecisionWindowHours == b.DecisionWindowHours && a.PromotionOrder == b.PromotionOrder &&
-		a.DriftIntervalMinutes == b.DriftIntervalMinutes &&
+		a.DriftIntervalMinutes == b.DriftIntervalMinutes && a.Target.Same(b.Target) &&
 		slices.Equal(a.Owners, b.Owners) && slices.Equal(a.OwnerGroups, b.OwnerGroups)
 }
 
@@ -302,6 +310,7 @@ func snapshot(env Environment, grants []string) map[string]any {
 		"restricted": env.Restricted, "grants": grants, "executor": env.Executor,
 		"decision_window_hours": env.DecisionWindowHours, "promotion_order": env.PromotionOrder,
 		"drift_interval_minutes": env.DriftIntervalMinutes, "owners": nonNil(env.Owners), "owner_groups": nonNil(env.OwnerGroups),
+		"target": env.Target.Audited(),
 	}
 }
 

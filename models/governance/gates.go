@@ -43,7 +43,7 @@ var changeKinds = []changeKind{
 func (s Service) environment(env environment.Environment, f inForce) EnvironmentReport {
 	ex := s.Executors.Executor(env.Executor)
 	er := EnvironmentReport{ID: env.ID, Name: env.Name, Tier: string(env.Tier), Restricted: env.Restricted, DecisionWindowHours: env.DecisionWindowHours,
-		Executor: ex.Name, Applies: f.applies}
+		Executor: ex.Name, Applies: f.applies, Integration: environment.IntegrationOf(env, f.standing)}
 	er.Gates = append(er.Gates, planGate(ex), policyGate(f.bundle, f.modes))
 	var approvals []assessedKind
 	for _, k := range changeKinds {

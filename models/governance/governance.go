@@ -167,9 +167,12 @@ type Finding struct {
 
 // EnvironmentReport is one environment's part.
 type EnvironmentReport struct {
-	ID, Name, Tier      string
-	Gates               []Gate
-	ApplyIdentity       string
+	ID, Name, Tier string
+	Gates          []Gate
+	ApplyIdentity  string
+	// Integration is where its runs provision, the identity a read and a write phase
+	// uses there, and whether that is federated or static.
+	Integration         environment.Integration
 	Findings            []Finding
 	Applies             audit.ApplyCount
 	Restricted          bool
@@ -269,8 +272,13 @@ func (s Service) Report(ctx context.Context) (Report, error) {
 	case standing > 1:
 		identities = fmt.Sprintf("%d environments hold standing static credentials (findings above)", standing)
 	}
+	integrations := make([]string, len(rep.Environments))
+	for i, e := range rep.Environments {
+		integrations[i] = e.Name + ": " + e.Integration.Kind.Label() + " (" + e.Integration.Credentials() + ")"
+	}
 	rep.Handoff = []string{
 		"Apply identities: " + identities + ".",
+		"Integrations (where each environment's runs provision, and whether with federated workload tokens or static credentials): " + strings.Join(integrations, "; ") + ".",
 		"Policy is evaluated by Gantry at plan time and again before every apply (bundle digest " + bundle.Digest() + ").",
 		"Manual change path: break-glass windows, approved by another admin and codified through a gated run (see above); " + rep.ManualChangeRecord[0],
 		"Rollback boundaries: " + words.Count(len(rep.Rollback), "template", "templates") + ", see above.",

@@ -18,6 +18,12 @@ func (r Report) Markdown(org string) string {
 		}
 		a := e.Applies
 		fmt.Fprintf(&b, "\nApply identity: %s. Applies: %d (%d unevidenced, %d self-approved, %d self-service).\n\n", e.ApplyIdentity, a.Applied, a.Unevidenced, a.SelfApproved, a.SelfService)
+		i := e.Integration
+		fmt.Fprintf(&b, "Integration: %s at %s, token audience %s; plans and verifications as %s; applies as %s; %s.", i.Kind.Label(), i.Where, i.Audience, i.Read, i.Write, i.Credentials())
+		if !i.Kind.Exercised() {
+			b.WriteString(" Not exercised against the real cloud by Gantry's tests.")
+		}
+		b.WriteString("\n\n")
 		for _, f := range e.Findings {
 			fmt.Fprintf(&b, "- **Finding:** %s. Setting: %s.", f.Text, f.Setting.Name)
 			if len(f.Runs) > 0 {

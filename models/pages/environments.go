@@ -44,10 +44,16 @@ type Environments struct {
 	Credentials EnvironmentCredentials
 }
 
-// EnvironmentLine is an environment with what static credentials it holds.
+// EnvironmentLine is an environment with what static credentials it holds, and so its
+// integration: where its runs provision and as whom, federated or static.
 type EnvironmentLine struct {
 	environment.Environment
-	Standing environment.Standing
+	Standing    environment.Standing
+	Integration environment.Integration
+}
+
+func lineOf(env environment.Environment, st environment.Standing) EnvironmentLine {
+	return EnvironmentLine{Environment: env, Standing: st, Integration: environment.IntegrationOf(env, st)}
 }
 
 // List reads the organization's environments with their static credentials' standing.
@@ -64,7 +70,7 @@ func (s Environments) List(ctx context.Context) ([]EnvironmentLine, error) {
 	}
 	out := make([]EnvironmentLine, len(envs))
 	for i, e := range envs {
-		out[i] = EnvironmentLine{Environment: e, Standing: static[e.ID]}
+		out[i] = lineOf(e, static[e.ID])
 	}
 	return out, nil
 }
@@ -80,18 +86,16 @@ func (s Environments) Get(ctx context.Context, id string) (EnvironmentLine, erro
 
 // line is env with its static credentials' standing (none without a store).
 func (s Environments) line(ctx context.Context, env environment.Environment) (EnvironmentLine, error) {
-	l := EnvironmentLine{Environment: env}
 	if s.Credentials == nil {
-		return l, nil
+		return lineOf(env, environment.Standing{}), nil
 	}
-	var err error
-	l.Standing, err = s.Credentials.StaticCredentialStatus(ctx, env.ID)
-	return l, err
+	st, err := s.Credentials.StaticCredentialStatus(ctx, env.ID)
+	return lineOf(env, st), err
 }
 
 // EnvironmentForm is the create or edit form of an environment.
 type EnvironmentForm struct {
-	// Environment is the one edited, as stored (nil: a new one).
+	// Environment is the one edited, as stored (nil: a new one), also on a refused save.
 	Environment *EnvironmentLine
 	// Grants are the members granted the environment, as stored or as submitted.
 	Grants []string
@@ -128,7 +132,8 @@ func (s Environments) Edit(ctx context.Context, id string) (EnvironmentForm, err
 	if err != nil {
 		return EnvironmentForm{}, err
 	}
-	f.Environment = &EnvironmentLine{Environment: env, Standing: f.Standing}
+	l := lineOf(env, f.Standing)
+	f.Environment = &l
 	return f, nil
 }
 
@@ -155,7 +160,7 @@ func (s Environments) form(ctx context.Context, id string, grants []string, prob
 func (s Environments) Save(ctx context.Context, id string, in environment.Input, creds environment.CredentialChanges, form bool) (EnvironmentLine, *EnvironmentForm, error) {
 	env, err := s.save(ctx, id, in, creds)
 	if v, ok := errs.AsValidation(err); ok && form {
-		f, ferr := s.form(ctx, id, in.Grants, v.Fields)
+		f, ferr := s.refused(ctx, id, in.Grants, v.Fields)
 		if ferr != nil {
 			return EnvironmentLine{}, nil, ferr
 		}
@@ -171,6 +176,22 @@ func (s Environments) Save(ctx context.Context, id string, in environment.Input,
 	}
 	l, err := s.line(ctx, env)
 	return l, nil, err
+}
+
+// refused is the form of a refused save: what was submitted with the messages, and the
+// environment as stored when editing (what a field the submission left out still is).
+func (s Environments) refused(ctx context.Context, id string, grants []string, problems map[string]string) (EnvironmentForm, error) {
+	f, err := s.form(ctx, id, grants, problems)
+	if err != nil || id == "" {
+		return f, err
+	}
+	env, err := s.Service.Get(ctx, id)
+	if err != nil {
+		return EnvironmentForm{}, err
+	}
+	l := lineOf(env, f.Standing)
+	f.Environment = &l
+	return f, nil
 }
 
 // save checks creds (on their own for a new environment, which holds none to compare

@@ -70,7 +70,8 @@ func requireAccessible(t *testing.T, b *browser, page string) {
 // and the auditor's), catalog and template pages, request form (also with its errors),
 // run, review, inbox (also just after a decision), workspaces list (also the archived
 // ones), workspace and change pages (also as a viewer), the audit history and exports,
-// the governance report, break-glass, members, executors, tokens and the 404 page.
+// the governance report, break-glass, members, executors, tokens, the environment list
+// and forms (also an environment's target refused on its field) and the 404 page.
 func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
@@ -89,7 +90,7 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	signInAs(t, b, app, adminEmail, adminPassword, "Adam")
 	for _, page := range []string{"/", "/catalog", "/catalog/bucket", "/requests/new?template=postgres", runPath, runPath + "/review", "/approvals",
 		"/workspaces", "/workspaces/" + r.WorkspaceID, "/workspaces/" + r.WorkspaceID + "/change", "/workspaces?archived=1", "/runs", "/policies",
-		"/audit", "/audit/exports", "/governance", "/breakglass", "/members", "/executors", "/settings/tokens", "/no-such-page"} {
+		"/audit", "/audit/exports", "/governance", "/environments/new", "/breakglass", "/members", "/executors", "/settings/tokens", "/no-such-page"} {
 		b.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 		requireAccessible(t, b, page)
 	}
@@ -141,4 +142,13 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-request").click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-summary"]`)))
 	requireAccessible(t, b, "the request form with errors")
+
+	// An environment's target refused on its field.
+	b.do(t, "submit a Kubernetes target without https", chromedp.Navigate(app.URL+"/environments/"+staging+"/edit"),
+		chromedp.WaitVisible(chromedp.ID("target_kind_kubernetes")),
+		chromedp.Click(chromedp.ID("target_kind_kubernetes"), chromedp.NodeVisible),
+		chromedp.SetValue(chromedp.ID("target_kubernetes_server"), "k8s.example.com"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("save-environment").click()`),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-target_kubernetes_server"]`)))
+	requireAccessible(t, b, "the environment form with a refused target")
 }

@@ -99,7 +99,7 @@ func (j jobCredentials) ForPhase(ctx context.Context, r run.Run, l run.Lease, tt
 // over as the token file, a bearer token (the sandbox's key, a Kubernetes service
 // account token); AWS, GCP and Azure exchange a web identity token instead.
 func staticFits(w targets.Wiring, envID string) error {
-	if k := w.Target.OrSandbox().Kind; k != environment.TargetSandbox && k != environment.TargetKubernetes {
+	if k := w.Target.OrSandbox().Kind; !k.TakesStaticCredential() {
 		return fmt.Errorf("environment %s holds a static credential, which a %s target cannot use: "+
 			"remove it (its phases then get federated workload tokens) or choose a sandbox or Kubernetes target", envID, k)
 	}

@@ -104,9 +104,19 @@ func DriftOf(planJSON []byte) ([]Observed, error) {
 		o.ID = id
 		if o.Action == "update" {
 			for name, before := range d.Change.Before {
-				if after, ok := d.Change.After[name]; !ok || !jsonEqual(before, after) {
+				if !jsonEqual(before, d.Change.After[name]) {
 					o.Changed = append(o.Changed, name)
 				}
+			}
+			for name, after := range d.Change.After {
+				if _, ok := d.Change.Before[name]; !ok && !jsonEqual(nil, after) {
+					o.Changed = append(o.Changed, name)
+				}
+			}
+			if len(o.Changed) == 0 {
+				// Only a provider's own spelling moved (an empty map read back where the
+				// state held none): nothing in the world changed.
+				continue
 			}
 			sort.Strings(o.Changed)
 		}
@@ -115,15 +125,55 @@ func DriftOf(planJSON []byte) ([]Observed, error) {
 	return out, nil
 }
 
-// jsonEqual compares two JSON values by meaning (key order and spacing aside).
+// Drifted reports whether a refresh-only plan found a managed resource that differs
+// from the state by meaning (DriftOf): what a verification after an apply asks.
+func Drifted(planJSON []byte) (bool, error) {
+	obs, err := DriftOf(planJSON)
+	return len(obs) > 0, err
+}
+
+// jsonEqual compares two JSON values by meaning: key order and spacing aside, and an
+// absent or null value the same as an empty object or list, at any depth. Providers
+// built on the older plugin SDK read an empty collection back as {} or [] where the
+// state they wrote holds null (hashicorp/kubernetes 1.x: metadata annotations, quota
+// scopes), which is no change anyone made; emptying a collection that held something,
+// or filling one, still differs.
 func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	if (len(a) > 0 && json.Unmarshal(a, &x) != nil) || (len(b) > 0 && json.Unmarshal(b, &y) != nil) {
 		return string(a) == string(b)
 	}
-	ax, _ := json.Marshal(x)
-	by, _ := json.Marshal(y)
+	ax, _ := json.Marshal(meaning(x))
+	by, _ := json.Marshal(meaning(y))
 	return string(ax) == string(by)
+}
+
+// meaning is v with every empty object and list, and every object key holding one or
+// null, taken away (nil for nothing left).
+func meaning(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			if m := meaning(e); m != nil {
+				out[k] = m
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(v) == 0 {
+			return nil
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = meaning(e)
+		}
+		return out
+	}
+	return v
 }
 
 // covers reports whether a change at at falls while window w was open: a change made

@@ -7,7 +7,6 @@ package tofurun
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"gantry/models/bundle"
+	"gantry/models/run"
 	"gantry/models/secret"
 	"gantry/runner"
 	"gantry/runner/tofu"
@@ -298,7 +298,7 @@ func (j *job) plan(ctx context.Context, kind runner.Kind) (runner.PlanResult, er
 	if changes && kind == runner.KindRefreshOnly {
 		// A refresh-only plan also reports changed outputs; only resources that differ
 		// from the state are drift (and something to codify).
-		if changes, err = resourcesDrifted(planJSON); err != nil {
+		if changes, err = run.Drifted(planJSON); err != nil {
 			return runner.PlanResult{}, err
 		}
 	}
@@ -366,34 +366,13 @@ func (j *job) verify(ctx context.Context) (runner.VerifyResult, error) {
 	if err != nil {
 		return runner.VerifyResult{}, err
 	}
-	changed, err := resourcesDrifted(drift)
+	changed, err := run.Drifted(drift)
 	if err != nil {
 		return runner.VerifyResult{}, err
 	}
 	// A refresh-only plan also reports changed outputs (after a destroy, every output
 	// goes away); only resources that differ from the state are drift.
 	return runner.VerifyResult{Converged: !changed, DriftJSON: drift}, nil
-}
-
-// resourcesDrifted reports whether a refresh-only plan found any resource whose live
-// object differs from the state.
-func resourcesDrifted(planJSON []byte) (bool, error) {
-	var doc struct {
-		ResourceDrift []struct {
-			Change struct {
-				Actions []string `json:"actions"`
-			} `json:"change"`
-		} `json:"resource_drift"`
-	}
-	if err := json.Unmarshal(planJSON, &doc); err != nil {
-		return false, fmt.Errorf("reading the refresh-only plan: %w", err)
-	}
-	for _, d := range doc.ResourceDrift {
-		if len(d.Change.Actions) != 1 || d.Change.Actions[0] != "no-op" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // Health reports whether the executor can run jobs now.

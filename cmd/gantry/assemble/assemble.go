@@ -288,7 +288,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		changes = cloudhistory.Client{Endpoint: cfg.CloudEndpoint}
 	}
 	p.Queue, err = runner.NewQueue(runner.QueueConfig{Metrics: p.Metrics, SQLDB: sqlDB, ListenPool: p.ListenPool, Runners: p.Runners, Logger: cfg.Logger,
-		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials, nil), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
+		Credentials: runner.NewJobCredentials(p.StateStore, p.Identity, p.Credentials, envs), StateLocks: p.StateStore, Changes: changes, DriftDispatchEvery: cfg.DriftDispatchEvery,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter, Timeouts: cfg.Timeouts, Leases: cfg.Leases, MaxWorkers: cfg.MaxWorkers, OnApplyStart: cfg.OnApplyStart, ApplyHooks: cfg.ApplyHooks,
 		Runs: p.Runs, Notify: p.Notify, Exports: p.Exports, Chain: p.Audit, Windows: p.Breakglass})
 	if err != nil {

@@ -308,6 +308,7 @@ var liveMarkers = []liveMarker{
 	{Path: "gantry/runner/tofu/tofutest", Names: []string{"Toolchain", "Build", "Binary"}, Needs: "live OpenTofu"},
 	{Path: "gantry/runner/kube", Names: []string{"BuildPhase", "RunnerImage"}, Needs: "live OpenTofu"},
 	{Path: "gantry/cmd/gantry/webtest", Names: []string{"StartLive"}, Needs: "live OpenTofu"},
+	{Path: "gantry/runner/targets/seaweed", Names: []string{"EnsureBinary", "Start"}, Needs: "the pinned SeaweedFS"},
 }
 
 func (m liveMarker) matches(path, name string) bool {

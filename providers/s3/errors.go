@@ -80,8 +80,8 @@ func describe(bucket, action string, err error) (string, string) {
 	if what != "" {
 		fmt.Fprintf(&b, ": %s", what)
 	}
-	if f.message != "" && f.message != f.code {
-		fmt.Fprintf(&b, ": %s", f.message)
+	if msg := strings.TrimRight(f.message, ". "); msg != "" && msg != f.code {
+		fmt.Fprintf(&b, ": %s", msg)
 	}
 	b.WriteString(".")
 	switch {

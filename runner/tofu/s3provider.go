@@ -16,10 +16,11 @@ const (
 const S3ProviderBinaryName = "terraform-provider-s3_v" + S3ProviderVersion
 
 // s3ProviderBuild is the S3 provider's static, reproducible build into dir: the same source
-// and Go toolchain give the same binary, so the bucket-s3 template's lock file holds.
+// and Go toolchain give the same binary, so the bucket-s3 template's lock file holds (no
+// commit stamped in: a commit that leaves the provider alone leaves its hash alone).
 func s3ProviderBuild(repoRoot, dir string) GoBuild {
 	return GoBuild{Label: "the S3 provider", Dir: repoRoot, Package: s3ProviderPackage,
-		Flags: []string{"-trimpath", "-ldflags", "-s -w -X main.version=" + S3ProviderVersion, "-o", filepath.Join(dir, S3ProviderBinaryName)}}
+		Flags: []string{"-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X main.version=" + S3ProviderVersion, "-o", filepath.Join(dir, S3ProviderBinaryName)}}
 }
 
 // S3Provider is the S3 provider's binary at path (a prebuilt one, for Mirroring.Providers).

@@ -48,7 +48,7 @@ func (tc Toolchain) LockOf(source string) (Lock, bool) {
 // source and Go toolchain give the same binary, so the catalog's lock files hold).
 func providerBuild(repoRoot, dir string) GoBuild {
 	return GoBuild{Label: "the sandbox provider", Dir: repoRoot, Package: providerPackage,
-		Flags: []string{"-trimpath", "-ldflags", "-s -w -X main.version=" + ProviderVersion, "-o", filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)}}
+		Flags: []string{"-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X main.version=" + ProviderVersion, "-o", filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)}}
 }
 
 // fwdBuild is gantry-fwd's static build into dir: the PID 1 of runc jobs.

@@ -5,6 +5,6 @@ provider "portal.local/gantry/s3" {
   version     = "0.1.0"
   constraints = "0.1.0"
   hashes = [
-    "h1:+SXpsVtFao4qcir1orRqu7sVzPMVCSeUB/Z1EauN2ts=",
+    "h1:CVzjjanEGA2EvbmecoKT9PaxHxsYFLJkNi+Q8dblNxk=",
   ]
 }

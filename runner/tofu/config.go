@@ -10,8 +10,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// SandboxInclude is the sandbox provider's address pattern: always from the built-in mirror,
-// never from the operator's.
+// SandboxInclude is the address pattern of the providers Gantry builds from its own source
+// tree (the sandbox provider, portal.local/sandbox/sandbox, and the S3 provider,
+// portal.local/gantry/s3): always from the built-in mirror, never from the operator's.
 const SandboxInclude = "portal.local/*/*"
 
 // BuiltinIncludes are the provider addresses the CLI configuration installs from the built-in

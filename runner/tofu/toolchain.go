@@ -26,7 +26,8 @@ type Toolchain struct {
 	CLIConfig string // CLI config pointing at Mirror (and Operator, if set) only
 	Lock      Lock   // the sandbox provider's lock entry (its h1 hash)
 	// Locks are the lock entries of every provider Mirror holds, the sandbox provider's
-	// first, then the third-party ones the toolchain was built with (Build.Providers).
+	// first, then Mirroring.Providers': Gantry's S3 provider (built by Build always) and the
+	// third-party ones the toolchain was built with (Build.Providers).
 	Locks []Lock
 	// Operator is the operator's mirror the CLI config also installs from (zero: none).
 	Operator ProviderMirror
@@ -47,7 +48,7 @@ func (tc Toolchain) LockOf(source string) (Lock, bool) {
 // source and Go toolchain give the same binary, so the catalog's lock files hold).
 func providerBuild(repoRoot, dir string) GoBuild {
 	return GoBuild{Label: "the sandbox provider", Dir: repoRoot, Package: providerPackage,
-		Flags: []string{"-trimpath", "-ldflags", "-s -w -X main.version=" + ProviderVersion, "-o", filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)}}
+		Flags: []string{"-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X main.version=" + ProviderVersion, "-o", filepath.Join(dir, "terraform-provider-sandbox_v"+ProviderVersion)}}
 }
 
 // fwdBuild is gantry-fwd's static build into dir: the PID 1 of runc jobs.
@@ -93,8 +94,8 @@ func PrepareToolchain(ctx context.Context, repoRoot, dir string, log io.Writer) 
 }
 
 // Build is the whole toolchain built from the source tree, with its progress counted:
-// OpenTofu (kept in BinDir between starts: the one long build), the sandbox provider
-// and, for runc jobs, gantry-fwd, then the mirror and CLI configuration.
+// OpenTofu (kept in BinDir between starts: the one long build), the sandbox and S3
+// providers and, for runc jobs, gantry-fwd, then the mirror and CLI configuration.
 type Build struct {
 	Root   string // the source tree
 	BinDir string // where tofu is kept (default Root/bin)
@@ -129,7 +130,9 @@ func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
 	if err := os.MkdirAll(providerDir, 0o755); err != nil {
 		return Toolchain{}, "", err
 	}
-	builds := []GoBuild{providerBuild(root, providerDir)}
+	// The S3 provider is small and in the source tree: always built, a link step once the
+	// Go build cache holds its packages.
+	builds := []GoBuild{providerBuild(root, providerDir), s3ProviderBuild(root, providerDir)}
 	if b.Fwd {
 		builds = append(builds, fwdBuild(root, b.Dir))
 	}
@@ -148,7 +151,7 @@ func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
 			return Toolchain{}, "", err
 		}
 	}
-	m := Mirroring{Operator: b.Operator}
+	m := Mirroring{Operator: b.Operator, Providers: []ProviderBinary{S3Provider(builds[1].output())}}
 	for _, p := range b.Providers {
 		path, err := p.Ensure(ctx, root, b.Progress, b.Log)
 		if err != nil {
@@ -163,7 +166,7 @@ func (b Build) Run(ctx context.Context) (Toolchain, string, error) {
 	}
 	fwd := ""
 	if b.Fwd {
-		fwd = builds[1].output()
+		fwd = builds[2].output()
 	}
 	return tc, fwd, nil
 }
@@ -177,8 +180,10 @@ func ToolchainFrom(tofuPath, providerPath, dir string) (Toolchain, error) {
 // Mirroring is what a toolchain's mirror and CLI configuration hold besides the sandbox
 // provider.
 type Mirroring struct {
-	Providers []ProviderBinary // published into the built-in mirror beside the sandbox provider
-	Operator  ProviderMirror   // the operator's mirror, for every provider but the sandbox's
+	// Providers are published into the built-in mirror beside the sandbox provider: Gantry's
+	// S3 provider (S3Provider, prebuilt for gantry serve) and third-party ones.
+	Providers []ProviderBinary
+	Operator  ProviderMirror // the operator's mirror, for every provider but Gantry's own (portal.local)
 }
 
 // Toolchain lays out the built-in mirror under dir (the sandbox provider and m.Providers,

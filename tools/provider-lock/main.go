@@ -1,7 +1,7 @@
 // Command provider-lock rebuilds the providers Gantry publishes and writes their lock
 // entries into every catalog template's .terraform.lock.hcl (go tool task provider:lock):
-// each template gets an entry for every provider its module requires, the sandbox provider
-// and the third-party ones Gantry builds (the Kubernetes provider: minutes the first time,
+// each template gets an entry for every provider its module requires, the sandbox and S3
+// providers and the third-party ones Gantry builds (the Kubernetes provider: minutes the first time,
 // then from its cache); an entry for a provider only the operator's mirror serves is kept.
 // A changed lock file changes a template's module digest: publish those templates as new
 // versions.
@@ -108,7 +108,7 @@ func run(ctx context.Context, only, mirror string) error {
 
 // built are the addresses of the providers Gantry builds.
 func built() []string {
-	out := []string{tofu.ProviderSource}
+	out := []string{tofu.ProviderSource, tofu.S3ProviderSource}
 	for _, p := range tofu.ThirdParties {
 		out = append(out, p.Source)
 	}

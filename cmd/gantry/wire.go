@@ -44,8 +44,10 @@ type systemFlags struct {
 	build  bool
 	binDir string
 	// The live runners' toolchain and the cloud their jobs reach.
-	tofuPath       string
-	providerPath   string
+	tofuPath     string
+	providerPath string
+	// s3ProviderPath is Gantry's S3 provider for serve ("": templates using it are refused at init).
+	s3ProviderPath string
 	providerMirror string
 	workDir        string
 	cloudEndpoint  string
@@ -79,6 +81,7 @@ func (s *systemFlags) register(f flags) {
 	f.str(&s.runnerName, "runner", "GANTRY_RUNNER", "", "default executor: mock (SIMULATED), tofu/process (OpenTofu as a plain process: not isolated), tofu/oci (runc) or tofu/kubernetes (a Job per phase, see --kube-image); environments may choose another (default: serve mock; dev tofu/process)")
 	f.str(&s.tofuPath, "tofu", "GANTRY_TOFU", "", "the pinned OpenTofu binary (serve: required for live runners, never built; dev: built from the source tree into bin/tofu in the background)")
 	f.str(&s.providerPath, "sandbox-provider", "GANTRY_SANDBOX_PROVIDER", "", "the terraform-provider-sandbox binary (serve: required for live runners; dev: built from the source tree)")
+	f.str(&s.s3ProviderPath, "s3-provider", "GANTRY_S3_PROVIDER", "", "serve: Gantry's terraform-provider-s3 binary, published in the built-in mirror for templates on S3 targets (portal.local/gantry/s3; dev: built from the source tree)")
 	f.str(&s.providerMirror, "provider-mirror", "GANTRY_PROVIDER_MIRROR", "", providerMirrorHelp)
 	f.str(&s.workDir, "work-dir", "GANTRY_WORK_DIR", "", "directory for the provider mirror and job working directories (default: a directory under the system temp dir; dev: .data/work)")
 	f.str(&s.cloudEndpoint, "cloud-endpoint", "GANTRY_CLOUD_ENDPOINT", "", "the cloud's API URL as jobs reach it (SANDBOX_ENDPOINT); drift checks read who changed a resource there (docs/change-history.md)")

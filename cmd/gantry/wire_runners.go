@@ -49,7 +49,14 @@ func (s systemFlags) readyRunners(ctx context.Context, logger *slog.Logger, wrap
 	if err != nil {
 		return nil, err
 	}
-	tc, err := tofu.Mirroring{Operator: mirror}.Toolchain(s.tofuPath, s.providerPath, toolDir)
+	m := tofu.Mirroring{Operator: mirror}
+	if s.s3ProviderPath != "" {
+		if err := binaryPresent("--s3-provider", s.s3ProviderPath); err != nil {
+			return nil, err
+		}
+		m.Providers = append(m.Providers, tofu.S3Provider(s.s3ProviderPath))
+	}
+	tc, err := m.Toolchain(s.tofuPath, s.providerPath, toolDir)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ var (
 	templateNameRe = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 	inputNameRe    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	versionRe      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
-	resourceTypeRe = regexp.MustCompile(`^[a-z]+_[a-z0-9_]+$`)
+	resourceTypeRe = regexp.MustCompile(`^[a-z][a-z0-9]*_[a-z0-9_]+$`) // a provider name may hold digits: s3_bucket
 	// yaml.v3 reports unknown keys as "line N: field X not found in type T".
 	unknownFieldRe = regexp.MustCompile(`^line ([0-9]+): field (\S+) not found in type \S+$`)
 )

@@ -136,7 +136,9 @@ func (t Target) OrSandbox() Target {
 }
 
 var (
-	roleARN     = regexp.MustCompile(`^arn:[a-z-]+:iam::([0-9]{12})?:role/[A-Za-z0-9+=,.@_/-]{1,512}$`)
+	// AWS names the account (arn:aws:iam::123456789012:role/name); SeaweedFS has none
+	// (arn:aws:iam::role/name).
+	roleARN     = regexp.MustCompile(`^arn:[a-z-]+:iam::([0-9]{12}:)?role/[A-Za-z0-9+=,.@_/-]{1,512}$`)
 	awsRegion   = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
 	gcpProvider = regexp.MustCompile(`^projects/[0-9]{1,20}/locations/global/workloadIdentityPools/[a-z0-9-]{4,32}/providers/[a-z0-9-]{4,32}$`)
 	gcpAccount  = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.-]+\.iam\.gserviceaccount\.com$`)

@@ -67,6 +67,8 @@ func TestTargetValidation(t *testing.T) {
 		"CA with NUL":             {kube("https://k8s.example.com", "\x00"), []string{"target_kubernetes_ca"}},
 		"aws":                     {aws(readARN, writeARN, "eu-west-1", ""), nil},
 		"aws store on loopback":   {aws(readARN, writeARN, "us-east-1", "http://127.0.0.1:8333"), nil},
+		"seaweedfs role arns":     {aws("arn:aws:iam::role/ws-read", "arn:aws:iam::role/ws-write", "us-east-1", "http://127.0.0.1:8333"), nil},
+		"arn with an empty acct":  {aws("arn:aws:iam:::role/r", writeARN, "us-east-1", ""), []string{"target_aws_read_role_arn"}},
 		"aws store over http":     {aws(readARN, writeARN, "us-east-1", "http://store.example.com"), []string{"target_aws_sts_endpoint"}},
 		"aws one role for both":   {aws(writeARN, writeARN, "eu-west-1", ""), []string{"target_aws_read_role_arn"}},
 		"aws bad arn and region":  {aws("arn:aws:iam::1:user/x", writeARN, "Europe", ""), []string{"target_aws_read_role_arn", "target_aws_region"}},

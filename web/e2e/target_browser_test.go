@@ -24,8 +24,8 @@ import (
 	"gantry/cmd/gantry/webtest"
 )
 
-// shots38 is where this test's screenshots go.
-const shots38 = "/tmp/shots38/ui"
+// targetShots is where this test's screenshots go.
+const targetShots = "/tmp/targetShots/ui"
 
 // TestEnvironmentTargetInBrowser: an admin points the staging environment at a
 // Kubernetes cluster on its edit page. Choosing the kind shows that kind's settings only
@@ -36,7 +36,7 @@ const shots38 = "/tmp/shots38/ui"
 func TestEnvironmentTargetInBrowser(t *testing.T) {
 	chrome := chromePath(t)
 	app := webtest.Start(t)
-	require.NoError(t, os.MkdirAll(shots38, 0o755))
+	require.NoError(t, os.MkdirAll(targetShots, 0o755))
 	ca := browserCA(t)
 	staging := app.OrgEnvironmentID(t, "acme", "staging")
 	org := app.Orgs["acme"]
@@ -65,7 +65,7 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("target_kubernetes_server"), "k8s.example.com:6443"),
 		chromedp.SetValue(chromedp.ID("target_kubernetes_ca"), ca),
 		chromedp.SendKeys(chromedp.ID("target_audience"), "kube.gantry"))
-	screenshotAt(t, b, shots38+"/target-kubernetes-typed-1280.png", 1280, 900, false)
+	screenshotAt(t, b, targetShots+"/target-kubernetes-typed-1280.png", 1280, 900, false)
 	b.do(t, "save", chromedp.Evaluate[chromedp.Void](`document.getElementById("save-environment").click()`))
 	b.do(t, "wait for the URL's error", chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-target_kubernetes_server"]`)))
 	require.Equal(t, http.StatusUnprocessableEntity, b.events.lastDocumentStatus(app.URL+"/environments/"+staging), "documents: %v", b.events.documentList())
@@ -81,7 +81,7 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 	var stored string
 	require.NoError(t, app.DB.Raw("SELECT target::text FROM environments WHERE id = ?", staging).Scan(&stored).Error)
 	require.JSONEq(t, `{"kind":"sandbox"}`, stored, "nothing stored")
-	screenshotAt(t, b, shots38+"/target-kubernetes-refused-1280.png", 1280, 900, false)
+	screenshotAt(t, b, targetShots+"/target-kubernetes-refused-1280.png", 1280, 900, false)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 
 	// Fixed.
@@ -93,7 +93,7 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 	require.Equal(t, "https://k8s.example.com:6443", text(t, b, chromedp.CSS(row+`[data-testid="target-where"]`)))
 	require.Equal(t, "kube.gantry", text(t, b, chromedp.CSS(row+`[data-testid="target-audience"]`)))
 	require.Equal(t, "federated", text(t, b, chromedp.CSS(row+`[data-testid="target-credentials"]`)))
-	screenshotAt(t, b, shots38+"/environments-list-1280.png", 1280, 800, false)
+	screenshotAt(t, b, targetShots+"/environments-list-1280.png", 1280, 800, false)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 
 	b.do(t, "open the edit page again", chromedp.Navigate(edit), chromedp.WaitVisible(chromedp.CSS(`[data-testid="target-summary"]`)))
@@ -101,8 +101,8 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 	require.True(t, strings.HasPrefix(text(t, b, chromedp.CSS(`[data-testid="target-read"]`)), "groups gantry:ws:<workspace>:read, gantry:org:"+org+":read (user gantry:org:"))
 	require.True(t, strings.HasPrefix(text(t, b, chromedp.CSS(`[data-testid="target-write"]`)), "groups gantry:ws:<workspace>:write, gantry:org:"+org+":write (user gantry:org:"))
 	require.Equal(t, "https://k8s.example.com:6443", value(t, b, chromedp.ID("target_kubernetes_server")))
-	screenshotAt(t, b, shots38+"/target-kubernetes-saved-1280.png", 1280, 900, false)
-	screenshotAt(t, b, shots38+"/target-kubernetes-saved-phone.png", 390, 844, true)
+	screenshotAt(t, b, targetShots+"/target-kubernetes-saved-1280.png", 1280, 900, false)
+	screenshotAt(t, b, targetShots+"/target-kubernetes-saved-phone.png", 390, 844, true)
 	b.do(t, "reset the viewport", chromedp.ResetViewport())
 
 	// The auditor's governance report.
@@ -117,9 +117,9 @@ func TestEnvironmentTargetInBrowser(t *testing.T) {
 	require.True(t, strings.HasPrefix(text(t, auditor, chromedp.CSS(section+`[data-testid="integration-write"]`)), "groups gantry:ws:<workspace>:write, gantry:org:"+org+":write"))
 	require.Equal(t, "federated", text(t, auditor, chromedp.CSS(section+`[data-testid="integration-credentials"]`)))
 	require.Equal(t, "Sandbox cloud", text(t, auditor, chromedp.CSS(`[data-testid="governance-env-development"] [data-testid="integration-kind"]`)))
-	screenshotAt(t, auditor, shots38+"/governance-1280.png", 1280, 900, false)
+	screenshotAt(t, auditor, targetShots+"/governance-1280.png", 1280, 900, false)
 	png := run(t, auditor, "take a picture of staging's integration", chromedp.Screenshot(chromedp.CSS(section+`[data-testid="integration"]`), chromedp.NodeVisible))
-	require.NoError(t, os.WriteFile(shots38+"/governance-integration-1280.png", png, 0o644))
+	require.NoError(t, os.WriteFile(targetShots+"/governance-integration-1280.png", png, 0o644))
 	requireNoCSPViolations(t, b)
 	requireNoCSPViolations(t, auditor)
 }

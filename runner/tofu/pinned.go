@@ -2,6 +2,8 @@ package tofu
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -104,4 +106,28 @@ func EnsurePinned(ctx context.Context, b PinnedBuild, log io.Writer) (string, er
 	}
 	fmt.Fprintf(log, "built %s in %s\n", b.Path, time.Since(started).Round(time.Second))
 	return b.Path, nil
+}
+
+// PinnedCacheDir is where a pinned build is kept across clones:
+// <user cache dir>/gantry/<where...>/<prefix>-<key>, the key the first 12 hex digits of a
+// sha256 over preamble, then each of files (paths relative to dir, slash-separated) as
+// "<name> <length>\n<bytes>". Outside the source tree on purpose: a fresh clone (as CI
+// makes) finds the build of an earlier one, and a changed pin or source gets a directory of
+// its own.
+func PinnedCacheDir(dir string, files []string, preamble, prefix string, where ...string) (string, error) {
+	h := sha256.New()
+	h.Write([]byte(preamble))
+	for _, name := range files {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return "", fmt.Errorf("reading the pinned build's sources: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache directory: %w", err)
+	}
+	return filepath.Join(append(append([]string{cache, "gantry"}, where...), prefix+"-"+hex.EncodeToString(h.Sum(nil))[:12])...), nil
 }

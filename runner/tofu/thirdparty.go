@@ -2,13 +2,10 @@ package tofu
 
 import (
 	"context"
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -87,12 +84,11 @@ func (p ThirdParty) CacheDir(ctx context.Context, repoRoot string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("asking the Go toolchain for its version in %s: %w", dir, err)
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "go %s\n", strings.TrimSpace(string(goVersion)))
 	var files []string
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
-			files = append(files, path)
+			rel, _ := filepath.Rel(dir, path)
+			files = append(files, filepath.ToSlash(rel))
 		}
 		return err
 	})
@@ -100,20 +96,7 @@ func (p ThirdParty) CacheDir(ctx context.Context, repoRoot string) (string, erro
 		return "", fmt.Errorf("reading the sources of %s: %w", p.Label, err)
 	}
 	slices.Sort(files)
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return "", fmt.Errorf("reading the sources of %s: %w", p.Label, err)
-		}
-		rel, _ := filepath.Rel(dir, name)
-		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(data))
-		h.Write(data)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the user cache directory: %w", err)
-	}
-	return filepath.Join(cache, "gantry", "providers", p.typeName(), p.Version+"-"+hex.EncodeToString(h.Sum(nil))[:12]), nil
+	return PinnedCacheDir(dir, files, "go "+strings.TrimSpace(string(goVersion))+"\n", p.Version, "providers", p.typeName())
 }
 
 // Ensure returns the path of the provider's binary in CacheDir, building it first unless it is

@@ -2,9 +2,6 @@ package kubecluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -48,20 +45,7 @@ func CacheDir(repoRoot string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	for _, name := range []string{"go.mod", "go.sum", "main.go"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot, "tools", "k8s", name))
-		if err != nil {
-			return "", fmt.Errorf("reading the Kubernetes build's sources: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the user cache directory: %w", err)
-	}
-	return filepath.Join(cache, "gantry", "k8s", version+"-"+hex.EncodeToString(h.Sum(nil))[:12]), nil
+	return tofu.PinnedCacheDir(filepath.Join(repoRoot, "tools", "k8s"), []string{"go.mod", "go.sum", "main.go"}, "", version, "k8s")
 }
 
 // EnsureBinary returns the path of the pinned Kubernetes binary (tools/k8s), building it into

@@ -7,8 +7,6 @@ package seaweed
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -68,20 +66,7 @@ func CacheDir(repoRoot string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	for _, name := range []string{"go.mod", "go.sum", "tools.go"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot, "tools", "seaweedfs", name))
-		if err != nil {
-			return "", fmt.Errorf("reading the SeaweedFS build's sources: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the user cache directory: %w", err)
-	}
-	return filepath.Join(cache, "gantry", "seaweedfs", commit+"-"+hex.EncodeToString(h.Sum(nil))[:12]), nil
+	return tofu.PinnedCacheDir(filepath.Join(repoRoot, "tools", "seaweedfs"), []string{"go.mod", "go.sum", "tools.go"}, "", commit, "seaweedfs")
 }
 
 // EnsureBinary returns the path of the pinned SeaweedFS binary (tools/seaweedfs), building it

@@ -92,14 +92,6 @@ type Options struct {
 	IssuerTLS *web.IssuerTLS
 }
 
-// issuerURL is the workload issuer's URL when it is not the portal's ("": it is).
-func issuerURL(opts Options) string {
-	if opts.IssuerTLS == nil {
-		return ""
-	}
-	return opts.IssuerTLS.URL
-}
-
 // App is one running Gantry with its provider and database.
 type App struct {
 	URL    string // Gantry's base URL
@@ -210,10 +202,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
 		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))
 	require.NoError(t, err)
-	if opts.IssuerTLS != nil {
-		opts.IssuerTLS.Serve(app.Server.Echo)
-		t.Cleanup(func() { _ = opts.IssuerTLS.Close(context.WithoutCancel(ctx)) })
-	}
+	serveIssuerTLS(ctx, t, opts, app.Server)
 	runCtx, stop := context.WithCancel(ctx)
 	require.NoError(t, app.System.Queue.Start(runCtx))
 	changesDone := make(chan struct{})

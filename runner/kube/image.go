@@ -3,6 +3,7 @@ package kube
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -58,12 +59,22 @@ func RunnerImage(tc tofu.Toolchain, phase string, locks [][]byte) (ociimage.Imag
 	files = append(files, ociimage.File{Path: ImageCLIConfig, Mode: 0o644, Data: data})
 	// The plugin cache is made here and read into the image now: its directory goes away.
 	cache := &tofu.PluginCache{Mirror: tc.Mirror, Root: filepath.Join(tmp, "plugins")}
+	cached := 0
 	for _, lock := range locks {
-		if _, err := cache.Dir(lock); err != nil {
+		_, err := cache.Dir(lock)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A provider this toolchain did not publish (terraform-provider-kubernetes is
+			// built on demand): the image holds no cache for that lock file, and a job of
+			// its template fails at init, naming the provider. A package that does not
+			// match its lock file still fails the image.
+			continue
+		case err != nil:
 			return ociimage.Image{}, fmt.Errorf("runner image: the plugin cache: %w", err)
 		}
+		cached++
 	}
-	if len(locks) > 0 {
+	if cached > 0 {
 		plugins, err := treeFiles(cache.Root, ImagePlugins, true)
 		if err != nil {
 			return ociimage.Image{}, fmt.Errorf("runner image: the plugin cache: %w", err)

@@ -145,7 +145,7 @@ func (c *PluginCache) unpack(l Lock, platform, dir string) error {
 	zipPath := filepath.Join(c.Mirror, filepath.FromSlash(l.Source), fmt.Sprintf("terraform-provider-%s_%s_%s.zip", parts[2], l.Version, platform))
 	zipHash, err := dirhash.HashZip(zipPath, dirhash.Hash1)
 	if err != nil {
-		return fmt.Errorf("%w: %s v%s: %v", ErrNotCached, l.Source, l.Version, err)
+		return fmt.Errorf("%w: %s v%s: %w", ErrNotCached, l.Source, l.Version, err)
 	}
 	if !slices.Contains(l.Hashes, zipHash) {
 		return fmt.Errorf("%w: the mirror's %s v%s (%s) is not one the lock file accepts", ErrNotCached, l.Source, l.Version, zipHash)

@@ -1,3 +1,8 @@
+//go:build !fast
+
+// Live: needs kube.RunnerImage's layout of the provider mirror (a stand-in provider binary
+// here); no tofu or cluster runs.
+
 package kube_test
 
 import (

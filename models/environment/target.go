@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"gantry/models/errs"
+	"gantry/models/identity"
 )
 
 // TargetKind names where an environment's runs provision, and so which integration hands
@@ -115,7 +116,7 @@ func (t Target) DefaultAudience() string {
 	case TargetAzure:
 		return "api://AzureADTokenExchange"
 	}
-	return "sandbox"
+	return identity.DefaultAudience
 }
 
 // TokenAudience is the audience of the tokens minted for t.

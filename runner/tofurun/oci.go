@@ -283,7 +283,7 @@ func (o *OCI) Run(ctx context.Context, workdir string, c Command) (exit int, exp
 		// The secret DIRECTORY, read-only, owned by the container's uid while it runs: a
 		// token the refresher renames into it shows at once (a file mount would not).
 		mounts = append(mounts, oci.Mount{Source: c.Files.Dir(), Destination: ociSecrets, ReadOnly: true})
-		env = append(env, c.Files.Env(ociSecrets)...)
+		env = append(env, c.Files.Env()...)
 		giveBack, lerr := c.Files.Lend(int(uid), int(uid))
 		if lerr != nil {
 			return 0, "", lerr

@@ -114,7 +114,7 @@ func (p *Process) Run(ctx context.Context, workdir string, c Command) (int, stri
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	// The secret files are read where they are: the job runs as the portal's user.
-	cmd.Env = append(cmd.Env, c.Files.Env(c.Files.Dir())...)
+	cmd.Env = append(cmd.Env, c.Files.Env()...)
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	// Its own process group, so a cancelled job takes the provider plugins with it; and
 	// killed with the portal (Linux), so a dead portal leaves no tofu applying on alone.

@@ -33,10 +33,9 @@ type SecretDir struct {
 	path string
 
 	mu       sync.Mutex
-	env      map[string]string // variable -> file name
-	plain    []string          // VAR=value lines the target's handout sets
-	uid, gid int               // the owner of the directory and its files now
-	own      [2]int            // their owner when the command is not running
+	env      []string // VAR=value lines the target's handout sets (SetEnv)
+	uid, gid int      // the owner of the directory and its files now
+	own      [2]int   // their owner when the command is not running
 }
 
 // newSecretDir creates the directory at path (which must not exist).
@@ -52,7 +51,7 @@ func newSecretDir(path string) (*SecretDir, error) {
 	if !ok {
 		return nil, errors.New("the job's secret directory has no owner")
 	}
-	d := &SecretDir{path: path, env: map[string]string{}, uid: int(sys.Uid), gid: int(sys.Gid)}
+	d := &SecretDir{path: path, uid: int(sys.Uid), gid: int(sys.Gid)}
 	d.own = [2]int{d.uid, d.gid}
 	return d, nil
 }
@@ -66,9 +65,8 @@ func (d *SecretDir) Dir() string {
 }
 
 // Write replaces the file name with data, atomically (write a temporary file, rename it
-// over name), owned by the directory's current owner; variable, when set, is the
-// environment variable that names the file to the command (see Env).
-func (d *SecretDir) Write(name, variable string, data []byte) error {
+// over name), owned by the directory's current owner.
+func (d *SecretDir) Write(name string, data []byte) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
 		return fmt.Errorf("invalid secret file name %q", name)
 	}
@@ -93,31 +91,23 @@ func (d *SecretDir) Write(name, variable string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("writing the secret file %s: %w", name, err)
 	}
-	if variable != "" {
-		d.env[variable] = name
-	}
 	return nil
 }
 
-// Env is the environment naming the files to a command that sees the directory at dir
-// (VARIABLE=dir/name) and the target's variables (SetEnv), sorted. A nil SecretDir has
-// none.
-func (d *SecretDir) Env(dir string) []string {
+// Env is the environment the target's handout set (SetEnv), sorted: its variables name
+// the files where the command sees the directory. A nil SecretDir has none.
+func (d *SecretDir) Env() []string {
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.env)+len(d.plain))
-	for v, name := range d.env {
-		out = append(out, v+"="+dir+"/"+name)
-	}
-	out = append(out, d.plain...)
+	out := slices.Clone(d.env)
 	slices.Sort(out)
 	return out
 }
 
-// SetEnv sets the variables (VAR=value lines) Env adds: the target's, which name files
+// SetEnv sets the variables (VAR=value lines) Env returns: the target's, which name files
 // here by their path as the command sees it (SecretsAt). A malformed line is refused.
 func (d *SecretDir) SetEnv(lines []string) error {
 	for _, l := range lines {
@@ -128,7 +118,7 @@ func (d *SecretDir) SetEnv(lines []string) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.plain = slices.Clone(lines)
+	d.env = slices.Clone(lines)
 	return nil
 }
 
@@ -200,11 +190,11 @@ func (j *job) secretFiles(ctx context.Context, live io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := files.Write(tokenFile, "", []byte(j.creds.CloudToken)); err != nil {
+	if err := files.Write(tokenFile, []byte(j.creds.CloudToken)); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(hand.Files)) {
-		if err := files.Write(name, "", hand.Files[name]); err != nil {
+		if err := files.Write(name, hand.Files[name]); err != nil {
 			return err
 		}
 	}
@@ -220,7 +210,7 @@ func (j *job) secretFiles(ctx context.Context, live io.Writer) error {
 	go func() {
 		defer close(done)
 		runner.Refresher{Credentials: j.creds, Log: j.out, Mask: masker,
-			Write: func(token string) error { return files.Write(tokenFile, "", []byte(token)) }}.Run(ctx)
+			Write: func(token string) error { return files.Write(tokenFile, []byte(token)) }}.Run(ctx)
 	}()
 	j.stop = func() { cancel(); <-done }
 	return nil

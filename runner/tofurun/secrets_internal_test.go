@@ -30,13 +30,14 @@ func TestSecretDir(t *testing.T) {
 		return st.Uid, st.Gid, os.FileMode(st.Mode).Perm(), st.Ino
 	}
 	file := filepath.Join(d.Dir(), tokenFile)
-	require.NoError(t, d.Write(tokenFile, "SANDBOX_TOKEN_FILE", []byte("first")))
+	require.NoError(t, d.Write(tokenFile, []byte("first")))
+	require.NoError(t, d.SetEnv([]string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}))
 	_, _, dirMode, _ := owner(d.Dir())
 	require.Equal(t, os.FileMode(0o700), dirMode)
 	uid, _, mode, ino := owner(file)
 	require.Equal(t, uint32(0), uid)
 	require.Equal(t, os.FileMode(0o400), mode)
-	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}, d.Env("/run/secrets"))
+	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}, d.Env())
 
 	giveBack, err := d.Lend(424242, 434343)
 	require.NoError(t, err)
@@ -44,7 +45,7 @@ func TestSecretDir(t *testing.T) {
 		u, g, _, _ := owner(p)
 		require.Equal(t, [2]uint32{424242, 434343}, [2]uint32{u, g}, p)
 	}
-	require.NoError(t, d.Write(tokenFile, "", []byte("second")))
+	require.NoError(t, d.Write(tokenFile, []byte("second")))
 	u, g, mode, ino2 := owner(file)
 	require.Equal(t, [2]uint32{424242, 434343}, [2]uint32{u, g}, "written while lent: the borrower's")
 	require.Equal(t, os.FileMode(0o400), mode)
@@ -61,11 +62,11 @@ func TestSecretDir(t *testing.T) {
 	ents, err := os.ReadDir(d.Dir())
 	require.NoError(t, err)
 	require.Len(t, ents, 1, "no temporary file is left")
-	require.Error(t, d.Write("../escape", "", nil))
-	require.Error(t, d.Write(".hidden", "", nil))
+	require.Error(t, d.Write("../escape", nil))
+	require.Error(t, d.Write(".hidden", nil))
 	require.NoError(t, d.remove())
 	require.NoDirExists(t, d.Dir())
 	var none *SecretDir
-	require.Empty(t, none.Env("/x"))
+	require.Empty(t, none.Env())
 	require.Empty(t, none.Dir())
 }

@@ -71,7 +71,7 @@ func TestTargetWiringReachesTheJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(body), `"tokenFile": "`+dir+`/cloud-token"`)
 	require.NotContains(t, string(body), token)
-	env := j.files.Env(dir)
+	env := j.files.Env()
 	require.Contains(t, env, "KUBE_CONFIG="+dir+"/kubeconfig")
 	require.Contains(t, env, "KUBE_LOAD_CONFIG_FILE=true")
 	require.NotContains(t, strings.Join(env, "\n"), token)
@@ -80,7 +80,7 @@ func TestTargetWiringReachesTheJob(t *testing.T) {
 	// A zero wiring is the sandbox's, as before targets.
 	j, err = jobWith(t, fakeExec{}, runner.Credentials{CloudToken: token})
 	require.NoError(t, err)
-	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=" + j.files.Dir() + "/cloud-token"}, j.files.Env(j.files.Dir()))
+	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=" + j.files.Dir() + "/cloud-token"}, j.files.Env())
 }
 
 // A container sees the directory at /run/secrets, so the files name that path; and a
@@ -90,7 +90,7 @@ func TestContainerJobsAndTargets(t *testing.T) {
 	t.Parallel()
 	j, err := jobWith(t, fakeExec{container: true}, runner.Credentials{CloudToken: "t", Wiring: targets.Wiring{Scope: identity.ScopeRead}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}, j.files.Env("/run/secrets"))
+	require.Equal(t, []string{"SANDBOX_TOKEN_FILE=/run/secrets/cloud-token"}, j.files.Env())
 
 	_, err = jobWith(t, fakeExec{container: true}, runner.Credentials{CloudToken: "t", Wiring: kubeWiring(identity.ScopeWrite)})
 	require.ErrorContains(t, err, "reach only the sandbox cloud, not a kubernetes target")
@@ -104,5 +104,5 @@ func TestSetEnvRefusesMalformedLines(t *testing.T) {
 		require.Error(t, d.SetEnv([]string{bad}), "%q", bad)
 	}
 	require.NoError(t, d.SetEnv([]string{"A=b=c"}))
-	require.Equal(t, []string{"A=b=c"}, d.Env("/x"))
+	require.Equal(t, []string{"A=b=c"}, d.Env())
 }

@@ -57,6 +57,10 @@ type Config struct {
 	Clients []Client
 	Users   []User
 	Logger  *slog.Logger // may be nil
+	// OmitAuthTime leaves auth_time out of the ID tokens, as a provider that does not
+	// send it: for tests of a relying party that must not take such a sign-in as fresh.
+	// By default every ID token says when its user signed in on the login page.
+	OmitAuthTime bool
 }
 
 const (

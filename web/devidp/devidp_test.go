@@ -37,17 +37,25 @@ var alice = User{Subject: "alice-owner", Email: "alice@acme.test", Name: "Alice 
 // must equal the served URL.
 func startIdP(t *testing.T, path string, extra ...Client) (*Provider, string) {
 	t.Helper()
+	return startIdPWith(t, path, func(*Config) {}, extra...)
+}
+
+// startIdPWith is startIdP with edit applied to the provider's config.
+func startIdPWith(t *testing.T, path string, edit func(*Config), extra ...Client) (*Provider, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	issuer := "http://" + ln.Addr().String() + path
-	p, err := New(Config{
+	cfg := Config{
 		Issuer: issuer,
 		Clients: append([]Client{{
 			ID: clientID, Secret: clientSecret,
 			RedirectURIs: []string{redirectURI}, PostLogoutRedirectURIs: []string{postLogoutURI},
 		}}, extra...),
 		Users: []User{alice, {Subject: "bob-viewer", Email: "bob@acme.test", Name: "Bob", Password: "bob-pw", Note: "viewer"}},
-	})
+	}
+	edit(&cfg)
+	p, err := New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(p)
 	srv.Listener.Close()

@@ -33,8 +33,9 @@ type storage struct {
 	log *slog.Logger
 	key signingKey
 	// Fixed after New, so read without the lock.
-	clients map[string]*client
-	users   []User // config order, for the login page
+	clients      map[string]*client
+	users        []User // config order, for the login page
+	omitAuthTime bool   // Config.OmitAuthTime
 
 	mu       sync.Mutex       // guards the fields below
 	now      func() time.Time // swapped by tests to expire requests
@@ -45,14 +46,15 @@ type storage struct {
 
 func newStorage(cfg Config, log *slog.Logger, key signingKey, loginURL string) *storage {
 	s := &storage{
-		log:      log,
-		key:      key,
-		clients:  map[string]*client{},
-		users:    slices.Clone(cfg.Users),
-		now:      time.Now,
-		requests: map[string]*authRequest{},
-		codes:    map[string]string{},
-		tokens:   map[string]*accessToken{},
+		log:          log,
+		key:          key,
+		clients:      map[string]*client{},
+		users:        slices.Clone(cfg.Users),
+		omitAuthTime: cfg.OmitAuthTime,
+		now:          time.Now,
+		requests:     map[string]*authRequest{},
+		codes:        map[string]string{},
+		tokens:       map[string]*accessToken{},
 	}
 	for _, c := range cfg.Clients {
 		s.clients[c.ID] = &client{cfg: c, loginURL: loginURL}
@@ -113,7 +115,11 @@ func (s *storage) checkLogin(id, username, password string) (string, error) {
 	if !ok || subtle.ConstantTimeCompare([]byte(u.Password), []byte(password)) != 1 {
 		return "", errBadCredentials
 	}
-	r.subject, r.authTime, r.done = u.Subject, s.now(), true
+	// When the user signed in: the ID token's auth_time (unless the config leaves it out).
+	r.subject, r.done = u.Subject, true
+	if !s.omitAuthTime {
+		r.authTime = s.now()
+	}
 	return u.Subject, nil
 }
 

@@ -20,7 +20,6 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/org"
-	"gantry/models/session"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -95,62 +94,61 @@ func safeReturn(to string) string {
 }
 
 // login starts the authorization code flow: fresh state, nonce and PKCE verifier,
-// kept server-side in the (anonymous) session, then off to the provider.
+// sealed into the browser's sign-in cookie (loginflow.go: nothing is written), then off
+// to the provider.
 func (s *Server) login(c echo.Context) error {
-	ctx := c.Request().Context()
 	rs := sessionOf(c)
 	reauth := c.QueryParam("reauth") == "1"
 	if rs.found && rs.sess.SignedIn() && !reauth {
 		return c.Redirect(http.StatusFound, safeReturn(c.QueryParam("return_to")))
 	}
-	// Sign-ins are rare enough to pay for sweeping abandoned sessions.
-	if _, err := s.sessions.DeleteOver(ctx); err != nil {
-		return err
-	}
-	flow := &session.LoginFlow{
+	flow := loginFlow{
 		State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
 		ReturnTo: safeReturn(c.QueryParam("return_to")), StartedAt: time.Now().UTC(), Reauth: reauth,
 	}
-	if rs.found {
-		rs.sess.Data.Login = flow
-		if err := s.sessions.SaveData(ctx, rs.sess); err != nil {
-			return err
-		}
-	} else {
-		token, sess, err := s.sessions.Create(ctx, session.Data{Login: flow})
-		if err != nil {
-			return err
-		}
-		s.setSessionCookie(c, token)
-		rs.sess, rs.found = sess, true
+	if err := s.putLoginFlow(c, flow); err != nil {
+		return err
 	}
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier)}
 	if reauth {
 		// A fresh authentication, not a provider's single sign-on session.
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"), oauth2.SetAuthURLParam("max_age", "0"))
 	}
-	url := s.auth.oauth.AuthCodeURL(flow.State, opts...)
-	return c.Redirect(http.StatusFound, url)
+	return c.Redirect(http.StatusFound, s.auth.oauth.AuthCodeURL(flow.State, opts...))
 }
 
-// signInFailed is the 400 every refused callback answers with.
+// signInFailed is the 400 every refused callback answers with (and counts as a failed
+// sign-in: failures.go).
 func signInFailed(reason string) error {
 	return echo.NewHTTPError(http.StatusBadRequest, "Sign-in failed: "+reason+" Start again from the sign-in link.")
 }
 
-// callback finishes the flow. The stored flow is consumed first, so a callback can be
-// tried once: state, then the code exchange with the PKCE verifier, then the ID
-// token's signature, audience, expiry and nonce must all hold.
+// noAuthTime refuses a re-authentication whose ID token does not say when the provider
+// authenticated the person: without that proof no sign-in counts as fresh.
+var noAuthTime = echo.NewHTTPError(http.StatusBadRequest, "Sign-in failed: the identity provider did not say when it "+
+	"authenticated you (its ID token has no auth_time), so Gantry cannot count this sign-in as fresh for a decision "+
+	"that destroys or loses data. Signing in again will not help: ask your Gantry administrator to have the provider "+
+	"send auth_time (docs/kubernetes.md, OpenID Provider).")
+
+// idClaims are the ID token's claims Gantry reads.
+type idClaims struct {
+	Email         string `json:"email"`
+	EmailVerified bool   `json:"email_verified"`
+	Name          string `json:"name"`
+	AuthTime      int64  `json:"auth_time"`
+	// Groups is the groups claim: kept per user at every sign-in (named environment
+	// owners are groups). Providers send a list; a single string is read as one group.
+	Groups json.RawMessage `json:"groups"`
+}
+
+// callback finishes the flow. The browser's sign-in cookie is taken (and cleared) first,
+// so a callback can be tried once from a browser: then its state, the code exchange with
+// the PKCE verifier, and the ID token's signature, audience, expiry and nonce must all
+// hold.
 func (s *Server) callback(c echo.Context) error {
-	ctx := c.Request().Context()
-	rs := sessionOf(c)
-	if !rs.found || rs.sess.Data.Login == nil {
+	flow, ok := s.takeLoginFlow(c)
+	if !ok {
 		return signInFailed("this browser has no sign-in in progress (it may have expired).")
-	}
-	flow := *rs.sess.Data.Login
-	rs.sess.Data.Login = nil
-	if err := s.sessions.SaveData(ctx, rs.sess); err != nil {
-		return err
 	}
 	if time.Since(flow.StartedAt) > loginFlowLifetime {
 		return signInFailed("the sign-in took too long.")
@@ -161,46 +159,56 @@ func (s *Server) callback(c echo.Context) error {
 	if subtle.ConstantTimeCompare([]byte(c.QueryParam("state")), []byte(flow.State)) != 1 {
 		return signInFailed("the state returned by the identity provider does not match this browser's sign-in.")
 	}
+	idToken, claims, err := s.exchange(c, flow)
+	if err != nil {
+		return err
+	}
+	// When the provider authenticated the person: the ID token's auth_time, or nothing
+	// known (never now: a provider that ignores max_age would make every sign-in fresh).
+	var authTime *time.Time
+	if claims.AuthTime > 0 {
+		at := time.Unix(claims.AuthTime, 0).UTC()
+		authTime = &at
+	}
+	if flow.Reauth {
+		// A re-authentication must be proven fresh.
+		if authTime == nil {
+			return noAuthTime
+		}
+		if time.Since(*authTime) > loginFlowLifetime {
+			return signInFailed("the identity provider did not authenticate you again.")
+		}
+	}
+	login := org.Login{Issuer: idToken.Issuer, Subject: idToken.Subject, Email: claims.Email, Name: claims.Name, Groups: groupsClaim(claims.Groups)}
+	return s.finishSignIn(c, sessionOf(c), login, claims.EmailVerified, flow.ReturnTo, authTime)
+}
+
+// exchange trades the callback's code for tokens with the flow's PKCE verifier, and
+// verifies the ID token (signature, audience, expiry) and its nonce.
+func (s *Server) exchange(c echo.Context, flow loginFlow) (*oidc.IDToken, idClaims, error) {
+	ctx := c.Request().Context()
 	token, err := s.auth.oauth.Exchange(ctx, c.QueryParam("code"), oauth2.VerifierOption(flow.Verifier))
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "oidc code exchange refused", "error", err)
-		return signInFailed("the identity provider refused the authorization code.")
+		return nil, idClaims{}, signInFailed("the identity provider refused the authorization code.")
 	}
 	rawIDToken, _ := token.Extra("id_token").(string)
 	if rawIDToken == "" {
-		return signInFailed("the identity provider sent no ID token.")
+		return nil, idClaims{}, signInFailed("the identity provider sent no ID token.")
 	}
 	idToken, err := s.auth.verifier.Verify(ctx, rawIDToken)
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "oidc id token refused", "error", err)
-		return signInFailed("the ID token could not be verified.")
+		return nil, idClaims{}, signInFailed("the ID token could not be verified.")
 	}
 	if subtle.ConstantTimeCompare([]byte(idToken.Nonce), []byte(flow.Nonce)) != 1 {
-		return signInFailed("the ID token's nonce does not match this browser's sign-in.")
+		return nil, idClaims{}, signInFailed("the ID token's nonce does not match this browser's sign-in.")
 	}
-	var claims struct {
-		Email         string `json:"email"`
-		EmailVerified bool   `json:"email_verified"`
-		Name          string `json:"name"`
-		AuthTime      int64  `json:"auth_time"`
-		// Groups is the groups claim: kept per user at every sign-in (named environment
-		// owners are groups). Providers send a list; a single string is read as one group.
-		Groups json.RawMessage `json:"groups"`
-	}
+	var claims idClaims
 	if err := idToken.Claims(&claims); err != nil {
-		return signInFailed("the ID token's claims could not be read.")
+		return nil, idClaims{}, signInFailed("the ID token's claims could not be read.")
 	}
-	// When the provider authenticated the person; without the claim, now (the code
-	// exchange just happened). A re-authentication must be fresh.
-	authTime := time.Now().UTC()
-	if claims.AuthTime > 0 {
-		authTime = time.Unix(claims.AuthTime, 0).UTC()
-	}
-	if flow.Reauth && time.Since(authTime) > loginFlowLifetime {
-		return signInFailed("the identity provider did not authenticate you again.")
-	}
-	login := org.Login{Issuer: idToken.Issuer, Subject: idToken.Subject, Email: claims.Email, Name: claims.Name, Groups: groupsClaim(claims.Groups)}
-	return s.finishSignIn(c, rs, login, claims.EmailVerified, flow.ReturnTo, authTime)
+	return idToken, claims, nil
 }
 
 // groupsClaim reads the groups claim: a list of strings, or one string.
@@ -217,11 +225,16 @@ func groupsClaim(raw json.RawMessage) []string {
 }
 
 // finishSignIn records the user (with the groups snapshot), accepts invitations for a
-// verified address, rotates the session and audits the sign-in in the organization the
-// user lands in.
-func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Login, emailVerified bool, returnTo string, authTime time.Time) error {
+// verified address, starts a new session (ending the browser's old one, if any) with
+// when the provider authenticated the person (nil: not known, never fresh) and audits the
+// sign-in in the organization the user lands in.
+func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Login, emailVerified bool, returnTo string, authTime *time.Time) error {
 	ctx := c.Request().Context()
 	issuer := login.Issuer
+	// Sign-ins are rare enough to pay for sweeping abandoned sessions.
+	if _, err := s.sessions.DeleteOver(ctx); err != nil {
+		return err
+	}
 	user, err := s.orgs.UpsertLoginUser(ctx, login)
 	if err != nil {
 		return err
@@ -250,9 +263,11 @@ func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Logi
 	if err != nil {
 		return err
 	}
-	sess.Data.AuthTime = &authTime
-	if err := s.sessions.SaveData(ctx, sess); err != nil {
-		return err
+	if authTime != nil {
+		sess.Data.AuthTime = authTime
+		if err := s.sessions.SaveData(ctx, sess); err != nil {
+			return err
+		}
 	}
 	rs.sess = sess
 	s.setSessionCookie(c, token)

@@ -53,8 +53,8 @@ type Config struct {
 	// RateLimits bound signing in and deciding (ratelimit.go).
 	RateLimits RateLimits
 	// TrustedProxies are the networks (CIDR) of the proxies whose X-Forwarded-For names
-	// the client, for per-IP limits and the access log. Empty: loopback, link-local and
-	// private networks, where a reverse proxy or ingress usually stands; "none": none.
+	// the client, for per-IP limits and the access log. Empty (or "none"): none, the
+	// client is the connection's peer.
 	TrustedProxies []string
 }
 
@@ -87,7 +87,10 @@ func (c Config) WithDefaults() (Config, error) {
 // Services are everything the pages drive, built by the composition root
 // (cmd/gantry/assemble): web sees services and stores, never the database.
 type Services struct {
-	Sessions     *session.Store
+	Sessions *session.Store
+	// LoginKeys seal the sign-in in progress into the browser's cookie: the
+	// key-encryption keys, which every replica shares.
+	LoginKeys    LoginSealer
 	Orgs         *org.Service
 	Members      handlers.MemberAdmin
 	Audit        *audit.Log

@@ -1,5 +1,7 @@
 package web
 
+import "net/http"
+
 // SafeReturn exposes safeReturn to the external tests.
 var SafeReturn = safeReturn
 
@@ -11,3 +13,17 @@ var (
 	IPExtractor   = ipExtractor
 	ClientAddress = clientAddress
 )
+
+// LoginFlow is a sign-in in progress as its cookie holds it; SealLoginFlow and
+// OpenLoginFlow make and read the cookie's value with the keys (app.Keys).
+type LoginFlow = loginFlow
+
+var (
+	SealLoginFlow = sealLoginFlow
+	OpenLoginFlow = openLoginFlow
+)
+
+// LoginCookie is the sign-in cookie a Server at baseURL sets with value ("": clears it).
+func LoginCookie(baseURL, value string) *http.Cookie {
+	return (&Server{cfg: Config{BaseURL: baseURL}}).loginCookie(value)
+}

@@ -1,11 +1,13 @@
 package web
 
-// Rate limits on what is worth flooding: signing in (each start writes a session row and
-// sweeps old ones, each return from the provider exchanges a code with it) and deciding
-// (approve, reject, override: a script gone wrong, or a stolen session, rubber-stamping
-// runs). Over a limit the request is refused before any of its work, with 429
-// RATE_LIMITED and Retry-After: a page saying when to try again, or a problem document on
-// the API. The buckets are in memory (web/ratelimit), per process.
+// Rate limits on what is worth flooding: failing to sign in (each return from the provider
+// exchanges a code with it and checks a signed token), failing to authenticate an API call
+// (each wrong token costs a hash and a database read) and deciding (approve, reject,
+// override: a script gone wrong, or a stolen session, rubber-stamping runs). Honest work
+// is not counted where abuse is the failure: a sign-in that succeeds, a right token. Over a
+// limit the request is refused before any of its work, with 429 RATE_LIMITED and
+// Retry-After: a page saying when to try again, or a problem document on the API. The
+// buckets are in memory (web/ratelimit), per process.
 
 import (
 	"encoding/hex"
@@ -27,12 +29,19 @@ import (
 	"gantry/web/ratelimit"
 )
 
-// The default limits.
+// The default limits (docs/api.md says them, with these reasons).
 var (
-	// A person signs in a few times a day (sessions last hours); 5 at once and 10 a minute
-	// from one address still let an office behind one NAT sign in on a Monday morning, a
-	// few at a time, while a loop creating sessions or replaying callbacks stalls.
-	defaultSignInLimit = ratelimit.Rate{PerMinute: 10, Burst: 5}
+	// A person's sign-in fails rarely (a sign-in left open too long, a back button, a
+	// provider's error page), and a whole office behind one NAT fails a few times a morning;
+	// 10 at once and 10 a minute from one address is far beyond that, while replayed or
+	// forged callbacks, each an exchange with the provider, stall. A sign-in that succeeds
+	// counts nothing, and starting one writes nothing (loginflow.go), so neither is limited.
+	defaultFailedSignInLimit = ratelimit.Rate{PerMinute: 10, Burst: 10}
+	// A right API token counts nothing. A pipeline whose token was revoked or expired fails
+	// each call until someone replaces it: 20 at once (a fan-out of jobs) and then one every
+	// 6 s still shows each its 401, while guessing tokens from one address, each guess a
+	// hash and a database read, stalls.
+	defaultFailedTokenLimit = ratelimit.Rate{PerMinute: 10, Burst: 20}
 	// A person reads a review before deciding: 10 decisions at once (an inbox cleared in
 	// a row) and then one every 2 s is beyond any reviewer, and slows a script or a stolen
 	// session approving everything in sight to a pace someone can notice.
@@ -51,9 +60,11 @@ const maxRateLimitKeys = 50_000
 // RateLimits are the limits a Server applies. A zero field of a Rate takes its default
 // (above), a negative PerMinute is no limit.
 type RateLimits struct {
-	// SignIn counts, per client address, the starts of a sign-in and the returns from
-	// the provider, each apart (one sign-in spends one of each).
-	SignIn ratelimit.Rate
+	// FailedSignIn counts, per client address, the returns from the provider that sign
+	// no one in (an unknown, expired or replayed sign-in, a code the provider refuses, an
+	// ID token that does not verify); FailedToken the API calls whose bearer token is
+	// wrong. Over either, the address's next tries are refused before any work.
+	FailedSignIn, FailedToken ratelimit.Rate
 	// Decision counts the decisions (approve, reject, override; pages and API alike) of
 	// one session or API token; DecisionPerIP those from one client address, over every
 	// session and token behind it.
@@ -63,7 +74,8 @@ type RateLimits struct {
 }
 
 func (l RateLimits) withDefaults() RateLimits {
-	l.SignIn = orDefault(l.SignIn, defaultSignInLimit)
+	l.FailedSignIn = orDefault(l.FailedSignIn, defaultFailedSignInLimit)
+	l.FailedToken = orDefault(l.FailedToken, defaultFailedTokenLimit)
 	l.Decision = orDefault(l.Decision, defaultDecisionLimit)
 	l.DecisionPerIP = orDefault(l.DecisionPerIP, defaultDecisionLimitPerIP)
 	return l
@@ -92,15 +104,14 @@ func rateLimitedRoutes(ops []openapi.Op) map[string]bool {
 	return routes
 }
 
-// ipExtractor reads the client's address believing X-Forwarded-For only from trusted
-// proxies (Config.TrustedProxies), never from anyone: echo's fallback without an
-// extractor believes any X-Forwarded-For, so a client could name a new address with each
-// request and never meet a per-IP limit (or write any address into the access log).
+// ipExtractor reads the client's address believing X-Forwarded-For only from the proxies
+// it is given (Config.TrustedProxies), never from anyone else: echo's fallback without an
+// extractor believes any X-Forwarded-For, and its own default believes any loopback,
+// link-local or private peer, so a client on a private network could name a new address
+// with each request and never meet a per-IP limit (or write any address into the access
+// log). No proxies (or the one word none): the connection's peer.
 func ipExtractor(trusted []string) (echo.IPExtractor, error) {
-	switch {
-	case len(trusted) == 0:
-		return echo.ExtractIPFromXFFHeader(), nil // trusts loopback, link-local and private peers
-	case len(trusted) == 1 && trusted[0] == "none":
+	if len(trusted) == 0 || len(trusted) == 1 && trusted[0] == "none" {
 		return echo.ExtractIPDirect(), nil
 	}
 	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
@@ -127,20 +138,6 @@ func clientAddress(c echo.Context) string {
 		return p.String()
 	}
 	return addr.String()
-}
-
-// limitSignIn limits, per client address, the route it guards (the sign-in's start, the
-// provider's callback): there is no session to count by yet, and a client would drop its
-// cookie to get a fresh count anyway.
-func (s *Server) limitSignIn(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ip := clientAddress(c)
-		if wait := s.limiter.Allow(ratelimit.Key{Rate: s.cfg.RateLimits.SignIn, Name: "sign-in " + c.Path() + " " + ip}); wait > 0 {
-			return s.rateLimited(c, wait, "sign-in", ip,
-				"Too many sign-ins came from your network in a short time, so this one was refused.")
-		}
-		return next(c)
-	}
 }
 
 // limitDecisions limits the decisions on runs, per session or API token and per client

@@ -55,9 +55,13 @@ type Server struct {
 	tokens      TokenAuthenticator
 	keys        IdempotencyKeys
 	metrics     *telemetry.Metrics
-	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes.
+	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes;
+	// refusals remember which addresses a failure limit refuses (failures.go).
 	limiter    *ratelimit.Limiter
 	limitedOps map[string]bool
+	refusals   *refusals
+	// loginKeys seal the sign-in cookie (loginflow.go).
+	loginKeys LoginSealer
 	// api collects the JSON API's operations: /api/v1/openapi.json describes them.
 	api    *openapi.Spec
 	apiDoc func() ([]byte, error) // built once, on first use, from api
@@ -70,8 +74,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil {
-		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass and Ready are required")
+	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil || svc.LoginKeys == nil {
+		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass, Ready and LoginKeys are required")
 	}
 	s := &Server{
 		Echo:        echo.New(),
@@ -84,6 +88,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		audit:       svc.Audit,
 		Changes:     NewChanges(svc.ListenPool, cfg.Logger),
 		limiter:     ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
+		refusals:    newRefusals(cfg.RateLimits.Now, maxRateLimitKeys),
+		loginKeys:   svc.LoginKeys,
 	}
 	if svc.Tokens != nil {
 		s.tokens = svc.Tokens
@@ -136,8 +142,10 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 
 	// Everything below has a session and CSRF protection.
 	web := e.Group("", s.bearer, s.loadSession, s.checkCSRF)
-	web.GET(paths.Login(), s.login, s.limitSignIn)
-	web.GET(paths.Callback(), s.callback, s.limitSignIn)
+	// Starting a sign-in writes nothing and is not limited; a return from the provider
+	// that signs no one in counts against its address (failures.go).
+	web.GET(paths.Login(), s.login)
+	web.GET(paths.Callback(), s.callback, s.limitFailedSignIns)
 	web.POST(paths.Logout(), s.logout)
 	web.GET(paths.SignedOut(), s.signedOut)
 

@@ -222,8 +222,9 @@ func (s *Server) memberOf(ctx context.Context, rs *requestSession) (member, erro
 			current = memberships[i]
 		}
 	}
-	m.subject = authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role,
-		AuthenticatedAt: rs.sess.CreatedAt}
+	m.subject = authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: current.OrganizationID, Role: current.Role}
+	// When the provider authenticated the person, as its ID token said; a sign-in whose
+	// token did not say is never fresh (zero), whenever the session began.
 	if at := rs.sess.Data.AuthTime; at != nil {
 		m.subject.AuthenticatedAt = *at
 	}

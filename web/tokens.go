@@ -26,7 +26,8 @@ func viaToken(c echo.Context) bool { v, _ := c.Get(tokenKey).(bool); return v }
 // JSON API only, it acts as the token's holder narrowed to its scopes, with no session
 // and no CSRF token (a bearer token is not sent by a browser on its own, so it cannot be
 // forged across sites). Cookies never authenticate the API without CSRF: a request
-// without a bearer token goes through the session and CSRF checks as any other.
+// without a bearer token goes through the session and CSRF checks as any other. A wrong
+// token counts against its client address's limit (RateLimits.FailedToken).
 func (s *Server) bearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		scheme, raw, found := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
@@ -40,10 +41,20 @@ func (s *Server) bearer(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.tokens == nil {
 			return errs.Explain(errs.ErrUnauthenticated, "This Gantry takes no API tokens.")
 		}
+		// Wrong tokens count per client address (failures.go): an address over the limit
+		// is refused here, before its token is looked up, whether it is right or wrong.
+		ip := clientAddress(c)
+		if err := s.stillRefused(c, limitFailedToken, ip, whyFailedToken); err != nil {
+			return err
+		}
 		subject, err := s.tokens.Authenticate(c.Request().Context(), strings.TrimSpace(raw))
 		if err != nil {
-			if errs.CodeOf(err) == errs.CodeUnauthenticated {
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="gantry", error="invalid_token"`)
+			if errs.CodeOf(err) != errs.CodeUnauthenticated {
+				return err
+			}
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="gantry", error="invalid_token"`)
+			if over := s.failed(c, s.cfg.RateLimits.FailedToken, limitFailedToken, ip, whyFailedToken); over != nil {
+				return over
 			}
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"gantry/models/db/dbtest"
 	"gantry/models/idempotency"
 	"gantry/models/org"
+	"gantry/web"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -34,20 +35,44 @@ func TestLoginEndToEnd(t *testing.T) {
 	require.EqualValues(t, 1, signIns)
 
 	// The session cookie is HttpOnly and SameSite=Lax, and the stored session id is only a hash.
-	resp := app.Get(t, app.Client(t), "/login")
-	resp.Body.Close()
+	u, err := url.Parse(app.URL)
+	require.NoError(t, err)
 	var cookie *http.Cookie
-	for _, ck := range resp.Cookies() {
+	for _, ck := range c.Jar.Cookies(u) {
 		if ck.Name == "gantry_session" {
 			cookie = ck
 		}
 	}
 	require.NotNil(t, cookie)
-	require.True(t, cookie.HttpOnly)
-	require.Equal(t, http.SameSiteLaxMode, cookie.SameSite)
 	var raw int64
 	require.NoError(t, app.DB.Raw("SELECT count(*) FROM sessions WHERE encode(id_hash, 'escape') LIKE ?", "%"+cookie.Value+"%").Scan(&raw).Error)
 	require.Zero(t, raw, "the cookie value must not be stored")
+
+	// Starting a sign-in writes nothing: the sign-in in progress is a sealed cookie,
+	// HttpOnly and SameSite=Lax, sent back to the callback only.
+	before := countRows(t, app, "SELECT count(*) FROM sessions")
+	resp := app.Get(t, app.Client(t), "/login")
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, before, countRows(t, app, "SELECT count(*) FROM sessions"), "a sign-in start writes no session")
+	var flow *http.Cookie
+	for _, ck := range resp.Cookies() {
+		require.NotEqual(t, "gantry_session", ck.Name, "no session before the sign-in succeeds")
+		if ck.Name == "gantry_login" {
+			flow = ck
+		}
+	}
+	require.NotNil(t, flow)
+	require.True(t, flow.HttpOnly)
+	require.Equal(t, http.SameSiteLaxMode, flow.SameSite)
+	require.Equal(t, "/auth/callback", flow.Path)
+	require.Equal(t, 600, flow.MaxAge, "a sign-in may take 10 minutes")
+	sent, err := resp.Location()
+	require.NoError(t, err)
+	require.NotContains(t, flow.Value, sent.Query().Get("state"), "the cookie is sealed: the state is not readable in it")
+	opened, ok := web.OpenLoginFlow(app.Keys, flow.Value)
+	require.True(t, ok)
+	require.Equal(t, sent.Query().Get("state"), opened.State)
 }
 
 func TestLoginRefusesTamperedState(t *testing.T) {
@@ -78,10 +103,9 @@ func TestLoginRefusesTamperedNonce(t *testing.T) {
 	app := webtest.Start(t)
 	c := app.Client(t)
 	action, id := app.StartLogin(t, c)
-	// The nonce Gantry expects no longer matches the one the provider puts in the ID token.
-	res := app.DB.Exec(`UPDATE sessions SET data = jsonb_set(data, '{login,nonce}', '"tampered-nonce"') WHERE data ? 'login'`)
-	require.NoError(t, res.Error)
-	require.EqualValues(t, 1, res.RowsAffected)
+	// The nonce Gantry expects no longer matches the one the provider puts in the ID token
+	// (resealed with Gantry's keys: only Gantry could make this cookie).
+	editLoginFlow(t, app, c, func(f *web.LoginFlow) { f.Nonce = "tampered-nonce" })
 	callback := app.SubmitCredentials(t, c, action, id, "admin@acme.test", "admin-acme")
 	resp := app.Get(t, c, strings.TrimPrefix(callback.String(), app.URL))
 	body := webtest.ReadBody(t, resp)
@@ -95,9 +119,7 @@ func TestLoginRefusesWrongPKCEVerifier(t *testing.T) {
 	app := webtest.Start(t)
 	c := app.Client(t)
 	action, id := app.StartLogin(t, c)
-	res := app.DB.Exec(`UPDATE sessions SET data = jsonb_set(data, '{login,verifier}', '"not-the-verifier-that-made-the-challenge-xxxxxxxxxxxx"') WHERE data ? 'login'`)
-	require.NoError(t, res.Error)
-	require.EqualValues(t, 1, res.RowsAffected)
+	editLoginFlow(t, app, c, func(f *web.LoginFlow) { f.Verifier = "not-the-verifier-that-made-the-challenge-xxxxxxxxxxxx" })
 	callback := app.SubmitCredentials(t, c, action, id, "admin@acme.test", "admin-acme")
 	resp := app.Get(t, c, strings.TrimPrefix(callback.String(), app.URL))
 	body := webtest.ReadBody(t, resp)

@@ -97,7 +97,7 @@ type webFlags struct {
 	trustedProxies  string
 }
 
-// proxies is --trusted-proxies as the web layer takes it (nil: its default).
+// proxies is --trusted-proxies as the web layer takes it (nil: none).
 func (w webFlags) proxies() []string {
 	var out []string
 	for _, p := range strings.Split(w.trustedProxies, ",") {
@@ -114,5 +114,5 @@ func (w *webFlags) register(f flags, defAddr, defMetricsAddr, defBaseURL string)
 	f.str(&w.baseURL, "base-url", "GANTRY_BASE_URL", defBaseURL, "public URL of Gantry; https makes cookies Secure")
 	f.dur(&w.sessionIdle, "session-idle", "GANTRY_SESSION_IDLE", 30*time.Minute, "a session unused this long ends")
 	f.dur(&w.sessionLifetime, "session-lifetime", "GANTRY_SESSION_LIFETIME", 12*time.Hour, "a session ends this long after sign-in")
-	f.str(&w.trustedProxies, "trusted-proxies", "GANTRY_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies whose X-Forwarded-For names the client, for the per-IP rate limits and the access log; \"none\" trusts none (default: loopback, link-local and private networks)")
+	f.str(&w.trustedProxies, "trusted-proxies", "GANTRY_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies whose X-Forwarded-For names the client, for the per-IP rate limits and the access log, e.g. your ingress controller's pod network (default: none, the client is the connection's peer: set it behind a proxy, or every client counts as the proxy)")
 }

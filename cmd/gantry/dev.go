@@ -182,6 +182,8 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err != nil {
 		return err
 	}
+	// The browser reaches gantry dev directly, so no proxy is trusted unless
+	// --trusted-proxies names one: the client is the connection's peer.
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
 		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, TrustedProxies: w.proxies(), Logger: logger, DevMail: catcher,

@@ -1,6 +1,8 @@
 // Package session stores browser sessions server-side. The cookie carries a random
 // token; the database keeps only its sha256, the signed-in user, the current
-// organization, the CSRF token and a little JSON (the login flow, flash messages).
+// organization, the CSRF token and a little JSON (flash messages, when the person last
+// authenticated). A sign-in in progress is not here: it lives in the browser until the
+// provider sends the person back (web/loginflow.go), so only a sign-in makes a row.
 package session
 
 import (
@@ -17,19 +19,6 @@ import (
 	"gantry/models/errs"
 )
 
-// LoginFlow is what the login callback must find again: the values it sent to the
-// provider and will check in the answer.
-type LoginFlow struct {
-	State     string    `json:"state"`
-	Nonce     string    `json:"nonce"`
-	Verifier  string    `json:"verifier"` // PKCE code verifier
-	ReturnTo  string    `json:"return_to"`
-	StartedAt time.Time `json:"started_at"`
-	// Reauth asks the provider to authenticate the person again (prompt=login,
-	// max_age=0), for an elevated decision.
-	Reauth bool `json:"reauth,omitempty"`
-}
-
 // Flash is a one-time message shown on the next page.
 type Flash struct {
 	Kind    string `json:"kind"` // "success" | "error" | "info"
@@ -38,8 +27,7 @@ type Flash struct {
 
 // Data is the session's JSON column.
 type Data struct {
-	Login   *LoginFlow `json:"login,omitempty"`
-	Flashes []Flash    `json:"flashes,omitempty"`
+	Flashes []Flash `json:"flashes,omitempty"`
 	// AuthTime is when the identity provider last authenticated the person (the ID
 	// token's auth_time), for decisions that need a fresh sign-in.
 	AuthTime *time.Time `json:"auth_time,omitempty"`
@@ -149,8 +137,9 @@ func (st *Store) SaveData(ctx context.Context, s Session) error {
 	return nil
 }
 
-// SignIn ends the anonymous session old and starts a signed-in one with a new token
-// and a new CSRF token, so a token planted before login (session fixation) is useless.
+// SignIn ends the browser's session old (if any: a zero Session is none) and starts a
+// signed-in one with a new token and a new CSRF token, so a token planted before login
+// (session fixation) is useless.
 func (st *Store) SignIn(ctx context.Context, old Session, userID string, orgID *string) (string, Session, error) {
 	var token string
 	var s Session

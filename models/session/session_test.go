@@ -52,7 +52,7 @@ func TestSignInRotatesToken(t *testing.T) {
 	st := session.NewStore(gdb, time.Hour, time.Hour)
 	ctx := context.Background()
 	require.NoError(t, gdb.Exec("INSERT INTO users (id, issuer, subject) VALUES ('usr-1', 'https://idp', 'sub')").Error)
-	anon, anonSess, err := st.Create(ctx, session.Data{Login: &session.LoginFlow{State: "s"}})
+	anon, anonSess, err := st.Create(ctx, session.Data{Flashes: []session.Flash{{Kind: "info", Message: "before"}}})
 	require.NoError(t, err)
 	token, sess, err := st.SignIn(ctx, anonSess, "usr-1", nil)
 	require.NoError(t, err)
@@ -63,5 +63,5 @@ func TestSignInRotatesToken(t *testing.T) {
 	loaded, err := st.Load(ctx, token)
 	require.NoError(t, err)
 	require.Equal(t, "usr-1", *loaded.UserID)
-	require.Nil(t, loaded.Data.Login)
+	require.Empty(t, loaded.Data.Flashes, "nothing of the old session comes along")
 }

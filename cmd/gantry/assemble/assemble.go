@@ -145,8 +145,9 @@ type Portal struct {
 	Runners    runner.RunnerSet
 	Default    string
 
-	db     *gorm.DB // the session store (its lifetimes come with the web config) and the queue depth metric
-	mail   bool     // an SMTP server is configured
+	db     *gorm.DB         // the session store (its lifetimes come with the web config) and the queue depth metric
+	keys   *keyring.Keyring // seal the web's sign-in cookie
+	mail   bool             // an SMTP server is configured
 	sqlDB  *sql.DB
 	logger *slog.Logger
 }
@@ -164,7 +165,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Portal{db: cfg.DB, sqlDB: sqlDB, logger: cfg.Logger, Default: cfg.Runner.Name(), Runners: runner.RunnerSet{}}
+	p := &Portal{db: cfg.DB, keys: cfg.Keys, sqlDB: sqlDB, logger: cfg.Logger, Default: cfg.Runner.Name(), Runners: runner.RunnerSet{}}
 
 	// Stores.
 	gdb := cfg.DB
@@ -320,7 +321,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 	}
 	sessions := session.NewStore(p.db, cfg.SessionIdle, cfg.SessionLifetime)
 	return web.New(ctx, cfg, web.Services{
-		Sessions: sessions, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
+		Sessions: sessions, LoginKeys: p.keys, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,

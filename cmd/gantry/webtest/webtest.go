@@ -82,6 +82,13 @@ type Options struct {
 	// the ids a request's or a job's context carries); by default the log is discarded.
 	Log        io.Writer
 	RateLimits *web.RateLimits // the portal's rate limits and their clock; nil: none (limits.go)
+	// TrustedProxies are the portal's (web.Config.TrustedProxies; nil: none, as gantry
+	// serve without --trusted-proxies). A test that names client addresses in
+	// X-Forwarded-For trusts its own loopback peer: 127.0.0.0/8.
+	TrustedProxies []string
+	// OmitAuthTime makes the development provider leave auth_time out of its ID tokens,
+	// as a provider that does not send it.
+	OmitAuthTime bool
 	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
 	WorkloadTokenLifetime time.Duration
 	// ApplyHooks hear of (and may hold) each attempt of an apply job.
@@ -164,7 +171,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	idp, err := devidp.New(devidp.Config{
 		Issuer:  app.Issuer,
 		Clients: []devidp.Client{{ID: ClientID, Secret: ClientSecret, RedirectURIs: []string{app.URL + "/auth/callback"}}},
-		Users:   users,
+		Users:   users, OmitAuthTime: opts.OmitAuthTime,
 	})
 	require.NoError(t, err)
 	idpSrv := httptest.NewUnstartedServer(idp)

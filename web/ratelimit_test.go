@@ -18,9 +18,9 @@ import (
 	"gantry/bench"
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
+	"gantry/models/ratelimit"
 	"gantry/models/run"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // Rate limits on signing in and deciding (web/ratelimit.go), through the whole portal:

@@ -34,7 +34,6 @@ import (
 	"gantry/telemetry"
 	"gantry/views/paths"
 	"gantry/web/devmail"
-	"gantry/web/ratelimit"
 )
 
 // Server is the assembled HTTP application.
@@ -56,7 +55,7 @@ type Server struct {
 	keys        IdempotencyKeys
 	metrics     *telemetry.Metrics
 	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes.
-	limiter    *ratelimit.Limiter
+	limiter    RateLimiter
 	limitedOps map[string]bool
 	// api collects the JSON API's operations: /api/v1/openapi.json describes them.
 	api    *openapi.Spec
@@ -70,8 +69,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil {
-		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass and Ready are required")
+	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil || svc.Limiter == nil {
+		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass, Ready and Limiter are required")
 	}
 	s := &Server{
 		Echo:        echo.New(),
@@ -83,7 +82,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		inbox:       svc.Runs.Inbox,
 		audit:       svc.Audit,
 		Changes:     NewChanges(svc.ListenPool, cfg.Logger),
-		limiter:     ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
+		limiter:     svc.Limiter,
 	}
 	if svc.Tokens != nil {
 		s.tokens = svc.Tokens

@@ -1,8 +1,8 @@
 package webtest
 
 import (
+	"gantry/models/ratelimit"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // rateLimits puts Options.RateLimits into cfg. Without them a test's portal has no rate

@@ -109,6 +109,26 @@ var Goals = []Goal{
 		Why: "the same, 99th percentile"},
 	{Package: "gantry/runner", Benchmark: "BenchmarkApprovalToApplyStart", Metric: "timeouts", Max: 0,
 		Why: "applies that never started within their machine-scaled deadline"},
+	// Rate limits shared by every replica (issue 39): each decision first takes a token
+	// from its session's and its address's buckets in the database, one statement. At the
+	// decision rate above it must stay a small part of a decision's path: a tenth of the
+	// time the approval may take to start its apply (20 ms median, 100 ms p99).
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "p50_us", Max: 2000,
+		Why: "one check (session and address, two replicas), open loop at 30 a second (BenchmarkApprovalToApplyStart's 28, rounded up), median: a tenth of the approval-to-apply median's 20 ms"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "p99_us", Max: 10_000,
+		Why: "the same, 99th percentile: a tenth of the approval-to-apply p99's 100 ms"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "errors", Max: 0,
+		Why: "checks the database did not answer"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "ratio", Max: 2,
+		Why: "the check's median over SELECT 1's at the same rate: one statement, at most one more round trip's worth"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "roundtrip_p50_us", Report: true,
+		Why: "SELECT 1 at the same rate, median: the round trip alone, to read the check's figures against on a busy machine"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "flood_p99_us", Report: true,
+		Why: "a flood of 1,000 checks at 500 a second, each a session and an address never seen (two new rows), 99th percentile"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "flood_p50_us", Report: true,
+		Why: "the same, median"},
+	{Package: "gantry/models/ratelimit", Benchmark: "BenchmarkRateLimitCheck", Metric: "flood_req_per_s", Report: true,
+		Why: "the flood's rate achieved"},
 	// Auditors (issue 11): a signed export of a million events, and the history page
 	// of an organization with a million events.
 	{Package: "gantry/models/audit", Benchmark: "BenchmarkExport1M", Metric: "events_per_s", Max: 100_000, AtLeast: true,

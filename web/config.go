@@ -135,4 +135,6 @@ type Services struct {
 	Metrics *telemetry.Metrics
 	// Ready answers whether the database does (/readyz).
 	Ready func(ctx context.Context) error
+	// Limiter holds the rate limits' buckets, shared by every replica (ratelimit.go).
+	Limiter RateLimiter
 }

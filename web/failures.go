@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"gantry/web/ratelimit"
+	"gantry/models/ratelimit"
 )
 
 // Failure limits count what fails, per client address: a return from the provider that
@@ -30,6 +30,10 @@ const (
 	whyFailedSignIn = "Too many sign-ins failed from your network in a short time, so this one was refused."
 	whyFailedToken  = "Too many calls with a wrong API token came from your network in a short time, so this one was refused before its token was checked."
 )
+
+// maxRefusals bounds the addresses refusals remembers (under 100 bytes each): far above
+// the addresses over a failure limit at once on an honest day.
+const maxRefusals = 50_000
 
 // refusals remembers, per limit and client address, until when a failure limit refuses
 // it. It is only a memory of the limiter's answer, in this process: a replica that has not
@@ -98,7 +102,10 @@ func (s *Server) stillRefused(c echo.Context, limit, ip, why string) error {
 // before any work until the limit lets it again.
 func (s *Server) failed(c echo.Context, rate ratelimit.Rate, limit, ip, why string) error {
 	name := limit + " " + ip
-	wait := s.limiter.Allow(ratelimit.Key{Rate: rate, Name: name})
+	wait, err := s.limiter.Allow(c.Request().Context(), ratelimit.Key{Rate: rate, Name: name})
+	if err != nil {
+		return err
+	}
 	if wait <= 0 {
 		return nil
 	}

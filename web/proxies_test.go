@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/cmd/gantry/webtest"
+	"gantry/models/ratelimit"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // fromPeer sends a callback that signs no one in to srv as a connection from peer

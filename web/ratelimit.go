@@ -7,9 +7,17 @@ package web
 // is not counted where abuse is the failure: a sign-in that succeeds, a right token. Over a
 // limit the request is refused before any of its work, with 429 RATE_LIMITED and
 // Retry-After: a page saying when to try again, or a problem document on the API. The
-// buckets are in memory (web/ratelimit), per process.
+// buckets are in the database (models/ratelimit), shared by every replica.
+//
+// When the buckets cannot be read (the database does not answer) the request is refused
+// as a server error: every limit fails closed. Each limited route's own work needs the
+// same database (a sign-in's return writes a session, a token is looked up in it, a
+// decision is its transaction), so a check that cannot reach it stands for a request that could not
+// be served anyway; failing open would only let a flood past the limit at the moment the
+// database struggles under it.
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -24,9 +32,9 @@ import (
 	"gantry/handlers/openapi"
 	"gantry/models/authz"
 	"gantry/models/errs"
+	"gantry/models/ratelimit"
 	"gantry/models/run"
 	"gantry/views/paths"
-	"gantry/web/ratelimit"
 )
 
 // The default limits (docs/api.md says them, with these reasons).
@@ -51,11 +59,12 @@ var (
 	defaultDecisionLimitPerIP = ratelimit.Rate{PerMinute: 60, Burst: 20}
 )
 
-// maxRateLimitKeys bounds the buckets held (under 200 bytes each, so about 10 MB at
-// most): far above the clients seen within a bucket's refill time (under a minute) on an
-// honest day; a flood from more addresses than that makes the least recently seen start
-// afresh, not memory grow.
-const maxRateLimitKeys = 50_000
+// RateLimiter holds the buckets (models/ratelimit.Store, built by the composition root):
+// Allow takes one request from every key's bucket, or from none when any is empty, and
+// answers 0 or how long until all of them hold a request again.
+type RateLimiter interface {
+	Allow(ctx context.Context, keys ...ratelimit.Key) (time.Duration, error)
+}
 
 // RateLimits are the limits a Server applies. A zero field of a Rate takes its default
 // (above), a negative PerMinute is no limit.
@@ -69,7 +78,9 @@ type RateLimits struct {
 	// one session or API token; DecisionPerIP those from one client address, over every
 	// session and token behind it.
 	Decision, DecisionPerIP ratelimit.Rate
-	// Now is the limits' clock (nil: time.Now); tests move it by hand.
+	// Now is the limits' clock for tests, which move it by hand (the composition root
+	// hands it to the buckets); nil, as in production, is the database's clock, the one
+	// every replica shares.
 	Now func() time.Time
 }
 
@@ -150,8 +161,11 @@ func (s *Server) limitDecisions(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		ip := clientAddress(c)
-		wait := s.limiter.Allow(ratelimit.Key{Rate: s.cfg.RateLimits.Decision, Name: "decide " + caller(c)},
+		wait, err := s.limiter.Allow(c.Request().Context(), ratelimit.Key{Rate: s.cfg.RateLimits.Decision, Name: "decide " + caller(c)},
 			ratelimit.Key{Rate: s.cfg.RateLimits.DecisionPerIP, Name: "decide-ip " + ip})
+		if err != nil {
+			return err
+		}
 		if wait > 0 {
 			return s.rateLimited(c, wait, "decisions", ip,
 				"Too many decisions came from this session or your network in a short time, so this one was not recorded.")

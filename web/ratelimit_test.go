@@ -15,9 +15,9 @@ import (
 
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
+	"gantry/models/ratelimit"
 	"gantry/models/run"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // Rate limits on deciding (web/ratelimit.go), through the whole portal (failed sign-ins:

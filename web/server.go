@@ -34,7 +34,6 @@ import (
 	"gantry/telemetry"
 	"gantry/views/paths"
 	"gantry/web/devmail"
-	"gantry/web/ratelimit"
 )
 
 // Server is the assembled HTTP application.
@@ -57,7 +56,7 @@ type Server struct {
 	metrics     *telemetry.Metrics
 	// limiter holds the rate limits' buckets; limitedOps are the rate-limited API routes;
 	// refusals remember which addresses a failure limit refuses (failures.go).
-	limiter    *ratelimit.Limiter
+	limiter    RateLimiter
 	limitedOps map[string]bool
 	refusals   *refusals
 	// loginKeys seal the sign-in cookie (loginflow.go).
@@ -74,8 +73,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil || svc.LoginKeys == nil {
-		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass, Ready and LoginKeys are required")
+	if svc.Sessions == nil || svc.Orgs == nil || svc.Audit == nil || svc.Runs == nil || svc.Breakglass == nil || svc.Ready == nil || svc.LoginKeys == nil || svc.Limiter == nil {
+		return nil, errors.New("web: Sessions, Orgs, Audit, Runs, Breakglass, Ready, LoginKeys and Limiter are required")
 	}
 	s := &Server{
 		Echo:        echo.New(),
@@ -87,8 +86,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		inbox:       svc.Runs.Inbox,
 		audit:       svc.Audit,
 		Changes:     NewChanges(svc.ListenPool, cfg.Logger),
-		limiter:     ratelimit.New(cfg.RateLimits.Now, maxRateLimitKeys),
-		refusals:    newRefusals(cfg.RateLimits.Now, maxRateLimitKeys),
+		limiter:     svc.Limiter,
+		refusals:    newRefusals(cfg.RateLimits.Now, maxRefusals),
 		loginKeys:   svc.LoginKeys,
 	}
 	if svc.Tokens != nil {

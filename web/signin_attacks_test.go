@@ -12,8 +12,8 @@ import (
 
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/keyring"
+	"gantry/models/ratelimit"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // TestSignInAttacks: the sign-in cookie and the callback as an attacker tries them. A

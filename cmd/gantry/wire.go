@@ -299,6 +299,7 @@ func servePortal(ctx context.Context, ln, metricsLn net.Listener, srv *web.Serve
 		g.Go(func() error { return serveUntilDone(gctx, kln, sf.kube.runnerHandler(srv)) })
 	}
 	g.Go(func() error { srv.Changes.Run(gctx); return nil })
+	g.Go(func() error { sys.SweepRateLimits(gctx); return nil })
 	g.Go(func() error { return serveUntilDone(gctx, ln, srv.Echo) })
 	g.Go(func() error { return sf.issuer.serve(gctx, srv) })
 	if metricsLn != nil {

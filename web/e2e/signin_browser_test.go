@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/cmd/gantry/webtest"
+	"gantry/models/ratelimit"
 	runmodel "gantry/models/run"
 	"gantry/views/paths"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // signInShots is where this test's screenshots go, for a person to look at.

@@ -35,6 +35,7 @@ import (
 	"gantry/models/org"
 	"gantry/models/policy"
 	"gantry/models/promotion"
+	"gantry/models/ratelimit"
 	"gantry/models/risk"
 	"gantry/models/rollback"
 	"gantry/models/run"
@@ -113,6 +114,9 @@ type Portal struct {
 	Policies     *policy.Store
 	StateStore   *state.Store
 	Workspaces   *workspace.Store
+	// RateLimits are the rate limits' buckets, shared by every replica (SweepRateLimits
+	// forgets the idle ones).
+	RateLimits *ratelimit.Store
 
 	// Services: the rules, each authorizing its subject.
 	Orgs           *org.Service
@@ -174,6 +178,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Attestations = attest.New(gdb, p.AuditKeys)
 	p.Artifacts = artifact.NewStore(gdb, cfg.Keys)
 	p.Keys = idempotency.NewStore(gdb)
+	p.RateLimits = ratelimit.NewStore(gdb)
 	p.Matrix = risk.NewStore(gdb, p.Audit, run.Floors)
 	p.StateStore = state.NewStore(gdb, p.Artifacts, p.Audit)
 	p.Workspaces = workspace.NewStore(gdb, p.Audit)
@@ -320,13 +325,17 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		return nil, err
 	}
 	sessions := session.NewStore(p.db, cfg.SessionIdle, cfg.SessionLifetime)
+	limiter := p.RateLimits
+	if cfg.RateLimits.Now != nil {
+		limiter = limiter.WithClock(cfg.RateLimits.Now) // a test's clock
+	}
 	return web.New(ctx, cfg, web.Services{
 		Sessions: sessions, LoginKeys: p.keys, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
-		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) },
+		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) }, Limiter: limiter,
 	})
 }
 
@@ -367,6 +376,12 @@ func (p *Portal) queueDepth(ctx context.Context) ([]telemetry.QueueCount, error)
 		out[i] = telemetry.QueueCount(c)
 	}
 	return out, nil
+}
+
+// SweepRateLimits deletes the rate limits' idle buckets every ratelimit.SweepEvery until
+// ctx ends: every replica sweeps.
+func (p *Portal) SweepRateLimits(ctx context.Context) {
+	p.RateLimits.RunSweeper(ctx, ratelimit.SweepEvery, p.logger)
 }
 
 // Close releases the listen pool (stop the queue first).

@@ -1,8 +1,8 @@
 package webtest
 
 import (
+	"gantry/models/ratelimit"
 	"gantry/web"
-	"gantry/web/ratelimit"
 )
 
 // rateLimits puts Options.RateLimits and Options.TrustedProxies into cfg. Without limits

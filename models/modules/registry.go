@@ -106,7 +106,7 @@ func (a *Archives) discover(ctx context.Context, host string) (*url.URL, error) 
 func (a *Archives) downloadLocation(ctx context.Context, download *url.URL) (string, error) {
 	body, resp, err := a.answer(ctx, download, http.StatusOK, http.StatusNoContent)
 	if err != nil {
-		return "", fmt.Errorf("asking %s: %w", download, err)
+		return "", fmt.Errorf("asking %s: %w", redact(download), err)
 	}
 	location := resp.Header.Get("X-Terraform-Get")
 	if resp.StatusCode == http.StatusOK {
@@ -114,14 +114,14 @@ func (a *Archives) downloadLocation(ctx context.Context, download *url.URL) (str
 			Location string `json:"location"`
 		}
 		if err := json.Unmarshal(body, &v); err != nil {
-			return "", fmt.Errorf("asking %s: the answer is not JSON: %w", download, err)
+			return "", fmt.Errorf("asking %s: the answer is not JSON: %w", redact(download), err)
 		}
 		if v.Location != "" {
 			location = v.Location
 		}
 	}
 	if location == "" {
-		return "", fmt.Errorf("asking %s: the registry gave no location", download)
+		return "", fmt.Errorf("asking %s: the registry gave no location", redact(download))
 	}
 	return location, nil
 }

@@ -18,5 +18,7 @@ resource "sandbox_bucket" "this" {
   versioning     = true
   retention_days = var.retention_days
   public         = false
-  labels         = module.labels.labels
+  # The platform's labels, and which template made the bucket (the required_labels
+  # policy asks for managed_by and template).
+  labels = merge(module.labels.labels, { template = "team-bucket" })
 }

@@ -100,6 +100,7 @@ type runcOptions struct {
 	cloud         func(http.Handler) http.Handler
 	wrap          func(runner.Runner) runner.Runner
 	tokenLifetime time.Duration
+	moduleClient  *http.Client // fetches allowlisted modules (nil: the system's https)
 }
 
 func startRuncWith(t testing.TB, opts runcOptions) runcApp {
@@ -154,7 +155,8 @@ func startRuncWith(t testing.TB, opts runcOptions) runcApp {
 	if opts.wrap != nil {
 		live = opts.wrap(tr)
 	}
-	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: live, CatalogFS: opts.catalog, WorkloadTokenLifetime: opts.tokenLifetime})
+	app := webtest.StartWith(t, webtest.Options{Listener: ln, Runner: live, CatalogFS: opts.catalog, WorkloadTokenLifetime: opts.tokenLifetime,
+		ModuleClient: opts.moduleClient})
 	require.Equal(t, baseURL, app.URL)
 	runcServe(t, stateLn, web.StateOnly(app.Server.Echo))
 	cloudDir := t.TempDir()

@@ -29,7 +29,8 @@ type Entry struct {
 	// Template is the manifest; for a manifest that failed to parse only Name (the
 	// directory name) is set.
 	Template Template
-	// ModuleDigest covers module/ and the lock file (see treeDigest); empty when
+	// ModuleDigest covers module/, the lock file and the allowlisted version and
+	// sha256 of each registry or https module it calls (see entryDigest); empty when
 	// the tree could not be read.
 	ModuleDigest string
 	Refused      string
@@ -123,6 +124,12 @@ func loadEntry(fsys fs.FS, name string, allow Allowlist) Entry {
 		return e
 	}
 
+	for rel := range files {
+		if strings.HasPrefix(rel, fetchedDir+"/") {
+			e.Refused = fmt.Sprintf("%s: %s/ is where Gantry puts the modules it fetches; a template may not have it", rel, fetchedDir)
+			return e
+		}
+	}
 	info, err := checkModule(files, allow)
 	if err != nil {
 		e.Refused = err.Error()
@@ -132,8 +139,36 @@ func loadEntry(fsys fs.FS, name string, allow Allowlist) Entry {
 		e.Refused = strings.Join(problems, "; ")
 		return e
 	}
+	e.ModuleDigest = entryDigest(files, info.remote, allow)
+	if why := checkVendored(files, info, allow); why != "" {
+		e.Refused = why
+		return e
+	}
 	e.module = info
 	return e
+}
+
+// checkVendored assembles, at load, a template whose allowlisted modules all ship
+// vendored, and checks the whole as generation would: a vendored module that breaks
+// the rules refuses the template now rather than each request. A module Gantry must
+// fetch is checked when it is fetched (RunCatalog.Modules).
+func checkVendored(files map[string][]byte, info moduleInfo, allow Allowlist) string {
+	if len(info.remote) == 0 {
+		return ""
+	}
+	for _, c := range info.remote {
+		if allow[c.source].vendored == nil {
+			return ""
+		}
+	}
+	tree, err := withModules(files, info, allow, nil)
+	if err == nil {
+		_, err = checkModule(tree, Allowlist{})
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // matchVariables checks that the manifest and the module agree, so a generated

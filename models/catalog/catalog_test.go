@@ -77,12 +77,14 @@ func TestRealCatalogLoads(t *testing.T) {
 	t.Parallel()
 	c := load(t, os.DirFS("../../catalog"), nil)
 	all := c.All()
-	require.Len(t, all, 5)
+	require.Len(t, all, 6)
 	want := map[string][]string{
 		"bucket":    {"name", "versioning", "retention_days", "region"},
 		"bucket-s3": {"name", "versioning"},
 		"network":   {"name", "cidr", "subnet_count", "region"},
 		"postgres":  {"name", "engine_version", "size", "storage_gb", "backup_retention_days", "network_cidr"},
+		// It calls the allowlisted labels module, which ships vendored.
+		"team-bucket": {"team", "name", "cost_center", "retention_days"},
 		// gantry_workspace_id and gantry_environment_id are module variables Gantry sets.
 		"team-namespace": {"name", "group", "cpu", "memory_gib", "pods"},
 	}
@@ -101,7 +103,7 @@ func TestRealCatalogLoads(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, e.ModuleDigest, got.ModuleDigest)
 	}
-	require.Equal(t, []string{"bucket", "bucket-s3", "network", "postgres", "team-namespace"}, names)
+	require.Equal(t, []string{"bucket", "bucket-s3", "network", "postgres", "team-bucket", "team-namespace"}, names)
 
 	pg := entry(t, c, "postgres").Template
 	require.Equal(t, "1.1.1", pg.Version)

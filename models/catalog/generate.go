@@ -31,10 +31,15 @@ type GenerateInput struct {
 	// StateAddress is the http backend base URL for this workspace's state, such as
 	// https://gantry.example/state/ws-123. It must not carry credentials.
 	StateAddress string
+	// Modules are the archives of the allowlisted registry and https modules the
+	// template calls, by source (RunCatalog.Modules fetched them and checked their
+	// sha256; generation checks it again). A vendored module needs none.
+	Modules map[string][]byte
 }
 
 // Generate builds the config bundle: main.tf (the root module calling the template
-// module with the inputs), modules/<name>/... (the module tree) and
+// module with the inputs), modules/<name>/... (the module tree, with the allowlisted
+// modules it calls under modules/<name>/.modules/, see remote.go) and
 // .terraform.lock.hcl. A sensitive input's value is never written: main.tf declares
 // it as a sensitive root variable and passes var.<name> on; the runner sets it as
 // TF_VAR_<name> in tofu's environment (models/run/variables.go). It rechecks the tree it bundles against the module source
@@ -47,10 +52,10 @@ func (e Entry) Generate(in GenerateInput) (bundle.Bundle, error) {
 	if e.files == nil {
 		return bundle.Bundle{}, fmt.Errorf("generating %s: entry was not loaded from a catalog", name)
 	}
-	if got := treeDigest(e.files); got != e.ModuleDigest {
+	if got := entryDigest(e.files, e.module.remote, e.allowlist); got != e.ModuleDigest {
 		return bundle.Bundle{}, fmt.Errorf("generating %s: module tree is %s, not the loaded %s", name, got, e.ModuleDigest)
 	}
-	info, err := checkModule(e.files, e.allowlist)
+	tree, info, err := e.assemble(in.Modules)
 	if err != nil {
 		return bundle.Bundle{}, fmt.Errorf("generating %s: %w", name, err)
 	}
@@ -59,7 +64,7 @@ func (e Entry) Generate(in GenerateInput) (bundle.Bundle, error) {
 		return bundle.Bundle{}, fmt.Errorf("generating %s: %w", name, err)
 	}
 	b := bundle.Bundle{Files: map[string][]byte{"main.tf": main}}
-	for rel, data := range e.files {
+	for rel, data := range tree {
 		if rel == lockFile {
 			b.Files[lockFile] = data
 			continue
@@ -67,6 +72,26 @@ func (e Entry) Generate(in GenerateInput) (bundle.Bundle, error) {
 		b.Files["modules/"+name+"/"+strings.TrimPrefix(rel, moduleDir+"/")] = data
 	}
 	return b, nil
+}
+
+// assemble checks the template's tree against the module source rules, puts the
+// allowlisted modules it calls into it (withModules: archives by source) and checks
+// the whole again, now with no module left to fetch: what it returns is exactly what
+// the bundle holds and what its root module must require.
+func (e Entry) assemble(archives map[string][]byte) (map[string][]byte, moduleInfo, error) {
+	info, err := checkModule(e.files, e.allowlist)
+	if err != nil || len(info.remote) == 0 {
+		return e.files, info, err
+	}
+	tree, err := withModules(e.files, info, e.allowlist, archives)
+	if err != nil {
+		return nil, moduleInfo{}, err
+	}
+	// An empty allowlist: every call is a path into the bundle now.
+	if info, err = checkModule(tree, Allowlist{}); err != nil {
+		return nil, moduleInfo{}, err
+	}
+	return tree, info, nil
 }
 
 // rootModule writes main.tf with hclwrite, which escapes every value (quotes, "${",

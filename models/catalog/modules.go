@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"go.yaml.in/yaml/v3"
 )
 
 // Paths inside a template directory.
@@ -25,63 +23,6 @@ const (
 	moduleDir    = "module"
 	lockFile     = ".terraform.lock.hcl"
 )
-
-// AllowedModule pins one registry (or https) module source a template may call.
-type AllowedModule struct {
-	// Version is the exact version a module block must ask for. It is required for
-	// registry sources and empty for https archives, which take no version.
-	Version string
-	// SHA256 is the checksum of the module archive, "sha256:<hex>". It is recorded
-	// here for the runner, which fetches modules; the catalog has no network and
-	// cannot verify it.
-	SHA256 string
-}
-
-// Allowlist maps a module source address to the one version allowed for it.
-type Allowlist map[string]AllowedModule
-
-// loadAllowlist reads allowlist.yaml at the catalog root; a missing file is an
-// empty allowlist, so only paths inside templates are allowed.
-func loadAllowlist(fsys fs.FS) (Allowlist, error) {
-	data, err := fs.ReadFile(fsys, "allowlist.yaml")
-	if errors.Is(err, fs.ErrNotExist) {
-		return Allowlist{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading allowlist.yaml: %w", err)
-	}
-	var doc struct {
-		Modules []struct {
-			Source  string `yaml:"source"`
-			Version string `yaml:"version"`
-			SHA256  string `yaml:"sha256"`
-		} `yaml:"modules"`
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && len(bytes.TrimSpace(data)) > 0 {
-		return nil, fmt.Errorf("parsing allowlist.yaml: %w", err)
-	}
-	list := Allowlist{}
-	for i, m := range doc.Modules {
-		sum := strings.TrimPrefix(m.SHA256, "sha256:")
-		switch {
-		case m.Source == "":
-			return nil, fmt.Errorf("allowlist.yaml: modules[%d] needs a source", i)
-		case m.Version == "" && !strings.HasPrefix(m.Source, "https://"):
-			// Without a version a registry module is "latest", which is not a pin.
-			// An https archive cannot take a version; its checksum pins it.
-			return nil, fmt.Errorf("allowlist.yaml: modules[%d] (%s) needs a version", i, m.Source)
-		case !sha256Re.MatchString(sum):
-			return nil, fmt.Errorf("allowlist.yaml: modules[%d] (%s): sha256 %q is not 64 lower-case hex digits", i, m.Source, m.SHA256)
-		}
-		if _, dup := list[m.Source]; dup {
-			return nil, fmt.Errorf("allowlist.yaml: %s is listed twice", m.Source)
-		}
-		list[m.Source] = AllowedModule{Version: m.Version, SHA256: "sha256:" + sum}
-	}
-	return list, nil
-}
 
 var (
 	sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -164,6 +105,9 @@ type moduleInfo struct {
 	// providers are the providers the module tree requires, sorted by local name: the
 	// root module requires exactly these and configures each with an empty block.
 	providers []provider
+	// remote are the calls of allowlisted registry or https modules, in file order:
+	// generation puts each fetched module into the bundle and calls it there.
+	remote []remoteCall
 }
 
 type output struct {
@@ -211,7 +155,11 @@ func checkModule(files map[string][]byte, allow Allowlist) (moduleInfo, error) {
 		for _, b := range f.Body.(*hclsyntax.Body).Blocks {
 			switch b.Type {
 			case "module":
-				problems = append(problems, checkModuleBlock(rel, b, files, allow)...)
+				why, remote := checkModuleBlock(rel, b, files, allow)
+				problems = append(problems, why...)
+				if remote != nil {
+					info.remote = append(info.remote, *remote)
+				}
 			case "provider":
 				problems = append(problems, checkProviderBody(rel, label(b), b.Body)...)
 			case "terraform":
@@ -261,28 +209,38 @@ func label(b *hclsyntax.Block) string {
 	return b.Labels[0]
 }
 
-// checkModuleBlock checks the source (and version) of one module call in file rel.
-func checkModuleBlock(rel string, b *hclsyntax.Block, files map[string][]byte, allow Allowlist) []string {
+// checkModuleBlock checks the source (and version) of one module call in file rel;
+// remote is the call when its source is an allowlisted registry or https module.
+func checkModuleBlock(rel string, b *hclsyntax.Block, files map[string][]byte, allow Allowlist) (problems []string, remote *remoteCall) {
 	src, ok := b.Body.Attributes["source"]
 	if !ok {
-		return []string{fmt.Sprintf("%s:%d: module %q has no source", rel, b.DefRange().Start.Line, label(b))}
+		return []string{fmt.Sprintf("%s:%d: module %q has no source", rel, b.DefRange().Start.Line, label(b))}, nil
 	}
 	line := src.Expr.Range().Start.Line
 	source, ok := literalString(src.Expr)
 	if !ok {
-		return []string{fmt.Sprintf("%s:%d: module %q: source must be a literal string", rel, line, label(b))}
+		return []string{fmt.Sprintf("%s:%d: module %q: source must be a literal string", rel, line, label(b))}, nil
 	}
 	version, hasVersion := "", false
 	if v, ok := b.Body.Attributes["version"]; ok {
 		if version, ok = literalString(v.Expr); !ok {
-			return []string{fmt.Sprintf("%s:%d: module %q: version must be a literal string", rel, v.Expr.Range().Start.Line, label(b))}
+			return []string{fmt.Sprintf("%s:%d: module %q: version must be a literal string", rel, v.Expr.Range().Start.Line, label(b))}, nil
 		}
 		hasVersion = true
 	}
 	if why := refuseSource(path.Dir(rel), source, version, hasVersion, files, allow); why != "" {
-		return []string{fmt.Sprintf("%s:%d: module source %q is not allowed: %s", rel, line, source, why)}
+		return []string{fmt.Sprintf("%s:%d: module source %q is not allowed: %s", rel, line, source, why)}, nil
 	}
-	return nil
+	if isLocal(source) {
+		return nil, nil
+	}
+	return nil, &remoteCall{file: rel, name: label(b), source: source}
+}
+
+// isLocal reports whether a module source is a path (inside the template, as
+// refuseSource checks).
+func isLocal(source string) bool {
+	return strings.HasPrefix(source, "./") || strings.HasPrefix(source, "../")
 }
 
 // refuseSource says why a module source is refused, or "" when it is allowed.
@@ -293,7 +251,7 @@ func refuseSource(fileDir, source, version string, hasVersion bool, files map[st
 	switch {
 	case strings.Contains(source, `\`):
 		return "backslashes are refused"
-	case strings.HasPrefix(source, "./"), strings.HasPrefix(source, "../"):
+	case isLocal(source):
 		target := path.Join(fileDir, source)
 		if target != moduleDir && !strings.HasPrefix(target, moduleDir+"/") {
 			return "it points outside the template's module directory"
@@ -325,23 +283,6 @@ func refuseSource(fileDir, source, version string, hasVersion bool, files map[st
 	default:
 		return "it is neither a path inside the template nor an allowlisted registry module"
 	}
-}
-
-func checkAllowlisted(source, version string, hasVersion bool, allow Allowlist, notListed string) string {
-	entry, ok := allow[source]
-	switch {
-	case !ok:
-		return notListed
-	case entry.Version == "" && hasVersion:
-		return fmt.Sprintf("version %q is set, but the allowlist pins this source by checksum only", version)
-	case entry.Version == "":
-		return ""
-	case !hasVersion:
-		return fmt.Sprintf("it needs version = %q, the allowlisted version", entry.Version)
-	case version != entry.Version:
-		return fmt.Sprintf("version %q is not the allowlisted %q", version, entry.Version)
-	}
-	return ""
 }
 
 // checkProviderBody refuses credential-looking attributes anywhere in a provider

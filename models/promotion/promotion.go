@@ -254,6 +254,9 @@ func (s *Service) Promote(ctx context.Context, req Request) (run.Run, error) {
 	// compare as the source's stored ones do (in the source's place: a template that
 	// labels its resources with the environment needs one).
 	validated.OrganizationID, validated.EnvironmentID = p.Source.OrganizationID, p.Source.EnvironmentID
+	if validated.Modules, err = s.catalog.Modules(ctx, p.Source.TemplateName); err != nil {
+		return run.Run{}, err
+	}
 	cfg, err := s.catalog.Generate(validated, p.Source.WorkspaceID, s.stateAddress(p.Source.Runner, p.Source.WorkspaceID))
 	if err != nil {
 		return run.Run{}, fmt.Errorf("generating configuration: %w", err)

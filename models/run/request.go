@@ -25,8 +25,13 @@ type Catalog interface {
 	// Validate checks raw inputs for template name: errs.ErrNotFound for an unknown
 	// or refused template, *errs.Validation (fields "inputs.<name>") for bad inputs.
 	Validate(name string, raw map[string]string) (Validated, error)
+	// Modules fetches the archives of the allowlisted registry and https modules
+	// template name calls, checked against their pinned sha256 (Validated.Modules); a
+	// module that cannot be had is a *errs.Validation on "template". It may use the
+	// network: never call it in a transaction.
+	Modules(ctx context.Context, name string) (map[string][]byte, error)
 	// Generate builds the config bundle for a workspace: v.Sensitive are declared as
-	// sensitive root variables, never written into it.
+	// sensitive root variables, never written into it; v.Modules become local modules.
 	Generate(v Validated, workspaceID, stateAddress string) (bundle.Bundle, error)
 	// Facts says what the plan review needs to know about template name's resource
 	// types (errs.ErrNotFound when the catalog no longer offers it).
@@ -92,6 +97,11 @@ func (s *Requests) Validate(ctx context.Context, req Request) (Validated, *works
 		v.Add("template", "Choose a template from the catalog.")
 	} else {
 		validated, err = s.k.catalog.Validate(req.Template, req.Inputs)
+		if err == nil {
+			// Fetched here, before any transaction (a request generates its bundle in
+			// one): generation only reads the verified archives.
+			validated.Modules, err = s.k.catalog.Modules(ctx, req.Template)
+		}
 		var fields *errs.Validation
 		switch {
 		case errors.Is(err, errs.ErrNotFound):

@@ -19,6 +19,11 @@ type Validated struct {
 	// run.Requests.Validate with Runner): a template module that declares
 	// gantry_organization_id or gantry_environment_id gets them (models/catalog).
 	OrganizationID, EnvironmentID string
+	// Modules are the archives of the allowlisted registry and https modules the
+	// template calls, by source: fetched (or read from their store) and checked against
+	// the allowlisted sha256 by run.Catalog.Modules before any transaction, so
+	// generation, in one, only reads verified bytes.
+	Modules map[string][]byte
 }
 
 // RunnerInfo names an executor and whether it only simulates.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"gantry/models/idempotency"
 	"gantry/models/identity"
 	"gantry/models/keyring"
+	"gantry/models/modules"
 	"gantry/models/notify"
 	"gantry/models/org"
 	"gantry/models/policy"
@@ -99,6 +101,10 @@ type Config struct {
 	// identity.MaxLifetime, which is also its most). Tests shorten it so that a phase
 	// outlives its token and the runner must refresh it.
 	WorkloadTokenLifetime time.Duration
+	// ModuleClient fetches the allowlisted registry and https modules templates call
+	// (nil: https with the system's roots; models/modules). Tests hand it a loopback
+	// TLS server's client.
+	ModuleClient *http.Client
 }
 
 // Portal is one portal process's parts, built in order: stores, services, queue.
@@ -227,8 +233,10 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 		address, _ := state.Addresses(at, workspaceID)
 		return address
 	}
+	// Requests fetch the allowlisted modules a template calls (once, kept by sha256).
+	runCatalog := catalog.ForRuns(p.Catalog).WithArchives(modules.New(gdb, cfg.ModuleClient))
 	p.Runs, err = run.New(run.Config{
-		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: runner.Enqueuer{Client: inserter}, Catalog: catalog.ForRuns(p.Catalog),
+		DB: gdb, Audit: p.Audit, Artifacts: p.Artifacts, Enqueuer: runner.Enqueuer{Client: inserter}, Catalog: runCatalog,
 		Runners: offered, StateAddress: stateAddress,
 		Environments: envs, Members: p.Orgs, Workspaces: p.Workspaces, States: p.StateStore, Fencer: p.StateStore,
 		Matrix: p.Matrix, Policies: p.Policies, Attestor: attestor{p.Attestations}, Notifier: notify.NewOutbox(runner.NotifyEnqueuer{Client: inserter}),
@@ -248,10 +256,10 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	// The request form's preview prices a simulated plan, whatever runs the real one.
 	p.Previews = run.NewPreviewer(p.Runs.Requests, mock.New())
 	if p.Promotions, err = promotion.New(promotion.Config{Runs: p.Runs.Reads, Requests: p.Runs.Requests, Environments: envs,
-		Workspaces: p.Workspaces, Catalog: catalog.ForRuns(p.Catalog), StateAddress: stateAddress}); err != nil {
+		Workspaces: p.Workspaces, Catalog: runCatalog, StateAddress: stateAddress}); err != nil {
 		return nil, err
 	}
-	if p.Rollbacks, err = rollback.New(p.Runs.Reads, p.Runs.Requests, p.StateStore, catalog.ForRuns(p.Catalog)); err != nil {
+	if p.Rollbacks, err = rollback.New(p.Runs.Reads, p.Runs.Requests, p.StateStore, runCatalog); err != nil {
 		return nil, err
 	}
 	p.Evidence = evidence.New(p.Audit, p.Policies, p.Artifacts, attestor{p.Attestations})

@@ -97,6 +97,9 @@ type Options struct {
 	// issuer's, for a target that trusts only https issuers (nil: the issuer is URL +
 	// /workload).
 	IssuerTLS *web.IssuerTLS
+	// ModuleClient fetches the allowlisted modules templates call (nil: https with the
+	// system's roots): a loopback TLS registry's client.
+	ModuleClient *http.Client
 }
 
 // App is one running Gantry with its provider and database.
@@ -204,7 +207,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	}
 	app.System, err = assemble.Build(ctx, assemble.Config{DB: app.DB, DSN: app.DSN, Keys: keys, CatalogFS: opts.CatalogFS,
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint,
-		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks, WorkloadIssuerURL: issuerURL(opts)})
+		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks, WorkloadIssuerURL: issuerURL(opts), ModuleClient: opts.ModuleClient})
 	require.NoError(t, err)
 	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
 		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))

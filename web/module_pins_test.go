@@ -109,6 +109,8 @@ func TestChangedModuleArchiveRefusesTheRun(t *testing.T) {
 	// The refused form is drawn again with its preview, which asks the registry again:
 	// nothing of a refused archive is kept.
 	require.Equal(t, 2, reg.Hits(modulestest.ArchivePath(labelsKey)))
+	require.Contains(t, body, "Choose a template that can be used", "the preview points at the template, not at the inputs")
+	require.NotContains(t, body, "Fill in the template")
 
 	resp = app.API(t, token, http.MethodPost, "/api/v1/requests", fmt.Sprintf(`{"template": "team-bucket", "environment_id": %q, "workspace": "payments-invoices",
 		"inputs": {"team": "payments", "name": "invoices", "cost_center": "cc-1042"}}`, dev))

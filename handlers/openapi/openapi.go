@@ -52,7 +52,8 @@ type Op struct {
 	// Mutating operations need an Idempotency-Key header.
 	Mutating bool
 	// RateLimited operations are counted per caller and per client address, and answer
-	// 429 RATE_LIMITED with Retry-After over the limit; the web layer limits exactly the
+	// 429 RATE_LIMITED with Retry-After over the limit (every operation can also meet the
+	// wrong-token limit, and documents its 429); the web layer limits exactly the
 	// operations registered with it (web/ratelimit.go).
 	RateLimited bool
 	// Ranged operations serve a file as http.ServeContent does, with its ETag: Range
@@ -196,12 +197,16 @@ func (s *Spec) Document(version string) (_ []byte, err error) {
 			"404": problem("Not found, or another organization's."),
 			"422": problem("Some fields need correcting (see fields)."),
 			"500": problem("Gantry could not finish the request.")}
+		// Every call with a bearer token can meet the wrong-token limit (counted per client
+		// address, web/failures.go); the decisions also meet their own.
+		why := "Too many calls with a wrong API token came from this address in a short time (RATE_LIMITED): every call from it, right token or wrong, is refused before its token is checked; nothing was done; try again after Retry-After."
 		if op.RateLimited {
-			limited := problem("Too many of these calls from this caller (token or session) or this address in a short time (RATE_LIMITED): nothing was done; try again after Retry-After.")
-			limited["headers"] = map[string]any{"Retry-After": map[string]any{"description": "Seconds to wait before trying again.",
-				"required": true, "schema": map[string]any{"type": "integer", "minimum": 1}}}
-			responses["429"] = limited
+			why = "Too many of these calls from this caller (token or session) or this address in a short time, or too many calls with a wrong API token from this address (RATE_LIMITED): nothing was done; try again after Retry-After."
 		}
+		limited := problem(why)
+		limited["headers"] = map[string]any{"Retry-After": map[string]any{"description": "Seconds to wait before trying again.",
+			"required": true, "schema": map[string]any{"type": "integer", "minimum": 1}}}
+		responses["429"] = limited
 		if op.Mutating {
 			responses["409"] = problem("A conflict: the evidence changed (STALE_EVIDENCE), the time to decide ran out (APPROVAL_EXPIRED), or a change made meanwhile.")
 		}

@@ -48,8 +48,8 @@ func TestSchemasFromTypes(t *testing.T) {
 	require.Equal(t, []any{"integer", "null"}, thing.Properties["maybe"]["type"])
 	require.Equal(t, "#/components/schemas/Part", thing.Properties["inner"]["$ref"])
 
-	// A rate-limited operation documents its 429 and the Retry-After that comes with it;
-	// another does not.
+	// Every operation documents its 429 (a wrong token's limit) and the Retry-After that
+	// comes with it; a rate-limited one says it also counts per caller.
 	s.Route(g, Op{Method: http.MethodPost, Path: "/api/v1/things/:id/decide", ID: "decideThing", Tag: "things", Body: apiPart{}, RateLimited: true},
 		func(echo.Context) error { return nil })
 	raw, err = s.Document("1")
@@ -57,7 +57,8 @@ func TestSchemasFromTypes(t *testing.T) {
 	var limited struct {
 		Paths map[string]map[string]struct {
 			Responses map[string]struct {
-				Headers map[string]struct {
+				Description string
+				Headers     map[string]struct {
 					Required bool
 					Schema   map[string]any
 				}
@@ -65,11 +66,15 @@ func TestSchemasFromTypes(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal(raw, &limited))
-	require.NotContains(t, limited.Paths["/api/v1/things/{id}"]["post"].Responses, "429")
-	tooMany, ok := limited.Paths["/api/v1/things/{id}/decide"]["post"].Responses["429"]
-	require.True(t, ok, "the 429 is described")
-	require.True(t, tooMany.Headers["Retry-After"].Required)
-	require.Equal(t, "integer", tooMany.Headers["Retry-After"].Schema["type"])
+	for _, p := range []string{"/api/v1/things/{id}", "/api/v1/things/{id}/decide"} {
+		tooMany, ok := limited.Paths[p]["post"].Responses["429"]
+		require.True(t, ok, "the 429 of %s is described", p)
+		require.True(t, tooMany.Headers["Retry-After"].Required)
+		require.Equal(t, "integer", tooMany.Headers["Retry-After"].Schema["type"])
+		require.Contains(t, tooMany.Description, "wrong API token")
+	}
+	require.NotContains(t, limited.Paths["/api/v1/things/{id}"]["post"].Responses["429"].Description, "this caller")
+	require.Contains(t, limited.Paths["/api/v1/things/{id}/decide"]["post"].Responses["429"].Description, "this caller")
 
 	s.Route(g, Op{Method: http.MethodGet, Path: "/api/v1/other", ID: "other", Tag: "things", Response: Thing{}},
 		func(echo.Context) error { return nil })

@@ -106,7 +106,12 @@ func (p *Previewer) Preview(ctx context.Context, req Request) (Preview, error) {
 		}
 	}
 	switch {
-	case bad("template") || bad("inputs."):
+	case bad("template"):
+		// No template, or one that cannot be used now (a module it calls refused): the
+		// template field says why; asking for inputs would send the person the wrong way.
+		out.CostMissing = "Choose a template that can be used (the template field says why not) to see what it costs."
+		out.Unknown = "Until the template can be used, the plan will tell whether anything is replaced."
+	case bad("inputs."):
 		out.CostMissing = "Fill in the template's inputs to see what it costs."
 		out.Unknown = "Until the inputs are complete and valid, the plan will tell whether anything is replaced."
 	case bad("environment"):

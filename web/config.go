@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	scimapi "gantry/handlers/scim"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"gantry/handlers"
@@ -131,6 +133,8 @@ type Services struct {
 	Breakglass *breakglass.Service
 	// Tokens authenticate the JSON API's bearer tokens and manage them.
 	Tokens *apitoken.Service
+	// SCIM serves /scim/v2/ to organizations' directories (nil: not served).
+	SCIM scimapi.Directory
 	// Metrics receive each request's latency by route (nil: none).
 	Metrics *telemetry.Metrics
 	// Ready answers whether the database does (/readyz).

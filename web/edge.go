@@ -92,7 +92,8 @@ func checkRequest(c echo.Context) error {
 		return badInput("The credentials contain characters Gantry does not accept (control characters or bytes that are not UTF-8).")
 	}
 	// The state backend's bodies are tofu's JSON state, read and capped by its handler.
-	if strings.HasPrefix(r.URL.Path, "/state/") {
+	// SCIM's bodies are read by its library, which answers RFC 7644 §3.12 error documents.
+	if strings.HasPrefix(r.URL.Path, "/state/") || strings.HasPrefix(r.URL.Path, "/scim/") {
 		return nil
 	}
 	switch r.Method {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	scimapi "gantry/handlers/scim"
+
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -137,6 +139,13 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		// The workload identity issuer's public half: clouds that trust Gantry's workload
 		// tokens fetch discovery and keys, and ask whether a token is live, here.
 		handlers.Workload{Issuer: svc.Identity}.Register(e.Group(""))
+	}
+
+	if svc.SCIM != nil {
+		// SCIM 2.0 for directories: each organization's bearer token, no session or CSRF.
+		if err := (scimapi.Endpoints{Directory: svc.SCIM, Logger: cfg.Logger}).Register(e.Group("")); err != nil {
+			return nil, err
+		}
 	}
 
 	// Everything below has a session and CSRF protection.

@@ -336,3 +336,17 @@ func (s *Service) used(ctx context.Context, t Token, subject authz.Subject, now 
 			Data: map[string]any{"name": t.Name, "scopes": t.Scopes}})
 	})
 }
+
+// RevokeAllOf revokes at once every live token userID holds in organization orgID, in
+// the caller's transaction, as by (who asked: the caller audits it). The tokens' next
+// use is ErrBadToken. It returns the ids it revoked.
+func (s *Service) RevokeAllOf(ctx context.Context, orgID, userID, by string) ([]string, error) {
+	var ids []string
+	err := s.conn(ctx).Raw(`UPDATE api_tokens SET revoked_at = now(), revoked_by = ?
+	        WHERE organization_id = ? AND user_id = ? AND revoked_at IS NULL RETURNING id`, by, orgID, userID).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("revoking %s's tokens: %w", userID, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

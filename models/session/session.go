@@ -179,3 +179,14 @@ func (st *Store) Delete(ctx context.Context, s Session) error {
 	}
 	return nil
 }
+
+// EndAllOf ends every session of user userID at once, in whichever organization it is
+// (a session is the person's, and switches organizations): the browser's next request
+// finds no session and asks for a sign-in. It returns how many it ended.
+func (st *Store) EndAllOf(ctx context.Context, userID string) (int64, error) {
+	res := db.Conn(ctx, st.db).Where("user_id = ?", userID).Delete(&Session{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("ending %s's sessions: %w", userID, res.Error)
+	}
+	return res.RowsAffected, nil
+}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"gantry/models/scim"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gorm.io/gorm"
 
@@ -145,6 +147,7 @@ type Portal struct {
 	Windows    *breakglass.Store
 	Breakglass *breakglass.Service
 	Tokens     *apitoken.Service
+	SCIM       *scim.Service
 
 	// Metrics are the Prometheus metrics (served on their own address: Portal.Metrics.Handler).
 	Metrics *telemetry.Metrics
@@ -284,6 +287,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	// Break-glass requests wait for a person's decision too: the inbox counts them.
 	p.Runs.Inbox.CountEmergencies(p.Breakglass)
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
+	// A directory's deactivation ends sessions whatever their timeouts: the store's are unused.
+	p.SCIM = scim.NewService(gdb, p.Audit, p.Orgs, session.NewStore(gdb, 0, 0), p.Tokens)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix, Rules: run.GovernanceRules{},
 		Executors: governanceExecutors{runners: p.Runners, def: p.Default}, Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit,
 		Floors: run.Floors, IssuerURL: issuerURL, Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
@@ -342,7 +347,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
-		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, Metrics: p.Metrics,
+		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, SCIM: p.SCIM, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) }, Limiter: limiter,
 	})
 }

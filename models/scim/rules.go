@@ -1,0 +1,20 @@
+package scim
+
+import (
+	"gantry/models/authz"
+)
+
+// CanManageToken is who makes and rotates an organization's SCIM token: a signed-in
+// owner (a directory can end anyone's access, so the token is the owners'), never a
+// request made with an API token.
+func CanManageToken(s authz.Subject) bool {
+	return s.TokenID == "" && !s.System && s.Can(authz.PermEntitlementsManage)
+}
+
+// LinkedBy is the rule that links a directory user to a Gantry person, for ending their
+// access only: the directory's externalId equals the subject the person signs in with
+// (Okta's externalId is the user id its ID tokens carry as sub), and the person is a
+// member of the organization the directory provisions, not a service account. An
+// e-mail address or a userName never links: they name an address, not an identity
+// (docs/scim.md).
+const LinkedBy = "externalId = subject"

@@ -131,6 +131,8 @@ func (fx *routeFixtures) enumParams() []enumParam {
 		return out
 	}
 	return []enumParam{
+		// SCIM's resources, behind each organization's SCIM token (TestSCIMTenancyAndTokens).
+		{param: "*", prefix: "/scim/v2/", values: func(string) []string { return []string{"Users", "Groups"} }},
 		{param: "action", prefix: "/runs/", values: actions},
 		{param: "section", prefix: "/runs/", values: func(string) []string { return fx.sections }},
 		{param: "action", prefix: "/settings/webhooks/", values: func(string) []string { return []string{"enable", "disable", "delete"} }},
@@ -393,6 +395,10 @@ func TestRouteTable(t *testing.T) {
 			"POST /settings/tokens":        "the auditor's own API token (an audit pipeline's, with the audit scope)",
 			"POST /api/v1/audit/exports":   "exporting the log is the auditor's work",
 			"POST /workload/introspect":    "a cloud's question about a workload token, outside any session: it changes nothing",
+			"POST /scim/v2/*":              scimOutside,
+			"PUT /scim/v2/*":               scimOutside,
+			"PATCH /scim/v2/*":             scimOutside,
+			"DELETE /scim/v2/*":            scimOutside,
 		}
 		sent := 0
 		for _, c := range cases {
@@ -823,9 +829,17 @@ func (fx *routeFixtures) sameAsMadeUp(t *testing.T, who routeWho, method, path s
 	require.NotContains(t, a.body, real)
 }
 
+// scimOutside: SCIM takes an organization's SCIM token, never a session: the auditor's
+// session is a 401 there (TestSCIMTenancyAndTokens), not a 403.
+const scimOutside = "a directory's call with its organization's SCIM token, outside any session: a session is a 401"
+
 var routeChecks = map[string]routeCheck{
-	"GET /login":   {why: "return_to after a sign-in (covers GET /auth/callback too)", check: checkReturnTo},
-	"POST /logout": {why: "ends the caller's own session: it names nothing"},
+	"POST /scim/v2/*":   {why: "SCIM: authenticated by an organization's SCIM token, never a session or form; another organization's token gets 401/404 (TestSCIMTenancyAndTokens)"},
+	"PUT /scim/v2/*":    {why: "SCIM: authenticated by an organization's SCIM token, never a session or form; another organization's token gets 401/404 (TestSCIMTenancyAndTokens)"},
+	"PATCH /scim/v2/*":  {why: "SCIM: authenticated by an organization's SCIM token, never a session or form; another organization's token gets 401/404 (TestSCIMTenancyAndTokens)"},
+	"DELETE /scim/v2/*": {why: "SCIM: authenticated by an organization's SCIM token, never a session or form; another organization's token gets 401/404 (TestSCIMTenancyAndTokens)"},
+	"GET /login":        {why: "return_to after a sign-in (covers GET /auth/callback too)", check: checkReturnTo},
+	"POST /logout":      {why: "ends the caller's own session: it names nothing"},
 	"POST /org/switch": {why: "organization_id names an organization", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		for _, id := range []string{fx.globex.org, "org-routes-made-up"} {
 			a := fx.send(t, call{who: fx.admin, method: http.MethodPost, path: c.pattern, form: url.Values{"organization_id": {id}}})

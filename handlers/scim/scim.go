@@ -66,8 +66,9 @@ func (h Endpoints) Register(g *echo.Group) error {
 		return err
 	}
 	serve := echo.WrapHandler(http.StripPrefix("/scim", h.authenticated(server)))
-	g.Any("/scim/v2", serve)
-	g.Any("/scim/v2/*", serve)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		g.Add(method, "/scim/v2/*", serve)
+	}
 	return nil
 }
 

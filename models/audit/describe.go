@@ -193,6 +193,15 @@ func Describe(e Event, n Names) Sentence {
 		}
 	case "membership.service_account_added":
 		s.Verb, s.Object, s.Rest = "added", Ref{Label: "service account " + firstOf(d.Name, e.TargetID)}, "as "+d.Role
+	case "scim.token_rotated":
+		s.Verb, s.Object = "made", Ref{Label: "a new SCIM token for the directory"}
+	case "scim.user_created", "scim.user_replaced", "scim.user_patched", "scim.user_deleted", "scim.user_deprovisioned",
+		"scim.group_created", "scim.group_replaced", "scim.group_patched", "scim.group_deleted":
+		verb := e.Action[strings.Index(e.Action, "_")+1:]
+		s.Verb = map[string]string{"created": "provisioned", "replaced": "replaced", "patched": "changed", "deleted": "deleted",
+			"deprovisioned": "ended the access of"}[verb]
+		kind := map[bool]string{true: "directory group ", false: "directory user "}[strings.HasPrefix(e.Action, "scim.group_")]
+		s.Object = Ref{Label: kind + e.TargetID}
 	case "api_token.issued", "api_token.revoked", "api_token.used":
 		s.Verb = map[string]string{"api_token.issued": "made", "api_token.revoked": "revoked", "api_token.used": "used"}[e.Action]
 		s.Object = Ref{Label: "API token " + firstOf(d.Name, e.TargetID) + " (" + e.TargetID + ")"}

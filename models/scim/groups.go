@@ -162,12 +162,12 @@ func (s *Service) Groups(ctx context.Context) ([]Resource, error) {
 
 // ReplaceGroup replaces group id's attributes and members (PUT).
 func (s *Service) ReplaceGroup(ctx context.Context, id string, doc map[string]any) (Resource, error) {
-	return s.updateGroup(ctx, id, "replaced", func(map[string]any) (map[string]any, error) { return doc, nil })
+	return s.updateGroup(ctx, id, "scim.group_replaced", func(map[string]any) (map[string]any, error) { return doc, nil })
 }
 
 // PatchGroup applies ops to group id: members added and removed, the name changed.
 func (s *Service) PatchGroup(ctx context.Context, id string, ops []Op) (Resource, error) {
-	return s.updateGroup(ctx, id, "patched", func(doc map[string]any) (map[string]any, error) { return doc, Apply(doc, ops) })
+	return s.updateGroup(ctx, id, "scim.group_patched", func(doc map[string]any) (map[string]any, error) { return doc, Apply(doc, ops) })
 }
 
 func (s *Service) updateGroup(ctx context.Context, id, how string, change func(map[string]any) (map[string]any, error)) (Resource, error) {
@@ -202,7 +202,7 @@ func (s *Service) updateGroup(ctx context.Context, id, how string, change func(m
 		if err := s.setMembers(ctx, g, members); err != nil {
 			return err
 		}
-		if err := s.record(ctx, c, audit.Entry{Action: "scim.group_" + how, TargetType: "scim_group", TargetID: g.ID,
+		if err := s.record(ctx, c, audit.Entry{Action: how, TargetType: "scim_group", TargetID: g.ID,
 			Data: map[string]any{"display_name": g.DisplayName, "members": nonNil(members)}}); err != nil {
 			return err
 		}

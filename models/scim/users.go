@@ -161,12 +161,12 @@ func (s *Service) Users(ctx context.Context) ([]Resource, error) {
 
 // ReplaceUser replaces user id's attributes (PUT).
 func (s *Service) ReplaceUser(ctx context.Context, id string, doc map[string]any) (Resource, error) {
-	return s.updateUser(ctx, id, "replaced", func(map[string]any) (map[string]any, error) { return doc, nil })
+	return s.updateUser(ctx, id, "scim.user_replaced", func(map[string]any) (map[string]any, error) { return doc, nil })
 }
 
 // PatchUser applies ops to user id (PATCH); active false ends the person's access.
 func (s *Service) PatchUser(ctx context.Context, id string, ops []Op) (Resource, error) {
-	return s.updateUser(ctx, id, "patched", func(doc map[string]any) (map[string]any, error) {
+	return s.updateUser(ctx, id, "scim.user_patched", func(doc map[string]any) (map[string]any, error) {
 		next := deepCopy(doc)
 		return next, Apply(next, ops)
 	})
@@ -199,7 +199,7 @@ func (s *Service) updateUser(ctx context.Context, id, how string, change func(ma
 		if err != nil {
 			return fmt.Errorf("saving SCIM user: %w", db.Translate(err))
 		}
-		if err := s.record(ctx, c, audit.Entry{Action: "scim.user_" + how, TargetType: "scim_user", TargetID: u.ID, Data: u.summary()}); err != nil {
+		if err := s.record(ctx, c, audit.Entry{Action: how, TargetType: "scim_user", TargetID: u.ID, Data: u.summary()}); err != nil {
 			return err
 		}
 		if wasActive && !u.Active {

@@ -53,7 +53,7 @@ func (h Endpoints) Register(g *echo.Group) error {
 	server, err := scim.NewServer(&scim.ServerArgs{
 		ServiceProviderConfig: &scim.ServiceProviderConfig{SupportFiltering: true, SupportPatch: true, MaxResults: 200,
 			AuthenticationSchemes: []scim.AuthenticationScheme{{Type: scim.AuthenticationTypeOauthBearerToken, Name: "SCIM token",
-				Description: "The organization's SCIM token, made by an owner on /settings/scim."}}},
+				Description: "The organization's SCIM token, made by an owner and shown once."}}},
 		ResourceTypes: []scim.ResourceType{
 			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users", Description: optional.NewString("People"),
 				Schema: schema.CoreUserSchema(), SchemaExtensions: []scim.SchemaExtension{{Schema: schema.ExtensionEnterpriseUser()}},

@@ -6,15 +6,14 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
 	"fmt"
+	"gantry/views/paths"
 	"strings"
 	"time"
-
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-
-	"gantry/views/paths"
 )
 
 // ActivityItem is one line of the activity feed: an event as a sentence, or a folded

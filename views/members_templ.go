@@ -6,14 +6,13 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
+	"gantry/views/paths"
 	"slices"
 	"strings"
-
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-
-	"gantry/views/paths"
 )
 
 // MembersProps is the members page: every member with role, cloud.live, groups and

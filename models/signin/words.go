@@ -22,7 +22,7 @@ var sourceWords = map[string]string{FromIDToken: "ID token", FromUserInfo: "User
 
 // Words describes a.
 func (a Asserted) Words() Words {
-	w := Words{Verified: a.Verified, Verification: a.verification(), UserInfo: "UserInfo " + a.UserInfo, Ignored: a.Ignored}
+	w := Words{Verified: a.Verified, Verification: a.verification(), UserInfo: "UserInfo endpoint " + a.UserInfo, Ignored: a.Ignored}
 	if a.UserInfo == "" {
 		w.UserInfo = ""
 	}

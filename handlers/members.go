@@ -83,7 +83,7 @@ func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteFor
 	for _, m := range page.Members {
 		p.Rows = append(p.Rows, views.MemberRow{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail, Role: string(m.Role),
 			CloudLive: m.CloudLive, Groups: m.Groups, Grants: page.Grants[m.UserID], Self: m.UserID == subject.UserID, ServiceAccount: m.ServiceAccount,
-			Editable: m.Role != authz.RoleOwner || p.CanEntitle})
+			Editable: m.Role != authz.RoleOwner || p.CanEntitle, LastSignIn: SignInClaims(m.LastSignIn)})
 	}
 	for _, inv := range page.Invitations {
 		p.Invitations = append(p.Invitations, views.KV{Key: inv.Email, Value: string(inv.Role)})

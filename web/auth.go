@@ -20,6 +20,7 @@ import (
 	"gantry/models/audit"
 	"gantry/models/authz"
 	"gantry/models/org"
+	"gantry/models/signin"
 	"gantry/views"
 	"gantry/views/paths"
 )
@@ -34,7 +35,10 @@ const loginFlowLifetime = 10 * time.Minute
 type authenticator struct {
 	issuer   string
 	oauth    oauth2.Config
+	provider *oidc.Provider
 	verifier *oidc.IDTokenVerifier
+	// claims are the rules for reading a sign-in's claims (models/signin).
+	claims signin.Rules
 }
 
 func newAuthenticator(ctx context.Context, cfg Config) (*authenticator, error) {
@@ -50,7 +54,9 @@ func newAuthenticator(ctx context.Context, cfg Config) (*authenticator, error) {
 			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
 			Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
+		provider: provider,
 		verifier: provider.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
+		claims:   signin.Rules{GroupsClaim: cfg.GroupsClaim, TrustedDomains: map[string][]string{cfg.Issuer: cfg.VerifiedDomains}},
 	}, nil
 }
 
@@ -130,17 +136,6 @@ var noAuthTime = echo.NewHTTPError(http.StatusBadRequest, "Sign-in failed: the i
 	"that destroys or loses data. Signing in again will not help: ask your Gantry administrator to have the provider "+
 	"send auth_time (docs/kubernetes.md, OpenID Provider).")
 
-// idClaims are the ID token's claims Gantry reads.
-type idClaims struct {
-	Email         string `json:"email"`
-	EmailVerified bool   `json:"email_verified"`
-	Name          string `json:"name"`
-	AuthTime      int64  `json:"auth_time"`
-	// Groups is the groups claim: kept per user at every sign-in (named environment
-	// owners are groups). Providers send a list; a single string is read as one group.
-	Groups json.RawMessage `json:"groups"`
-}
-
 // callback finishes the flow. The browser's sign-in cookie is taken (and cleared) first,
 // so a callback can be tried once from a browser: then its state, the code exchange with
 // the PKCE verifier, and the ID token's signature, audience, expiry and nonce must all
@@ -159,16 +154,21 @@ func (s *Server) callback(c echo.Context) error {
 	if subtle.ConstantTimeCompare([]byte(c.QueryParam("state")), []byte(flow.State)) != 1 {
 		return signInFailed("the state returned by the identity provider does not match this browser's sign-in.")
 	}
-	idToken, claims, err := s.exchange(c, flow)
+	idToken, asserted, err := s.exchange(c, flow)
 	if err != nil {
 		return err
 	}
 	// When the provider authenticated the person: the ID token's auth_time, or nothing
 	// known (never now: a provider that ignores max_age would make every sign-in fresh).
 	var authTime *time.Time
-	if claims.AuthTime > 0 {
-		at := time.Unix(claims.AuthTime, 0).UTC()
-		authTime = &at
+	var times struct {
+		AuthTime json.Number `json:"auth_time"`
+	}
+	if idToken.Claims(&times) == nil {
+		if secs, err := times.AuthTime.Int64(); err == nil && secs > 0 {
+			at := time.Unix(secs, 0).UTC()
+			authTime = &at
+		}
 	}
 	if flow.Reauth {
 		// A re-authentication must be proven fresh.
@@ -179,49 +179,69 @@ func (s *Server) callback(c echo.Context) error {
 			return signInFailed("the identity provider did not authenticate you again.")
 		}
 	}
-	login := org.Login{Issuer: idToken.Issuer, Subject: idToken.Subject, Email: claims.Email, Name: claims.Name, Groups: groupsClaim(claims.Groups)}
-	return s.finishSignIn(c, sessionOf(c), login, claims.EmailVerified, flow.ReturnTo, authTime)
+	login := org.Login{Issuer: idToken.Issuer, Subject: idToken.Subject, Email: asserted.Email, Name: asserted.Name,
+		Groups: asserted.Groups, Asserted: &asserted}
+	return s.finishSignIn(c, sessionOf(c), login, asserted.Verified, flow.ReturnTo, authTime)
 }
 
-// exchange trades the callback's code for tokens with the flow's PKCE verifier, and
-// verifies the ID token (signature, audience, expiry) and its nonce.
-func (s *Server) exchange(c echo.Context, flow loginFlow) (*oidc.IDToken, idClaims, error) {
-	ctx := c.Request().Context()
+// exchange trades the callback's code for tokens with the flow's PKCE verifier,
+// verifies the ID token (signature, audience, expiry) and its nonce, and reads the
+// person's claims (models/signin): from the ID token, and from the UserInfo endpoint
+// when the ID token lacks one Gantry needs.
+func (s *Server) exchange(c echo.Context, flow loginFlow) (*oidc.IDToken, signin.Asserted, error) {
+	// A bounded client: a provider that stops answering fails this sign-in, not a worker.
+	ctx := oidc.ClientContext(c.Request().Context(), &http.Client{Timeout: 15 * time.Second})
 	token, err := s.auth.oauth.Exchange(ctx, c.QueryParam("code"), oauth2.VerifierOption(flow.Verifier))
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "oidc code exchange refused", "error", err)
-		return nil, idClaims{}, signInFailed("the identity provider refused the authorization code.")
+		return nil, signin.Asserted{}, signInFailed("the identity provider refused the authorization code.")
 	}
 	rawIDToken, _ := token.Extra("id_token").(string)
 	if rawIDToken == "" {
-		return nil, idClaims{}, signInFailed("the identity provider sent no ID token.")
+		return nil, signin.Asserted{}, signInFailed("the identity provider sent no ID token.")
 	}
 	idToken, err := s.auth.verifier.Verify(ctx, rawIDToken)
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "oidc id token refused", "error", err)
-		return nil, idClaims{}, signInFailed("the ID token could not be verified.")
+		return nil, signin.Asserted{}, signInFailed("the ID token could not be verified.")
 	}
 	if subtle.ConstantTimeCompare([]byte(idToken.Nonce), []byte(flow.Nonce)) != 1 {
-		return nil, idClaims{}, signInFailed("the ID token's nonce does not match this browser's sign-in.")
+		return nil, signin.Asserted{}, signInFailed("the ID token's nonce does not match this browser's sign-in.")
 	}
-	var claims idClaims
-	if err := idToken.Claims(&claims); err != nil {
-		return nil, idClaims{}, signInFailed("the ID token's claims could not be read.")
+	var id signin.Claims
+	if err := idToken.Claims(&id); err != nil {
+		return nil, signin.Asserted{}, signInFailed("the ID token's claims could not be read.")
 	}
-	return idToken, claims, nil
+	userInfo, note := s.userInfo(ctx, token, id)
+	asserted, err := s.auth.claims.Read(idToken.Issuer, idToken.Subject, id, userInfo, note, time.Now())
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "oidc userinfo refused", "error", err)
+		return nil, signin.Asserted{}, signInFailed(err.Error() + ".")
+	}
+	return idToken, asserted, nil
 }
 
-// groupsClaim reads the groups claim: a list of strings, or one string.
-func groupsClaim(raw json.RawMessage) []string {
-	var list []string
-	if json.Unmarshal(raw, &list) == nil {
-		return list
+// userInfo asks the provider's UserInfo endpoint with the sign-in's access token, at
+// most once per sign-in and only when the ID token lacks a claim Gantry needs (OIDC
+// Core §5.4 lets a provider serve profile claims only there). Nil claims and a note
+// when it was not asked or could not be read: the sign-in goes on with the ID token's.
+func (s *Server) userInfo(ctx context.Context, token *oauth2.Token, id signin.Claims) (signin.Claims, string) {
+	if !s.auth.claims.NeedsUserInfo(id) {
+		return nil, "not asked: the ID token had every claim Gantry reads"
 	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil && one != "" {
-		return []string{one}
+	if s.auth.provider.UserInfoEndpoint() == "" {
+		return nil, "not asked: the provider has no UserInfo endpoint"
 	}
-	return nil
+	info, err := s.auth.provider.UserInfo(ctx, oauth2.StaticTokenSource(token))
+	var claims signin.Claims
+	if err == nil {
+		err = info.Claims(&claims)
+	}
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "oidc userinfo unreadable", "error", err)
+		return nil, "asked, but its answer could not be read"
+	}
+	return claims, "asked: the ID token lacked a claim Gantry reads"
 }
 
 // finishSignIn records the user (with the groups snapshot), accepts invitations for a

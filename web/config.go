@@ -45,6 +45,12 @@ type Config struct {
 	ClientSecret string
 	// RedirectURL defaults to BaseURL + /auth/callback.
 	RedirectURL string
+	// GroupsClaim names the ID token's (or UserInfo's) claim holding the person's
+	// groups; empty: "groups".
+	GroupsClaim string
+	// VerifiedDomains are the Issuer's trusted e-mail domains: an address there counts
+	// as verified when the provider sends no email_verified at all (models/signin).
+	VerifiedDomains []string
 	// SessionIdle ends a session unused this long; SessionLifetime ends any session.
 	SessionIdle     time.Duration
 	SessionLifetime time.Duration

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gantry/handlers"
 	"gantry/handlers/render"
 	"gantry/models/authz"
 	"gantry/models/errs"
@@ -167,7 +168,7 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if len(m.memberships) == 0 {
 			s.setChrome(c, m.fill)
-			return render.Page(c, http.StatusForbidden, views.NoOrganization())
+			return render.Page(c, http.StatusForbidden, views.NoOrganization(handlers.SignInClaims(m.user.LastSignIn)))
 		}
 		c.SetRequest(c.Request().WithContext(authz.WithSubject(c.Request().Context(), m.subject)))
 		flashes, err := s.popFlashes(c, rs)

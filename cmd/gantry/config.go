@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"gantry/models/signin"
 )
 
 // errUsage marks a bad command line; the flag package has already said why.
@@ -95,6 +97,31 @@ type webFlags struct {
 	sessionIdle     time.Duration
 	sessionLifetime time.Duration
 	trustedProxies  string
+	groupsClaim     string
+	verifiedDomains string
+}
+
+// oidcDomains is --oidc-verified-domains, checked.
+func (w webFlags) oidcDomains() ([]string, error) {
+	d, err := signin.ParseDomains(w.verifiedDomains)
+	if err != nil {
+		return nil, fmt.Errorf("--oidc-verified-domains: %w", err)
+	}
+	return d, nil
+}
+
+// printClaims says at start how sign-ins are read: the groups claim, and which domains
+// verify an address for the issuer (a setting that admits people is never silent).
+func (w webFlags) printClaims(out io.Writer, issuer string, domains []string) {
+	claim := w.groupsClaim
+	if claim == "" {
+		claim = signin.DefaultGroupsClaim
+	}
+	trusted := "none (only email_verified or Entra's xms_edov verify an address)"
+	if len(domains) > 0 {
+		trusted = strings.Join(domains, ", ") + " (when the provider sends no email_verified)"
+	}
+	fmt.Fprintf(out, "Sign-ins from %s: groups claim %q; trusted e-mail domains: %s\n", issuer, claim, trusted)
 }
 
 // proxies is --trusted-proxies as the web layer takes it (nil: none).
@@ -114,5 +141,7 @@ func (w *webFlags) register(f flags, defAddr, defMetricsAddr, defBaseURL string)
 	f.str(&w.baseURL, "base-url", "GANTRY_BASE_URL", defBaseURL, "public URL of Gantry; https makes cookies Secure")
 	f.dur(&w.sessionIdle, "session-idle", "GANTRY_SESSION_IDLE", 30*time.Minute, "a session unused this long ends")
 	f.dur(&w.sessionLifetime, "session-lifetime", "GANTRY_SESSION_LIFETIME", 12*time.Hour, "a session ends this long after sign-in")
+	f.str(&w.groupsClaim, "oidc-groups-claim", "GANTRY_OIDC_GROUPS_CLAIM", signin.DefaultGroupsClaim, "name of the claim holding a person's groups, a list or one string, e.g. cognito:groups or roles (docs/identity.md)")
+	f.str(&w.verifiedDomains, "oidc-verified-domains", "GANTRY_OIDC_VERIFIED_DOMAINS", "", "comma-separated e-mail domains of the OpenID Provider's organisation, e.g. acme.example: an address there counts as verified when the provider sends no email_verified at all, as Microsoft Entra ID (never when it says false; docs/identity.md)")
 	f.str(&w.trustedProxies, "trusted-proxies", "GANTRY_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies whose X-Forwarded-For names the client, for the per-IP rate limits and the access log, e.g. your ingress controller's pod network (default: none, the client is the connection's peer: set it behind a proxy, or every client counts as the proxy)")
 }

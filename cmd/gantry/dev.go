@@ -58,6 +58,10 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	if err := sf.check(); err != nil {
 		return err
 	}
+	domains, err := w.oidcDomains()
+	if err != nil {
+		return err
+	}
 	pgDir := filepath.Join(dataDir, "postgres")
 	if reset {
 		if err := resetCluster(ctx, pgDir, logger); err != nil {
@@ -184,9 +188,11 @@ func runDev(ctx context.Context, args []string, stdout io.Writer, logger *slog.L
 	}
 	// The browser reaches gantry dev directly, so no proxy is trusted unless
 	// --trusted-proxies names one: the client is the connection's peer.
+	w.printClaims(stdout, issuer, domains)
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: devClientID, ClientSecret: secret,
 		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, TrustedProxies: w.proxies(), Logger: logger, DevMail: catcher,
+		GroupsClaim: w.groupsClaim, VerifiedDomains: domains,
 	})
 	if err != nil {
 		sys.Close()

@@ -45,6 +45,10 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if err := sf.check(); err != nil {
 		return err
 	}
+	domains, err := w.oidcDomains()
+	if err != nil {
+		return err
+	}
 	if err := sf.checkPrebuilt(); err != nil {
 		return err
 	}
@@ -61,9 +65,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer, logger *slog
 	if err != nil {
 		return err
 	}
+	w.printClaims(stdout, issuer, domains)
 	srv, err := sys.Web(ctx, web.Config{
 		BaseURL: w.baseURL, Issuer: issuer, ClientID: clientID, ClientSecret: secret, RedirectURL: redirect,
 		SessionIdle: w.sessionIdle, SessionLifetime: w.sessionLifetime, TrustedProxies: w.proxies(), Logger: logger,
+		GroupsClaim: w.groupsClaim, VerifiedDomains: domains,
 	})
 	if err != nil {
 		sys.Close()

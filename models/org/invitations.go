@@ -52,8 +52,9 @@ func saveInvitation(ctx context.Context, gdb *gorm.DB, log *audit.Log, actor aut
 }
 
 // AcceptInvitations turns the invitations for user's e-mail address into memberships.
-// Only call it when the provider asserted email_verified: otherwise anyone could claim
-// an invited address.
+// Only call it when the address counts as verified (signin.Asserted.Verified): otherwise
+// anyone could claim an invited address. How it was verified is audited with each
+// acceptance (a trusted domain's first admission of someone is thus on record).
 func (s *Service) AcceptInvitations(ctx context.Context, user User) error {
 	email := strings.ToLower(strings.TrimSpace(user.Email))
 	if email == "" {
@@ -77,10 +78,23 @@ func (s *Service) AcceptInvitations(ctx context.Context, user User) error {
 			}
 			actor := authz.Subject{UserID: user.ID, Name: user.DisplayName(), OrganizationID: inv.OrganizationID, Role: inv.Role}
 			if err := s.audit.RecordAs(ctx, actor, audit.Entry{Action: "invitation.accepted", TargetType: "invitation", TargetID: inv.Email,
-				Data: map[string]any{"role": inv.Role, "already_a_member": res.RowsAffected == 0}}); err != nil {
+				Data: acceptedData(inv, user, res.RowsAffected == 0)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// acceptedData is an accepted invitation's audit data: the role, and how the address
+// was verified at this sign-in (the issuer and trusted domain when a domain did).
+func acceptedData(inv Invitation, user User, already bool) map[string]any {
+	data := map[string]any{"role": inv.Role, "already_a_member": already}
+	if a := user.LastSignIn; a != nil {
+		data["verified_by"] = a.VerifiedBy
+		if d := a.TrustedDomain(); d != "" {
+			data["trusted_domain"], data["issuer"] = d, a.Issuer
+		}
+	}
+	return data
 }

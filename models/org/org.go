@@ -22,6 +22,7 @@ import (
 	"gantry/models/errs"
 	"gantry/models/notify"
 	"gantry/models/runport"
+	"gantry/models/signin"
 )
 
 // Organization is a tenant: everything in Gantry belongs to exactly one.
@@ -42,6 +43,9 @@ type User struct {
 	// Groups is the ID token's groups claim at the last sign-in: a snapshot the rules
 	// (named environment owners), workers and notifications read.
 	Groups []string `gorm:"serializer:json;type:jsonb"`
+	// LastSignIn is what the provider asserted at the last sign-in, and how Gantry read
+	// it (nil before the first, and for service accounts): diagnostics, never a token.
+	LastSignIn *signin.Asserted `gorm:"serializer:json;type:jsonb"`
 	// ServiceAccount: a member of no OpenID Provider, acting only through API tokens.
 	ServiceAccount bool
 	CreatedAt      time.Time
@@ -82,6 +86,8 @@ type MembershipView struct {
 	CloudLive        bool
 	Groups           []string `gorm:"serializer:json"`
 	ServiceAccount   bool
+	// LastSignIn is the member's last sign-in's claims snapshot (nil: none yet).
+	LastSignIn *signin.Asserted `gorm:"serializer:json"`
 }
 
 // Service manages organizations, users and memberships.
@@ -96,8 +102,10 @@ func NewService(gdb *gorm.DB, log *audit.Log) *Service { return &Service{db: gdb
 // Login is what the provider asserted about a person at sign-in.
 type Login struct {
 	Issuer, Subject, Email, Name string
-	// Groups is the ID token's groups claim (nil when the provider sends none).
+	// Groups is the groups claim (nil when the provider sends none).
 	Groups []string
+	// Asserted is the sign-in's claims snapshot, kept for diagnostics (nil: none).
+	Asserted *signin.Asserted
 }
 
 // UpsertLoginUser finds or creates the user for (issuer, subject) and refreshes the
@@ -106,12 +114,17 @@ type Login struct {
 // needs no permission.
 func (s *Service) UpsertLoginUser(ctx context.Context, in Login) (User, error) {
 	groups := cleanGroups(in.Groups)
-	u := User{ID: db.NewID("usr"), Issuer: in.Issuer, Subject: in.Subject, Email: in.Email, Name: in.Name, Groups: groups}
+	u := User{ID: db.NewID("usr"), Issuer: in.Issuer, Subject: in.Subject, Email: in.Email, Name: in.Name, Groups: groups, LastSignIn: in.Asserted}
 	raw, _ := json.Marshal(groups)
+	var asserted any // SQL NULL when the caller has no snapshot
+	if in.Asserted != nil {
+		b, _ := json.Marshal(in.Asserted)
+		asserted = string(b)
+	}
 	err := db.Conn(ctx, s.db).Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "issuer"}, {Name: "subject"}},
 		DoUpdates: clause.Assignments(map[string]any{"email": in.Email, "name": in.Name, "groups": string(raw),
-			"updated_at": gorm.Expr("now()")}),
+			"last_sign_in": gorm.Expr("COALESCE(?::jsonb, users.last_sign_in)", asserted), "updated_at": gorm.Expr("now()")}),
 	}, clause.Returning{}).Create(&u).Error
 	if err != nil {
 		return User{}, fmt.Errorf("saving user: %w", db.Translate(err))
@@ -198,7 +211,7 @@ func memberOf(m MembershipView) runport.Member {
 
 const memberQuery = `
 		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
-		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups, u.service_account
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups, u.service_account, u.last_sign_in
 		  FROM memberships m
 		  JOIN organizations o ON o.id = m.organization_id
 		  JOIN users u ON u.id = m.user_id`

@@ -14,6 +14,8 @@ var _ op.Client = (*client)(nil)
 type client struct {
 	cfg      Client
 	loginURL string // prefix; the auth request id is appended
+	// onlyUserInfo: Config.ClaimsOnlyFromUserInfo.
+	onlyUserInfo bool
 }
 
 func (c *client) GetID() string                    { return c.cfg.ID }
@@ -50,8 +52,8 @@ func (c *client) IsScopeAllowed(string) bool          { return false }
 func (c *client) ClockSkew() time.Duration            { return 0 }
 
 // IDTokenUserinfoClaimsAssertion puts email and name into the ID token even
-// though an access token is issued too; the app reads them from the ID token.
-func (c *client) IDTokenUserinfoClaimsAssertion() bool { return true }
+// though an access token is issued too, unless Config.ClaimsOnlyFromUserInfo.
+func (c *client) IDTokenUserinfoClaimsAssertion() bool { return !c.onlyUserInfo }
 
 func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string     { return keepScopes }
 func (c *client) RestrictAdditionalAccessTokenScopes() func([]string) []string { return keepScopes }

@@ -61,6 +61,10 @@ type Config struct {
 	// send it: for tests of a relying party that must not take such a sign-in as fresh.
 	// By default every ID token says when its user signed in on the login page.
 	OmitAuthTime bool
+	// ClaimsOnlyFromUserInfo serves e-mail, name and groups only from the UserInfo
+	// endpoint, never in the ID token, as OIDC Core §5.4 allows when an access token is
+	// issued (and as many providers do).
+	ClaimsOnlyFromUserInfo bool
 }
 
 const (

@@ -57,7 +57,7 @@ func newStorage(cfg Config, log *slog.Logger, key signingKey, loginURL string) *
 		tokens:       map[string]*accessToken{},
 	}
 	for _, c := range cfg.Clients {
-		s.clients[c.ID] = &client{cfg: c, loginURL: loginURL}
+		s.clients[c.ID] = &client{cfg: c, loginURL: loginURL, onlyUserInfo: cfg.ClaimsOnlyFromUserInfo}
 	}
 	return s
 }

@@ -89,6 +89,15 @@ type Options struct {
 	// OmitAuthTime makes the development provider leave auth_time out of its ID tokens,
 	// as a provider that does not send it.
 	OmitAuthTime bool
+	// ClaimsOnlyFromUserInfo makes the development provider serve e-mail, name and
+	// groups only from its UserInfo endpoint.
+	ClaimsOnlyFromUserInfo bool
+	// Provider, when set, is the OpenID Provider Gantry signs in with instead of the
+	// development one (which still runs, for the demo users' seeding).
+	Provider *Provider
+	// VerifiedDomains and GroupsClaim are the portal's (web.Config).
+	VerifiedDomains []string
+	GroupsClaim     string
 	// WorkloadTokenLifetime shortens the workload tokens' life (zero: 15 minutes).
 	WorkloadTokenLifetime time.Duration
 	// ApplyHooks hear of (and may hold) each attempt of an apply job.
@@ -101,6 +110,9 @@ type Options struct {
 	// system's roots): a loopback TLS registry's client.
 	ModuleClient *http.Client
 }
+
+// Provider is an OpenID Provider other than the development one, and Gantry's client there.
+type Provider struct{ Issuer, ClientID, ClientSecret string }
 
 // App is one running Gantry with its provider and database.
 type App struct {
@@ -174,7 +186,7 @@ func StartWith(t testing.TB, opts Options) *App {
 	idp, err := devidp.New(devidp.Config{
 		Issuer:  app.Issuer,
 		Clients: []devidp.Client{{ID: ClientID, Secret: ClientSecret, RedirectURIs: []string{app.URL + "/auth/callback"}}},
-		Users:   users, OmitAuthTime: opts.OmitAuthTime,
+		Users:   users, OmitAuthTime: opts.OmitAuthTime, ClaimsOnlyFromUserInfo: opts.ClaimsOnlyFromUserInfo,
 	})
 	require.NoError(t, err)
 	idpSrv := httptest.NewUnstartedServer(idp)
@@ -209,8 +221,12 @@ func StartWith(t testing.TB, opts Options) *App {
 		Runner: opts.Runner, BaseURL: app.URL, Logger: quiet, Mailer: mailer, Hooks: hooks, CloudEndpoint: opts.CloudEndpoint,
 		WorkloadTokenLifetime: opts.WorkloadTokenLifetime, ApplyHooks: opts.ApplyHooks, WorkloadIssuerURL: issuerURL(opts), ModuleClient: opts.ModuleClient})
 	require.NoError(t, err)
-	app.Server, err = app.System.Web(ctx, rateLimits(opts, web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID,
-		ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail}))
+	cfg := web.Config{BaseURL: app.URL, Issuer: app.Issuer, ClientID: ClientID, ClientSecret: ClientSecret, Logger: quiet, DevMail: app.Mail,
+		VerifiedDomains: opts.VerifiedDomains, GroupsClaim: opts.GroupsClaim}
+	if p := opts.Provider; p != nil {
+		cfg.Issuer, cfg.ClientID, cfg.ClientSecret = p.Issuer, p.ClientID, p.ClientSecret
+	}
+	app.Server, err = app.System.Web(ctx, rateLimits(opts, cfg))
 	require.NoError(t, err)
 	serveIssuerTLS(ctx, t, opts, app.Server)
 	runCtx, stop := context.WithCancel(ctx)

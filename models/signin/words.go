@@ -18,7 +18,7 @@ type Words struct {
 	Ignored      []string
 }
 
-var sourceWords = map[string]string{FromIDToken: "ID token", FromUserInfo: "UserInfo"}
+var sourceWords = map[string]string{FromIDToken: "ID token", FromUserInfo: "UserInfo endpoint"}
 
 // Words describes a.
 func (a Asserted) Words() Words {

@@ -75,7 +75,15 @@ func TestSCIMProvisioningFlows(t *testing.T) {
 			require.NoError(t, err)
 			var steps []scimStep
 			require.NoError(t, json.Unmarshal(raw, &steps))
-			vars := map[string]string{"subject": subject}
+			// Okta's externalId is the sub its ID tokens carry. Entra's sub is pairwise
+			// (one per application): its provisioning app sends the objectId, which the
+			// person's last sign-in asserted as oid, and the sub never matches it.
+			externalID := subject
+			if idp == "entra" {
+				externalID = "5ab3e8d4-6f1c-4b7e-9d2a-0c4e1f8b7a63"
+				require.NoError(t, app.DB.Exec(`UPDATE users SET last_sign_in = jsonb_build_object('oid', ?::text) WHERE id = ?`, externalID, person.UserID).Error)
+			}
+			vars := map[string]string{"subject": externalID}
 			fill := func(s string) string {
 				for k, v := range vars {
 					s = strings.ReplaceAll(s, "{{"+k+"}}", v)

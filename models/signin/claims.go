@@ -81,6 +81,11 @@ type Asserted struct {
 	UserInfo string `json:"userinfo,omitempty"`
 	// Ignored lists the claims of an unexpected shape, left out (never a failed sign-in).
 	Ignored []string `json:"ignored,omitempty"`
+	// ObjectID is Microsoft Entra ID's oid claim, from the ID token only: the person's
+	// object id in the directory, the same for every application, where the sub is
+	// pairwise (one per application). A directory's SCIM externalId is that object id, so
+	// it is what links a SCIM user to the person (models/scim/rules.go LinkedBy).
+	ObjectID string `json:"oid,omitempty"`
 }
 
 // TrustedDomain is the domain of the address when a trusted domain verified it.
@@ -138,6 +143,9 @@ func (r Rules) Read(issuer, subject string, id, userInfo Claims, userInfoNote st
 		if a.GroupsFrom == "" {
 			a.readGroups(s.claims, s.from)
 		}
+	}
+	if v, ok := a.str(id, FromIDToken, "oid"); ok {
+		a.ObjectID = strings.TrimSpace(v)
 	}
 	a.readVerified(sources[0].claims, sources[1].claims)
 	a.decide(r.TrustedDomains[issuer], id, userInfo)

@@ -39,9 +39,9 @@ func TestClaimShapes(t *testing.T) {
 			Groups: []string{"0b6d-11", "9f2a-22"}, GroupsFrom: "id_token", Verified: true, VerifiedBy: signin.ByTrustedDomain},
 	}, {
 		name: "Entra: xms_edov true", issuer: entra,
-		id: `{"sub":"s","email":"ana@contoso.example","xms_edov":true,"groups":["0b6d-11"]}`, wantUserInfo: true,
+		id: `{"sub":"s","oid":"5ab3e8d4-6f1c-4b7e-9d2a-0c4e1f8b7a63","email":"ana@contoso.example","xms_edov":true,"groups":["0b6d-11"]}`, wantUserInfo: true,
 		want: signin.Asserted{Email: "ana@contoso.example", EmailFrom: "id_token", Groups: []string{"0b6d-11"}, GroupsFrom: "id_token",
-			Verified: true, VerifiedBy: signin.ByXMSEdov},
+			Verified: true, VerifiedBy: signin.ByXMSEdov, ObjectID: "5ab3e8d4-6f1c-4b7e-9d2a-0c4e1f8b7a63"},
 	}, {
 		name: "Entra: xms_edov as the string \"true\"", issuer: entra,
 		id: `{"sub":"s","email":"ana@contoso.example","xms_edov":"true","name":"Ana","groups":[]}`, wantUserInfo: true,

@@ -9,7 +9,8 @@ import (
 
 // MembersBySubject returns the members of organization orgID who sign in with subject
 // at any issuer Gantry trusts, or whose last sign-in asserted it as Entra's object id
-// (oid) (people, never service accounts): what a directory's externalId links to (models/scim/rules.go LinkedBy). An e-mail address never links.
+// (oid) (people, never service accounts): what a directory's externalId links to
+// (models/scim/rules.go LinkedBy). An e-mail address never links.
 func (s *Service) MembersBySubject(ctx context.Context, orgID, subject string) ([]string, error) {
 	var ids []string
 	if subject == "" {

@@ -32,7 +32,7 @@ func TestSCIMTokenPageInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="scim-link"] a`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.ID("make-scim-token")))
 	require.Equal(t, app.URL+"/scim/v2", liveText(t, b, "scim-base-url"))
-	require.Contains(t, liveText(t, b, "scim-token-status"), "none yet")
+	require.Contains(t, liveText(t, b, "scim-token-status"), "None yet")
 	require.Equal(t, "Make a SCIM token", text(t, b, chromedp.ID("make-scim-token")))
 	requireAccessible(t, b, "/settings/scim")
 	require.NoError(t, os.MkdirAll(scimShots, 0o755))

@@ -141,6 +141,8 @@ type Services struct {
 	Tokens *apitoken.Service
 	// SCIM serves /scim/v2/ to organizations' directories (nil: not served).
 	SCIM scimapi.Directory
+	// SCIMTokens make owners' SCIM tokens on the directory sync page (nil: no page).
+	SCIMTokens pages.SCIMTokens
 	// Metrics receive each request's latency by route (nil: none).
 	Metrics *telemetry.Metrics
 	// Ready answers whether the database does (/readyz).

@@ -863,8 +863,10 @@ var routeChecks = map[string]routeCheck{
 		"never another's (POST /policies/:name/active checks names across tenants)"},
 	"POST /workload/introspect": {why: "token is a workload token, and its own authorization (no session): the answer says only whether " +
 		"that token is live, which its holder may know, and names nothing the token does not"},
-	"POST /settings/notifications":    {why: "the signed-in member's own notification preferences: event names, no object"},
-	"POST /settings/webhooks":         {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
+	"POST /settings/notifications": {why: "the signed-in member's own notification preferences: event names, no object"},
+	"POST /settings/webhooks":      {why: "a webhook added to the signed-in organization: a name, an address, a format and event names, no object"},
+	"POST /settings/scim": {why: "makes the signed-in organization's own SCIM token (owners): no form field names an object " +
+		"(TestSCIMTokenPage: another organization's owner cannot touch it)"},
 	"POST /settings/service-accounts": {why: "a service account added to the signed-in organization: a name and a role, no object"},
 	"POST /settings/tokens": {why: "holder names a service account", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		form := func(holder string) (url.Values, string) {

@@ -215,6 +215,9 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	if svc.Tokens != nil {
 		handlers.Tokens{Pages: pages.Tokens{Tokens: svc.Tokens, Members: svc.Members}, Tokens: svc.Tokens}.Register(app)
 	}
+	if svc.SCIMTokens != nil {
+		handlers.SCIMToken{Pages: pages.SCIM{Tokens: svc.SCIMTokens, BaseURL: cfg.BaseURL + paths.SCIMBase()}}.Register(app)
+	}
 	if cfg.DevMail != nil {
 		handlers.DevMail{Mailbox: mailbox{cfg.DevMail}}.Register(app)
 	}

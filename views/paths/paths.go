@@ -266,6 +266,12 @@ func Tokens() string               { return "/settings/tokens" }
 func TokenRevoke(id string) string { return Tokens() + "/" + url.PathEscape(id) + "/revoke" }
 func ServiceAccounts() string      { return "/settings/service-accounts" }
 
+// SCIMSettings is the owners' page that makes and rotates the organization's SCIM token.
+func SCIMSettings() string { return "/settings/scim" }
+
+// SCIMBase is where directories reach SCIM 2.0 (handlers/scim), under the portal's URL.
+func SCIMBase() string { return "/scim/v2" }
+
 // The JSON API (handlers/api*.go): its routes and the links its answers carry.
 const (
 	RouteAPITemplate        = "/api/v1/templates/:name"

@@ -70,7 +70,8 @@ func requireAccessible(t *testing.T, b *browser, page string) {
 // and the auditor's), catalog and template pages, request form (also with its errors),
 // run, review, inbox (also just after a decision), workspaces list (also the archived
 // ones), workspace and change pages (also as a viewer), the audit history and exports,
-// the governance report, break-glass, members, executors, tokens, the environment list
+// the governance report, break-glass, members, executors, tokens, directory sync (as the
+// owner), the environment list
 // and forms (also an environment's target refused on its field) and the 404 page.
 func TestPagesAreAccessibleInBrowser(t *testing.T) {
 	chrome := chromePath(t)
@@ -127,6 +128,14 @@ func TestPagesAreAccessibleInBrowser(t *testing.T) {
 			reader.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
 			requireAccessible(t, reader, page+" as "+who.email)
 		}
+	}
+
+	// The owners' pages: directory sync (SCIM).
+	owner := startBrowser(t, chrome)
+	signInAs(t, owner, app, ownerEmail, ownerPassword, ownerFirst)
+	for _, page := range []string{"/settings/scim"} {
+		owner.do(t, "open "+page, chromedp.Navigate(app.URL+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		requireAccessible(t, owner, page+" as the owner")
 	}
 
 	// The inbox just after a decision, offering the next waiting run as a link.

@@ -347,7 +347,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,
-		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, SCIM: p.SCIM, Metrics: p.Metrics,
+		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, SCIM: p.SCIM, SCIMTokens: p.SCIM, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) }, Limiter: limiter,
 	})
 }

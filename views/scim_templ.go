@@ -56,7 +56,7 @@ func SCIMPage(p SCIMProps) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Directory sync (SCIM)</h1><p>Your identity provider's provisioning app (Microsoft Entra ID, Okta) calls Gantry over SCIM 2.0 to end a person's access when the directory disables or deletes them, and to feed group rules. Give it the base URL and a token from this page. How it works: <code>docs/scim.md</code>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Directory sync (SCIM)</h1><p>Your identity provider's provisioning app (Microsoft Entra ID, Okta) calls Gantry over SCIM 2.0 to end a person's access when the directory disables or deletes them (the groups it sends are recorded). Give it the base URL and a token from this page. How it works: <code>docs/scim.md</code>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

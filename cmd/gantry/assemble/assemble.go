@@ -27,7 +27,6 @@ import (
 	"gantry/models/audit"
 	"gantry/models/breakglass"
 	"gantry/models/catalog"
-	"gantry/models/db"
 	"gantry/models/environment"
 	"gantry/models/evidence"
 	"gantry/models/governance"
@@ -350,45 +349,6 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		Notifications: p.Notify, MailConfigured: p.mail, Breakglass: p.Breakglass, Tokens: p.Tokens, SCIM: p.SCIM, SCIMTokens: p.SCIM, Metrics: p.Metrics,
 		Ready: func(ctx context.Context) error { return p.sqlDB.PingContext(ctx) }, Limiter: limiter,
 	})
-}
-
-// runCounts are the runs by organization, environment and state for the metrics,
-// labelled with the organization's slug and the environment's name.
-func (p *Portal) runCounts(ctx context.Context) ([]telemetry.RunCount, error) {
-	counts, err := p.Runs.Reads.StateCounts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	orgs, err := p.Orgs.Organizations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	slugs := make(map[string]string, len(orgs))
-	for _, o := range orgs {
-		slugs[o.ID] = o.Slug
-	}
-	envs, err := p.Environments.AllNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]telemetry.RunCount, len(counts))
-	for i, c := range counts {
-		out[i] = telemetry.RunCount{Organization: slugs[c.OrganizationID], Environment: envs[c.EnvironmentID], State: string(c.State), Count: c.Count}
-	}
-	return out, nil
-}
-
-// queueDepth is River's unfinished jobs by kind and state for the metrics.
-func (p *Portal) queueDepth(ctx context.Context) ([]telemetry.QueueCount, error) {
-	counts, err := db.QueueDepth(ctx, p.db)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]telemetry.QueueCount, len(counts))
-	for i, c := range counts {
-		out[i] = telemetry.QueueCount(c)
-	}
-	return out, nil
 }
 
 // SweepRateLimits deletes the rate limits' idle buckets every ratelimit.SweepEvery until

@@ -70,7 +70,7 @@ func (h Members) show(c echo.Context) error {
 // membersProps is the members page as drawn with the invitation form holding invite.
 func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteForm) views.MembersProps {
 	subject, _ := authz.SubjectFrom(c.Request().Context())
-	p := views.MembersProps{CanEntitle: page.CanEntitle, Invite: invite}
+	p := views.MembersProps{CanEntitle: page.CanEntitle, CanManageSCIM: page.CanManageSCIM, Invite: invite}
 	p.Invite.Errors = page.InviteErrors
 	for _, r := range authz.Roles {
 		if r != authz.RoleOwner || p.CanEntitle {

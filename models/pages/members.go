@@ -7,6 +7,7 @@ import (
 	"gantry/models/environment"
 	"gantry/models/errs"
 	"gantry/models/org"
+	"gantry/models/scim"
 )
 
 // MemberAdmin administers the organization's members (org.Members).
@@ -39,6 +40,8 @@ type MembersPage struct {
 	Grants     map[string][]string
 	// CanEntitle: the reader may make and unmake owners.
 	CanEntitle bool
+	// CanManageSCIM: the reader manages the directory's SCIM token (scim.CanManageToken).
+	CanManageSCIM bool
 	// InviteErrors are the problems of a refused invitation beside its fields.
 	InviteErrors map[string]string
 }
@@ -49,7 +52,7 @@ func (s Members) Page(ctx context.Context) (MembersPage, error) {
 	if err != nil {
 		return MembersPage{}, err
 	}
-	p := MembersPage{CanEntitle: subject.Can(authz.PermEntitlementsManage)}
+	p := MembersPage{CanEntitle: subject.Can(authz.PermEntitlementsManage), CanManageSCIM: scim.CanManageToken(subject)}
 	if p.Members, err = s.Members.List(ctx); err != nil {
 		return MembersPage{}, err
 	}

@@ -181,7 +181,9 @@ func (s *Server) args(ip string, pt ports, config string) []string {
 		"-master.port=" + n(pt.master), "-master.port.grpc=" + n(pt.masterGRPC),
 		"-master.volumeSizeLimitMB=64", "-master.raftHashicorp=false",
 		"-volume.port=" + n(pt.volume), "-volume.port.grpc=" + n(pt.volumeGRPC), "-volume.max=16",
-		"-volume.preStopSeconds=0",
+		// weed's default keeps 1% of the disk free and turns every volume read-only below it (a
+		// put then fails with InternalError): a nearly full shared disk is not a full one.
+		"-volume.minFreeSpace=256MiB", "-volume.preStopSeconds=0",
 		"-filer", "-filer.port=" + n(pt.filer), "-filer.port.grpc=" + n(pt.filerGRPC),
 		"-filer.localSocket=" + filepath.Join(s.Dir, "filer.sock"),
 		"-s3", "-s3.port=" + n(pt.s3), "-s3.port.grpc=" + n(pt.s3GRPC), "-s3.port.iceberg=0", "-s3.port.lance=0",

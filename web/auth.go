@@ -245,7 +245,7 @@ func (s *Server) userInfo(ctx context.Context, token *oauth2.Token, id signin.Cl
 }
 
 // finishSignIn records the user (with the groups snapshot), accepts invitations for a
-// verified address, starts a new session (ending the browser's old one, if any) with
+// verified address, applies the group rules, starts a new session (ending the browser's old one, if any) with
 // when the provider authenticated the person (nil: not known, never fresh) and audits the
 // sign-in in the organization the user lands in.
 func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Login, emailVerified bool, returnTo string, authTime *time.Time) error {
@@ -263,6 +263,11 @@ func (s *Server) finishSignIn(c echo.Context, rs *requestSession, login org.Logi
 		if err := s.orgs.AcceptInvitations(ctx, user); err != nil {
 			return err
 		}
+	}
+	// Group rules at every sign-in, after invitations (a membership an invitation made
+	// is never the rules'): this sign-in's groups admit, change or end what rules made.
+	if err := s.groupRules.AtSignIn(ctx, user); err != nil {
+		return err
 	}
 	memberships, err := s.orgs.MembershipsOf(ctx, user.ID)
 	if err != nil {

@@ -98,8 +98,11 @@ type Services struct {
 	Sessions *session.Store
 	// LoginKeys seal the sign-in in progress into the browser's cookie: the
 	// key-encryption keys, which every replica shares.
-	LoginKeys    LoginSealer
-	Orgs         *org.Service
+	LoginKeys LoginSealer
+	Orgs      *org.Service
+	// GroupRules apply the organizations' group rules at every sign-in, and are managed
+	// on the members page and in the API.
+	GroupRules   *org.GroupRules
 	Members      handlers.MemberAdmin
 	Audit        *audit.Log
 	Exports      *audit.Exports

@@ -47,6 +47,8 @@ type Server struct {
 	ready    func(ctx context.Context) error
 	sessions *session.Store
 	orgs     *org.Service
+	// groupRules admit, change and end the memberships group rules make, at sign-in.
+	groupRules *org.GroupRules
 	// eligibility keeps who may decide a waiting run true at sign-in; inbox counts
 	// what waits for the person, for the navigation.
 	eligibility *run.Eligibility
@@ -84,6 +86,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 		ready:       svc.Ready,
 		sessions:    svc.Sessions,
 		orgs:        svc.Orgs,
+		groupRules:  svc.GroupRules,
 		eligibility: svc.Runs.Eligibility,
 		inbox:       svc.Runs.Inbox,
 		audit:       svc.Audit,

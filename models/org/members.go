@@ -218,12 +218,13 @@ func (s *Members) SetRole(ctx context.Context, userID string, role authz.Role) e
 				return err
 			}
 		}
+		// A person's change makes the membership theirs: the rules no longer change it.
 		if err := db.Conn(ctx, s.db).Model(&Membership{}).Where("organization_id = ? AND user_id = ?", m.OrganizationID, userID).
-			Update("role", role).Error; err != nil {
+			Updates(map[string]any{"role": role, "source": SourceDirect}).Error; err != nil {
 			return fmt.Errorf("changing role: %w", err)
 		}
 		return s.audit.Record(ctx, audit.Entry{Action: "membership.role_changed", TargetType: "user", TargetID: userID,
-			Data: map[string]any{"before": m.Role, "after": role}})
+			Data: map[string]any{"before": m.Role, "after": role, "source_before": m.Source}})
 	})
 }
 
@@ -246,10 +247,11 @@ func (s *Members) SetCloudLive(ctx context.Context, userID string, on bool) erro
 			}
 		}
 		if err := db.Conn(ctx, s.db).Model(&Membership{}).Where("organization_id = ? AND user_id = ?", m.OrganizationID, userID).
-			Update("cloud_live", on).Error; err != nil {
+			Updates(map[string]any{"cloud_live": on, "source": SourceDirect}).Error; err != nil {
 			return fmt.Errorf("setting cloud.live: %w", err)
 		}
-		return s.audit.Record(ctx, audit.Entry{Action: action, TargetType: "user", TargetID: userID})
+		return s.audit.Record(ctx, audit.Entry{Action: action, TargetType: "user", TargetID: userID,
+			Data: map[string]any{"source_before": m.Source}})
 	})
 }
 

@@ -71,6 +71,8 @@ type Membership struct {
 	// CloudLive is the entitlement to request and approve runs on live executors;
 	// owners grant it per member.
 	CloudLive bool
+	// Source is SourceDirect or SourceRule: only the rules change what a rule made.
+	Source    string `gorm:"default:direct"`
 	CreatedAt time.Time
 }
 
@@ -84,8 +86,10 @@ type MembershipView struct {
 	UserEmail        string
 	Role             authz.Role
 	CloudLive        bool
-	Groups           []string `gorm:"serializer:json"`
-	ServiceAccount   bool
+	// Source is SourceDirect or SourceRule.
+	Source         string
+	Groups         []string `gorm:"serializer:json"`
+	ServiceAccount bool
 	// LastSignIn is the member's last sign-in's claims snapshot (nil: none yet).
 	LastSignIn *signin.Asserted `gorm:"serializer:json"`
 }
@@ -211,7 +215,7 @@ func memberOf(m MembershipView) runport.Member {
 
 const memberQuery = `
 		SELECT m.organization_id, o.slug AS organization_slug, o.name AS organization_name,
-		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, u.groups, u.service_account, u.last_sign_in
+		       m.user_id, u.name AS user_name, u.email AS user_email, m.role, m.cloud_live, m.source, u.groups, u.service_account, u.last_sign_in
 		  FROM memberships m
 		  JOIN organizations o ON o.id = m.organization_id
 		  JOIN users u ON u.id = m.user_id`

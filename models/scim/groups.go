@@ -116,6 +116,9 @@ func (s *Service) CreateGroup(ctx context.Context, doc map[string]any) (Resource
 		if err := s.setMembers(ctx, g, members); err != nil {
 			return err
 		}
+		if err := s.groupChanged(ctx, c, g.DisplayName, members); err != nil {
+			return err
+		}
 		if err := s.record(ctx, c, audit.Entry{Action: "scim.group_created", TargetType: "scim_group", TargetID: g.ID,
 			Data: map[string]any{"display_name": g.DisplayName, "members": nonNil(members)}}); err != nil {
 			return err
@@ -186,6 +189,8 @@ func (s *Service) updateGroup(ctx context.Context, id, how string, change func(m
 		if err != nil {
 			return err
 		}
+		// Read before change: a PATCH edits the document it is handed.
+		wereIn := memberIDs(before)
 		doc, err := change(before.Doc)
 		if err != nil {
 			return err
@@ -200,6 +205,10 @@ func (s *Service) updateGroup(ctx context.Context, id, how string, change func(m
 			return fmt.Errorf("saving SCIM group: %w", db.Translate(err))
 		}
 		if err := s.setMembers(ctx, g, members); err != nil {
+			return err
+		}
+		// Who was in it and who is: a member removed, or a group renamed, changes both.
+		if err := s.groupChanged(ctx, c, g.DisplayName, append(wereIn, members...)); err != nil {
 			return err
 		}
 		if err := s.record(ctx, c, audit.Entry{Action: how, TargetType: "scim_group", TargetID: g.ID,
@@ -219,13 +228,46 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		res := s.conn(ctx).Where("organization_id = ? AND id = ?", c.OrganizationID, id).Delete(&groupRow{})
-		if res.Error != nil {
-			return fmt.Errorf("deleting SCIM group: %w", res.Error)
+		var g groupRow
+		err := s.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND id = ?", c.OrganizationID, id).Take(&g).Error
+		if err != nil {
+			return fmt.Errorf("SCIM group %s: %w", id, db.Translate(err))
 		}
-		if res.RowsAffected == 0 {
-			return fmt.Errorf("SCIM group %s: %w", id, errNotFound)
+		before, err := s.groupResource(ctx, g)
+		if err != nil {
+			return err
+		}
+		if err := s.conn(ctx).Where("id = ?", g.ID).Delete(&groupRow{}).Error; err != nil {
+			return fmt.Errorf("deleting SCIM group: %w", err)
+		}
+		if err := s.groupChanged(ctx, c, g.DisplayName, memberIDs(before)); err != nil {
+			return err
 		}
 		return s.record(ctx, c, audit.Entry{Action: "scim.group_deleted", TargetType: "scim_group", TargetID: id})
 	})
+}
+
+// groupChanged applies the group rules to the people directory users ids link, after a
+// change of the group displayed as name.
+func (s *Service) groupChanged(ctx context.Context, c Client, name string, ids []string) error {
+	links, err := s.memberLinks(ctx, c, ids)
+	if err != nil {
+		return err
+	}
+	_, err = s.applyRules(ctx, c, "the directory changed group "+name, false, links...)
+	return err
+}
+
+// memberIDs are the ids of a group resource's members.
+func memberIDs(r Resource) []string {
+	var ids []string
+	list, _ := r.Doc["members"].([]any)
+	for _, m := range list {
+		if m, ok := m.(map[string]any); ok {
+			if id, ok := m["value"].(string); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }

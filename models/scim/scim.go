@@ -1,8 +1,8 @@
 // Package scim keeps what a company's directory provisions into one organization over
 // SCIM 2.0 (RFC 7643, RFC 7644): its users and groups, each organization with its own
-// bearer token. A directory user grants nothing: linked to a Gantry person by the
-// rule in rules.go, it can only end their access (deprovision.go). Groups and their
-// members are kept for the group rules.
+// bearer token. A directory user grants nothing by itself: linked to a Gantry person by
+// the rule in rules.go, it ends their access when deactivated (deprovision.go), and its
+// groups feed the organization's group rules (directory.go, models/org's GroupRules).
 package scim
 
 import (
@@ -35,11 +35,12 @@ type Service struct {
 	sessions Sessions
 	tokens   Tokens
 	members  Members
+	rules    Rules
 }
 
 // NewService returns the SCIM service.
-func NewService(gdb *gorm.DB, log *audit.Log, members Members, sessions Sessions, tokens Tokens) *Service {
-	return &Service{db: gdb, audit: log, members: members, sessions: sessions, tokens: tokens}
+func NewService(gdb *gorm.DB, log *audit.Log, members Members, sessions Sessions, tokens Tokens, rules Rules) *Service {
+	return &Service{db: gdb, audit: log, members: members, sessions: sessions, tokens: tokens, rules: rules}
 }
 
 func (s *Service) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, s.db) }

@@ -106,11 +106,15 @@ func (s *Service) CreateUser(ctx context.Context, doc map[string]any) (Resource,
 		if err := s.conn(ctx).Create(&u).Error; err != nil {
 			return fmt.Errorf("storing SCIM user: %w", db.Translate(err))
 		}
+		ended, err := s.applyRules(ctx, c, "the directory created "+u.UserName, false, deref(u.ExternalID))
+		if err != nil {
+			return err
+		}
 		if err := s.record(ctx, c, audit.Entry{Action: "scim.user_created", TargetType: "scim_user", TargetID: u.ID, Data: u.summary()}); err != nil {
 			return err
 		}
 		if !u.Active {
-			return s.deprovision(ctx, c, u, "created inactive")
+			return s.deprovision(ctx, c, u, "created inactive", ended)
 		}
 		return nil
 	})
@@ -186,7 +190,7 @@ func (s *Service) updateUser(ctx context.Context, id, how string, change func(ma
 		if err != nil {
 			return fmt.Errorf("SCIM user %s: %w", id, db.Translate(err))
 		}
-		wasActive := u.Active
+		wasActive, wasLink := u.Active, deref(u.ExternalID)
 		doc, err := change(u.Doc)
 		if err != nil {
 			return err
@@ -199,11 +203,16 @@ func (s *Service) updateUser(ctx context.Context, id, how string, change func(ma
 		if err != nil {
 			return fmt.Errorf("saving SCIM user: %w", db.Translate(err))
 		}
+		// The people it linked before lose its groups; those it links now get them.
+		ended, err := s.applyRules(ctx, c, "the directory changed "+u.UserName, false, wasLink, deref(u.ExternalID))
+		if err != nil {
+			return err
+		}
 		if err := s.record(ctx, c, audit.Entry{Action: how, TargetType: "scim_user", TargetID: u.ID, Data: u.summary()}); err != nil {
 			return err
 		}
 		if wasActive && !u.Active {
-			return s.deprovision(ctx, c, u, "deactivated")
+			return s.deprovision(ctx, c, u, "deactivated", ended)
 		}
 		return nil
 	})
@@ -225,10 +234,14 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		if err := s.conn(ctx).Delete(&userRow{}, "id = ?", u.ID).Error; err != nil {
 			return fmt.Errorf("deleting SCIM user: %w", err)
 		}
+		ended, err := s.applyRules(ctx, c, "the directory deleted "+u.UserName, true, deref(u.ExternalID))
+		if err != nil {
+			return err
+		}
 		if err := s.record(ctx, c, audit.Entry{Action: "scim.user_deleted", TargetType: "scim_user", TargetID: u.ID, Data: u.summary()}); err != nil {
 			return err
 		}
-		return s.deprovision(ctx, c, u, "deleted")
+		return s.deprovision(ctx, c, u, "deleted", ended)
 	})
 }
 

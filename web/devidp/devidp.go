@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,22 @@ type Provider struct {
 	op      *op.Provider
 	log     *slog.Logger
 	handler http.Handler
+}
+
+// SetGroups replaces the groups the provider asserts for the user with subject from the
+// next sign-in on, as a directory change would (tests of group rules). An empty list
+// sends no groups claim.
+func (p *Provider) SetGroups(subject string, groups []string) error {
+	if _, ok := p.store.user(subject); !ok {
+		return errors.New("no such user: " + subject)
+	}
+	p.store.groupsMu.Lock()
+	defer p.store.groupsMu.Unlock()
+	if p.store.groups == nil {
+		p.store.groups = map[string][]string{}
+	}
+	p.store.groups[subject] = slices.Clone(groups)
+	return nil
 }
 
 // New validates cfg, generates fresh keys and returns the provider.

@@ -37,6 +37,9 @@ type storage struct {
 	users        []User // config order, for the login page
 	omitAuthTime bool   // Config.OmitAuthTime
 
+	groupsMu sync.Mutex          // guards groups
+	groups   map[string][]string // subject -> groups set by SetGroups, over the user's
+
 	mu       sync.Mutex       // guards the fields below
 	now      func() time.Time // swapped by tests to expire requests
 	requests map[string]*authRequest
@@ -60,6 +63,16 @@ func newStorage(cfg Config, log *slog.Logger, key signingKey, loginURL string) *
 		s.clients[c.ID] = &client{cfg: c, loginURL: loginURL, onlyUserInfo: cfg.ClaimsOnlyFromUserInfo}
 	}
 	return s
+}
+
+// groupsOf is u's groups: as SetGroups last set them, else as configured.
+func (s *storage) groupsOf(u User) []string {
+	s.groupsMu.Lock()
+	defer s.groupsMu.Unlock()
+	if g, ok := s.groups[u.Subject]; ok {
+		return g
+	}
+	return u.Groups
 }
 
 // user finds a user by subject or (case-insensitively) by email.
@@ -349,8 +362,8 @@ func (s *storage) setUserinfo(info *oidc.UserInfo, subject string, scopes []stri
 			info.Email, info.EmailVerified = u.Email, true
 		case oidc.ScopeProfile:
 			info.Name, info.PreferredUsername = u.Name, u.Email
-			if len(u.Groups) > 0 {
-				info.AppendClaims("groups", u.Groups)
+			if groups := s.groupsOf(u); len(groups) > 0 {
+				info.AppendClaims("groups", groups)
 			}
 		}
 	}

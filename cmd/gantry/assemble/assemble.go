@@ -147,6 +147,7 @@ type Portal struct {
 	Breakglass *breakglass.Service
 	Tokens     *apitoken.Service
 	SCIM       *scim.Service
+	GroupRules *org.GroupRules
 
 	// Metrics are the Prometheus metrics (served on their own address: Portal.Metrics.Handler).
 	Metrics *telemetry.Metrics
@@ -268,6 +269,7 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.State = state.NewService(p.StateStore, p.Runs.Staleness)
 	p.Archiver = workspace.NewArchiver(gdb, p.Audit, p.WorkspaceViews, p.StateStore, p.Runs.Reads)
 	p.Members = org.NewMembers(gdb, p.Audit, p.Runs.Eligibility)
+	p.GroupRules = org.NewGroupRules(gdb, p.Audit, p.Runs.Eligibility, scim.NewReader(gdb))
 	p.Environments = environment.NewService(gdb, p.Audit, p.Runs.Eligibility)
 	if p.Notify, err = notify.NewService(notify.Config{DB: gdb, Audit: p.Audit, Keys: cfg.Keys, Enqueuer: runner.NotifyEnqueuer{Client: inserter},
 		People: p.Orgs, Runs: p.Runs.Reads, Link: func(runID string) string { return base + paths.RunReview(runID) },
@@ -287,7 +289,8 @@ func Build(ctx context.Context, cfg Config) (*Portal, error) {
 	p.Runs.Inbox.CountEmergencies(p.Breakglass)
 	p.Tokens = apitoken.NewService(gdb, p.Audit, p.Orgs)
 	// A directory's deactivation ends sessions whatever their timeouts: the store's are unused.
-	p.SCIM = scim.NewService(gdb, p.Audit, p.Orgs, session.NewStore(gdb, 0, 0), p.Tokens)
+	// The directory applies the group rules, and its groups feed them.
+	p.SCIM = scim.NewService(gdb, p.Audit, p.Orgs, session.NewStore(gdb, 0, 0), p.Tokens, p.GroupRules)
 	p.Governance = governance.Service{Environments: p.Environments, Policies: p.Policies, Matrix: p.Matrix, Rules: run.GovernanceRules{},
 		Executors: governanceExecutors{runners: p.Runners, def: p.Default}, Catalog: catalogTemplates{p.Catalog}, Applies: p.Audit,
 		Floors: run.Floors, IssuerURL: issuerURL, Windows: p.Windows, Drift: p.Runs.DriftChecks, ApprovalValidity: run.ApprovalValidity}
@@ -342,7 +345,7 @@ func (p *Portal) Web(ctx context.Context, cfg web.Config) (*web.Server, error) {
 		limiter = limiter.WithClock(cfg.RateLimits.Now) // a test's clock
 	}
 	return web.New(ctx, cfg, web.Services{
-		Sessions: sessions, LoginKeys: p.keys, Orgs: p.Orgs, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
+		Sessions: sessions, LoginKeys: p.keys, Orgs: p.Orgs, GroupRules: p.GroupRules, Members: p.Members, Audit: p.Audit, Exports: p.Exports, AuditKeys: p.AuditKeys, Governance: p.Governance, Environments: p.Environments,
 		Credentials: p.Credentials, Matrix: p.Matrix, Policies: p.Policies, Workspaces: p.WorkspaceViews, Runs: p.Runs,
 		Previews: p.Previews, Promotions: p.Promotions, Rollbacks: p.Rollbacks, Archiver: p.Archiver, Evidence: p.Evidence, Catalog: p.Catalog, Keys: p.Keys, State: p.State, Identity: p.Identity,
 		Executors: runner.Executors{Runners: p.Runners, Default: p.Default}, ListenPool: p.ListenPool,

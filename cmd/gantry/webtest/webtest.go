@@ -122,6 +122,8 @@ type App struct {
 	Mail *devmail.Catcher
 	// Keys seal artifacts, states and live logs.
 	Keys *keyring.Keyring
+	// IDP is the development provider people sign in at (SetGroups changes what it asserts).
+	IDP *devidp.Provider
 }
 
 // Start runs a fresh application for t and stops it when t ends.
@@ -184,6 +186,7 @@ func StartWith(t testing.TB, opts Options) *App {
 		Users:   users, OmitAuthTime: opts.OmitAuthTime, ClaimsOnlyFromUserInfo: opts.ClaimsOnlyFromUserInfo,
 	})
 	require.NoError(t, err)
+	app.IDP = idp
 	idpSrv := httptest.NewUnstartedServer(idp)
 	idpSrv.Listener.Close()
 	idpSrv.Listener = idpLn

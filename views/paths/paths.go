@@ -204,6 +204,12 @@ func InviteMember() string               { return Members() + "/invite" }
 func RevokeInvitation() string           { return Members() + "/invitations/revoke" }
 func MemberAction(id, act string) string { return Members() + "/" + url.PathEscape(id) + "/" + act }
 
+// Group rules, managed on the members page: add (or, with preview=1, preview) one, remove one.
+const RouteRemoveGroupRule = "/members/rules/:id/remove"
+
+func GroupRules() string               { return Members() + "/rules" }
+func RemoveGroupRule(id string) string { return GroupRules() + "/" + url.PathEscape(id) + "/remove" }
+
 // ApprovalMatrix is the organization's risk rules and approval matrix (settings).
 func ApprovalMatrix() string { return "/settings/approval-matrix" }
 
@@ -280,6 +286,7 @@ const (
 	RouteAPIAuditExport     = "/api/v1/audit/exports/:id"
 	RouteAPIEnvironmentMode = "/api/v1/environments/:id/policy-modes"
 	RouteAPIPolicyActive    = "/api/v1/policies/:name/active"
+	RouteAPIGroupRule       = "/api/v1/group-rules/:id"
 )
 
 func APIDocument() string                     { return "/api/v1/openapi.json" }
@@ -298,6 +305,9 @@ func APIPolicies() string                     { return "/api/v1/policies" }
 func APIMatrix() string                       { return "/api/v1/approval-matrix" }
 func APIAuditExports() string                 { return "/api/v1/audit/exports" }
 func APIAuditExport(id string) string         { return APIAuditExports() + "/" + url.PathEscape(id) }
+func APIGroupRules() string                   { return "/api/v1/group-rules" }
+func APIGroupRule(id string) string           { return APIGroupRules() + "/" + url.PathEscape(id) }
+func APIGroupRulesPreview() string            { return APIGroupRules() + "/preview" }
 func APIAuditExportDownload(id string) string { return APIAuditExport(id) + "/download" }
 
 // RouteWorkspaceChange is a workspace's change form, and where it posts;

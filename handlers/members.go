@@ -36,10 +36,13 @@ type MemberGrants interface {
 	SetMemberGrants(ctx context.Context, userID string, envIDs []string) error
 }
 
-// MemberPages reads the members page and sends invitations (pages.Members).
+// MemberPages reads the members page, sends invitations and adds or previews group
+// rules (pages.Members).
 type MemberPages interface {
 	Page(ctx context.Context) (pages.MembersPage, error)
 	Invite(ctx context.Context, email string, role authz.Role) (*pages.MembersPage, error)
+	AddRule(ctx context.Context, in org.RuleInput) (*pages.MembersPage, error)
+	PreviewRule(ctx context.Context, in org.RuleInput) (pages.MembersPage, error)
 }
 
 // Members serves the members page (admins and owners): roles, cloud.live, grants on
@@ -48,6 +51,7 @@ type Members struct {
 	Pages        MemberPages
 	Members      MemberAdmin
 	Environments MemberGrants
+	Rules        GroupRuleAdmin
 }
 
 // Register adds the members routes to g.
@@ -57,6 +61,8 @@ func (h Members) Register(g *echo.Group) {
 	g.POST(paths.RevokeInvitation(), h.revokeInvitation)
 	g.GET(paths.RouteMemberAction, h.confirmRemove)
 	g.POST(paths.RouteMemberAction, h.act)
+	g.POST(paths.GroupRules(), h.addRule)
+	g.POST(paths.RouteRemoveGroupRule, h.removeRule)
 }
 
 func (h Members) show(c echo.Context) error {
@@ -64,13 +70,13 @@ func (h Members) show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render.Page(c, http.StatusOK, views.MembersPage(membersProps(c, page, views.InviteForm{Role: string(authz.RoleOperator)})))
+	return render.Page(c, http.StatusOK, views.MembersPage(membersProps(c, page, views.InviteForm{Role: string(authz.RoleOperator)}, ruleForm{})))
 }
 
 // membersProps is the members page as drawn with the invitation form holding invite.
-func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteForm) views.MembersProps {
+func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteForm, rule ruleForm) views.MembersProps {
 	subject, _ := authz.SubjectFrom(c.Request().Context())
-	p := views.MembersProps{CanEntitle: page.CanEntitle, CanManageSCIM: page.CanManageSCIM, Invite: invite}
+	p := views.MembersProps{CanEntitle: page.CanEntitle, CanManageSCIM: page.CanManageSCIM, Invite: invite, GroupRules: groupRulesProps(page, rule)}
 	p.Invite.Errors = page.InviteErrors
 	for _, r := range authz.Roles {
 		if r != authz.RoleOwner || p.CanEntitle {
@@ -83,7 +89,7 @@ func membersProps(c echo.Context, page pages.MembersPage, invite views.InviteFor
 	for _, m := range page.Members {
 		p.Rows = append(p.Rows, views.MemberRow{UserID: m.UserID, Name: m.UserName, Email: m.UserEmail, Role: string(m.Role),
 			CloudLive: m.CloudLive, Groups: m.Groups, Grants: page.Grants[m.UserID], Self: m.UserID == subject.UserID, ServiceAccount: m.ServiceAccount,
-			Editable: m.Role != authz.RoleOwner || p.CanEntitle, LastSignIn: SignInClaims(m.LastSignIn)})
+			Editable: m.Role != authz.RoleOwner || p.CanEntitle, LastSignIn: SignInClaims(m.LastSignIn), FromRule: m.Source == org.SourceRule})
 	}
 	for _, inv := range page.Invitations {
 		p.Invitations = append(p.Invitations, views.KV{Key: inv.Email, Value: string(inv.Role)})
@@ -98,7 +104,7 @@ func (h Members) invite(c echo.Context) error {
 		return err
 	}
 	if refused != nil {
-		return render.Page(c, http.StatusUnprocessableEntity, views.MembersPage(membersProps(c, *refused, views.InviteForm{Email: email, Role: role})))
+		return render.Page(c, http.StatusUnprocessableEntity, views.MembersPage(membersProps(c, *refused, views.InviteForm{Email: email, Role: role}, ruleForm{})))
 	}
 	_ = render.Flash(c, "success", "Invited "+email+" as "+role+": the invitation becomes a membership at their first sign-in.")
 	return render.Redirect(c, paths.Members())

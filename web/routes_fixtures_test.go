@@ -56,6 +56,7 @@ type tenantObjects struct {
 	window     string // a break-glass window asked for on ws
 	token      string // an API token of the organization's admin
 	account    string // a service account's user id
+	groupRule  string // a group rule's id
 }
 
 type routeFixtures struct {
@@ -198,6 +199,10 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		tok, err := app.System.Tokens.Issue(ctx, apitoken.Issue{Name: "routes-token", Scopes: []string{"read"}})
 		require.NoError(t, err)
 		x.dst.account, x.dst.token = sa.ID, tok.ID
+		asOwner := authz.WithSubject(t.Context(), authz.Subject{UserID: userID(x.admin), OrganizationID: x.dst.org, Role: authz.RoleOwner})
+		rule, err := app.System.GroupRules.AddRule(asOwner, org.RuleInput{Group: "routes-" + x.dst.org, Role: authz.RoleViewer})
+		require.NoError(t, err)
+		x.dst.groupRule = rule.ID
 	}
 
 	var err error
@@ -211,7 +216,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, "routes-globex-hook", "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, fx.globex.groupRule, "routes-" + fx.globex.org, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

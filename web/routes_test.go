@@ -102,6 +102,8 @@ func (fx *routeFixtures) objectParams() []objectParam {
 		{param: "name", prefix: "/api/v1/policies/", what: "organization policy", own: fx.acme.policy, other: fx.globex.policy, actor: fx.admin,
 			noHidden: "an organization policy applies to the whole organization, not to one environment"},
 		{param: "id", prefix: "/api/v1/environments/", what: "environment", own: fx.acme.env, other: fx.globex.env, hidden: fx.hidden.env, actor: fx.admin},
+		{param: "id", prefix: "/members/rules/", what: "group rule", own: fx.acme.groupRule, other: fx.globex.groupRule, actor: fx.owner,
+			noHidden: "a group rule belongs to the organization, not to an environment"},
 		{param: "id", prefix: "/members/", what: "member", own: fx.acme.member, other: fx.globex.member, actor: fx.owner,
 			noHidden: "a membership belongs to the organization, not to an environment"},
 		{param: "name", prefix: "/policies/", what: "organization policy", own: fx.acme.policy, other: fx.globex.policy, actor: fx.admin,
@@ -858,6 +860,7 @@ var routeChecks = map[string]routeCheck{
 	}},
 	"POST /audit/exports": {why: "a time range and filters over the signed-in organization's own log: an id in a filter only " +
 		"narrows that log (another organization's id matches nothing), and the export belongs to the organization"},
+	"POST /members/rules":  {why: "a group name, a role and cloud.live, added (or previewed) in the signed-in organization: no object by id"},
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},

@@ -173,7 +173,8 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	envPages := pages.Environments{Service: svc.Environments, Members: svc.Orgs, Credentials: svc.Credentials}
 	handlers.Environments{Pages: envPages}.Register(app)
 	handlers.EnvironmentsAPI{Pages: envPages}.Register(app, s.api)
-	handlers.Members{Pages: pages.Members{Members: svc.Members, Environments: svc.Environments}, Members: svc.Members, Environments: svc.Environments}.Register(app)
+	handlers.Members{Pages: pages.Members{Members: svc.Members, Environments: svc.Environments, Rules: svc.GroupRules}, Members: svc.Members,
+		Environments: svc.Environments, Rules: svc.GroupRules}.Register(app)
 	handlers.Matrix{Store: svc.Matrix, Saves: pages.Matrix{Store: svc.Matrix}}.Register(app)
 	policyPages := pages.Policies{Store: svc.Policies, Environments: svc.Environments}
 	handlers.Policies{Pages: policyPages, Store: svc.Policies}.Register(app)

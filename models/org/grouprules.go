@@ -30,6 +30,10 @@ type GroupRule struct {
 	CreatedAt time.Time
 }
 
+// CanManageRules is who adds and removes an organization's group rules: its owners (a
+// rule hands roles and cloud.live to people no one invited). Admins read them.
+func CanManageRules(s authz.Subject) bool { return s.Can(authz.PermEntitlementsManage) }
+
 // RuleRoles are the roles a rule may give, lowest first: owner stays invitation-only.
 var RuleRoles = []authz.Role{authz.RoleViewer, authz.RoleAuditor, authz.RoleOperator, authz.RoleAdmin}
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/models/authz"
+	"gantry/models/errs"
 )
 
 // The group rules as a pure table: who the rules admit, change, end or leave alone.
@@ -78,4 +79,43 @@ func TestNoRuleRoleIsOwner(t *testing.T) {
 	require.NotContains(t, RuleRoles, authz.RoleOwner)
 	d := Decide([]GroupRule{{GroupName: "owners", Role: authz.RoleOwner}}, Standing{Claimed: []string{"owners"}, ClaimsKnown: true}, nil)
 	require.Equal(t, RuleDecision{Outcome: RuleKeep}, d, "a stored owner rule (refused on the way in) still gives nothing")
+}
+
+// A rule's fields, checked before anything is written.
+func TestRuleInputCheck(t *testing.T) {
+	for _, c := range []struct {
+		in     RuleInput
+		fields []string
+	}{
+		{RuleInput{Group: " engineers ", Role: authz.RoleOperator}, nil},
+		{RuleInput{Group: "/platform/approvers", Role: authz.RoleAuditor, CloudLive: true}, nil},
+		{RuleInput{Group: "", Role: authz.RoleViewer}, []string{"group"}},
+		{RuleInput{Group: "eng\x00ineers", Role: authz.RoleViewer}, []string{"group"}},
+		{RuleInput{Group: "eng\u200bineers", Role: authz.RoleViewer}, []string{"group"}},
+		{RuleInput{Group: string(make([]byte, 257)), Role: authz.RoleViewer}, []string{"group"}},
+		{RuleInput{Group: "owners", Role: authz.RoleOwner}, []string{"role"}},
+		{RuleInput{Group: "x", Role: "root"}, []string{"role"}},
+		{RuleInput{Group: "\xff", Role: ""}, []string{"group", "role"}},
+	} {
+		err := c.in.check()
+		if c.fields == nil {
+			require.NoError(t, err, "%+v", c.in)
+			continue
+		}
+		var got []string
+		for f := range errsFields(t, err) {
+			got = append(got, f)
+		}
+		require.ElementsMatch(t, c.fields, got, "%+v", c.in)
+	}
+	in := RuleInput{Group: " engineers ", Role: authz.RoleOperator}
+	require.NoError(t, in.check())
+	require.Equal(t, "engineers", in.Group, "trimmed")
+}
+
+func errsFields(t *testing.T, err error) map[string]string {
+	t.Helper()
+	v, ok := errs.AsValidation(err)
+	require.True(t, ok, "%v", err)
+	return v.Fields
 }

@@ -28,8 +28,8 @@ func (in *RuleInput) check() error {
 	switch {
 	case in.Group == "":
 		v.Add("group", "Name the group as the provider sends it: a name, a path such as /platform/approvers, or an Entra group's object id.")
-	case utf8.RuneCountInString(in.Group) > 256 || !utf8.ValidString(in.Group) || strings.IndexFunc(in.Group, unicode.IsControl) >= 0:
-		v.Add("group", "A group name is at most 256 characters, with no control characters.")
+	case utf8.RuneCountInString(in.Group) > 256 || !utf8.ValidString(in.Group) || strings.IndexFunc(in.Group, invisible) >= 0:
+		v.Add("group", "A group name is at most 256 characters, with no control or invisible characters.")
 	}
 	switch {
 	case in.Role == authz.RoleOwner:
@@ -39,6 +39,22 @@ func (in *RuleInput) check() error {
 	}
 	return v.Err()
 }
+
+// mayManageRules is the subject in ctx when CanManageRules holds for them.
+func mayManageRules(ctx context.Context) (authz.Subject, error) {
+	subject, err := authz.Require(ctx, authz.PermOrgRead)
+	if err != nil {
+		return authz.Subject{}, err
+	}
+	if !CanManageRules(subject) {
+		return authz.Subject{}, errs.Explain(errs.ErrForbidden, "Only an owner adds or removes group rules.")
+	}
+	return subject, nil
+}
+
+// invisible reports control and format characters (a zero-width space, say): a rule whose
+// group holds one looks like another and matches nothing the provider sends.
+func invisible(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // Rules lists the subject's organization's group rules by group (admins and owners read
 // them; owners change them).
@@ -58,7 +74,7 @@ func (r *GroupRules) Rules(ctx context.Context) ([]GroupRule, error) {
 // one invited). Bad input is *errs.Validation and nothing is written. The members the
 // rules made get the new rule at once; others at their next sign-in.
 func (r *GroupRules) AddRule(ctx context.Context, in RuleInput) (GroupRule, error) {
-	subject, err := authz.Require(ctx, authz.PermEntitlementsManage)
+	subject, err := mayManageRules(ctx)
 	if err != nil {
 		return GroupRule{}, err
 	}
@@ -93,7 +109,7 @@ func (r *GroupRules) AddRule(ctx context.Context, in RuleInput) (GroupRule, erro
 // RemoveRule deletes rule id (owners). The members it made lose what it gave at once:
 // their next role is what the remaining rules give, or none.
 func (r *GroupRules) RemoveRule(ctx context.Context, id string) error {
-	subject, err := authz.Require(ctx, authz.PermEntitlementsManage)
+	subject, err := mayManageRules(ctx)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,20 @@ type MemberGrants interface {
 	RestrictedGrants(ctx context.Context) ([]environment.Environment, map[string][]string, error)
 }
 
+// GroupRules are the organization's group rules (org.GroupRules).
+type GroupRules interface {
+	Rules(ctx context.Context) ([]org.GroupRule, error)
+	AddRule(ctx context.Context, in org.RuleInput) (org.GroupRule, error)
+	Preview(ctx context.Context, in org.RuleInput) ([]org.PreviewRow, error)
+}
+
 // Members builds the members page (admins and owners): roles, cloud.live, grants on
-// restricted environments, invitations; and sends invitations.
+// restricted environments, invitations, group rules; and sends invitations and adds
+// group rules.
 type Members struct {
 	Members      MemberAdmin
 	Environments MemberGrants
+	Rules        GroupRules
 }
 
 // MembersPage is the members page.
@@ -44,6 +53,14 @@ type MembersPage struct {
 	CanManageSCIM bool
 	// InviteErrors are the problems of a refused invitation beside its fields.
 	InviteErrors map[string]string
+	// Rules are the group rules; CanManageRules: the reader adds and removes them
+	// (org.CanManageRules).
+	Rules          []org.GroupRule
+	CanManageRules bool
+	// RuleErrors are the problems of a refused rule (or preview) beside its fields.
+	RuleErrors map[string]string
+	// Preview is whom the rule in the form would reach (nil: none asked).
+	Preview []org.PreviewRow
 }
 
 // Page reads the members page.
@@ -52,7 +69,8 @@ func (s Members) Page(ctx context.Context) (MembersPage, error) {
 	if err != nil {
 		return MembersPage{}, err
 	}
-	p := MembersPage{CanEntitle: subject.Can(authz.PermEntitlementsManage), CanManageSCIM: scim.CanManageToken(subject)}
+	p := MembersPage{CanEntitle: subject.Can(authz.PermEntitlementsManage), CanManageSCIM: scim.CanManageToken(subject),
+		CanManageRules: org.CanManageRules(subject)}
 	if p.Members, err = s.Members.List(ctx); err != nil {
 		return MembersPage{}, err
 	}
@@ -62,7 +80,47 @@ func (s Members) Page(ctx context.Context) (MembersPage, error) {
 	if p.Restricted, p.Grants, err = s.Environments.RestrictedGrants(ctx); err != nil {
 		return MembersPage{}, err
 	}
+	if p.Rules, err = s.Rules.Rules(ctx); err != nil {
+		return MembersPage{}, err
+	}
 	return p, nil
+}
+
+// AddRule adds the group rule in; a refused rule answers the page to draw again with
+// the problems beside its fields.
+func (s Members) AddRule(ctx context.Context, in org.RuleInput) (*MembersPage, error) {
+	_, err := s.Rules.AddRule(ctx, in)
+	return s.refused(ctx, err)
+}
+
+// PreviewRule is the page with whom the rule in would reach; it writes nothing.
+func (s Members) PreviewRule(ctx context.Context, in org.RuleInput) (MembersPage, error) {
+	rows, err := s.Rules.Preview(ctx, in)
+	if v, refused := errs.AsValidation(err); refused {
+		p, err := s.Page(ctx)
+		p.RuleErrors = v.Fields
+		return p, err
+	}
+	if err != nil {
+		return MembersPage{}, err
+	}
+	p, err := s.Page(ctx)
+	p.Preview = rows
+	return p, err
+}
+
+// refused is the page with a refused rule's problems, nil when err refused nothing.
+func (s Members) refused(ctx context.Context, err error) (*MembersPage, error) {
+	v, refused := errs.AsValidation(err)
+	if !refused {
+		return nil, err
+	}
+	p, err := s.Page(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.RuleErrors = v.Fields
+	return &p, nil
 }
 
 // Invite invites email with role; a refused invitation answers the page to draw again

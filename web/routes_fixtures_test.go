@@ -56,6 +56,7 @@ type tenantObjects struct {
 	window     string // a break-glass window asked for on ws
 	token      string // an API token of the organization's admin
 	account    string // a service account's user id
+	groupRule  string // a group rule's id
 }
 
 type routeFixtures struct {
@@ -200,6 +201,17 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		x.dst.account, x.dst.token = sa.ID, tok.ID
 	}
 
+	// A group rule each, added by the organization's owner, for a group no one is in.
+	for _, x := range []struct {
+		dst   *tenantObjects
+		owner string
+	}{{&fx.acme, "owner@acme.test"}, {&fx.globex, "owner@globex.test"}} {
+		ctx := authz.WithSubject(t.Context(), authz.Subject{UserID: userID(x.owner), OrganizationID: x.dst.org, Role: authz.RoleOwner})
+		rule, err := app.System.GroupRules.AddRule(ctx, org.RuleInput{Group: "routes-group-" + x.dst.wsName, Role: authz.RoleViewer})
+		require.NoError(t, err)
+		x.dst.groupRule = rule.ID
+	}
+
 	var err error
 	fx.stateUser, fx.statePass, err = app.System.State.IssueCredentials(t.Context(), fx.acme.org, fx.acme.ws, fx.acme.run.ID, state.PhaseApply, time.Hour)
 	require.NoError(t, err)
@@ -211,7 +223,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, "routes-globex-hook", "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, fx.globex.groupRule, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

@@ -16,8 +16,8 @@ import (
 )
 
 // API is the JSON API v1 (docs/api.md): every browser action of requests, runs,
-// decisions, workspaces, the catalog, policies, the approval matrix and the audit
-// log, through the same services as the pages and so the same checks. Every route is
+// decisions, workspaces, the catalog, policies, the approval matrix, group rules and
+// the audit log, through the same services as the pages and so the same checks. Every route is
 // registered through an openapi.Spec, which is what /api/v1/openapi.json describes.
 // Errors are the central error handler's RFC 9457 problem documents.
 type API struct {
@@ -46,6 +46,8 @@ type API struct {
 	WorkspaceChanges WorkspaceChanges
 	// Archiver archives workspaces that hold nothing.
 	Archiver WorkspaceArchiver
+	// GroupRules lists, adds, removes and previews the organization's group rules.
+	GroupRules GroupRuleAdmin
 	// Changes signals run moves for the run event stream.
 	Changes RunChanges
 	// Heartbeat is the interval of SSE comments on the run event stream.
@@ -58,6 +60,7 @@ func (h API) Register(g *echo.Group, spec *openapi.Spec) {
 	h.registerRuns(g, spec)
 	h.registerWorkspaces(g, spec)
 	h.registerGovernance(g, spec)
+	h.registerGroupRules(g, spec)
 	h.registerChanges(g, spec)
 }
 

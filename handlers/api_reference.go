@@ -54,7 +54,7 @@ func (h APIReference) show(c echo.Context) error {
 
 // tagOrder puts the API's sections in the order a pipeline uses them.
 func tagOrder(tag string) int {
-	order := []string{"catalog", "requests", "runs", "decisions", "workspaces", "environments", "policies", "matrix", "audit", "meta"}
+	order := []string{"catalog", "requests", "runs", "decisions", "workspaces", "environments", "policies", "matrix", "group-rules", "audit", "meta"}
 	if i := slices.Index(order, tag); i >= 0 {
 		return i
 	}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"slices"
 
@@ -15,12 +14,6 @@ import (
 	"gantry/views"
 	"gantry/views/paths"
 )
-
-// GroupRuleAdmin removes group rules and lists them for the confirmation (org.GroupRules).
-type GroupRuleAdmin interface {
-	Rules(ctx context.Context) ([]org.GroupRule, error)
-	RemoveRule(ctx context.Context, id string) error
-}
 
 // ruleForm is the group rule form as the person filled it in.
 type ruleForm struct {

@@ -27,3 +27,6 @@ var (
 func LoginCookie(baseURL, value string) *http.Cookie {
 	return (&Server{cfg: Config{BaseURL: baseURL}}).loginCookie(value)
 }
+
+// ReadOnlyPosts are the POST routes that change nothing and take no Idempotency-Key.
+var ReadOnlyPosts = readOnlyPosts

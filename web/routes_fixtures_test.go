@@ -199,8 +199,15 @@ func newRouteFixtures(t *testing.T) *routeFixtures {
 		tok, err := app.System.Tokens.Issue(ctx, apitoken.Issue{Name: "routes-token", Scopes: []string{"read"}})
 		require.NoError(t, err)
 		x.dst.account, x.dst.token = sa.ID, tok.ID
-		asOwner := authz.WithSubject(t.Context(), authz.Subject{UserID: userID(x.admin), OrganizationID: x.dst.org, Role: authz.RoleOwner})
-		rule, err := app.System.GroupRules.AddRule(asOwner, org.RuleInput{Group: "routes-" + x.dst.org, Role: authz.RoleViewer})
+	}
+
+	// A group rule each, added by the organization's owner, for a group no one is in.
+	for _, x := range []struct {
+		dst   *tenantObjects
+		owner string
+	}{{&fx.acme, "owner@acme.test"}, {&fx.globex, "owner@globex.test"}} {
+		ctx := authz.WithSubject(t.Context(), authz.Subject{UserID: userID(x.owner), OrganizationID: x.dst.org, Role: authz.RoleOwner})
+		rule, err := app.System.GroupRules.AddRule(ctx, org.RuleInput{Group: "routes-group-" + x.dst.wsName, Role: authz.RoleViewer})
 		require.NoError(t, err)
 		x.dst.groupRule = rule.ID
 	}
@@ -216,7 +223,7 @@ var reviewSection = regexp.MustCompile(`data-testid="section-([a-z-]+)"`)
 // globexMarkers are strings only globex's objects carry: no acme page may hold one.
 func (fx *routeFixtures) globexMarkers() []string {
 	m := []string{fx.globex.org, fx.globex.run.ID, fx.globex.ws, fx.globex.wsName, fx.globex.member, fx.globex.policy,
-		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, fx.globex.groupRule, "routes-" + fx.globex.org, "routes-globex-hook", "@globex.test", "Globex"}
+		fx.globex.invitation, fx.globex.export, fx.globex.webhook, fx.globex.delivery, fx.globex.window, fx.globex.token, fx.globex.account, fx.globex.groupRule, "routes-group-" + fx.globex.wsName, "routes-globex-hook", "@globex.test", "Globex"}
 	return append(m, fx.globexEnvs...)
 }
 

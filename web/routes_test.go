@@ -104,6 +104,8 @@ func (fx *routeFixtures) objectParams() []objectParam {
 		{param: "id", prefix: "/api/v1/environments/", what: "environment", own: fx.acme.env, other: fx.globex.env, hidden: fx.hidden.env, actor: fx.admin},
 		{param: "id", prefix: "/members/rules/", what: "group rule", own: fx.acme.groupRule, other: fx.globex.groupRule, actor: fx.owner,
 			noHidden: "a group rule belongs to the organization, not to an environment"},
+		{param: "id", prefix: "/api/v1/group-rules/", what: "group rule", own: fx.acme.groupRule, other: fx.globex.groupRule, actor: fx.owner,
+			noHidden: "a group rule belongs to the organization, not to an environment; only owners change one"},
 		{param: "id", prefix: "/members/", what: "member", own: fx.acme.member, other: fx.globex.member, actor: fx.owner,
 			noHidden: "a membership belongs to the organization, not to an environment"},
 		{param: "name", prefix: "/policies/", what: "organization policy", own: fx.acme.policy, other: fx.globex.policy, actor: fx.admin,
@@ -621,6 +623,8 @@ func (fx *routeFixtures) apiPayload(t routeT, c routeCase, id string) string {
 		body = map[string]any{"name": "routes-new", "rego": "package x", "tests": ""}
 	case "/api/v1/audit/exports":
 		body = map[string]any{"format": "jsonl", "from": "2000-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
+	case "/api/v1/group-rules", "/api/v1/group-rules/preview":
+		body = map[string]any{"group": "routes-new-group", "role": "viewer"}
 	default:
 		body = map[string]any{"name": "routes-edit", "tier": "staging"}
 	}
@@ -727,6 +731,9 @@ var listShows = map[string]func(fx *routeFixtures) map[*routeWho][]string{
 	},
 	"/api/v1/environments": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.env, fx.hidden.env}}
+	},
+	"/api/v1/group-rules": func(fx *routeFixtures) map[*routeWho][]string {
+		return map[*routeWho][]string{&fx.admin: {fx.acme.groupRule}, &fx.owner: {fx.acme.groupRule}}
 	},
 	"/members": func(fx *routeFixtures) map[*routeWho][]string {
 		return map[*routeWho][]string{&fx.admin: {fx.acme.member, fx.hidden.env}}
@@ -884,6 +891,12 @@ var routeChecks = map[string]routeCheck{
 	"PUT /api/v1/approval-matrix": {why: "the signed-in organization's matrix; base_version numbers that matrix's own versions"},
 	"POST /api/v1/policies":       {why: "Rego uploaded into the signed-in organization, as POST /policies/upload"},
 	"POST /api/v1/audit/exports":  {why: "a time range and filters over the signed-in organization's own log, as POST /audit/exports"},
+	"POST /api/v1/group-rules": {why: "a group name and a role for the signed-in organization's own rules: no object by id (only owners add one)",
+		check: func(t *testing.T, fx *routeFixtures, _ routeCase) {
+			require.Zero(t, countRows(t, fx.app, "SELECT count(*) FROM group_rules WHERE group_name = 'routes-new-group'"))
+		}},
+	"POST /api/v1/group-rules/preview": {why: "a group name and a role, read against the signed-in organization's own members and directory: " +
+		"it writes nothing and names no object by id"},
 	"POST /api/v1/requests": {why: "environment_id names an environment", check: func(t *testing.T, fx *routeFixtures, c routeCase) {
 		body := func(env string) (url.Values, string) {
 			return nil, jsonBody(t, map[string]any{"template": "bucket", "environment_id": env, "workspace": "routes-new",

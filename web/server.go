@@ -209,7 +209,7 @@ func New(ctx context.Context, cfg Config, svc Services) (*Server, error) {
 	auditHandler.RegisterAPI(app, s.api)
 	handlers.API{Requests: requests, Catalog: svc.Catalog, Environments: svc.Environments, Pages: runReads, Runs: runs.Reads, Decisions: runs.Decisions, Reviews: reviews, Search: runs.Reads, Reports: evidenceReports,
 		Workspaces: svc.Workspaces, WorkspacePages: workspacePages, Policies: svc.Policies, PolicyPages: policyPages, Matrix: svc.Matrix, WorkspaceChanges: changes,
-		Changes: s.Changes, Heartbeat: 20 * time.Second, Archiver: svc.Archiver}.Register(app, s.api)
+		Changes: s.Changes, Heartbeat: 20 * time.Second, Archiver: svc.Archiver, GroupRules: svc.GroupRules}.Register(app, s.api)
 	handlers.WorkspaceArchive{Archiver: svc.Archiver}.Register(app)
 	handlers.APIReference{Spec: s.api}.Register(app)
 	if svc.Executors != nil {

@@ -49,8 +49,11 @@ type Op struct {
 	// OtherContentTypes are the other media types the answer may have (an export's
 	// CSV beside its JSON lines).
 	OtherContentTypes []string
-	// Mutating operations need an Idempotency-Key header.
-	Mutating bool
+	// Mutating operations need an Idempotency-Key header: every one but GET and HEAD,
+	// unless ChangesNothing (a POST that only reads, such as a preview; the web layer
+	// lists it in its read-only POSTs, web/idempotency.go).
+	Mutating       bool
+	ChangesNothing bool
 	// RateLimited operations are counted per caller and per client address, and answer
 	// 429 RATE_LIMITED with Retry-After over the limit (every operation can also meet the
 	// wrong-token limit, and documents its 429); the web layer limits exactly the
@@ -73,7 +76,7 @@ type Spec struct {
 
 // Route registers h for op on g and documents it.
 func (s *Spec) Route(g *echo.Group, op Op, h echo.HandlerFunc) {
-	if op.Method != http.MethodGet && op.Method != http.MethodHead {
+	if op.Method != http.MethodGet && op.Method != http.MethodHead && !op.ChangesNothing {
 		op.Mutating = true
 	}
 	s.mu.Lock()

@@ -244,7 +244,9 @@ func membershipUser(t *testing.T, app *webtest.App, subject string) string {
 }
 
 // TestSCIMGroupsFeedRules: a directory group mapped by a rule admits its members at once
-// (no sign-in needed) and removing them from it ends the rule's membership; deactivating
+// (no sign-in needed) when the directory user names the person by externalId and by
+// their verified address (an externalId alone admits nobody), and removing them from it
+// ends the rule's membership; deactivating
 // the person ends it too, with their sessions and tokens, and a later sign-in whose
 // claims still map is not admitted while the directory says inactive.
 func TestSCIMGroupsFeedRules(t *testing.T) {
@@ -269,9 +271,23 @@ func TestSCIMGroupsFeedRules(t *testing.T) {
 	var group struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &group))
 	m := membershipOf(t, app, acme, "newcomer")
-	require.NotNil(t, m, "the directory's group admits at once")
+	require.NotNil(t, m, "the directory's group admits at once: externalId and address are the newcomer's")
 	require.Equal(t, authz.RoleAdmin, m.Role)
 	require.Equal(t, "the directory changed group Platform approvers", ruleAudit(t, app, "membership.rule_admitted", nora)["why"])
+
+	// An externalId alone admits nobody: a directory user naming globex's admin by
+	// subject, under another address, in the mapped group, leaves them out of acme.
+	status, body = signInWithGroups(t, app, "globex-admin", "admin@globex.test", "admin-globex")
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],
+		"externalId":"globex-admin","userName":"not-adam@acme.test","emails":[{"value":"not-adam@acme.test","primary":true}]}`)
+	require.Equal(t, http.StatusCreated, status, body)
+	var spoof struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &spoof))
+	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+group.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"Add","path":"members","value":[{"value":"`+spoof.ID+`"}]}]}`)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Nil(t, membershipOf(t, app, acme, "globex-admin"), "the directory named someone else's address")
 
 	// Entra removes the member (capitalised op, filtered path): the rule's membership ends.
 	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+group.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],

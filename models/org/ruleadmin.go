@@ -210,7 +210,7 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 			continue
 		}
 		d := Decide(rules, Standing{Directory: []string{in.Group}, ClaimsKnown: true}, nil)
-		out = append(out, PreviewRow{Name: n.UserName, Effect: fmt.Sprintf("Joins as %s%s at their next sign-in (directory user).", d.Role, liveWords(d.CloudLive))})
+		out = append(out, PreviewRow{Name: n.UserName, Effect: fmt.Sprintf("Joins as %s%s at their next sign-in (directory user), when the provider verifies this address for them.", d.Role, liveWords(d.CloudLive))})
 	}
 	return out, nil
 }

@@ -20,8 +20,9 @@ import (
 // sign in with and the object id their last sign-in asserted (scim.LinkedBy).
 type Directory interface {
 	// Standing returns the display names of orgID's directory groups that a directory
-	// user linked by links is in, and whether a linked directory user is inactive.
-	Standing(ctx context.Context, orgID string, links []string) (groups []string, deactivated bool, err error)
+	// user linked by links, naming the verified address email, is in ("": none counts),
+	// and whether a linked directory user is inactive.
+	Standing(ctx context.Context, orgID string, links []string, email string) (groups []string, deactivated bool, err error)
 	// GroupMembers returns orgID's active directory users in the group displayed as
 	// group: the preview's newcomers.
 	GroupMembers(ctx context.Context, orgID, group string) ([]DirectoryPerson, error)
@@ -163,8 +164,14 @@ func (r *GroupRules) reapply(ctx context.Context, orgID, why string) error {
 // and of the organization's directory.
 func (r *GroupRules) standing(ctx context.Context, orgID string, u User) (Standing, error) {
 	st := Standing{Claimed: u.Groups, ClaimsKnown: u.LastSignIn == nil || !u.LastSignIn.GroupsOverage}
+	// An externalId is the organization's directory's to write: its groups count for a
+	// person only where it also names the address the provider verified.
+	email := ""
+	if u.LastSignIn != nil && u.LastSignIn.Verified {
+		email = u.Email
+	}
 	var err error
-	st.Directory, st.Deactivated, err = r.directory.Standing(ctx, orgID, links(u))
+	st.Directory, st.Deactivated, err = r.directory.Standing(ctx, orgID, links(u), email)
 	return st, err
 }
 

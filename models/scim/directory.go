@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -30,21 +31,52 @@ func NewReader(gdb *gorm.DB) Reader { return Reader{db: gdb} }
 func (s Reader) conn(ctx context.Context) *gorm.DB { return db.Conn(ctx, s.db) }
 
 // Standing returns the display names of orgID's groups that its active directory users
-// with an externalId among links are in, and whether such a user is inactive.
-func (s Reader) Standing(ctx context.Context, orgID string, links []string) ([]string, bool, error) {
+// linked by links (externalId) are in — only those users whose userName or one of whose
+// emails is the person's verified address email (an externalId is an organization's to
+// write, so it alone admits nobody) — and whether a linked directory user is inactive
+// (which ends access whatever the address).
+func (s Reader) Standing(ctx context.Context, orgID string, links []string, email string) ([]string, bool, error) {
+	var users []userRow
+	if err := s.conn(ctx).Where("organization_id = ? AND external_id IN ?", orgID, links).Order("id").Find(&users).Error; err != nil {
+		return nil, false, fmt.Errorf("reading directory users: %w", err)
+	}
+	deactivated := false
+	var ids []string
+	for _, u := range users {
+		switch {
+		case !u.Active:
+			deactivated = true
+		case email != "" && u.hasAddress(email):
+			ids = append(ids, u.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, deactivated, nil
+	}
 	var groups []string
-	err := s.conn(ctx).Raw(`SELECT DISTINCT g.display_name FROM scim_users u
-	        JOIN scim_group_members gm ON gm.user_id = u.id JOIN scim_groups g ON g.id = gm.group_id
-	        WHERE u.organization_id = ? AND u.external_id IN ? AND u.active ORDER BY 1`, orgID, links).Scan(&groups).Error
+	err := s.conn(ctx).Raw(`SELECT DISTINCT g.display_name FROM scim_group_members gm JOIN scim_groups g ON g.id = gm.group_id
+	        WHERE gm.organization_id = ? AND gm.user_id IN ? ORDER BY 1`, orgID, ids).Scan(&groups).Error
 	if err != nil {
 		return nil, false, fmt.Errorf("reading directory groups: %w", err)
 	}
-	var inactive int64
-	if err := s.conn(ctx).Model(&userRow{}).Where("organization_id = ? AND external_id IN ? AND NOT active", orgID, links).
-		Count(&inactive).Error; err != nil {
-		return nil, false, fmt.Errorf("reading directory users: %w", err)
+	return groups, deactivated, nil
+}
+
+// hasAddress reports whether the directory names address (compared without case) as
+// u's userName or one of u's emails.
+func (u userRow) hasAddress(address string) bool {
+	if strings.EqualFold(u.UserName, address) {
+		return true
 	}
-	return groups, inactive > 0, nil
+	list, _ := lookup(u.Doc, "emails").([]any)
+	for _, e := range list {
+		if e, ok := e.(map[string]any); ok {
+			if v, ok := lookup(e, "value").(string); ok && strings.EqualFold(strings.TrimSpace(v), address) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // GroupMembers returns orgID's active directory users in the group displayed as group.

@@ -91,18 +91,23 @@ func (r *GroupRules) AtSignIn(ctx context.Context, u User) error {
 		return fmt.Errorf("finding organizations with group rules: %w", err)
 	}
 	for _, orgID := range orgIDs {
-		err := db.Tx(ctx, r.db, func(ctx context.Context) error {
-			events, _, err := r.apply(ctx, orgID, u, "signed in", false)
-			if err != nil {
-				return err
-			}
-			return r.record(ctx, events)
-		})
-		if err != nil {
+		if err := r.applyAlone(ctx, orgID, u, "signed in"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// applyAlone applies orgID's rules to u in a transaction of its own, and records what
+// they did.
+func (r *GroupRules) applyAlone(ctx context.Context, orgID string, u User, why string) error {
+	return db.Tx(ctx, r.db, func(ctx context.Context) error {
+		events, _, err := r.apply(ctx, orgID, u, why, false)
+		if err != nil {
+			return err
+		}
+		return r.record(ctx, events)
+	})
 }
 
 // ForDirectoryUser applies orgID's rules to the people its directory user with
@@ -136,24 +141,14 @@ func (r *GroupRules) ForDirectoryUser(ctx context.Context, orgID, link, why stri
 // reapply applies orgID's rules again to every member the rules made, from their last
 // snapshot, after the rules changed (why). Each member gets a transaction of their own.
 func (r *GroupRules) reapply(ctx context.Context, orgID, why string) error {
-	var ids []string
-	err := db.Conn(ctx, r.db).Model(&Membership{}).Where("organization_id = ? AND source = ?", orgID, SourceRule).Order("user_id").Pluck("user_id", &ids).Error
+	var people []User
+	err := db.Conn(ctx, r.db).Where("id IN (SELECT user_id FROM memberships WHERE organization_id = ? AND source = ?)", orgID, SourceRule).
+		Order("id").Find(&people).Error
 	if err != nil {
 		return fmt.Errorf("listing rule members: %w", err)
 	}
-	for _, id := range ids {
-		err := db.Tx(ctx, r.db, func(ctx context.Context) error {
-			var u User
-			if err := db.Conn(ctx, r.db).Where("id = ?", id).Take(&u).Error; err != nil {
-				return fmt.Errorf("reading rule member: %w", err)
-			}
-			events, _, err := r.apply(ctx, orgID, u, why, false)
-			if err != nil {
-				return err
-			}
-			return r.record(ctx, events)
-		})
-		if err != nil {
+	for _, u := range people {
+		if err := r.applyAlone(ctx, orgID, u, why); err != nil {
 			return err
 		}
 	}

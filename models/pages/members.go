@@ -90,27 +90,28 @@ func (s Members) Page(ctx context.Context) (MembersPage, error) {
 // the problems beside its fields.
 func (s Members) AddRule(ctx context.Context, in org.RuleInput) (*MembersPage, error) {
 	_, err := s.Rules.AddRule(ctx, in)
-	return s.refused(ctx, err)
+	return s.refused(ctx, err, func(p *MembersPage, fields map[string]string) { p.RuleErrors = fields })
 }
 
-// PreviewRule is the page with whom the rule in would reach; it writes nothing.
+// PreviewRule is the page with whom the rule in would reach, or with the rule's problems
+// beside its fields; it writes nothing.
 func (s Members) PreviewRule(ctx context.Context, in org.RuleInput) (MembersPage, error) {
 	rows, err := s.Rules.Preview(ctx, in)
-	if v, refused := errs.AsValidation(err); refused {
-		p, err := s.Page(ctx)
-		p.RuleErrors = v.Fields
-		return p, err
-	}
-	if err != nil {
+	refused, err := s.refused(ctx, err, func(p *MembersPage, fields map[string]string) { p.RuleErrors = fields })
+	switch {
+	case err != nil:
 		return MembersPage{}, err
+	case refused != nil:
+		return *refused, nil
 	}
 	p, err := s.Page(ctx)
 	p.Preview = rows
 	return p, err
 }
 
-// refused is the page with a refused rule's problems, nil when err refused nothing.
-func (s Members) refused(ctx context.Context, err error) (*MembersPage, error) {
+// refused is the page with the problems of a refused form set on it by set, nil when err
+// refused nothing (err itself when it is another failure).
+func (s Members) refused(ctx context.Context, err error, set func(*MembersPage, map[string]string)) (*MembersPage, error) {
 	v, refused := errs.AsValidation(err)
 	if !refused {
 		return nil, err
@@ -119,22 +120,12 @@ func (s Members) refused(ctx context.Context, err error) (*MembersPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.RuleErrors = v.Fields
+	set(&p, v.Fields)
 	return &p, nil
 }
 
 // Invite invites email with role; a refused invitation answers the page to draw again
 // with the problems beside its fields.
 func (s Members) Invite(ctx context.Context, email string, role authz.Role) (*MembersPage, error) {
-	err := s.Members.Invite(ctx, email, role)
-	v, refused := errs.AsValidation(err)
-	if !refused {
-		return nil, err
-	}
-	p, err := s.Page(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.InviteErrors = v.Fields
-	return &p, nil
+	return s.refused(ctx, s.Members.Invite(ctx, email, role), func(p *MembersPage, fields map[string]string) { p.InviteErrors = fields })
 }

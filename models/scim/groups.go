@@ -180,12 +180,7 @@ func (s *Service) updateGroup(ctx context.Context, id, how string, change func(m
 	}
 	var out Resource
 	err = db.Tx(ctx, s.db, func(ctx context.Context) error {
-		var g groupRow
-		err := s.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND id = ?", c.OrganizationID, id).Take(&g).Error
-		if err != nil {
-			return fmt.Errorf("SCIM group %s: %w", id, db.Translate(err))
-		}
-		before, err := s.groupResource(ctx, g)
+		g, before, err := s.lockedGroup(ctx, c, id)
 		if err != nil {
 			return err
 		}
@@ -221,6 +216,17 @@ func (s *Service) updateGroup(ctx context.Context, id, how string, change func(m
 	return out, err
 }
 
+// lockedGroup locks group id of c's organization and returns it with its members.
+func (s *Service) lockedGroup(ctx context.Context, c Client, id string) (groupRow, Resource, error) {
+	var g groupRow
+	err := s.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND id = ?", c.OrganizationID, id).Take(&g).Error
+	if err != nil {
+		return groupRow{}, Resource{}, fmt.Errorf("SCIM group %s: %w", id, db.Translate(err))
+	}
+	r, err := s.groupResource(ctx, g)
+	return g, r, err
+}
+
 // DeleteGroup removes group id and its members.
 func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 	c, err := client(ctx)
@@ -228,12 +234,7 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 		return err
 	}
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		var g groupRow
-		err := s.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("organization_id = ? AND id = ?", c.OrganizationID, id).Take(&g).Error
-		if err != nil {
-			return fmt.Errorf("SCIM group %s: %w", id, db.Translate(err))
-		}
-		before, err := s.groupResource(ctx, g)
+		g, before, err := s.lockedGroup(ctx, c, id)
 		if err != nil {
 			return err
 		}

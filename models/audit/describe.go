@@ -51,14 +51,17 @@ func (s Sentence) String() string {
 
 // eventData is what sentences read of an event's data.
 type eventData struct {
-	Number      int64           `json:"number"`
-	WorkspaceID string          `json:"workspace_id"`
-	Reason      string          `json:"reason"`
-	Kind        string          `json:"kind"`
-	Template    string          `json:"template"`
-	Serial      int64           `json:"serial"`
-	Name        string          `json:"name"`
-	Role        string          `json:"role"`
+	Number      int64  `json:"number"`
+	WorkspaceID string `json:"workspace_id"`
+	Reason      string `json:"reason"`
+	Kind        string `json:"kind"`
+	Template    string `json:"template"`
+	Serial      int64  `json:"serial"`
+	Name        string `json:"name"`
+	Role        string `json:"role"`
+	// Group and Groups: a group rule's group, the groups that matched a person.
+	Group       string          `json:"group"`
+	Groups      []string        `json:"groups"`
 	Before      json.RawMessage `json:"before"`
 	After       json.RawMessage `json:"after"`
 	RuleID      string          `json:"rule_id"`
@@ -73,6 +76,14 @@ type eventData struct {
 	SelfApproved bool `json:"self_approved"`
 	// StateWritten: a cancelled apply stored a state version before it stopped.
 	StateWritten bool `json:"state_written"`
+}
+
+// groupsWords names the groups that matched, for a group rule's membership change.
+func groupsWords(groups []string) string {
+	if len(groups) == 0 {
+		return ""
+	}
+	return " (groups " + strings.Join(groups, ", ") + ")"
 }
 
 // Describe turns an event into a sentence with names.
@@ -207,6 +218,19 @@ func Describe(e Event, n Names) Sentence {
 		s.Object = Ref{Label: "API token " + firstOf(d.Name, e.TargetID) + " (" + e.TargetID + ")"}
 	case "membership.removed":
 		s.Verb, s.Object = "removed", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
+	case "membership.rule_admitted":
+		s.Verb, s.Object, s.Rest = "added", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "as "+d.Role+" by a group rule"+groupsWords(d.Groups)
+	case "membership.rule_changed":
+		s.Verb, s.Object, s.Rest = "changed the role of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "to "+d.Role+" by the group rules"+groupsWords(d.Groups)
+	case "membership.rule_ended":
+		s.Verb, s.Object, s.Rest = "ended the membership of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "by the group rules"
+		if d.Reason != "" {
+			s.Rest += ": " + d.Reason
+		}
+	case "group_rule.added":
+		s.Verb, s.Object, s.Rest = "added", Ref{Label: "a group rule for " + firstOf(d.Group, e.TargetID)}, "giving "+d.Role
+	case "group_rule.removed":
+		s.Verb, s.Object = "removed", Ref{Label: "the group rule for " + firstOf(d.Group, e.TargetID)}
 	case "membership.cloud_live_granted":
 		s.Verb, s.Object = "granted the live-cloud entitlement to", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.cloud_live_revoked":

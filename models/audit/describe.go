@@ -219,11 +219,11 @@ func Describe(e Event, n Names) Sentence {
 	case "membership.removed":
 		s.Verb, s.Object = "removed", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}
 	case "membership.rule_admitted":
-		s.Verb, s.Object, s.Rest = "added", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "as "+d.Role+" by a group rule"+groupsWords(d.Groups)
+		s.Verb, s.Object, s.Rest = "added", Ref{Label: "member " + nameOr(n.Users, e.TargetID, firstOf(d.Name, e.TargetID))}, "as "+d.Role+" by a group rule"+groupsWords(d.Groups)
 	case "membership.rule_changed":
-		s.Verb, s.Object, s.Rest = "changed the role of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "to "+d.Role+" by the group rules"+groupsWords(d.Groups)
+		s.Verb, s.Object, s.Rest = "changed the role of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, firstOf(d.Name, e.TargetID))}, "to "+d.Role+" by the group rules"+groupsWords(d.Groups)
 	case "membership.rule_ended":
-		s.Verb, s.Object, s.Rest = "ended the membership of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, e.TargetID)}, "by the group rules"
+		s.Verb, s.Object, s.Rest = "ended the membership of", Ref{Label: "member " + nameOr(n.Users, e.TargetID, firstOf(d.Name, e.TargetID))}, "by the group rules"
 		if d.Reason != "" {
 			s.Rest += ": " + d.Reason
 		}

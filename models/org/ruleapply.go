@@ -199,7 +199,8 @@ func (r *GroupRules) apply(ctx context.Context, orgID string, u User, why string
 	}
 	st.Deactivated = st.Deactivated || gone
 	d := Decide(rules, st, current)
-	data := map[string]any{"why": why, "groups": nonNilStrings(d.Matched)}
+	// The name as it was: the audit page names a person who is no member any more by it.
+	data := map[string]any{"why": why, "groups": nonNilStrings(d.Matched), "name": u.DisplayName()}
 	where := conn.Model(&Membership{}).Where("organization_id = ? AND user_id = ?", orgID, u.ID)
 	var action string
 	switch d.Outcome {

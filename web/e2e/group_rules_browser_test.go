@@ -98,6 +98,15 @@ func TestGroupRulesInBrowser(t *testing.T) {
 	b.do(t, "confirm", chromedp.Click(chromedp.ID("confirm-remove-rule"), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="no-group-rules"]`)))
 	require.NotContains(t, text(t, b, chromedp.CSS(`[data-testid="members"]`)), "Nora", "the rule's membership ended with it")
+
+	// The audit history tells it in words.
+	b.do(t, "open the audit history", chromedp.Navigate(app.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`main`)))
+	history := text(t, b, chromedp.CSS(`main`))
+	for _, says := range []string{"added a group rule for engineers giving operator", "added member Nora Newcomer as operator by a group rule (groups engineers)",
+		"removed the group rule for engineers", "ended the membership of member Nora Newcomer by the group rules: no group rule maps their groups any more"} {
+		require.Contains(t, history, says)
+	}
+	screenshotAt(t, b, ruleShots+"audit-1280.png", 1280, 800, false)
 }
 
 func countRule(t *testing.T, app *webtest.App) int64 {

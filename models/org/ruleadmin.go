@@ -166,15 +166,22 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 	if err != nil {
 		return nil, err
 	}
+	// The members' users in one read, not one per member.
+	var users []User
+	if err := db.Conn(ctx, r.db).Where("id IN (SELECT user_id FROM memberships WHERE organization_id = ?) AND NOT service_account", orgID).
+		Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("reading members: %w", err)
+	}
+	byID := map[string]User{}
+	for _, u := range users {
+		byID[u.ID] = u
+	}
 	out := []PreviewRow{}
 	linked := map[string]bool{}
 	for _, m := range members {
-		if m.ServiceAccount {
-			continue
-		}
-		var u User
-		if err := db.Conn(ctx, r.db).Where("id = ?", m.UserID).Take(&u).Error; err != nil {
-			return nil, fmt.Errorf("reading member: %w", err)
+		u, ok := byID[m.UserID]
+		if !ok {
+			continue // a service account
 		}
 		for _, l := range links(u) {
 			linked[l] = true

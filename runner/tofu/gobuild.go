@@ -147,6 +147,26 @@ type GoBuild struct {
 	// links it even when the binary is thrown away, and a second link is what `go run`,
 	// which keeps its own cache of linked programs, would do anyway.) Flags hold no -o.
 	CacheOnly bool
+
+	// Niced runs the go command, and so every compiler it starts, at the lowest CPU
+	// priority through nice(1) (best effort: without nice on PATH, at normal priority):
+	// a build of many CPU-minutes then slows nothing else on the machine. Not by renicing
+	// a thread of this process: a locked thread ends with its goroutine, and a thread that
+	// ends kills every child any goroutine started from it with Pdeathsig (a runc job,
+	// a store under test).
+	Niced bool
+}
+
+// command is the go command with args, in the build's directory and environment.
+func (b GoBuild) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	if b.Niced {
+		if nice, err := exec.LookPath("nice"); err == nil {
+			cmd = exec.CommandContext(ctx, nice, append([]string{"-n", "19", "go"}, args...)...)
+		}
+	}
+	cmd.Dir, cmd.Env = b.Dir, b.env()
+	return cmd
 }
 
 // env is the build's environment: static binaries, the same for list and build; a
@@ -166,8 +186,7 @@ func (b GoBuild) list(ctx context.Context) ([]string, error) {
 	if b.CacheOnly {
 		args = append(args, "-f", `{{if ne .Name "main"}}{{.ImportPath}}{{end}}`)
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, b.Package)...)
-	cmd.Dir, cmd.Env = b.Dir, b.env()
+	cmd := b.command(ctx, append(args, b.Package)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -203,8 +222,7 @@ func (b GoBuild) Run(ctx context.Context, p *BuildProgress, log io.Writer) error
 		p.expect(b.Label, len(pkgs))
 	}
 	args := append([]string{"build", "-mod=readonly", "-json", "-v"}, b.Flags...)
-	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
-	cmd.Dir, cmd.Env = b.Dir, b.env()
+	cmd := b.command(ctx, append(args, pkgs...)...)
 	// The go command's stderr and the messages read from its events both go to log, from
 	// two goroutines: one lock, and no ReadFrom (a bytes.Buffer's would drop the other's
 	// writes).

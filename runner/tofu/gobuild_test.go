@@ -118,3 +118,27 @@ func TestCacheOnlyLeavesGoRunItsOwnPackage(t *testing.T) {
 	require.Equal(t, "hi\n", string(out))
 	require.Equal(t, "tiny\n", stderr.String(), "go run compiled only the main package")
 }
+
+// TestNicedBuildRunsItsCompilersAtNice19: every tool a Niced build runs (compile, asm,
+// link, through -toolexec) runs at nice 19, by nice(1) around the go command and not by
+// anything this process does to its own threads.
+func TestNicedBuildRunsItsCompilersAtNice19(t *testing.T) {
+	t.Setenv("GOCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "")
+	dir := tinyModule(t, `fmt.Println("hi")`)
+	seen := filepath.Join(t.TempDir(), "nice")
+	t.Setenv("NICE_SEEN", seen)
+	script := filepath.Join(t.TempDir(), "record-nice")
+	// Field 19 of /proc/<pid>/stat is the process's nice value.
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nawk '{print $19}' /proc/$$/stat >> \"$NICE_SEEN\"\nexec \"$@\"\n"), 0o755))
+	b := GoBuild{Label: "tiny", Dir: dir, Package: ".", Niced: true,
+		Flags: []string{"-toolexec", script, "-o", filepath.Join(dir, "tiny")}}
+	require.NoError(t, b.Run(t.Context(), nil, t.Output()))
+	out, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	values := strings.Fields(string(out))
+	require.Greater(t, len(values), 10, "fmt's packages are compiled and the program linked")
+	for _, v := range values {
+		require.Equal(t, "19", v, "every tool runs at nice 19: %v", values)
+	}
+}

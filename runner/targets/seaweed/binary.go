@@ -12,9 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/mod/module"
@@ -43,11 +41,12 @@ func pinnedCommit(version string) (string, error) {
 
 // weedBuild is the static build of the pinned `weed` into out, stamped with the pin's commit as
 // upstream's release builds stamp theirs. One package at a time and one compiler thread
-// (-p 1, -c=1): the build peaks at 2.2 GB of memory as it is, and it shares the machine.
+// (-p 1, -c=1), at nice 19: the build peaks at 2.2 GB of memory as it is, and it shares the
+// machine.
 // `go tool task s3:build` runs this same build (through tools/s3target), so it has one home.
 func weedBuild(repoRoot, commit, out string) tofu.GoBuild {
 	return tofu.GoBuild{Label: "SeaweedFS", Dir: filepath.Join(repoRoot, "tools", "seaweedfs"),
-		Package: "github.com/seaweedfs/seaweedfs/weed",
+		Package: "github.com/seaweedfs/seaweedfs/weed", Niced: true,
 		Flags: []string{"-p", "1", "-gcflags", "all=-c=1", "-trimpath",
 			"-ldflags", "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=" + commit, "-o", out}}
 }
@@ -91,32 +90,9 @@ func EnsureBinary(ctx context.Context, repoRoot string, log io.Writer) (string, 
 	if err != nil {
 		return "", err
 	}
-	return niced(func() (string, error) {
-		return tofu.EnsurePinned(ctx, tofu.PinnedBuild{Path: filepath.Join(dir, "weed"), Want: commit, Version: BinaryVersion,
-			Build: func(out string) tofu.GoBuild { return weedBuild(repoRoot, commit, out) },
-			Note:  "SeaweedFS " + version + ", into " + dir + "; the first time takes about ten CPU-minutes and 2.2 GB of memory"}, log)
-	})
-}
-
-// niced runs f on an OS thread of its own at the lowest CPU priority (nice 19), so that the go
-// commands it starts (and their compilers) inherit it: Linux keeps the nice value per thread and
-// a child gets its forking thread's. The thread is never unlocked, so it ends with f's goroutine
-// and the priority goes with it.
-func niced(f func() (string, error)) (string, error) {
-	type result struct {
-		path string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Best effort: a failure leaves the build at normal priority, which is slower for others only.
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19)
-		path, err := f()
-		done <- result{path, err}
-	}()
-	r := <-done
-	return r.path, r.err
+	return tofu.EnsurePinned(ctx, tofu.PinnedBuild{Path: filepath.Join(dir, "weed"), Want: commit, Version: BinaryVersion,
+		Build: func(out string) tofu.GoBuild { return weedBuild(repoRoot, commit, out) },
+		Note:  "SeaweedFS " + version + ", into " + dir + "; the first time takes about ten CPU-minutes and 2.2 GB of memory"}, log)
 }
 
 // BinaryVersion runs `<path> version` and returns the commit the binary was stamped with

@@ -476,6 +476,13 @@ func liveProblems(path string, src []byte) ([]string, error) {
 // testFiles lists the module's _test.go files (testdata and other modules left out).
 func testFiles(t *testing.T) []string {
 	t.Helper()
+	return moduleFiles(t, "_test.go")
+}
+
+// moduleFiles lists the module's files whose names end in suffix (testdata and other
+// modules left out).
+func moduleFiles(t *testing.T, suffix string) []string {
+	t.Helper()
 	var files []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -493,7 +500,7 @@ func testFiles(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(path, "_test.go") {
+		if strings.HasSuffix(path, suffix) {
 			files = append(files, path)
 		}
 		return nil

@@ -4,9 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,42 +75,22 @@ func threadsLockedForGood(path string, src []byte) ([]string, error) {
 // TestNoThreadIsLockedForGood checks every Go file of the module.
 func TestNoThreadIsLockedForGood(t *testing.T) {
 	t.Parallel()
-	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == "." {
-				return nil
-			}
-			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || name == "bin" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	files := moduleFiles(t, ".go")
+	for _, path := range files {
 		src, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		files++
 		found, err := threadsLockedForGood(path, src)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, f := range found {
 			t.Error(f)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if files < 500 {
-		t.Fatalf("only %d Go files were read: the walk is wrong", files)
+	if len(files) < 500 {
+		t.Fatalf("only %d Go files were read: the walk is wrong", len(files))
 	}
 }
 

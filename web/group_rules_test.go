@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"gantry/bench"
 	"gantry/cmd/gantry/webtest"
 	"gantry/models/authz"
 	"gantry/models/errs"
@@ -328,4 +330,56 @@ func TestSCIMGroupsFeedRules(t *testing.T) {
 	status, body = signInWithGroups(t, app, "newcomer", webtest.NewcomerEmail, webtest.NewcomerPassword, "Platform approvers")
 	require.Equal(t, http.StatusForbidden, status, body)
 	require.Nil(t, membershipOf(t, app, acme, "newcomer"))
+}
+
+// TestASignInVisitsOnlyTheOrganizationsItConcerns: a sign-in applies the rules of the
+// organizations whose rules can concern the person, and no others. Acme's directory
+// provisions the newcomer into a mapped group before they ever sign in: their first
+// sign-in, with no groups claimed, makes them acme's admin through the directory alone.
+// Meanwhile globex, whose rule maps a group they are not in, has its member lock held by
+// a change that has not finished: the sign-in neither reads nor waits for it.
+func TestASignInVisitsOnlyTheOrganizationsItConcerns(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	acme, globex := app.Orgs["acme"], app.Orgs["globex"]
+	addRule(t, app, "acme", "Platform approvers", authz.RoleAdmin, false)
+	addRule(t, app, "globex", "globex-engineers", authz.RoleOperator, false)
+
+	token := scimToken(t, app, "acme")
+	status, body := scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],
+		"externalId":"newcomer","userName":"newcomer@example.test","active":true}`)
+	require.Equal(t, http.StatusCreated, status, body)
+	var user struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &user))
+	status, body = scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
+		"displayName":"Platform approvers","members":[{"value":"`+user.ID+`"}]}`)
+	require.Equal(t, http.StatusCreated, status, body)
+	require.Nil(t, membershipOf(t, app, acme, "newcomer"), "nobody to admit before the first sign-in")
+
+	// A member change of globex's holds its member lock, until the sign-in is over or
+	// (when the sign-in waits for it) until five load-scaled seconds have passed.
+	held := app.DB.Begin()
+	require.NoError(t, held.Error)
+	require.NoError(t, held.Exec("SELECT pg_advisory_xact_lock(hashtextextended('members:' || ?, 0))", globex).Error)
+	hold, over := bench.Context(t.Context(), 5*time.Second)
+	var released atomic.Bool
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		<-hold.Done()
+		released.Store(true)
+		held.Rollback()
+	}()
+	t.Cleanup(func() { over(); <-gone })
+
+	require.NoError(t, app.IDP.SetGroups("newcomer", nil))
+	resp := app.LoginAs(t, app.Client(t), webtest.NewcomerEmail, webtest.NewcomerPassword)
+	require.False(t, released.Load(), "the sign-in waited for globex's member lock until it was released")
+	require.Equal(t, http.StatusOK, resp.StatusCode, webtest.ReadBody(t, resp))
+	m := membershipOf(t, app, acme, "newcomer")
+	require.NotNil(t, m, "the directory's group admits at the first sign-in")
+	require.Equal(t, authz.RoleAdmin, m.Role)
+	require.Equal(t, org.SourceRule, m.Source)
+	require.Equal(t, "signed in", ruleAudit(t, app, "membership.rule_admitted", m.UserID)["why"])
+	require.Nil(t, membershipOf(t, app, globex, "newcomer"))
 }

@@ -142,8 +142,8 @@ func (s *Members) RevokeInvitation(ctx context.Context, email string) error {
 // runs' lock order: rows before the audit chain).
 func (s *Members) change(ctx context.Context, subject authz.Subject, userID string, fn func(ctx context.Context, m Membership) error) error {
 	return db.Tx(ctx, s.db, func(ctx context.Context) error {
-		if err := db.Conn(ctx, s.db).Exec("SELECT pg_advisory_xact_lock(hashtextextended('members:' || ?, 0))", subject.OrganizationID).Error; err != nil {
-			return fmt.Errorf("locking members: %w", err)
+		if err := lockMembers(ctx, s.db, subject.OrganizationID); err != nil {
+			return err
 		}
 		m, err := s.member(ctx, subject, userID)
 		if err != nil {
@@ -155,6 +155,15 @@ func (s *Members) change(ctx context.Context, subject authz.Subject, userID stri
 		// Which waiting runs the member may decide now ("Waiting for you").
 		return s.approvals.RefreshDecidersOf(ctx, m.OrganizationID, userID)
 	})
+}
+
+// lockMembers takes organization orgID's member lock for the caller's transaction: one
+// member change at a time per organization, from the members page or the group rules.
+func lockMembers(ctx context.Context, gdb *gorm.DB, orgID string) error {
+	if err := db.Conn(ctx, gdb).Exec("SELECT pg_advisory_xact_lock(hashtextextended('members:' || ?, 0))", orgID).Error; err != nil {
+		return fmt.Errorf("locking members: %w", err)
+	}
+	return nil
 }
 
 // member locks and returns user userID's membership of the subject's organization.

@@ -26,6 +26,9 @@ type Directory interface {
 	// GroupMembers returns orgID's active directory users in the group displayed as
 	// group: the preview's newcomers.
 	GroupMembers(ctx context.Context, orgID, group string) ([]DirectoryPerson, error)
+	// Organizations returns the organizations whose directory holds a user linked by
+	// links: where a sign-in may find directory groups or a deactivation.
+	Organizations(ctx context.Context, links []string) ([]string, error)
 }
 
 // DirectoryPerson is a directory user as the preview names them: Link is their
@@ -52,15 +55,6 @@ func NewGroupRules(gdb *gorm.DB, log *audit.Log, approvals runport.MemberWatcher
 	return &GroupRules{db: gdb, audit: log, approvals: approvals, directory: directory}
 }
 
-// links are the identifiers a directory's externalId names u by.
-func links(u User) []string {
-	out := []string{u.Subject}
-	if u.LastSignIn != nil && u.LastSignIn.ObjectID != "" && u.LastSignIn.ObjectID != u.Subject {
-		out = append(out, u.LastSignIn.ObjectID)
-	}
-	return out
-}
-
 // ruleEvent is an audit event the rules owe, recorded once every row is written (the
 // runs' lock order: rows before the audit chain).
 type ruleEvent struct {
@@ -77,18 +71,25 @@ func (r *GroupRules) record(ctx context.Context, events []ruleEvent) error {
 	return nil
 }
 
-// AtSignIn applies every organization's rules to u, who has just signed in (their
-// groups snapshot is this sign-in's): one transaction per organization that has rules
-// or where u holds a membership the rules made.
+// AtSignIn applies the group rules to u, who has just signed in (their groups snapshot
+// is this sign-in's), in every organization where they can change something: where a
+// rule names a group this sign-in claimed, where the organization's directory links u,
+// or where u holds a membership the rules made. One transaction per organization; the
+// organizations whose rules cannot concern u are neither read nor locked.
 func (r *GroupRules) AtSignIn(ctx context.Context, u User) error {
 	if u.ServiceAccount {
 		return nil
 	}
-	var orgIDs []string
-	err := db.Conn(ctx, r.db).Raw(`SELECT organization_id FROM group_rules
-	        UNION SELECT organization_id FROM memberships WHERE user_id = ? AND source = ? ORDER BY 1`, u.ID, SourceRule).Scan(&orgIDs).Error
+	directories, err := r.directory.Organizations(ctx, links(u))
 	if err != nil {
-		return fmt.Errorf("finding organizations with group rules: %w", err)
+		return err
+	}
+	var orgIDs []string
+	err = db.Conn(ctx, r.db).Raw(`SELECT organization_id FROM group_rules WHERE group_name IN ? OR organization_id IN ?
+	        UNION SELECT organization_id FROM memberships WHERE user_id = ? AND source = ? ORDER BY 1`,
+		u.Groups, directories, u.ID, SourceRule).Scan(&orgIDs).Error
+	if err != nil {
+		return fmt.Errorf("finding organizations whose group rules concern a person: %w", err)
 	}
 	for _, orgID := range orgIDs {
 		if err := r.applyAlone(ctx, orgID, u, "signed in"); err != nil {
@@ -119,7 +120,7 @@ func (r *GroupRules) ForDirectoryUser(ctx context.Context, orgID, link, why stri
 		return nil, nil
 	}
 	var people []User
-	err := db.Conn(ctx, r.db).Where("NOT service_account AND (subject = ? OR last_sign_in->>'oid' = ?)", link, link).Order("id").Find(&people).Error
+	err := linkedTo(db.Conn(ctx, r.db), link).Order("id").Find(&people).Error
 	if err != nil {
 		return nil, fmt.Errorf("finding people linked to a directory user: %w", err)
 	}
@@ -176,10 +177,10 @@ func (r *GroupRules) standing(ctx context.Context, orgID string, u User) (Standi
 // the audit events it owes, and whether u's rule membership ended. gone counts u as
 // deactivated in the directory.
 func (r *GroupRules) apply(ctx context.Context, orgID string, u User, why string, gone bool) ([]ruleEvent, bool, error) {
-	conn := db.Conn(ctx, r.db)
-	if err := conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended('members:' || ?, 0))", orgID).Error; err != nil {
-		return nil, false, fmt.Errorf("locking members: %w", err)
+	if err := lockMembers(ctx, r.db, orgID); err != nil {
+		return nil, false, err
 	}
+	conn := db.Conn(ctx, r.db)
 	var rules []GroupRule
 	if err := conn.Where("organization_id = ?", orgID).Order("group_name").Find(&rules).Error; err != nil {
 		return nil, false, fmt.Errorf("reading group rules: %w", err)

@@ -91,6 +91,18 @@ func (s Reader) GroupMembers(ctx context.Context, orgID, group string) ([]org.Di
 	return out, nil
 }
 
+// Organizations returns the organizations whose directory holds a user whose externalId
+// is one of links.
+func (s Reader) Organizations(ctx context.Context, links []string) ([]string, error) {
+	var out []string
+	err := s.conn(ctx).Model(&userRow{}).Distinct("organization_id").Where("external_id IN ?", links).
+		Order("organization_id").Pluck("organization_id", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("reading the directories that link a person: %w", err)
+	}
+	return out, nil
+}
+
 // applyRules applies the group rules to the people the directory users with externalIds
 // links name (a changed user, or the members of a changed group), before the change's
 // own audit event (gone: the user was deleted, and counts as deactivated); it returns

@@ -160,3 +160,40 @@ func TestGroupRulesThroughTheAPI(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, second.ID, got[0].ID)
 }
+
+// TestPreviewReachesThroughTheDirectory: the preview of a rule for a SCIM group names
+// the member the directory puts in it (linked by externalId, at their verified
+// address), though no sign-in of theirs claimed it, with what the rules would make of
+// them; and the directory user in it who is no member yet, as a newcomer. A member in
+// neither the group's claims nor the directory's group is not listed.
+func TestPreviewReachesThroughTheDirectory(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	c := newAPIChecker(t, app)
+	ownerToken := app.Token(t, app.NewMember(t, "acme", "Rita Owner", authz.RoleOwner, false), "admin")
+	addRule(t, app, "acme", "engineers", authz.RoleOperator, false)
+	status, body := signInWithGroups(t, app, "newcomer", webtest.NewcomerEmail, webtest.NewcomerPassword, "engineers")
+	require.Equal(t, http.StatusOK, status, body)
+	app.NewMember(t, "acme", "Olaf Outsider", authz.RoleViewer, false, "other")
+
+	token := scimToken(t, app, "acme")
+	var ids []string
+	for _, u := range []string{`"externalId":"newcomer","userName":"newcomer@example.test"`, `"externalId":"not-yet","userName":"gina@acme.test"`} {
+		status, body := scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],`+u+`,"active":true}`)
+		require.Equal(t, http.StatusCreated, status, body)
+		ids = append(ids, decodeJSON[struct{ ID string }](t, body).ID)
+	}
+	status, body = scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
+		"displayName":"Platform approvers","members":[{"value":"`+ids[0]+`"},{"value":"`+ids[1]+`"}]}`)
+	require.Equal(t, http.StatusCreated, status, body)
+
+	rows := previewRows(c, ownerToken, "Platform approvers", "admin")
+	require.Len(t, rows, 2, "%v", rows)
+	nora := rows["Nora Newcomer"]
+	require.Equal(t, "rule", nora.Source)
+	require.Equal(t, "operator", nora.Role)
+	require.Equal(t, "Becomes admin.", nora.Effect, "the directory's group, with engineers from the sign-in")
+	gina := rows["gina@acme.test"]
+	require.Empty(t, gina.UserID)
+	require.True(t, strings.HasPrefix(gina.Effect, "Joins as admin at their next sign-in"), gina.Effect)
+}

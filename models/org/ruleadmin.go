@@ -176,6 +176,16 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 	for _, u := range users {
 		byID[u.ID] = u
 	}
+	// The directory users in the group: the newcomers, and the links by which a member
+	// may be in it through the directory.
+	inGroup, err := r.directory.GroupMembers(ctx, orgID, in.Group)
+	if err != nil {
+		return nil, err
+	}
+	groupLinks := map[string]bool{}
+	for _, n := range inGroup {
+		groupLinks[n.Link] = true
+	}
 	out := []PreviewRow{}
 	linked := map[string]bool{}
 	for _, m := range members {
@@ -183,8 +193,14 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 		if !ok {
 			continue // a service account
 		}
+		viaDirectory := false
 		for _, l := range links(u) {
 			linked[l] = true
+			viaDirectory = viaDirectory || groupLinks[l]
+		}
+		// Only a member the group can reach costs a read of their directory standing.
+		if !slices.Contains(u.Groups, in.Group) && !viaDirectory {
+			continue
 		}
 		st, err := r.standing(ctx, orgID, u)
 		if err != nil {
@@ -208,16 +224,14 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 		}
 		out = append(out, row)
 	}
-	newcomers, err := r.directory.GroupMembers(ctx, orgID, in.Group)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range newcomers {
+	// A newcomer is in the group and in no other the preview knows of.
+	joins := Decide(rules, Standing{Directory: []string{in.Group}, ClaimsKnown: true}, nil)
+	for _, n := range inGroup {
 		if n.Link != "" && linked[n.Link] {
 			continue
 		}
-		d := Decide(rules, Standing{Directory: []string{in.Group}, ClaimsKnown: true}, nil)
-		out = append(out, PreviewRow{Name: n.UserName, Effect: fmt.Sprintf("Joins as %s%s at their next sign-in (directory user), when the provider verifies this address for them.", d.Role, liveWords(d.CloudLive))})
+		out = append(out, PreviewRow{Name: n.UserName, Effect: fmt.Sprintf("Joins as %s%s at their next sign-in (directory user), when the provider verifies this address for them.",
+			joins.Role, liveWords(joins.CloudLive))})
 	}
 	return out, nil
 }

@@ -46,20 +46,24 @@ func groupRulesProps(page pages.MembersPage, form ruleForm) views.GroupRulesProp
 	return p
 }
 
-// addRule adds the group rule in the form, or with preview=1 shows whom it would reach.
+// previewRule shows whom the group rule in the form would reach. It changes nothing, so
+// it spends no form key (web's readOnlyPosts): Add can follow with the same form.
+func (h Members) previewRule(c echo.Context) error {
+	form := readRuleForm(c)
+	page, err := h.Pages.PreviewRule(c.Request().Context(), form.in)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if page.RuleErrors != nil {
+		status = http.StatusUnprocessableEntity
+	}
+	return render.Page(c, status, views.MembersPage(membersProps(c, page, views.InviteForm{Role: string(authz.RoleOperator)}, form)))
+}
+
+// addRule adds the group rule in the form.
 func (h Members) addRule(c echo.Context) error {
 	ctx, form := c.Request().Context(), readRuleForm(c)
-	if c.FormValue("preview") == "1" {
-		page, err := h.Pages.PreviewRule(ctx, form.in)
-		if err != nil {
-			return err
-		}
-		status := http.StatusOK
-		if page.RuleErrors != nil {
-			status = http.StatusUnprocessableEntity
-		}
-		return render.Page(c, status, views.MembersPage(membersProps(c, page, views.InviteForm{Role: string(authz.RoleOperator)}, form)))
-	}
 	refused, err := h.Pages.AddRule(ctx, form.in)
 	if err != nil {
 		return err

@@ -62,6 +62,7 @@ func (h Members) Register(g *echo.Group) {
 	g.GET(paths.RouteMemberAction, h.confirmRemove)
 	g.POST(paths.RouteMemberAction, h.act)
 	g.POST(paths.GroupRules(), h.addRule)
+	g.POST(paths.PreviewGroupRule(), h.previewRule)
 	g.POST(paths.RouteRemoveGroupRule, h.removeRule)
 }
 

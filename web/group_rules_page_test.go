@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gantry/cmd/gantry/webtest"
+	"gantry/models/idempotency"
 )
 
 // TestGroupRulesPage: owners add, preview and remove group rules on /members; bad input
@@ -32,14 +34,15 @@ func TestGroupRulesPage(t *testing.T) {
 		form  url.Values
 		field string
 		says  string
+		path  string // the form's action; "": Add's
 	}{
-		"no group":        {url.Values{"group": {"  "}, "role": {"viewer"}}, "rule-group-error", "Name the group"},
-		"too long":        {url.Values{"group": {strings.Repeat("g", 257)}, "role": {"viewer"}}, "rule-group-error", "at most 256 characters"},
-		"owner":           {url.Values{"group": {"owners"}, "role": {"owner"}}, "rule-role-error", "invitation-only"},
-		"an unknown role": {url.Values{"group": {"x"}, "role": {"root"}}, "rule-role-error", "Choose viewer, auditor, operator or admin"},
-		"a preview's too": {url.Values{"group": {""}, "role": {"viewer"}, "preview": {"1"}}, "rule-group-error", "Name the group"},
+		"no group":        {url.Values{"group": {"  "}, "role": {"viewer"}}, "rule-group-error", "Name the group", ""},
+		"too long":        {url.Values{"group": {strings.Repeat("g", 257)}, "role": {"viewer"}}, "rule-group-error", "at most 256 characters", ""},
+		"owner":           {url.Values{"group": {"owners"}, "role": {"owner"}}, "rule-role-error", "invitation-only", ""},
+		"an unknown role": {url.Values{"group": {"x"}, "role": {"root"}}, "rule-role-error", "Choose viewer, auditor, operator or admin", ""},
+		"a preview's too": {url.Values{"group": {""}, "role": {"viewer"}}, "rule-group-error", "Name the group", "/members/rules/preview"},
 	} {
-		status, body := post(owner, "/members/rules", c.form)
+		status, body := post(owner, cmp.Or(c.path, "/members/rules"), c.form)
 		require.Equal(t, http.StatusUnprocessableEntity, status, name)
 		require.Contains(t, body, `id="`+c.field+`"`, name)
 		require.Contains(t, body, c.says, name)
@@ -54,7 +57,7 @@ func TestGroupRulesPage(t *testing.T) {
 		require.Zero(t, rules())
 	}
 
-	status, body := post(owner, "/members/rules", url.Values{"group": {"acme-platform-leads"}, "role": {"operator"}, "preview": {"1"}})
+	status, body := post(owner, "/members/rules/preview", url.Values{"group": {"acme-platform-leads"}, "role": {"operator"}})
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `data-testid="rule-preview"`)
 	require.Contains(t, body, "admin@acme.test", "Adam's last sign-in carried the group")
@@ -94,4 +97,34 @@ func TestGroupRulesPage(t *testing.T) {
 	require.Zero(t, rules())
 	status, _ = post(owner, "/members/rules/"+id+"/remove", url.Values{"confirm": {"yes"}})
 	require.Equal(t, http.StatusNotFound, status, "a stale form names a rule that is gone")
+}
+
+// TestARulePreviewSpendsNoFormKey: Preview and Add are two buttons of one form, with one
+// idempotency key. Previewing, even twice (the browser's Back), changes nothing and
+// spends no key: Add with the same form then adds the rule, once; a repeat of that Add
+// is answered as done, adding nothing.
+func TestARulePreviewSpendsNoFormKey(t *testing.T) {
+	t.Parallel()
+	app := webtest.Start(t)
+	owner := app.LoggedIn(t, "owner@acme.test")
+	key := idempotency.NewKey()
+	send := func(path string) (*http.Response, string) {
+		t.Helper()
+		form := memberForm(t, app, owner, url.Values{"group": {"engineers"}, "role": {"operator"}, idempotency.Field: {key}})
+		resp := app.PostForm(t, owner, path, form)
+		return resp, webtest.ReadBody(t, resp)
+	}
+	for range 2 {
+		resp, body := send("/members/rules/preview")
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, `id="rule-preview"`)
+	}
+	resp, body := send("/members/rules")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	require.Equal(t, "/members#group-rules", resp.Header.Get("Location"))
+	resp, body = send("/members/rules")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	require.Equal(t, "/members#group-rules", resp.Header.Get("Location"), "the repeat is answered as the first was")
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM group_rules WHERE group_name = 'engineers'"))
+	require.EqualValues(t, 1, countRows(t, app, "SELECT count(*) FROM audit_events WHERE action = 'group_rule.added'"))
 }

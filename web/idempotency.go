@@ -28,9 +28,9 @@ type IdempotencyKeys interface {
 
 // readOnlyPosts are the POST routes that change nothing: the request and change forms'
 // live checks (htmx posts the whole form as it is typed, key and all) and a group rule's
-// preview.
+// preview (its form's Add button then spends the key).
 var readOnlyPosts = map[string]bool{paths.ValidateRequest(): true, paths.PreviewRequest(): true,
-	paths.RouteWorkspaceChangePreview: true, paths.APIGroupRulesPreview(): true}
+	paths.RouteWorkspaceChangePreview: true, paths.PreviewGroupRule(): true, paths.APIGroupRulesPreview(): true}
 
 // ReplayedHeader marks an API answer replayed from an earlier call with the same key.
 const ReplayedHeader = "Idempotent-Replayed"

@@ -867,7 +867,9 @@ var routeChecks = map[string]routeCheck{
 	}},
 	"POST /audit/exports": {why: "a time range and filters over the signed-in organization's own log: an id in a filter only " +
 		"narrows that log (another organization's id matches nothing), and the export belongs to the organization"},
-	"POST /members/rules":  {why: "a group name, a role and cloud.live, added (or previewed) in the signed-in organization: no object by id"},
+	"POST /members/rules": {why: "a group name, a role and cloud.live, added in the signed-in organization: no object by id"},
+	"POST /members/rules/preview": {why: "a group name and a role, read against the signed-in organization's own members and directory: " +
+		"it writes nothing and names no object by id"},
 	"POST /members/invite": {why: "an e-mail address and a role, invited into the signed-in organization: no object by id"},
 	"POST /policies/upload": {why: "Rego uploaded into the signed-in organization: a name is a new version of the organization's own policy, " +
 		"never another's (POST /policies/:name/active checks names across tenants)"},

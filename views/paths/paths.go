@@ -204,10 +204,12 @@ func InviteMember() string               { return Members() + "/invite" }
 func RevokeInvitation() string           { return Members() + "/invitations/revoke" }
 func MemberAction(id, act string) string { return Members() + "/" + url.PathEscape(id) + "/" + act }
 
-// Group rules, managed on the members page: add (or, with preview=1, preview) one, remove one.
+// Group rules, managed on the members page: add one, preview one (a POST that changes
+// nothing), remove one.
 const RouteRemoveGroupRule = "/members/rules/:id/remove"
 
 func GroupRules() string               { return Members() + "/rules" }
+func PreviewGroupRule() string         { return GroupRules() + "/preview" }
 func RemoveGroupRule(id string) string { return GroupRules() + "/" + url.PathEscape(id) + "/remove" }
 
 // ApprovalMatrix is the organization's risk rules and approval matrix (settings).

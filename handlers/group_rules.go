@@ -28,7 +28,7 @@ func readRuleForm(c echo.Context) ruleForm {
 
 // groupRulesProps is the group rules section of page, with the form holding form.
 func groupRulesProps(page pages.MembersPage, form ruleForm) views.GroupRulesProps {
-	p := views.GroupRulesProps{CanManage: page.CanManageRules, Previewed: page.Preview != nil,
+	p := views.GroupRulesProps{CanManage: page.CanManageRules, Previewed: page.Preview != nil, MaxGroup: org.MaxGroupName,
 		Form: views.GroupRuleForm{Group: form.in.Group, Role: string(form.in.Role), CloudLive: form.in.CloudLive, Errors: page.RuleErrors}}
 	if !form.submitted {
 		p.Form.Role = string(authz.RoleViewer)

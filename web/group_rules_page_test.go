@@ -60,6 +60,7 @@ func TestGroupRulesPage(t *testing.T) {
 	status, body := post(owner, "/members/rules/preview", url.Values{"group": {"acme-platform-leads"}, "role": {"operator"}})
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `data-testid="rule-preview"`)
+	require.Contains(t, body, `id="rule-group" name="group" value="acme-platform-leads" maxlength="256"`, "the form keeps what was typed, and says the limit")
 	require.Contains(t, body, "admin@acme.test", "Adam's last sign-in carried the group")
 	require.Zero(t, rules(), "a preview writes nothing")
 
@@ -79,6 +80,8 @@ func TestGroupRulesPage(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status, "an admin does not add rules")
 	status, _ = post(viewer, "/members/rules", url.Values{"group": {"ops"}, "role": {"viewer"}})
 	require.Equal(t, http.StatusForbidden, status)
+	status, _ = post(viewer, "/members/rules/preview", url.Values{"group": {"acme-platform-leads"}, "role": {"viewer"}})
+	require.Equal(t, http.StatusForbidden, status, "a viewer previews nothing: it would list the members")
 	resp := app.PostForm(t, owner, "/members/rules", url.Values{"group": {"ops"}, "role": {"viewer"}})
 	webtest.ReadBody(t, resp)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no CSRF token")

@@ -37,6 +37,10 @@ func CanManageRules(s authz.Subject) bool { return s.Can(authz.PermEntitlementsM
 // RuleRoles are the roles a rule may give, lowest first: owner stays invitation-only.
 var RuleRoles = []authz.Role{authz.RoleViewer, authz.RoleAuditor, authz.RoleOperator, authz.RoleAdmin}
 
+// MaxGroupName is the longest group name a rule holds, in characters (group_rules'
+// CHECK says the same).
+const MaxGroupName = 256
+
 // ruleRank orders the roles a rule gives: a person in several mapped groups gets the
 // highest. The auditor sits above viewer (it reads the audit log too) and below operator
 // (who acts); someone who needs both is mapped to admin.

@@ -28,14 +28,14 @@ func (in *RuleInput) check() error {
 	switch {
 	case in.Group == "":
 		v.Add("group", "Name the group as the provider sends it: a name, a path such as /platform/approvers, or an Entra group's object id.")
-	case utf8.RuneCountInString(in.Group) > 256 || !utf8.ValidString(in.Group) || strings.IndexFunc(in.Group, invisible) >= 0:
-		v.Add("group", "A group name is at most 256 characters, with no control or invisible characters.")
+	case utf8.RuneCountInString(in.Group) > MaxGroupName || !utf8.ValidString(in.Group) || strings.IndexFunc(in.Group, invisible) >= 0:
+		v.Add("group", fmt.Sprintf("A group name is at most %d characters, with no control or invisible characters.", MaxGroupName))
 	}
 	switch {
 	case in.Role == authz.RoleOwner:
 		v.Add("role", "Owners stay invitation-only: invite an owner by e-mail address instead.")
 	case !slices.Contains(RuleRoles, in.Role):
-		v.Add("role", "Choose viewer, auditor, operator or admin.")
+		v.Add("role", "Choose "+ruleRoleWords()+".")
 	}
 	return v.Err()
 }
@@ -234,6 +234,15 @@ func (r *GroupRules) Preview(ctx context.Context, in RuleInput) ([]PreviewRow, e
 			joins.Role, liveWords(joins.CloudLive))})
 	}
 	return out, nil
+}
+
+// ruleRoleWords lists RuleRoles for people: "viewer, auditor, operator or admin".
+func ruleRoleWords() string {
+	words := make([]string, len(RuleRoles))
+	for i, r := range RuleRoles {
+		words[i] = string(r)
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func liveWords(live bool) string {

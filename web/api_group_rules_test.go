@@ -177,15 +177,8 @@ func TestPreviewReachesThroughTheDirectory(t *testing.T) {
 	app.NewMember(t, "acme", "Olaf Outsider", authz.RoleViewer, false, "other")
 
 	token := scimToken(t, app, "acme")
-	var ids []string
-	for _, u := range []string{`"externalId":"newcomer","userName":"newcomer@example.test"`, `"externalId":"not-yet","userName":"gina@acme.test"`} {
-		status, body := scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],`+u+`,"active":true}`)
-		require.Equal(t, http.StatusCreated, status, body)
-		ids = append(ids, decodeJSON[struct{ ID string }](t, body).ID)
-	}
-	status, body = scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
-		"displayName":"Platform approvers","members":[{"value":"`+ids[0]+`"},{"value":"`+ids[1]+`"}]}`)
-	require.Equal(t, http.StatusCreated, status, body)
+	directoryGroup(t, app, token, "Platform approvers", `"externalId":"newcomer","userName":"newcomer@example.test"`,
+		`"externalId":"not-yet","userName":"gina@acme.test"`)
 
 	rows := previewRows(c, ownerToken, "Platform approvers", "admin")
 	require.Len(t, rows, 2, "%v", rows)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +61,28 @@ func signInWithGroups(t *testing.T, app *webtest.App, subject, username, passwor
 	require.NoError(t, app.IDP.SetGroups(subject, groups))
 	resp := app.LoginAs(t, app.Client(t), username, password)
 	return resp.StatusCode, webtest.ReadBody(t, resp)
+}
+
+// directoryGroup provisions, with SCIM token, one active directory user per user (the
+// JSON members after "schemas", such as `"externalId":"x","userName":"x@y"`) and a group
+// displayed as name holding them all; it returns the users' ids and the group's id.
+func directoryGroup(t *testing.T, app *webtest.App, token, name string, users ...string) ([]string, string) {
+	t.Helper()
+	var ids, members []string
+	for _, u := range users {
+		status, body := scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],`+u+`,"active":true}`)
+		require.Equal(t, http.StatusCreated, status, body)
+		var user struct{ ID string }
+		require.NoError(t, json.Unmarshal([]byte(body), &user))
+		ids = append(ids, user.ID)
+		members = append(members, `{"value":"`+user.ID+`"}`)
+	}
+	status, body := scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
+		"displayName":"`+name+`","members":[`+strings.Join(members, ",")+`]}`)
+	require.Equal(t, http.StatusCreated, status, body)
+	var group struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &group))
+	return ids, group.ID
 }
 
 // TestGroupRuleAdmitsAndEnds: a sign-in with a mapped group makes a member with that
@@ -262,16 +285,8 @@ func TestSCIMGroupsFeedRules(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status, "no group yet: %s", body)
 	nora := membershipUser(t, app, "newcomer")
 
-	status, body = scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],
-		"externalId":"newcomer","userName":"newcomer@example.test","active":true}`)
-	require.Equal(t, http.StatusCreated, status, body)
-	var user struct{ ID string }
-	require.NoError(t, json.Unmarshal([]byte(body), &user))
-	status, body = scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
-		"displayName":"Platform approvers","members":[{"value":"`+user.ID+`"}]}`)
-	require.Equal(t, http.StatusCreated, status, body)
-	var group struct{ ID string }
-	require.NoError(t, json.Unmarshal([]byte(body), &group))
+	users, groupID := directoryGroup(t, app, token, "Platform approvers", `"externalId":"newcomer","userName":"newcomer@example.test"`)
+	userID := users[0]
 	m := membershipOf(t, app, acme, "newcomer")
 	require.NotNil(t, m, "the directory's group admits at once: externalId and address are the newcomer's")
 	require.Equal(t, authz.RoleAdmin, m.Role)
@@ -286,21 +301,21 @@ func TestSCIMGroupsFeedRules(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, body)
 	var spoof struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &spoof))
-	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+group.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+groupID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
 		"Operations":[{"op":"Add","path":"members","value":[{"value":"`+spoof.ID+`"}]}]}`)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Nil(t, membershipOf(t, app, acme, "globex-admin"), "the directory named someone else's address")
 
 	// Entra removes the member (capitalised op, filtered path): the rule's membership ends.
-	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+group.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-		"Operations":[{"op":"Remove","path":"members[value eq \"`+user.ID+`\"]"}]}`)
+	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+groupID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"Remove","path":"members[value eq \"`+userID+`\"]"}]}`)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Nil(t, membershipOf(t, app, acme, "newcomer"))
 	require.Equal(t, "no group rule maps their groups any more", ruleAudit(t, app, "membership.rule_ended", nora)["reason"])
 
 	// Back in the group, signed in, with an API token; then deactivated.
-	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+group.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-		"Operations":[{"op":"Add","path":"members","value":[{"value":"`+user.ID+`"}]}]}`)
+	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Groups/"+groupID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"Add","path":"members","value":[{"value":"`+userID+`"}]}]}`)
 	require.Equal(t, http.StatusOK, status, body)
 	require.NotNil(t, membershipOf(t, app, acme, "newcomer"))
 	browser := app.Client(t)
@@ -311,7 +326,7 @@ func TestSCIMGroupsFeedRules(t *testing.T) {
 	resp = app.API(t, apiToken, "GET", "/api/v1/environments", "")
 	require.Equal(t, http.StatusOK, resp.StatusCode, webtest.ReadBody(t, resp))
 
-	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Users/"+user.ID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+	status, body = scimCall(t, app, token, "PATCH", "/scim/v2/Users/"+userID, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
 		"Operations":[{"op":"Replace","path":"active","value":"False"}]}`)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Nil(t, membershipOf(t, app, acme, "newcomer"), "deactivation ends the rule's membership")
@@ -346,14 +361,7 @@ func TestASignInVisitsOnlyTheOrganizationsItConcerns(t *testing.T) {
 	addRule(t, app, "globex", "globex-engineers", authz.RoleOperator, false)
 
 	token := scimToken(t, app, "acme")
-	status, body := scimCall(t, app, token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],
-		"externalId":"newcomer","userName":"newcomer@example.test","active":true}`)
-	require.Equal(t, http.StatusCreated, status, body)
-	var user struct{ ID string }
-	require.NoError(t, json.Unmarshal([]byte(body), &user))
-	status, body = scimCall(t, app, token, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
-		"displayName":"Platform approvers","members":[{"value":"`+user.ID+`"}]}`)
-	require.Equal(t, http.StatusCreated, status, body)
+	directoryGroup(t, app, token, "Platform approvers", `"externalId":"newcomer","userName":"newcomer@example.test"`)
 	require.Nil(t, membershipOf(t, app, acme, "newcomer"), "nobody to admit before the first sign-in")
 
 	// A member change of globex's holds its member lock, until the sign-in is over or

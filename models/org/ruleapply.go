@@ -71,6 +71,12 @@ func (r *GroupRules) record(ctx context.Context, events []ruleEvent) error {
 	return nil
 }
 
+// concernedOrganizations are the organizations whose rules can concern a person who signs
+// in: a rule names a group they claimed (1), or the organization's directory links them
+// (2); or they hold a membership the rules made (3, 4).
+const concernedOrganizations = `SELECT organization_id FROM group_rules WHERE group_name IN ? OR organization_id IN ?
+        UNION SELECT organization_id FROM memberships WHERE user_id = ? AND source = ? ORDER BY 1`
+
 // AtSignIn applies the group rules to u, who has just signed in (their groups snapshot
 // is this sign-in's), in every organization where they can change something: where a
 // rule names a group this sign-in claimed, where the organization's directory links u,
@@ -85,9 +91,7 @@ func (r *GroupRules) AtSignIn(ctx context.Context, u User) error {
 		return err
 	}
 	var orgIDs []string
-	err = db.Conn(ctx, r.db).Raw(`SELECT organization_id FROM group_rules WHERE group_name IN ? OR organization_id IN ?
-	        UNION SELECT organization_id FROM memberships WHERE user_id = ? AND source = ? ORDER BY 1`,
-		u.Groups, directories, u.ID, SourceRule).Scan(&orgIDs).Error
+	err = db.Conn(ctx, r.db).Raw(concernedOrganizations, u.Groups, directories, u.ID, SourceRule).Scan(&orgIDs).Error
 	if err != nil {
 		return fmt.Errorf("finding organizations whose group rules concern a person: %w", err)
 	}
